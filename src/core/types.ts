@@ -1,0 +1,105 @@
+/**
+ * The router's own request and decision types. Nothing in here knows about Envoy,
+ * gRPC or HTTP: the ext_proc edge (src/extproc/) translates to and from these.
+ */
+
+/** One engine (model-server instance) the router can send requests to. */
+export interface Endpoint {
+  /** `ip:port` exactly as Envoy formats it; this is what goes on the wire. */
+  readonly id: string;
+  /** IP literal (v4, or v6 without brackets). */
+  readonly address: string;
+  readonly port: number;
+  /** Pool (InferencePool-like group) the endpoint belongs to. */
+  readonly pool: string;
+  /** Models served; empty means "any model". */
+  readonly models: readonly string[];
+  /** Where the engine's Prometheus metrics live, if polled. */
+  readonly metricsUrl?: string;
+  /** Dense index 0..N-1, stable for the life of the registry; lets hot paths use typed arrays. */
+  readonly index: number;
+}
+
+/** What the router learned about one inference request before choosing an engine. */
+export interface RouteRequest {
+  /** Envoy's `x-request-id`, or one the router generated. */
+  readonly requestId: string;
+  /** Requested model name ('' when the body has none). */
+  readonly model: string;
+  /**
+   * Prompt prefix text used for cache affinity, in the order the engine's chat template
+   * would lay it out (tools, then messages). Bounded in length by the extractor.
+   */
+  readonly prefix: string;
+  /** Length of the whole prompt in characters (may exceed prefix.length). */
+  readonly promptChars: number;
+  /** Estimated prompt tokens (promptChars / chars-per-token, or exact for token-id prompts). */
+  readonly promptTokens: number;
+  /** `max_tokens` / `max_completion_tokens` if the client set it. */
+  readonly maxTokens?: number;
+  /** Value of the configured session header, if present. */
+  readonly sessionKey?: string;
+  /** Endpoint ids from Envoy's `envoy.lb.subset_hint`; when present only these are eligible. */
+  readonly subset?: readonly string[];
+  /** Whether the client asked for an SSE stream. */
+  readonly stream: boolean;
+  /** Arrival time on the router clock (ms). */
+  readonly arrivalMs: number;
+}
+
+/** Why the picker chose what it chose; a closed set so it can label metrics. */
+export type DecisionReason =
+  | 'affinity' // best prefix match won
+  | 'load' // load signals decided (no useful match, or load outweighed it)
+  | 'cold' // nothing cached anywhere: least-loaded
+  | 'imbalance' // imbalance escape removed the affinity target
+  | 'spill' // hot prefix replicated onto another engine
+  | 'session' // session stickiness
+  | 'hash' // consistent/prefix hashing
+  | 'round-robin'
+  | 'random';
+
+export const DECISION_REASONS: readonly DecisionReason[] = [
+  'affinity', 'load', 'cold', 'imbalance', 'spill', 'session', 'hash', 'round-robin', 'random',
+];
+
+/** Per-candidate scoring detail, kept for traces, metrics and the explain endpoint. */
+export interface CandidateScore {
+  readonly endpointId: string;
+  /** Scorer name → raw score in [0,1] (before weighting). */
+  readonly scores: Readonly<Record<string, number>>;
+  /** Weighted sum. */
+  readonly total: number;
+}
+
+/** The router's answer for one request. */
+export interface RouteDecision {
+  readonly requestId: string;
+  readonly endpoint: Endpoint;
+  /** Ordered fallbacks for retries (never includes `endpoint`). */
+  readonly fallbacks: readonly Endpoint[];
+  readonly strategy: string;
+  readonly reason: DecisionReason;
+  /** Prefix blocks of this request the chosen endpoint is believed to hold. */
+  readonly matchedBlocks: number;
+  readonly totalBlocks: number;
+  readonly candidates: readonly CandidateScore[];
+  /** Time spent deciding, in microseconds. */
+  readonly decisionMicros: number;
+  /** Free-form notes (e.g. "stale metrics: fell back to router accounting"). No prompt text. */
+  readonly notes?: readonly string[];
+}
+
+/** What happened to a routed request; fed back to the scheduler for accounting and learning. */
+export interface RequestOutcome {
+  /** HTTP status from the engine, if response headers were seen. */
+  readonly status?: number;
+  /** True when the request ended without a complete response (client gone, reset). */
+  readonly aborted: boolean;
+  /** From the response's `usage`, if observed. */
+  readonly promptTokens?: number;
+  readonly cachedTokens?: number;
+  readonly completionTokens?: number;
+  /** Engine that actually served it (Envoy may have retried onto a fallback). */
+  readonly servedBy?: string;
+}

@@ -1,0 +1,49 @@
+/**
+ * The load picture of one endpoint as the scheduler sees it: router-side accounting
+ * (always fresh, but blind to work the router did not send) merged with engine-reported
+ * metrics (complete, but as old as the last scrape). See src/endpoints/ for who fills it.
+ */
+export interface LoadSnapshot {
+  /** Requests the router sent that have not finished (router-side, exact). */
+  readonly inflightRequests: number;
+  /** Estimated prompt tokens of those requests (router-side). */
+  readonly inflightPromptTokens: number;
+  /**
+   * Estimated pending work in tokens: uncached prefill tokens not yet done plus expected
+   * decode tokens of in-flight requests. Equals inflightPromptTokens until a load model
+   * refines it.
+   */
+  readonly pendingTokens: number;
+  /** Engine-reported queue (vllm:num_requests_waiting), if known. */
+  readonly waiting?: number;
+  /** Engine-reported running requests (vllm:num_requests_running), if known. */
+  readonly running?: number;
+  /** Engine-reported KV-cache usage in [0,1], if known. */
+  readonly kvUsage?: number;
+  /** Age of the engine-reported fields in ms; Infinity if never scraped. */
+  readonly metricsAgeMs: number;
+  /** False when the endpoint failed health/scrapes and should not receive traffic. */
+  readonly healthy: boolean;
+}
+
+export const IDLE_LOAD: LoadSnapshot = {
+  inflightRequests: 0,
+  inflightPromptTokens: 0,
+  pendingTokens: 0,
+  metricsAgeMs: Number.POSITIVE_INFINITY,
+  healthy: true,
+};
+
+/**
+ * A single scalar "how busy is it" used by queue scorers and the imbalance escape.
+ * Uses the router's own in-flight count, raised to the engine's reported running+waiting
+ * when that is fresher information (work the router did not see, e.g. other routers).
+ */
+export function effectiveQueue(load: LoadSnapshot, maxMetricsAgeMs: number): number {
+  const own = load.inflightRequests;
+  if (load.metricsAgeMs <= maxMetricsAgeMs && load.waiting !== undefined) {
+    const engine = load.waiting + (load.running ?? 0);
+    return Math.max(own, engine);
+  }
+  return own;
+}
