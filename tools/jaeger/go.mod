@@ -1,0 +1,3 @@
+module cacheroute/tools/jaeger
+
+go 1.26
