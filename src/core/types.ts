@@ -45,6 +45,13 @@ export interface RouteRequest {
   readonly stream: boolean;
   /** Arrival time on the router clock (ms). */
   readonly arrivalMs: number;
+  /**
+   * W3C trace context of the caller: from the gRPC metadata Envoy sends for the ext_proc
+   * call, falling back to the request's own `traceparent` header. Telemetry parents the
+   * decision span on it.
+   */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /** Why the picker chose what it chose; a closed set so it can label metrics. */
