@@ -1,0 +1,170 @@
+/**
+ * Every Envoy config in envoy/ and every variant the renderer produces must be accepted by
+ * the real Envoy binary (`envoy --mode validate`), and the renderer must really change
+ * what it claims to change.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { parse } from 'yaml';
+import {
+  buildEnvoyConfig,
+  ENVOY_VARIANTS,
+  renderEnvoyConfig,
+  usesRouter,
+  type EnvoyRenderOptions,
+} from '../helpers/envoy-config.js';
+import { runDir } from '../helpers/managed-process.js';
+import { ENVOY_BIN, REPO_ROOT } from '../helpers/repo-paths.js';
+
+const run = promisify(execFile);
+
+async function validate(file: string): Promise<{ ok: boolean; output: string }> {
+  try {
+    const { stdout, stderr } = await run(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], {
+      timeout: 20_000,
+    });
+    return { ok: true, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}${e.message}` };
+  }
+}
+
+// Walks a parsed config by a path of keys / `name=` selectors.
+function at(doc: unknown, ...path: string[]): unknown {
+  let cur: unknown = doc;
+  for (const step of path) {
+    if (step.startsWith('name=')) {
+      const want = step.slice(5);
+      cur = (cur as Array<Record<string, unknown>>).find((e) => e['name'] === want);
+    } else if (/^\d+$/.test(step)) {
+      cur = (cur as unknown[])[Number(step)];
+    } else {
+      cur = (cur as Record<string, unknown>)[step];
+    }
+    if (cur === undefined) throw new Error(`path ${path.join('.')} missing at ${step}`);
+  }
+  return cur;
+}
+
+function endpointsOf(doc: unknown, cluster: string): string[] {
+  const lbEndpoints = at(doc, 'static_resources', 'clusters', `name=${cluster}`, 'load_assignment', 'endpoints', '0', 'lb_endpoints') as Array<{
+    endpoint: { address: { socket_address: { address: string; port_value: number } } };
+  }>;
+  return lbEndpoints.map((e) => `${e.endpoint.address.socket_address.address}:${e.endpoint.address.socket_address.port_value}`);
+}
+
+function extProcOf(doc: unknown): Record<string, unknown> {
+  const hcm = at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config');
+  return at(hcm, 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config') as Record<string, unknown>;
+}
+
+describe('e2e: Envoy configs', function () {
+  this.timeout(60_000);
+
+  const files = readdirSync(join(REPO_ROOT, 'envoy')).filter((f) => f.endsWith('.yaml'));
+
+  it('has a checked-in file for every renderer variant', () => {
+    for (const v of ENVOY_VARIANTS) expect(files).to.include(`${v}.yaml`);
+  });
+
+  for (const file of files) {
+    it(`envoy --mode validate accepts envoy/${file}`, async () => {
+      const res = await validate(join(REPO_ROOT, 'envoy', file));
+      expect(res.ok, res.output).to.equal(true);
+      expect(res.output).to.include('OK');
+    });
+  }
+
+  it('envoy --mode validate rejects a broken config (the check can fail)', async () => {
+    const broken = join(runDir(), 'broken-envoy.yaml');
+    const doc = buildEnvoyConfig({ variant: 'original-dst' });
+    const engines = at(doc, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
+    engines['lb_policy'] = 'ROUND_ROBIN'; // ORIGINAL_DST requires CLUSTER_PROVIDED
+    writeFileSync(broken, JSON.stringify(doc));
+    const res = await validate(broken);
+    expect(res.ok).to.equal(false);
+  });
+
+  const variants: Array<{ label: string; opts: EnvoyRenderOptions }> = [];
+  for (const variant of ENVOY_VARIANTS) {
+    const engines = ['127.0.0.1:18001', '127.0.0.1:18002', '127.0.0.1:18003'];
+    if (usesRouter(variant)) {
+      for (const failureModeAllow of [true, false]) {
+        variants.push({
+          label: `${variant} fail-${failureModeAllow ? 'open' : 'closed'}`,
+          opts: {
+            variant,
+            listenerPort: 0,
+            adminPort: 0,
+            routerAddress: '127.0.0.1:19002',
+            engines,
+            failureModeAllow,
+            otelCollector: '127.0.0.1:14317',
+            messageTimeoutMs: 1500,
+          },
+        });
+      }
+    } else {
+      variants.push({ label: variant, opts: { variant, listenerPort: 0, adminPort: 0, engines } });
+    }
+  }
+
+  for (const { label, opts } of variants) {
+    it(`renders and validates ${label}`, async () => {
+      const text = renderEnvoyConfig(opts);
+      const doc: unknown = parse(text);
+      expect(at(doc, 'admin', 'address', 'socket_address', 'port_value')).to.equal(0);
+      expect(at(doc, 'static_resources', 'listeners', 'name=ingress', 'address', 'socket_address', 'port_value')).to.equal(0);
+      const engineCluster = at(doc, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
+      if (engineCluster['type'] === 'ORIGINAL_DST') {
+        expect(engineCluster['load_assignment']).to.equal(undefined);
+      } else {
+        expect(endpointsOf(doc, 'engines')).to.deep.equal(opts.engines);
+      }
+      if (usesRouter(opts.variant)) {
+        expect(endpointsOf(doc, 'cacheroute_extproc')).to.deep.equal([opts.routerAddress]);
+        expect(endpointsOf(doc, 'otel_collector')).to.deep.equal([opts.otelCollector]);
+        const extProc = extProcOf(doc);
+        expect(extProc['failure_mode_allow']).to.equal(opts.failureModeAllow);
+        expect(extProc['message_timeout']).to.equal('1.500s');
+      }
+      const file = join(runDir(), `validate-${label.replace(/\s+/g, '-')}.yaml`);
+      writeFileSync(file, text);
+      const res = await validate(file);
+      expect(res.ok, res.output).to.equal(true);
+    });
+  }
+
+  it('keeps the ext_proc settings the router depends on', () => {
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      const doc = buildEnvoyConfig({ variant });
+      const extProc = extProcOf(doc);
+      expect(extProc['processing_mode']).to.deep.include({
+        request_header_mode: 'SEND',
+        request_body_mode: 'FULL_DUPLEX_STREAMED',
+        request_trailer_mode: 'SEND',
+        response_header_mode: 'SEND',
+        response_body_mode: 'NONE',
+      });
+      const md = extProc['metadata_options'] as { receiving_namespaces: { untyped: string[] }; forwarding_namespaces: { untyped: string[] } };
+      expect(md.receiving_namespaces.untyped).to.include.members(['envoy.lb', 'cacheroute']);
+      expect(md.forwarding_namespaces.untyped).to.include('envoy.lb.subset_hint');
+      // header_mutation (stripping client routing headers) must run before ext_proc.
+      const hcm = at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config');
+      const names = (at(hcm, 'http_filters') as Array<{ name: string }>).map((f) => f.name);
+      expect(names).to.deep.equal(['envoy.filters.http.header_mutation', 'envoy.filters.http.ext_proc', 'envoy.filters.http.router']);
+      const thresholds = at(doc, 'static_resources', 'clusters', 'name=cacheroute_extproc', 'circuit_breakers', 'thresholds', '0') as Record<string, number>;
+      expect(thresholds['max_requests']).to.be.greaterThan(1024);
+    }
+  });
+
+  it('refuses router options for Envoy-only variants and empty engine lists', () => {
+    expect(() => buildEnvoyConfig({ variant: 'envoy-only-round-robin', failureModeAllow: true })).to.throw(/no ext_proc/);
+    expect(() => buildEnvoyConfig({ variant: 'override-host', engines: [] })).to.throw(/empty/);
+    expect(() => buildEnvoyConfig({ variant: 'override-host', routerAddress: 'nonsense' })).to.throw(/host:port/);
+  });
+});
