@@ -1,0 +1,46 @@
+/**
+ * A validated config for tests and tools, built from the defaults plus overrides. It is
+ * the defaults of parseConfig except for three test-friendly choices: ephemeral listen
+ * ports (127.0.0.1:0), engine-metrics polling off, and four loopback endpoints
+ * 127.0.0.1:8001-8004 (all in pool `default`).
+ */
+import type { RouterConfig } from './types.js';
+import { API_VERSION } from './defaults.js';
+import { parseConfig } from './parse-config.js';
+
+/** Recursive partial; arrays are replaced whole, their items may be partial. */
+export type DeepPartial<T> = T extends readonly (infer U)[]
+  ? readonly DeepPartial<U>[]
+  : T extends object
+    ? { -readonly [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+export const TEST_ENDPOINT_ADDRESSES: readonly string[] = [
+  '127.0.0.1:8001',
+  '127.0.0.1:8002',
+  '127.0.0.1:8003',
+  '127.0.0.1:8004',
+];
+
+/** @throws RouterError BAD_CONFIG when the overrides are invalid. */
+export function defaultConfig(overrides: DeepPartial<RouterConfig> = {}): RouterConfig {
+  const base = {
+    apiVersion: API_VERSION,
+    server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0' },
+    endpoints: TEST_ENDPOINT_ADDRESSES.map((address) => ({ address })),
+    engineMetrics: { enabled: false },
+  };
+  return parseConfig(merge(base, overrides));
+}
+
+function isMapping(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function merge(base: unknown, over: unknown): unknown {
+  if (over === undefined) return base;
+  if (!isMapping(base) || !isMapping(over)) return over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = merge(base[k], v);
+  return out;
+}

@@ -1,0 +1,24 @@
+/** `engineMetrics:` section: polling engines' Prometheus endpoints. */
+import type { EngineMetricsConfig } from '../types.js';
+import { bool, int, type ObjectReader } from '../field-reader.js';
+import {
+  DEFAULT_ENGINE_METRICS_ENABLED,
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_POLL_TIMEOUT_MS,
+  DEFAULT_STALE_AFTER_MS,
+} from '../defaults.js';
+
+export function parseEngineMetrics(r: ObjectReader): EngineMetricsConfig {
+  const enabled = r.get('enabled', bool(), DEFAULT_ENGINE_METRICS_ENABLED);
+  const pollIntervalMs = r.get('pollIntervalMs', int({ min: 10, max: 60_000 }), DEFAULT_POLL_INTERVAL_MS);
+  const timeoutMs = r.get('timeoutMs', int({ min: 1, max: 60_000 }), DEFAULT_POLL_TIMEOUT_MS);
+  const staleAfterMs = r.get('staleAfterMs', int({ min: 1, max: 3_600_000 }), DEFAULT_STALE_AFTER_MS);
+  if (staleAfterMs <= pollIntervalMs) {
+    r.report('staleAfterMs', `must be greater than pollIntervalMs (${pollIntervalMs}), or every reading is stale`);
+  }
+  if (timeoutMs > staleAfterMs) {
+    r.report('timeoutMs', `must not exceed staleAfterMs (${staleAfterMs})`);
+  }
+  r.done();
+  return { enabled, pollIntervalMs, timeoutMs, staleAfterMs };
+}
