@@ -47,3 +47,17 @@ export function createLogger(opts: LoggerOptions, base: LogFields = {}): Logger 
 
 /** A logger that drops everything (tests, benchmarks). */
 export const silentLogger: Logger = createLogger({ level: 'error', write: () => {} });
+
+/** The correlation fields every log line about a request carries: `request_id`, `trace_id`. */
+export function requestLogFields(request: { readonly requestId: string; readonly traceparent?: string }): LogFields {
+  const m = request.traceparent !== undefined ? /^[0-9a-f]{2}-([0-9a-f]{32})-/i.exec(request.traceparent.trim()) : null;
+  const traceId = m?.[1]?.toLowerCase();
+  return traceId !== undefined && !/^0+$/.test(traceId)
+    ? { request_id: request.requestId, trace_id: traceId }
+    : { request_id: request.requestId };
+}
+
+/** A child logger for lines about one request (adds `request_id` and, when known, `trace_id`). */
+export function requestLogger(logger: Logger, request: { readonly requestId: string; readonly traceparent?: string }): Logger {
+  return logger.child(requestLogFields(request));
+}

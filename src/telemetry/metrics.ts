@@ -1,0 +1,327 @@
+/**
+ * Every Prometheus series the router exports, defined in one place (name, help, unit,
+ * labels, buckets) on a registry owned by one app instance, never prom-client's global
+ * default, so two apps in one process (tests) do not mix.
+ *
+ * Why these series: they answer "where did requests go and why" (decisions by strategy,
+ * endpoint and reason), "is deciding cheap" (decision latency), "does the cache model match
+ * reality" (predicted prefix hits vs the cached tokens engines report), and "what does the
+ * router believe about load right now" (in-flight gauges, engine signal ages, scrape
+ * errors), plus edge stream health.
+ *
+ * Bounded labels: `endpoint` is only ever a configured endpoint address (anything else is
+ * `other`), `reason` is the closed DecisionReason set, `strategy` is a configured strategy
+ * name (capped), `kind` is the closed StreamErrorKind set. No prompt text anywhere.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DECISION_REASONS } from '../core/types.js';
+import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { LoadSnapshot } from '../endpoints/load.js';
+import type { EdgeStats, StreamErrorKind } from './edge-stats.js';
+import { STREAM_ERROR_KINDS } from './edge-stats.js';
+
+/** Decision latency buckets in seconds: 10 µs … 100 ms. */
+export const DECISION_LATENCY_BUCKETS = [
+  0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+] as const;
+
+export const OTHER_LABEL = 'other';
+const MAX_STRATEGY_LABELS = 16;
+const IMMEDIATE_STATUSES = new Set([400, 404, 413, 415, 429, 500, 503, 504]);
+
+/** Current endpoints with their load picture (the scheduler's registry, adapted). */
+export interface EndpointLoadView {
+  list(): readonly { readonly endpoint: Endpoint; readonly load: LoadSnapshot }[];
+}
+
+/** Engine scrape bookkeeping (src/endpoints/engine-metrics-store.ts `ScrapeStats`, structurally). */
+export interface ScrapeStatsLike {
+  readonly endpointId: string;
+  readonly scrapes: number;
+  readonly errors: number;
+  /** ms; Infinity if never scraped successfully. */
+  readonly ageMs: number;
+}
+export interface ScrapeStatsView {
+  stats(): readonly ScrapeStatsLike[];
+}
+
+export interface RouterMetricsOptions {
+  /** Configured endpoint addresses (`ip:port`): the only values the `endpoint` label takes. */
+  endpointIds: Iterable<string>;
+  /** Prefix block size (chars) and chars/token, to turn matched blocks into predicted tokens. */
+  blockChars: number;
+  charsPerToken: number;
+  loads?: EndpointLoadView;
+  scrapes?: ScrapeStatsView;
+  /** Value of the `version` label of cacheroute_build_info. */
+  version?: string;
+}
+
+export class RouterMetrics implements EdgeStats {
+  readonly registry = new Registry();
+  private readonly endpointIds: Set<string>;
+  private readonly strategies = new Set<string>();
+  private readonly tokensPerBlock: number;
+  private loads: EndpointLoadView | undefined;
+  private scrapes: ScrapeStatsView | undefined;
+  private readonly lastScrapeCounts = new Map<string, { scrapes: number; errors: number }>();
+
+  private readonly decisions: Counter<'strategy' | 'endpoint' | 'reason'>;
+  private readonly decisionSeconds: Histogram<'strategy'>;
+  private readonly predictedBlocks: Counter<'endpoint'>;
+  private readonly predictedTokens: Counter<'endpoint'>;
+  private readonly promptBlocks: Counter<'endpoint'>;
+  private readonly engineCached: Counter<'endpoint'>;
+  private readonly enginePrompt: Counter<'endpoint'>;
+  private readonly completed: Counter<'endpoint' | 'outcome'>;
+  private readonly streamsTotal: Counter;
+  private readonly streamsActive: Gauge;
+  private readonly streamErrors: Counter<'kind'>;
+  private readonly immediate: Counter<'status'>;
+
+  constructor(opts: RouterMetricsOptions) {
+    this.endpointIds = new Set(opts.endpointIds);
+    this.tokensPerBlock = opts.charsPerToken > 0 ? opts.blockChars / opts.charsPerToken : 0;
+    this.loads = opts.loads;
+    this.scrapes = opts.scrapes;
+    const registers = [this.registry];
+    const self = this;
+
+    new Gauge({
+      name: 'cacheroute_build_info',
+      help: 'Always 1; labels carry the router version.',
+      labelNames: ['version'],
+      registers,
+    }).set({ version: opts.version ?? '0.0.0' }, 1);
+
+    this.decisions = new Counter({
+      name: 'cacheroute_decisions_total',
+      help: 'Routing decisions, by strategy, chosen endpoint and reason.',
+      labelNames: ['strategy', 'endpoint', 'reason'],
+      registers,
+    });
+    this.decisionSeconds = new Histogram({
+      name: 'cacheroute_decision_duration_seconds',
+      help: 'Time spent choosing an endpoint (scheduler only, not the ext_proc round trip).',
+      labelNames: ['strategy'],
+      buckets: [...DECISION_LATENCY_BUCKETS],
+      registers,
+    });
+    this.predictedBlocks = new Counter({
+      name: 'cacheroute_prefix_predicted_hit_blocks_total',
+      help: 'Prefix blocks the router predicted the serving endpoint held, for finished requests whose engine reported cached tokens.',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.promptBlocks = new Counter({
+      name: 'cacheroute_prefix_blocks_total',
+      help: 'Prefix blocks considered for matching, for the same requests as cacheroute_prefix_predicted_hit_blocks_total.',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.predictedTokens = new Counter({
+      name: 'cacheroute_prefix_predicted_hit_tokens_total',
+      help: 'Prompt tokens the router predicted would hit the serving endpoint prefix cache (matched blocks x tokens per block, capped by the prompt estimate), same requests as cacheroute_engine_cached_tokens_total.',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.engineCached = new Counter({
+      name: 'cacheroute_engine_cached_tokens_total',
+      help: 'Prompt tokens the engine reported as served from its prefix cache (usage.prompt_tokens_details.cached_tokens).',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.enginePrompt = new Counter({
+      name: 'cacheroute_engine_prompt_tokens_total',
+      help: 'Prompt tokens the engine reported (usage.prompt_tokens), for requests that reported cached tokens.',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.completed = new Counter({
+      name: 'cacheroute_requests_completed_total',
+      help: 'Routed requests that finished, by serving endpoint and outcome (success: 2xx/3xx, error: other status or none, aborted).',
+      labelNames: ['endpoint', 'outcome'],
+      registers,
+    });
+
+    new Gauge({
+      name: 'cacheroute_endpoint_inflight_requests',
+      help: 'Requests the router sent to the endpoint that have not finished (router-side accounting).',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { endpoint, load } of self.loadList()) this.set({ endpoint: endpoint.id }, load.inflightRequests);
+      },
+    });
+    new Gauge({
+      name: 'cacheroute_endpoint_inflight_prompt_tokens',
+      help: 'Estimated prompt tokens of the requests in flight on the endpoint (router-side accounting).',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { endpoint, load } of self.loadList()) this.set({ endpoint: endpoint.id }, load.inflightPromptTokens);
+      },
+    });
+    new Gauge({
+      name: 'cacheroute_endpoint_healthy',
+      help: '1 when the endpoint may receive traffic, 0 when health/scrapes marked it unhealthy.',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { endpoint, load } of self.loadList()) this.set({ endpoint: endpoint.id }, load.healthy ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'cacheroute_engine_signal_age_seconds',
+      help: 'Age of the last successful engine metrics scrape; +Inf if never scraped.',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of self.scrapeList()) this.set({ endpoint: s.endpointId }, s.ageMs / 1000);
+      },
+    });
+    new Counter({
+      name: 'cacheroute_engine_scrapes_total',
+      help: 'Engine metrics scrapes attempted.',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        self.syncScrapeCounters(this, 'scrapes');
+      },
+    });
+    new Counter({
+      name: 'cacheroute_engine_scrape_errors_total',
+      help: 'Engine metrics scrapes that failed (connect error, timeout, bad status, unparsable).',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        self.syncScrapeCounters(this, 'errors');
+      },
+    });
+
+    this.streamsTotal = new Counter({
+      name: 'cacheroute_extproc_streams_total',
+      help: 'ext_proc gRPC streams opened by Envoy (one per HTTP request).',
+      registers,
+    });
+    this.streamsActive = new Gauge({
+      name: 'cacheroute_extproc_streams_active',
+      help: 'ext_proc gRPC streams currently open.',
+      registers,
+    });
+    this.streamErrors = new Counter({
+      name: 'cacheroute_extproc_stream_errors_total',
+      help: 'ext_proc stream errors, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.immediate = new Counter({
+      name: 'cacheroute_extproc_immediate_responses_total',
+      help: 'Requests the router answered itself (ImmediateResponse), by HTTP status.',
+      labelNames: ['status'],
+      registers,
+    });
+
+    // Pre-create the closed label sets so dashboards see zeros rather than gaps.
+    for (const kind of STREAM_ERROR_KINDS) this.streamErrors.inc({ kind }, 0);
+  }
+
+  /** Late binding for sources created after the metrics (e.g. the poller). */
+  bindSources(sources: { loads?: EndpointLoadView; scrapes?: ScrapeStatsView }): void {
+    if (sources.loads) this.loads = sources.loads;
+    if (sources.scrapes) this.scrapes = sources.scrapes;
+  }
+
+  endpointLabel(id: string): string {
+    return this.endpointIds.has(id) ? id : OTHER_LABEL;
+  }
+
+  strategyLabel(strategy: string): string {
+    if (this.strategies.has(strategy)) return strategy;
+    if (this.strategies.size >= MAX_STRATEGY_LABELS || !/^[A-Za-z0-9_./-]{1,64}$/.test(strategy)) return OTHER_LABEL;
+    this.strategies.add(strategy);
+    return strategy;
+  }
+
+  /** Predicted cache-hit tokens for a decision (capped by the prompt estimate). */
+  predictedHitTokens(request: RouteRequest, decision: RouteDecision): number {
+    const raw = Math.round(decision.matchedBlocks * this.tokensPerBlock);
+    return Math.max(0, Math.min(request.promptTokens, raw));
+  }
+
+  recordDecision(_request: RouteRequest, decision: RouteDecision): void {
+    const strategy = this.strategyLabel(decision.strategy);
+    const reason = (DECISION_REASONS as readonly string[]).includes(decision.reason) ? decision.reason : OTHER_LABEL;
+    this.decisions.inc({ strategy, endpoint: this.endpointLabel(decision.endpoint.id), reason });
+    this.decisionSeconds.observe({ strategy }, Math.max(0, decision.decisionMicros) / 1e6);
+  }
+
+  recordOutcome(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {
+    const servedBy = outcome.servedBy ?? decision.endpoint.id;
+    const endpoint = this.endpointLabel(servedBy);
+    const result = outcome.aborted
+      ? 'aborted'
+      : outcome.status !== undefined && outcome.status >= 200 && outcome.status < 400
+        ? 'success'
+        : 'error';
+    this.completed.inc({ endpoint, outcome: result });
+    if (outcome.cachedTokens === undefined) return;
+    // The prediction was about the chosen endpoint; if a retry moved the request, the
+    // serving endpoint was predicted to hold nothing.
+    const samePlace = servedBy === decision.endpoint.id;
+    const blocks = samePlace ? decision.matchedBlocks : 0;
+    this.predictedBlocks.inc({ endpoint }, blocks);
+    this.promptBlocks.inc({ endpoint }, decision.totalBlocks);
+    this.predictedTokens.inc({ endpoint }, samePlace ? this.predictedHitTokens(request, decision) : 0);
+    this.engineCached.inc({ endpoint }, Math.max(0, outcome.cachedTokens));
+    if (outcome.promptTokens !== undefined) this.enginePrompt.inc({ endpoint }, Math.max(0, outcome.promptTokens));
+  }
+
+  // EdgeStats
+  streamOpened(): void {
+    this.streamsTotal.inc();
+    this.streamsActive.inc();
+  }
+  streamClosed(): void {
+    this.streamsActive.dec();
+  }
+  streamError(kind: StreamErrorKind): void {
+    this.streamErrors.inc({ kind: (STREAM_ERROR_KINDS as readonly string[]).includes(kind) ? kind : OTHER_LABEL });
+  }
+  immediateResponse(status: number): void {
+    this.immediate.inc({ status: IMMEDIATE_STATUSES.has(status) ? String(status) : OTHER_LABEL });
+  }
+
+  /** Prometheus text exposition of this app's registry. */
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private loadList(): readonly { readonly endpoint: Endpoint; readonly load: LoadSnapshot }[] {
+    return (this.loads?.list() ?? []).filter((e) => this.endpointIds.has(e.endpoint.id));
+  }
+
+  private scrapeList(): readonly ScrapeStatsLike[] {
+    return (this.scrapes?.stats() ?? []).filter((s) => this.endpointIds.has(s.endpointId));
+  }
+
+  /** Mirrors cumulative counts from the poller into a Prometheus counter (by deltas). */
+  private syncScrapeCounters(counter: Counter<'endpoint'>, field: 'scrapes' | 'errors'): void {
+    for (const s of this.scrapeList()) {
+      const last = this.lastScrapeCounts.get(s.endpointId) ?? { scrapes: 0, errors: 0 };
+      const delta = s[field] - last[field];
+      if (delta > 0) counter.inc({ endpoint: s.endpointId }, delta);
+      else counter.inc({ endpoint: s.endpointId }, 0);
+      this.lastScrapeCounts.set(s.endpointId, { ...last, [field]: s[field] });
+    }
+  }
+}
