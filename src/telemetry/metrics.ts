@@ -11,14 +11,13 @@
  *
  * Bounded labels: `endpoint` is only ever a configured endpoint address (anything else is
  * `other`), `reason` is the closed DecisionReason set, `strategy` is a configured strategy
- * name (capped), `kind` is the closed StreamErrorKind set. No prompt text anywhere.
+ * name (capped), `kind` is the edge's closed StreamErrorKind set. No prompt text anywhere.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DECISION_REASONS } from '../core/types.js';
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
-import type { EdgeStats, StreamErrorKind } from './edge-stats.js';
-import { STREAM_ERROR_KINDS } from './edge-stats.js';
+import type { EdgeStats } from '../extproc/edge-stats.js';
 
 /** Decision latency buckets in seconds: 10 µs … 100 ms. */
 export const DECISION_LATENCY_BUCKETS = [
@@ -27,7 +26,23 @@ export const DECISION_LATENCY_BUCKETS = [
 
 export const OTHER_LABEL = 'other';
 const MAX_STRATEGY_LABELS = 16;
-const IMMEDIATE_STATUSES = new Set([400, 404, 413, 415, 429, 500, 503, 504]);
+
+/**
+ * `kind` label values of cacheroute_extproc_stream_errors_total: the edge's StreamErrorKind
+ * (src/extproc/edge-stats.ts: a RouterError code, ABORTED or TRANSPORT), lower-cased.
+ */
+export const STREAM_ERROR_KINDS = [
+  'bad_request',
+  'payload_too_large',
+  'unsupported_media',
+  'no_endpoint',
+  'overloaded',
+  'bad_config',
+  'protocol',
+  'internal',
+  'aborted',
+  'transport',
+] as const;
 
 /** Current endpoints with their load picture (the scheduler's registry, adapted). */
 export interface EndpointLoadView {
@@ -78,7 +93,6 @@ export class RouterMetrics implements EdgeStats {
   private readonly streamsTotal: Counter;
   private readonly streamsActive: Gauge;
   private readonly streamErrors: Counter<'kind'>;
-  private readonly immediate: Counter<'status'>;
 
   constructor(opts: RouterMetricsOptions) {
     this.endpointIds = new Set(opts.endpointIds);
@@ -220,12 +234,6 @@ export class RouterMetrics implements EdgeStats {
       labelNames: ['kind'],
       registers,
     });
-    this.immediate = new Counter({
-      name: 'cacheroute_extproc_immediate_responses_total',
-      help: 'Requests the router answered itself (ImmediateResponse), by HTTP status.',
-      labelNames: ['status'],
-      registers,
-    });
 
     // Pre-create the closed label sets so dashboards see zeros rather than gaps.
     for (const kind of STREAM_ERROR_KINDS) this.streamErrors.inc({ kind }, 0);
@@ -290,11 +298,9 @@ export class RouterMetrics implements EdgeStats {
   streamClosed(): void {
     this.streamsActive.dec();
   }
-  streamError(kind: StreamErrorKind): void {
-    this.streamErrors.inc({ kind: (STREAM_ERROR_KINDS as readonly string[]).includes(kind) ? kind : OTHER_LABEL });
-  }
-  immediateResponse(status: number): void {
-    this.immediate.inc({ status: IMMEDIATE_STATUSES.has(status) ? String(status) : OTHER_LABEL });
+  streamError(kind: string): void {
+    const label = kind.toLowerCase();
+    this.streamErrors.inc({ kind: (STREAM_ERROR_KINDS as readonly string[]).includes(label) ? label : OTHER_LABEL });
   }
 
   /** Prometheus text exposition of this app's registry. */

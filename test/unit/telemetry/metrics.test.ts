@@ -6,8 +6,6 @@ import type { ScrapeStatsLike } from '../../../src/telemetry/metrics.js';
 import { IDLE_LOAD } from '../../../src/endpoints/load.js';
 import type { LoadSnapshot } from '../../../src/endpoints/load.js';
 import type { Endpoint } from '../../../src/core/types.js';
-import { RouterError } from '../../../src/core/errors.js';
-import { streamErrorKindOf } from '../../../src/telemetry/edge-stats.js';
 import { REPO_ROOT } from '../../helpers/repo-paths.js';
 import { decision, endpoint, request } from './decision-builders.js';
 
@@ -61,16 +59,17 @@ function build() {
   m.recordOutcome(r, d4, { status: 200, aborted: false, promptTokens: 100, cachedTokens: 0, servedBy: e2.id });
   m.recordOutcome(r, d5, { aborted: true });
   m.recordOutcome(r, d2, { status: 503, aborted: false });
-  // Edge: 3 streams, one still open, one protocol error, one 503 immediate response.
+  // Edge (kinds as src/extproc/edge-stats.ts reports them): 3 streams, one still open.
   m.streamOpened();
   m.streamOpened();
   m.streamOpened();
   m.streamClosed();
   m.streamClosed();
-  m.streamError(streamErrorKindOf(new RouterError('PROTOCOL', 'x')));
-  m.streamError(streamErrorKindOf(new Error('write after end')));
-  m.immediateResponse(503);
-  m.immediateResponse(418);
+  m.streamError('PROTOCOL');
+  m.streamError('TRANSPORT');
+  m.streamError('NO_ENDPOINT');
+  m.streamError('ABORTED');
+  m.streamError('something-new');
   return { m, setScrapes: (s: ScrapeStatsLike[]) => (scrapeStats = s), e0, e1, e2 };
 }
 
@@ -157,9 +156,10 @@ describe('metrics', () => {
     expect(sample(t, 'cacheroute_extproc_streams_active')).to.equal(1);
     expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="protocol"}')).to.equal(1);
     expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="transport"}')).to.equal(1);
-    expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="no_endpoint"}')).to.equal(0);
-    expect(sample(t, 'cacheroute_extproc_immediate_responses_total{status="503"}')).to.equal(1);
-    expect(sample(t, 'cacheroute_extproc_immediate_responses_total{status="other"}')).to.equal(1);
+    expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="no_endpoint"}')).to.equal(1);
+    expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="aborted"}')).to.equal(1);
+    expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="overloaded"}')).to.equal(0);
+    expect(sample(t, 'cacheroute_extproc_stream_errors_total{kind="other"}')).to.equal(1);
   });
 
   it('keeps registries per instance (no global default registry)', async () => {
