@@ -1,0 +1,130 @@
+import { expect } from 'chai';
+import { ManualClock } from '../../../src/util/clock.js';
+import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.js';
+import { StalenessTracker } from '../../../src/endpoints/staleness.js';
+import type { FallbackReason } from '../../../src/endpoints/staleness.js';
+
+function setup(staleAfterMs = 1000, frozenAfterCompletions = 3) {
+  const clock = new ManualClock(0);
+  const store = new EngineSignalStore(clock);
+  const hooks: Array<[string, FallbackReason]> = [];
+  const t = new StalenessTracker(store, clock, {
+    staleAfterMs,
+    frozenAfterCompletions,
+    onFallback: (id, r) => hooks.push([id, r]),
+  });
+  return { clock, store, t, hooks };
+}
+
+const total = (m: { waiting?: number; running?: number }): number => (m.waiting ?? 0) + (m.running ?? 0);
+
+describe('load/staleness', () => {
+  it('falls back to router accounting when nothing was ever scraped, and counts it', () => {
+    const { t, hooks } = setup();
+    const m = t.merge('a', 2);
+    expect(m.fallback).to.equal('missing');
+    expect(m.waiting).to.equal(undefined);
+    expect(m.metricsAgeMs).to.equal(Number.POSITIVE_INFINITY);
+    expect(hooks).to.deep.equal([['a', 'missing']]);
+    expect(t.stats().fallbacks.missing).to.equal(1);
+  });
+
+  it('moves the scraped queue forward by routed-since minus completed-since', () => {
+    const { store, t } = setup();
+    t.onRouted('a');
+    t.onRouted('a'); // before the scrape: included in the engine's numbers
+    store.recordSuccess('a', { engine: 'vllm', waiting: 6, running: 4 });
+    for (let i = 0; i < 3; i++) t.onRouted('a');
+    t.onCompleted('a');
+    // Own in-flight is 4 (5 routed, 1 completed); the engine had 10 incl. our 2 → 10 + 3 − 1 = 12.
+    const m = t.merge('a', 4);
+    expect(m.fallback).to.equal(undefined);
+    expect(total(m)).to.equal(12);
+    expect(m.running).to.equal(4);
+    expect(m.waiting).to.equal(8);
+  });
+
+  it('never estimates below the router own in-flight count', () => {
+    const { store, t } = setup();
+    store.recordSuccess('a', { engine: 'vllm', waiting: 0, running: 0 });
+    t.onCompleted('a');
+    t.onCompleted('a');
+    const m = t.merge('a', 3);
+    expect(total(m)).to.equal(3);
+  });
+
+  it('fades the part the router cannot see linearly with age', () => {
+    const { clock, store, t } = setup(1000);
+    store.recordSuccess('a', { engine: 'vllm', waiting: 10, running: 0 }); // 10 unseen (own = 0)
+    expect(total(t.merge('a', 0))).to.equal(10);
+    clock.advance(250);
+    expect(total(t.merge('a', 0))).to.be.closeTo(7.5, 1e-9);
+    clock.advance(500);
+    expect(total(t.merge('a', 0))).to.be.closeTo(2.5, 1e-9);
+    expect(total(t.merge('a', 2))).to.be.closeTo(2 + 8 * 0.25, 1e-9);
+  });
+
+  it('beyond staleAfterMs uses router accounting only and counts an age fallback', () => {
+    const { clock, store, t, hooks } = setup(1000);
+    store.recordSuccess('a', { engine: 'vllm', waiting: 10, running: 5, kvUsage: 0.9 });
+    clock.advance(1000);
+    expect(t.merge('a', 1).fallback).to.equal(undefined, 'exactly at the limit is still trusted');
+    clock.advance(1);
+    const m = t.merge('a', 1);
+    expect(m.fallback).to.equal('age');
+    expect(m.waiting).to.equal(undefined);
+    expect(m.kvUsage).to.equal(undefined);
+    expect(m.metricsAgeMs).to.equal(1001);
+    expect(hooks).to.deep.equal([['a', 'age']]);
+    store.recordSuccess('a', { engine: 'vllm', waiting: 1, running: 0, kvUsage: 0.2 });
+    expect(t.merge('a', 1).kvUsage).to.equal(0.2, 'a fresh scrape restores trust');
+  });
+
+  it('treats repeated identical pages as frozen once enough of its requests completed, ageing them from the last change', () => {
+    const { clock, store, t, hooks } = setup(1000, 3);
+    store.recordSuccess('a', { engine: 'vllm', waiting: 9, running: 8, prefixCacheQueries: 500 });
+    for (let step = 0; step < 12; step++) {
+      clock.advance(100);
+      t.onRouted('a');
+      t.onCompleted('a');
+      store.recordSuccess('a', { engine: 'vllm', waiting: 9, running: 8, prefixCacheQueries: 500 });
+    }
+    // Scraped just now, but unchanged for 1200 ms while 12 of our requests completed there.
+    const m = t.merge('a', 0);
+    expect(m.fallback).to.equal('frozen');
+    expect(m.metricsAgeMs).to.equal(1200);
+    expect(t.stats().frozenEndpoints).to.deep.equal(['a']);
+    expect(hooks.at(-1)).to.deep.equal(['a', 'frozen']);
+    // It thaws as soon as the numbers move.
+    clock.advance(100);
+    store.recordSuccess('a', { engine: 'vllm', waiting: 0, running: 1, prefixCacheQueries: 900 });
+    expect(t.merge('a', 0).fallback).to.equal(undefined);
+    expect(t.stats().frozenEndpoints).to.deep.equal([]);
+  });
+
+  it('does not call an idle engine frozen: unchanged numbers with no completions are fine', () => {
+    const { clock, store, t } = setup(1000, 3);
+    for (let i = 0; i < 30; i++) {
+      store.recordSuccess('a', { engine: 'vllm', waiting: 0, running: 0 });
+      clock.advance(100);
+    }
+    clock.advance(-100);
+    const m = t.merge('a', 0);
+    expect(m.fallback).to.equal(undefined);
+    expect(m.metricsAgeMs).to.equal(0);
+  });
+
+  it('forgets removed endpoints and detaches from the store on close', () => {
+    const { store, t } = setup();
+    store.recordSuccess('a', { engine: 'vllm', waiting: 1 });
+    t.onRouted('a');
+    t.retain([]);
+    t.close();
+    t.onRouted('b');
+    store.recordSuccess('b', { engine: 'vllm', waiting: 0, running: 0 });
+    // Detached: the scrape did not snapshot b's counters, so the routed request still counts as "since".
+    expect(total(t.merge('b', 1))).to.equal(1);
+    t.onRouted('b');
+    expect(total(t.merge('b', 0))).to.equal(2);
+  });
+});
