@@ -1,0 +1,150 @@
+/**
+ * Pure builders for every ProcessingResponse the edge sends. Kept free of state so each
+ * wire shape can be pinned by a unit test. Rules they encode (see docs/extproc.md):
+ * - header values go only in `raw_value`, always as a Buffer (a JS string in a bytes field
+ *   would be base64-decoded by protobufjs; a `value` would reach Envoy as an empty header);
+ * - the destination header is always written with append=false, so a client-supplied
+ *   value can never survive;
+ * - the header and the `envoy.lb` metadata carry the same string (chosen host first, then
+ *   the ordered fallbacks); `cacheroute/destination` carries the chosen host alone for
+ *   ORIGINAL_DST, which accepts exactly one literal ip:port.
+ */
+import type { RouteDecision } from '../core/types.js';
+import type { RouterError } from '../core/errors.js';
+import { httpStatusOf } from './error-status.js';
+import type { HeaderMutation, HeaderValueOption, ProcessingResponse, StatusCode, Struct } from './ext-proc-proto.js';
+
+export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
+export const LB_METADATA_NAMESPACE = 'envoy.lb';
+export const CACHEROUTE_METADATA_NAMESPACE = 'cacheroute';
+export const CACHEROUTE_DESTINATION_KEY = 'destination';
+/** Error messages are truncated to this many characters (they must stay small). */
+const MAX_ERROR_MESSAGE_CHARS = 200;
+
+/** One header to set, replacing any existing values (ext_proc honours only `append`). */
+export function setHeader(key: string, value: string): HeaderValueOption {
+  return { header: { key, raw_value: Buffer.from(value, 'utf8') }, append: { value: false } };
+}
+
+/** `ip:port` of the chosen endpoint followed by the fallbacks, comma-separated. */
+export function destinationList(decision: RouteDecision): string {
+  let out = decision.endpoint.id;
+  for (const fb of decision.fallbacks) out += ',' + fb.id;
+  return out;
+}
+
+/** Header mutation announcing the decision (plus optional extra headers). */
+export function routingHeaderMutation(decision: RouteDecision, extra: readonly HeaderValueOption[] = []): HeaderMutation {
+  return { set_headers: [setHeader(DESTINATION_HEADER, destinationList(decision)), ...extra] };
+}
+
+/** Dynamic metadata announcing the decision under `envoy.lb` and `cacheroute`. */
+export function routingMetadata(decision: RouteDecision): Struct {
+  return {
+    fields: {
+      [LB_METADATA_NAMESPACE]: {
+        structValue: { fields: { [DESTINATION_HEADER]: { stringValue: destinationList(decision) } } },
+      },
+      [CACHEROUTE_METADATA_NAMESPACE]: {
+        structValue: { fields: { [CACHEROUTE_DESTINATION_KEY]: { stringValue: decision.endpoint.id } } },
+      },
+    },
+  };
+}
+
+/**
+ * Answer to request headers that carries the decision (FULL_DUPLEX_STREAMED after the body
+ * ended, or header-only routing). clear_route_cache is honoured here because the same
+ * response carries a header mutation.
+ */
+export function requestHeadersWithDecision(decision: RouteDecision): ProcessingResponse {
+  return {
+    request_headers: {
+      response: { status: 'CONTINUE', header_mutation: routingHeaderMutation(decision), clear_route_cache: true },
+    },
+    dynamic_metadata: routingMetadata(decision),
+  };
+}
+
+/** Answer to a BUFFERED request body that carries the decision (headers are still held). */
+export function requestBodyWithDecision(decision: RouteDecision): ProcessingResponse {
+  return {
+    request_body: {
+      response: { status: 'CONTINUE', header_mutation: routingHeaderMutation(decision), clear_route_cache: true },
+    },
+    dynamic_metadata: routingMetadata(decision),
+  };
+}
+
+/** Plain CONTINUE for request headers; optionally removes headers (e.g. a forged destination). */
+export function continueRequestHeaders(removeHeaders: readonly string[] = []): ProcessingResponse {
+  if (removeHeaders.length === 0) return { request_headers: { response: { status: 'CONTINUE' } } };
+  return {
+    request_headers: { response: { status: 'CONTINUE', header_mutation: { remove_headers: [...removeHeaders] } } },
+  };
+}
+
+/** CONTINUE for response headers; optionally sets headers (the decision summary). */
+export function continueResponseHeaders(setHeaders: readonly HeaderValueOption[] = []): ProcessingResponse {
+  if (setHeaders.length === 0) return { response_headers: { response: { status: 'CONTINUE' } } };
+  return { response_headers: { response: { status: 'CONTINUE', header_mutation: { set_headers: [...setHeaders] } } } };
+}
+
+/** CONTINUE for a request body chunk (BUFFERED / STREAMED modes). */
+export function continueRequestBody(): ProcessingResponse {
+  return { request_body: { response: { status: 'CONTINUE' } } };
+}
+
+/** CONTINUE for a response body chunk (BUFFERED / STREAMED modes). */
+export function continueResponseBody(): ProcessingResponse {
+  return { response_body: { response: { status: 'CONTINUE' } } };
+}
+
+/** FULL_DUPLEX_STREAMED: give a request body chunk back to Envoy (it drained it). */
+export function streamedRequestBody(body: Uint8Array, endOfStream: boolean): ProcessingResponse {
+  return {
+    request_body: {
+      response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } },
+    },
+  };
+}
+
+/** FULL_DUPLEX_STREAMED: give a response body chunk back to Envoy. */
+export function streamedResponseBody(body: Uint8Array, endOfStream: boolean): ProcessingResponse {
+  return {
+    response_body: {
+      response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } },
+    },
+  };
+}
+
+export function continueRequestTrailers(): ProcessingResponse {
+  return { request_trailers: {} };
+}
+
+export function continueResponseTrailers(): ProcessingResponse {
+  return { response_trailers: {} };
+}
+
+/** Small JSON error body: `{"error":{"code":"BAD_REQUEST","message":"..."}}`. */
+export function errorBody(err: RouterError): Buffer {
+  const message =
+    err.message.length > MAX_ERROR_MESSAGE_CHARS ? err.message.slice(0, MAX_ERROR_MESSAGE_CHARS) + '…' : err.message;
+  return Buffer.from(JSON.stringify({ error: { code: err.code, message } }), 'utf8');
+}
+
+/** Local reply for an error: status from the one mapping table, JSON body, JSON content type. */
+export function immediateErrorResponse(err: RouterError): ProcessingResponse {
+  return {
+    immediate_response: {
+      status: { code: httpStatusOf(err.code) as StatusCode },
+      headers: { set_headers: [setHeader('content-type', 'application/json')] },
+      body: errorBody(err),
+      details: 'cacheroute_' + err.code.toLowerCase(),
+    },
+  };
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
