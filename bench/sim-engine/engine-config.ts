@@ -1,0 +1,159 @@
+/**
+ * Command-line flags of the simulator and their defaults. Every flag is `--name value`
+ * or `--name=value`; booleans may omit the value. Unknown flags are errors, so typos in
+ * benchmark scripts fail loudly instead of silently using a default.
+ */
+import { DEFAULT_ENGINE_MODEL, validateModelConfig, type EngineModelConfig } from './batching-engine.js';
+
+export interface SimEngineConfig extends EngineModelConfig {
+  /** Value of the x-engine-id header; default `<host>:<port>` once the port is known. */
+  readonly id?: string;
+  readonly host: string;
+  readonly port: number;
+  readonly model: string;
+  /** 404 for requests naming another model (default: accept any). */
+  readonly strictModel: boolean;
+  readonly seed: number;
+  readonly charsPerToken: number;
+  /** Upper bound on prompt + max_tokens (vLLM --max-model-len). */
+  readonly maxModelLen: number;
+  /** max_tokens when the request sets none. */
+  readonly defaultMaxTokens: number;
+  /** /metrics serves values this old. */
+  readonly metricsDelayMs: number;
+  /** Exit when stdin closes (the launcher sets this so engines die with their parent). */
+  readonly exitOnStdinClose: boolean;
+}
+
+export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
+  ...DEFAULT_ENGINE_MODEL,
+  host: '127.0.0.1',
+  port: 8000,
+  model: 'sim-model',
+  strictModel: false,
+  seed: 0,
+  charsPerToken: 4,
+  maxModelLen: 32768,
+  defaultMaxTokens: 16,
+  metricsDelayMs: 0,
+  exitOnStdinClose: false,
+};
+
+/** One process may host several engines (--ports a,b,c); they differ only in port, id and seed. */
+export interface SimEngineArgs {
+  readonly engines: SimEngineConfig[];
+}
+
+type Kind = 'int' | 'num' | 'str' | 'bool';
+
+const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports'; kind: Kind }> = {
+  port: { key: 'port', kind: 'int' },
+  ports: { key: 'ports', kind: 'str' },
+  host: { key: 'host', kind: 'str' },
+  id: { key: 'id', kind: 'str' },
+  model: { key: 'model', kind: 'str' },
+  'strict-model': { key: 'strictModel', kind: 'bool' },
+  seed: { key: 'seed', kind: 'int' },
+  'chars-per-token': { key: 'charsPerToken', kind: 'int' },
+  'block-size': { key: 'blockSize', kind: 'int' },
+  'kv-cache-blocks': { key: 'kvCacheBlocks', kind: 'int' },
+  'max-num-seqs': { key: 'maxNumSeqs', kind: 'int' },
+  'max-batched-tokens': { key: 'maxBatchedTokens', kind: 'int' },
+  'max-num-batched-tokens': { key: 'maxBatchedTokens', kind: 'int' },
+  'max-model-len': { key: 'maxModelLen', kind: 'int' },
+  'default-max-tokens': { key: 'defaultMaxTokens', kind: 'int' },
+  'step-overhead-ms': { key: 'stepOverheadMs', kind: 'num' },
+  'prefill-ms-per-token': { key: 'prefillMsPerToken', kind: 'num' },
+  'decode-ms-per-seq': { key: 'decodeMsPerSeq', kind: 'num' },
+  'time-scale': { key: 'timeScale', kind: 'num' },
+  'metrics-delay-ms': { key: 'metricsDelayMs', kind: 'num' },
+  'exit-on-stdin-close': { key: 'exitOnStdinClose', kind: 'bool' },
+};
+
+export class FlagError extends Error {
+  override readonly name = 'FlagError';
+}
+
+/** Parses argv (without node and script). Throws FlagError with a readable message. */
+export function parseSimEngineArgs(argv: readonly string[]): SimEngineArgs {
+  const values: Record<string, string | number | boolean> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new FlagError(`unexpected argument '${arg}'`);
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    const spec = FLAGS[name];
+    if (!spec) throw new FlagError(`unknown flag --${name}`);
+    let raw: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    if (raw === undefined) {
+      const next = argv[i + 1];
+      if (spec.kind === 'bool') {
+        if (next === 'true' || next === 'false') {
+          raw = next;
+          i++;
+        } else raw = 'true';
+      } else {
+        if (next === undefined) throw new FlagError(`flag --${name} needs a value`);
+        raw = next;
+        i++;
+      }
+    }
+    values[spec.key] = convert(name, spec.kind, raw);
+  }
+
+  const { ports: portsRaw, ...rest } = values;
+  const base = { ...DEFAULT_SIM_ENGINE_CONFIG, ...rest } as SimEngineConfig;
+  if (!Number.isInteger(base.charsPerToken) || base.charsPerToken < 1) throw new FlagError('--chars-per-token must be >= 1');
+  if (base.defaultMaxTokens < 1) throw new FlagError('--default-max-tokens must be >= 1');
+  if (base.maxModelLen < 1) throw new FlagError('--max-model-len must be >= 1');
+  if (base.metricsDelayMs < 0) throw new FlagError('--metrics-delay-ms must be >= 0');
+  try {
+    validateModelConfig(base);
+  } catch (err) {
+    throw new FlagError((err as Error).message);
+  }
+  if (portsRaw === undefined) {
+    checkPort(base.port);
+    return { engines: [base] };
+  }
+  const ports = String(portsRaw)
+    .split(',')
+    .filter((s) => s.trim() !== '')
+    .map((s) => convert('ports', 'int', s.trim()) as number);
+  if (ports.length === 0) throw new FlagError('--ports needs at least one port');
+  ports.forEach(checkPort);
+  return {
+    engines: ports.map((port, i) => ({
+      ...base,
+      port,
+      seed: base.seed + i,
+      // A shared --id would make engines indistinguishable: suffix it.
+      ...(base.id !== undefined ? { id: ports.length > 1 ? `${base.id}-${i}` : base.id } : {}),
+    })),
+  };
+}
+
+function checkPort(p: number): void {
+  if (!Number.isInteger(p) || p < 0 || p > 65535) throw new FlagError(`invalid port ${p}`);
+}
+
+function convert(name: string, kind: Kind, raw: string): string | number | boolean {
+  switch (kind) {
+    case 'str':
+      return raw;
+    case 'bool':
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw new FlagError(`flag --${name} expects true/false, got '${raw}'`);
+    case 'int': {
+      const v = Number(raw);
+      if (raw.trim() === '' || !Number.isInteger(v)) throw new FlagError(`flag --${name} expects an integer, got '${raw}'`);
+      return v;
+    }
+    case 'num': {
+      const v = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(v)) throw new FlagError(`flag --${name} expects a number, got '${raw}'`);
+      return v;
+    }
+  }
+}
