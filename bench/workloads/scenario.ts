@@ -1,0 +1,82 @@
+/**
+ * Declarative scenario specs (what presets list) and the one function that turns a spec
+ * plus a seed into a concrete workload. Keeping specs as plain data lets presets be
+ * composed, printed into run.json and re-run exactly.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { withQps, type ArrivalSpec } from './arrivals.js';
+import { hotPrefixWorkload, type HotPrefixParams } from './hot-prefix.js';
+import { mooncakeWorkload, parseMooncakeTrace } from './mooncake-trace.js';
+import { multiTurnWorkload, type MultiTurnParams } from './multi-turn.js';
+import { sharedPrefixWorkload, sharingRatioWorkload, type SharedPrefixShape, type SharingRatioParams } from './shared-prefix.js';
+import type { ApiKind, Workload } from './types.js';
+
+type Omit2<T, K extends keyof T> = Omit<T, K>;
+
+export type ScenarioSpec =
+  | ({ readonly kind: 'shared-prefix'; readonly label: string; readonly api?: ApiKind; readonly requests?: number; readonly arrival: ArrivalSpec } & SharedPrefixShape)
+  | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit2<SharingRatioParams, 'seed' | 'api'>)
+  | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit2<HotPrefixParams, 'seed' | 'api'>)
+  | ({ readonly kind: 'multi-turn'; readonly label: string; readonly api?: ApiKind } & Omit2<MultiTurnParams, 'seed' | 'api'>)
+  | {
+      readonly kind: 'mooncake';
+      readonly label: string;
+      readonly api?: ApiKind;
+      /** Trace path, relative to the repository root (or absolute). */
+      readonly file: string;
+      readonly tokenScale: number;
+      readonly timeScale: number;
+      readonly maxRequests?: number;
+      readonly skip?: number;
+      readonly maxOutputTokens?: number;
+    };
+
+/** Default API: completions, because every contender routes on its full prompt text. */
+export const DEFAULT_API: ApiKind = 'completions';
+
+/** Arrival rate of a scenario, if it has one (trace replays do not). */
+export function scenarioQps(spec: ScenarioSpec): number | undefined {
+  return spec.kind === 'mooncake' ? undefined : spec.arrival.qps;
+}
+
+/** The same scenario at another arrival rate (QPS sweeps); trace replays are returned unchanged. */
+export function scenarioAtQps(spec: ScenarioSpec, qps: number): ScenarioSpec {
+  if (spec.kind === 'mooncake') return spec;
+  return { ...spec, arrival: withQps(spec.arrival, qps) };
+}
+
+export function buildWorkload(spec: ScenarioSpec, seed: number, repoRoot: string): Workload {
+  const api = spec.api ?? DEFAULT_API;
+  switch (spec.kind) {
+    case 'shared-prefix': {
+      const { kind: _k, label: _l, ...rest } = spec;
+      return sharedPrefixWorkload({ ...rest, api, seed });
+    }
+    case 'sharing-ratio': {
+      const { kind: _k, label: _l, ...rest } = spec;
+      return sharingRatioWorkload({ ...rest, api, seed });
+    }
+    case 'hot-prefix': {
+      const { kind: _k, label: _l, ...rest } = spec;
+      return hotPrefixWorkload({ ...rest, api, seed });
+    }
+    case 'multi-turn': {
+      const { kind: _k, label: _l, ...rest } = spec;
+      return multiTurnWorkload({ ...rest, api, seed });
+    }
+    case 'mooncake': {
+      const entries = parseMooncakeTrace(readFileSync(resolve(repoRoot, spec.file), 'utf8'));
+      return mooncakeWorkload({
+        entries,
+        tokenScale: spec.tokenScale,
+        timeScale: spec.timeScale,
+        api,
+        seed,
+        ...(spec.maxRequests !== undefined ? { maxRequests: spec.maxRequests } : {}),
+        ...(spec.skip !== undefined ? { skip: spec.skip } : {}),
+        ...(spec.maxOutputTokens !== undefined ? { maxOutputTokens: spec.maxOutputTokens } : {}),
+      });
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * A workload is a finite, fully materialised list of requests with their arrival times.
+ * Every generator is a pure function of its parameters and a seed, so two contenders
+ * in the same run (and two runs with the same seed) see byte-identical request streams.
+ */
+
+export type ApiKind = 'completions' | 'chat';
+
+export interface ChatMessage {
+  readonly role: 'system' | 'user' | 'assistant';
+  readonly content: string;
+}
+
+/** Waits for another request of the same stream before being sent (multi-turn pacing). */
+export interface RequestDependency {
+  /** Id of the request that must finish first. */
+  readonly afterId: string;
+  /** Think time after that request finished, in ms. */
+  readonly thinkMs: number;
+}
+
+export interface BenchRequest {
+  /** Unique and stable within the workload. */
+  readonly id: string;
+  /** Scheduled arrival, ms after the start of the run (earliest send time for dependent turns). */
+  readonly atMs: number;
+  readonly api: ApiKind;
+  /** Prompt text (completions API). */
+  readonly prompt?: string;
+  /** Conversation (chat API). */
+  readonly messages?: readonly ChatMessage[];
+  /** Prompt tokens by construction (synthetic text has exactly one token per word). */
+  readonly promptTokens: number;
+  /** Output tokens requested (sent as max_tokens with ignore_eos). */
+  readonly maxTokens: number;
+  /** Sharing group ('' when the prompt shares nothing by design). */
+  readonly group: string;
+  /**
+   * Leading prompt tokens this request shares with an earlier request of the stream
+   * (an infinite cache at block granularity 1 could reuse this many).
+   */
+  readonly reusableTokens: number;
+  readonly dependsOn?: RequestDependency;
+}
+
+export interface Workload {
+  /** Scenario name, e.g. `shared-prefix`, `hot-prefix`. */
+  readonly name: string;
+  readonly requests: readonly BenchRequest[];
+  /** Parameters that produced it (goes into results.json / run.json). */
+  readonly params: Readonly<Record<string, unknown>>;
+}
+
+/** Ideal (infinite-cache) token reuse of a workload: sum(reusable) / sum(prompt). */
+export function idealReuse(requests: readonly BenchRequest[]): number {
+  let reusable = 0;
+  let total = 0;
+  for (const r of requests) {
+    reusable += r.reusableTokens;
+    total += r.promptTokens;
+  }
+  return total === 0 ? 0 : reusable / total;
+}
