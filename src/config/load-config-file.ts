@@ -9,6 +9,8 @@ import type { RouterConfig } from './types.js';
 import { parseConfig } from './parse-config.js';
 import type { Env } from './env-overrides.js';
 
+const UNQUOTED_IPV6 = /(^|[\s:-])\[[0-9A-Fa-f:.]*\]:[0-9]/m;
+
 /** A config file larger than this is certainly a mistake. */
 export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
 
@@ -32,6 +34,7 @@ export function loadConfigFile(path: string, env: Env = process.env): RouterConf
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const lines = doc.errors.map((e) => e.message.split('\n')[0]);
+    if (UNQUOTED_IPV6.test(text)) lines.push('hint: IPv6 addresses must be quoted in YAML, e.g. "[::1]:8000"');
     throw new RouterError('BAD_CONFIG', `config file ${path} is not valid YAML:\n  - ${lines.join('\n  - ')}`);
   }
   let raw: unknown;

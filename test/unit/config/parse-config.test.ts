@@ -1,0 +1,224 @@
+import { expect } from 'chai';
+import { parseConfig } from '../../../src/config/parse-config.js';
+import * as D from '../../../src/config/defaults.js';
+import { STRATEGIES } from '../../../src/config/types.js';
+import { MINIMAL, problemsOf } from './config-helpers.js';
+
+const doc = (extra: Record<string, unknown>): Record<string, unknown> => ({ ...MINIMAL, ...extra });
+
+describe('config/parse-config', () => {
+  describe('defaults', () => {
+    it('fills every field of a minimal document from the named defaults', () => {
+      const c = parseConfig(MINIMAL);
+      expect(c.apiVersion).to.equal('cacheroute/v1');
+      expect(c.server).to.deep.equal({
+        grpcAddress: D.DEFAULT_GRPC_ADDRESS,
+        adminAddress: D.DEFAULT_ADMIN_ADDRESS,
+        drainTimeoutMs: D.DEFAULT_DRAIN_TIMEOUT_MS,
+        maxReceiveMessageBytes: D.DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
+      });
+      expect(c.requests).to.deep.equal({
+        paths: D.DEFAULT_PATHS,
+        methods: D.DEFAULT_METHODS,
+        maxBodyBytes: D.DEFAULT_MAX_BODY_BYTES,
+        maxPrefixChars: D.DEFAULT_MAX_PREFIX_CHARS,
+        charsPerToken: D.DEFAULT_CHARS_PER_TOKEN,
+      });
+      expect(c.endpoints).to.deep.equal([
+        { address: '127.0.0.1:8001', pool: D.DEFAULT_POOL, models: [], metricsUrl: 'http://127.0.0.1:8001/metrics' },
+      ]);
+      expect(c.strategy).to.equal(D.DEFAULT_STRATEGY);
+      expect(c.fallbacks).to.equal(D.DEFAULT_FALLBACKS);
+      expect(c.seed).to.equal(D.DEFAULT_SEED);
+      expect(c.cacheAware).to.deep.equal({
+        blockChars: D.DEFAULT_BLOCK_CHARS,
+        maxPrefixBlocks: D.DEFAULT_MAX_PREFIX_BLOCKS,
+        indexCapacityBlocks: D.DEFAULT_INDEX_CAPACITY_BLOCKS,
+        weights: D.DEFAULT_WEIGHTS,
+        imbalance: { absThreshold: D.DEFAULT_IMBALANCE_ABS, relThreshold: D.DEFAULT_IMBALANCE_REL },
+      });
+      expect(c.engineMetrics).to.deep.equal({
+        enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
+        pollIntervalMs: D.DEFAULT_POLL_INTERVAL_MS,
+        timeoutMs: D.DEFAULT_POLL_TIMEOUT_MS,
+        staleAfterMs: D.DEFAULT_STALE_AFTER_MS,
+      });
+      expect(c.telemetry).to.deep.equal({
+        logLevel: D.DEFAULT_LOG_LEVEL,
+        decisionHeader: D.DEFAULT_DECISION_HEADER,
+        recentDecisions: D.DEFAULT_RECENT_DECISIONS,
+      });
+    });
+
+    it('the documented default values', () => {
+      expect(D.DEFAULT_GRPC_ADDRESS.endsWith(':9002')).to.equal(true);
+      expect(D.DEFAULT_ADMIN_ADDRESS.endsWith(':9003')).to.equal(true);
+      expect(D.DEFAULT_BLOCK_CHARS).to.equal(64);
+      expect(D.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
+      expect([D.DEFAULT_IMBALANCE_ABS, D.DEFAULT_IMBALANCE_REL]).to.deep.equal([8, 1.5]);
+      expect([D.DEFAULT_POLL_INTERVAL_MS, D.DEFAULT_STALE_AFTER_MS]).to.deep.equal([100, 1000]);
+      expect(D.DEFAULT_FALLBACKS).to.equal(2);
+      expect(D.DEFAULT_MAX_BODY_BYTES).to.equal(16 * 1024 * 1024);
+      expect(D.DEFAULT_MAX_PREFIX_CHARS).to.equal(65_536);
+      expect(D.DEFAULT_MAX_RECEIVE_MESSAGE_BYTES).to.be.greaterThan(D.DEFAULT_MAX_BODY_BYTES);
+    });
+
+    it('null sections and fields count as unset', () => {
+      const c = parseConfig(doc({ server: null, cacheAware: { weights: null }, strategy: null }));
+      expect(c.server.grpcAddress).to.equal(D.DEFAULT_GRPC_ADDRESS);
+      expect(c.cacheAware.weights).to.deep.equal(D.DEFAULT_WEIGHTS);
+      expect(c.strategy).to.equal(D.DEFAULT_STRATEGY);
+    });
+
+    it('derives the gRPC receive limit from a larger maxBodyBytes', () => {
+      const c = parseConfig(doc({ requests: { maxBodyBytes: 64 * 1024 * 1024 } }));
+      expect(c.server.maxReceiveMessageBytes).to.be.greaterThan(64 * 1024 * 1024);
+    });
+
+    it('returns a deeply frozen object', () => {
+      const c = parseConfig(MINIMAL);
+      expect(Object.isFrozen(c)).to.equal(true);
+      expect(Object.isFrozen(c.endpoints[0])).to.equal(true);
+      expect(Object.isFrozen(c.cacheAware.weights)).to.equal(true);
+    });
+
+    it('accepts every strategy name', () => {
+      for (const strategy of STRATEGIES) expect(parseConfig(doc({ strategy })).strategy).to.equal(strategy);
+    });
+  });
+
+  describe('normalisation', () => {
+    it('endpoint strings are shorthand for {address}', () => {
+      const c = parseConfig(doc({ endpoints: ['10.0.0.1:80', { address: '10.0.0.2:80', pool: 'p', models: ['m'] }] }));
+      expect(c.endpoints.map((e) => [e.address, e.pool, e.models])).to.deep.equal([
+        ['10.0.0.1:80', 'default', []],
+        ['10.0.0.2:80', 'p', ['m']],
+      ]);
+    });
+
+    it('canonicalises IPv6 endpoint addresses', () => {
+      const c = parseConfig(doc({ endpoints: ['[2001:DB8:0:0:0:0:0:1]:8000'] }));
+      expect(c.endpoints[0]?.address).to.equal('[2001:db8::1]:8000');
+    });
+
+    it('metricsUrl defaults only when polling is on', () => {
+      const on = parseConfig(doc({ endpoints: ['[::1]:8000'] }));
+      expect(on.endpoints[0]?.metricsUrl).to.equal('http://[::1]:8000/metrics');
+      const off = parseConfig(doc({ engineMetrics: { enabled: false } }));
+      expect(off.endpoints[0]).to.not.have.property('metricsUrl');
+      const explicit = parseConfig(doc({ endpoints: [{ address: '127.0.0.1:1', metricsUrl: 'http://127.0.0.1:9/m' }] }));
+      expect(explicit.endpoints[0]?.metricsUrl).to.equal('http://127.0.0.1:9/m');
+    });
+
+    it('lower-cases the session header', () => {
+      expect(parseConfig(doc({ requests: { sessionHeader: 'X-Session-Id' } })).requests.sessionHeader).to.equal(
+        'x-session-id',
+      );
+    });
+  });
+
+  describe('validation errors name the field path', () => {
+    const table: [string, Record<string, unknown>, string][] = [
+      ['apiVersion missing', { apiVersion: undefined }, 'apiVersion: required'],
+      ['apiVersion wrong', { apiVersion: 'v2' }, 'apiVersion: expected one of cacheroute/v1, got "v2"'],
+      ['endpoints missing', { endpoints: undefined }, 'endpoints: required'],
+      ['endpoints empty', { endpoints: [] }, 'endpoints: at least one endpoint is required'],
+      ['endpoints not a list', { endpoints: '127.0.0.1:1' }, 'endpoints: expected a list of endpoints'],
+      ['hostname', { endpoints: ['127.0.0.1:1', '127.0.0.1:2', 'foo'] }, 'endpoints[2].address: expected ip:port'],
+      ['got value quoted', { endpoints: ['127.0.0.1:1', '127.0.0.1:2', 'foo'] }, 'got "foo"'],
+      ['no port', { endpoints: ['127.0.0.1'] }, 'endpoints[0].address: expected ip:port'],
+      ['port 0', { endpoints: ['127.0.0.1:0'] }, 'endpoints[0].address'],
+      ['port too big', { endpoints: ['127.0.0.1:65536'] }, 'endpoints[0].address'],
+      ['bare IPv6', { endpoints: ['::1:8000'] }, 'endpoints[0].address'],
+      ['IPv6 zone', { endpoints: ['[fe80::1%eth0]:8000'] }, 'endpoints[0].address'],
+      ['unquoted IPv6 in YAML', { endpoints: [{ address: ['::1'] }] }, 'quote IPv6'],
+      ['address missing', { endpoints: [{ pool: 'p' }] }, 'endpoints[0].address: required'],
+      ['duplicate', { endpoints: ['127.0.0.1:1', '127.0.0.1:1'] }, 'endpoints[1].address: duplicate of endpoints[0]'],
+      ['duplicate IPv6 spelled differently', { endpoints: ['[::1]:1', '[0::1]:1'] }, 'endpoints[1].address: duplicate'],
+      ['bad pool', { endpoints: [{ address: '127.0.0.1:1', pool: 'a b' }] }, 'endpoints[0].pool'],
+      ['bad models', { endpoints: [{ address: '127.0.0.1:1', models: ['m', ''] }] }, 'endpoints[0].models[1]'],
+      ['bad metricsUrl', { endpoints: [{ address: '127.0.0.1:1', metricsUrl: 'ftp://x' }] }, 'endpoints[0].metricsUrl'],
+      ['unknown endpoint key', { endpoints: [{ address: '127.0.0.1:1', weight: 2 }] }, 'endpoints[0].weight: unknown field'],
+      ['strategy', { strategy: 'fastest' }, 'strategy: expected one of round-robin'],
+      ['fallbacks negative', { fallbacks: -1 }, 'fallbacks: expected integer in [0, 16]'],
+      ['fallbacks fractional', { fallbacks: 1.5 }, 'fallbacks'],
+      ['seed', { seed: 'abc' }, 'seed'],
+      ['unknown top-level', { stratgy: 'random' }, 'stratgy: unknown field (did you mean strategy?)'],
+      ['grpc hostname', { server: { grpcAddress: 'router.svc:9002' } }, 'server.grpcAddress'],
+      ['admin same as grpc', { server: { grpcAddress: '127.0.0.1:9', adminAddress: '127.0.0.1:9' } }, 'server.adminAddress: must differ'],
+      ['drain negative', { server: { drainTimeoutMs: -5 } }, 'server.drainTimeoutMs'],
+      ['receive below body', { server: { maxReceiveMessageBytes: 4096 } }, 'server.maxReceiveMessageBytes: must exceed'],
+      ['server not a mapping', { server: 'x' }, 'server: expected a mapping'],
+      ['path without slash', { requests: { paths: ['/v1/completions', 'v1/x'] } }, "requests.paths[1]: expected path starting with '/'"],
+      ['path with query', { requests: { paths: ['/v1/x?y'] } }, 'requests.paths[0]'],
+      ['empty paths', { requests: { paths: [] } }, 'requests.paths: expected a list with at least 1 item'],
+      ['duplicate paths', { requests: { paths: ['/a', '/a'] } }, 'requests.paths[1]: expected no duplicates'],
+      ['lower-case method', { requests: { methods: ['post'] } }, 'requests.methods[0]'],
+      ['tiny body limit', { requests: { maxBodyBytes: 10 } }, 'requests.maxBodyBytes'],
+      ['prefix negative', { requests: { maxPrefixChars: -1 } }, 'requests.maxPrefixChars'],
+      ['charsPerToken zero', { requests: { charsPerToken: 0 } }, 'requests.charsPerToken: expected number > 0'],
+      ['session pseudo-header', { requests: { sessionHeader: ':path' } }, 'requests.sessionHeader'],
+      ['blockChars zero', { cacheAware: { blockChars: 0 } }, 'cacheAware.blockChars'],
+      ['maxPrefixBlocks zero', { cacheAware: { maxPrefixBlocks: 0 } }, 'cacheAware.maxPrefixBlocks'],
+      ['index capacity', { cacheAware: { indexCapacityBlocks: 0 } }, 'cacheAware.indexCapacityBlocks'],
+      ['negative weight', { cacheAware: { weights: { queue: -1 } } }, 'cacheAware.weights.queue: expected number in [0, 1000]'],
+      ['all weights zero', { cacheAware: { weights: { prefix: 0, queue: 0, kvUsage: 0 } } }, 'cacheAware.weights: at least one weight'],
+      ['unknown weight', { cacheAware: { weights: { latency: 1 } } }, 'cacheAware.weights.latency: unknown field'],
+      ['abs threshold', { cacheAware: { imbalance: { absThreshold: -1 } } }, 'cacheAware.imbalance.absThreshold'],
+      ['rel threshold < 1', { cacheAware: { imbalance: { relThreshold: 0.5 } } }, 'cacheAware.imbalance.relThreshold'],
+      ['enabled not bool', { engineMetrics: { enabled: 'yes' } }, 'engineMetrics.enabled: expected true or false'],
+      ['stale <= poll', { engineMetrics: { pollIntervalMs: 500, staleAfterMs: 500 } }, 'engineMetrics.staleAfterMs: must be greater'],
+      ['timeout > stale', { engineMetrics: { timeoutMs: 2000 } }, 'engineMetrics.timeoutMs: must not exceed'],
+      ['poll too fast', { engineMetrics: { pollIntervalMs: 1 } }, 'engineMetrics.pollIntervalMs'],
+      ['log level', { telemetry: { logLevel: 'loud' } }, 'telemetry.logLevel: expected one of debug, info, warn, error'],
+      ['decision header', { telemetry: { decisionHeader: 1 } }, 'telemetry.decisionHeader'],
+      ['recent decisions', { telemetry: { recentDecisions: -1 } }, 'telemetry.recentDecisions'],
+    ];
+    for (const [name, extra, expected] of table) {
+      it(`${name} → ${expected}`, () => {
+        const input = doc(extra);
+        for (const [k, v] of Object.entries(extra)) if (v === undefined) delete input[k];
+        const problems = problemsOf(() => parseConfig(input));
+        expect(problems.some((p) => p.includes(expected)), problems.join('\n')).to.equal(true);
+      });
+    }
+
+    it('a document that is not a mapping', () => {
+      for (const v of [null, undefined, 'x', [1]]) {
+        expect(problemsOf(() => parseConfig(v)).length).to.be.greaterThan(0);
+      }
+    });
+  });
+
+  it('reports all problems together', () => {
+    const problems = problemsOf(() =>
+      parseConfig({
+        apiVersion: 'cacheroute/v1',
+        endpoints: ['foo', '127.0.0.1:1', '127.0.0.1:1'],
+        strategy: 'x',
+        fallbacks: 99,
+        cacheAware: { weights: { prefix: -1 } },
+        telemetry: { logLevel: 'loud', extra: true },
+      }),
+    );
+    const paths = problems.map((p) => p.slice(0, p.indexOf(':')));
+    expect(paths).to.have.members([
+      'endpoints[0].address',
+      'endpoints[2].address',
+      'strategy',
+      'fallbacks',
+      'cacheAware.weights.prefix',
+      'telemetry.logLevel',
+      'telemetry.extra',
+    ]);
+  });
+
+  it('the error message states the number of problems', () => {
+    try {
+      parseConfig({ apiVersion: 'cacheroute/v1', endpoints: [], strategy: 'x' });
+      expect.fail('should throw');
+    } catch (err) {
+      expect((err as Error).message).to.match(/^invalid configuration \(2 problems\):/);
+    }
+  });
+});
