@@ -1,0 +1,560 @@
+/**
+ * The per-stream state machine of the ext_proc edge: one instance per gRPC stream, i.e. per
+ * downstream HTTP request. It turns Envoy's messages into one routing decision and answers
+ * every message exactly once, in order, as Envoy's conversation rules demand (an extra,
+ * missing or out-of-order answer is "spurious" and fails the HTTP request).
+ *
+ * Why the shape: Envoy's rules depend on the body mode. In FULL_DUPLEX_STREAMED (what the
+ * endpoint-picker protocol requires) the body arrives before we answer the headers, so we
+ * hold the headers answer until the body ends, then send it with the decision and give
+ * every body chunk back. In BUFFERED the body only arrives after the headers answer, so the
+ * decision travels in the body answer instead (Envoy still holds the headers then). The
+ * handler is synchronous and transport-agnostic (it writes to a ProcessStream), so tests can
+ * drive it message by message without gRPC, timers or sleeps.
+ *
+ * Accounting: a RouteTicket is taken only when a decision was made and is finished exactly
+ * once — when the response completes, or when the stream ends in any other way (Envoy's
+ * CANCELLED at the end of every request, client disconnect, transport error, our own
+ * protocol error). No path leaves a request counted as in flight.
+ */
+import { randomUUID } from 'node:crypto';
+import { RouterError } from '../core/errors.js';
+import type { RouteRequest } from '../core/types.js';
+import type { RouteTicket, RoutingService } from '../core/routing-service.js';
+import type { RequestsConfig } from '../config/types.js';
+import type { Clock } from '../util/clock.js';
+import { requestLogger } from '../telemetry/logger.js';
+import type { Logger } from '../telemetry/logger.js';
+import { DECISION_HEADER, formatDecisionSummary } from '../telemetry/decision-summary.js';
+import type { EdgeStats } from './edge-stats.js';
+import { noopEdgeStats } from './edge-stats.js';
+import { grpcStatusOf, httpStatusOf } from './error-status.js';
+import type { BodySendMode, ProcessingRequest__Output, ProcessingResponse } from './ext-proc-proto.js';
+import { readHeaderMap } from './header-map.js';
+import type { HeaderLookup } from './header-map.js';
+import { InferenceMatcher, checkInferenceHeaders } from './inference-request-rules.js';
+import { readServedEndpoint, readSubsetHint } from './lb-metadata.js';
+import {
+  DESTINATION_HEADER,
+  continueRequestBody,
+  continueRequestHeaders,
+  continueRequestTrailers,
+  continueResponseBody,
+  continueResponseHeaders,
+  continueResponseTrailers,
+  immediateErrorResponse,
+  requestBodyWithDecision,
+  requestHeadersWithDecision,
+  setHeader,
+  streamedRequestBody,
+  streamedResponseBody,
+} from './response-builders.js';
+import { UsageSniffer } from './usage-sniffer.js';
+
+/** What the prompt extractor (src/request/extract-prompt.ts) returns. */
+export interface PromptInfo {
+  readonly kind: 'chat' | 'completion';
+  readonly model: string;
+  readonly prefix: string;
+  readonly promptChars: number;
+  readonly promptTokens: number;
+  readonly maxTokens?: number;
+  readonly stream: boolean;
+}
+
+/** Signature of src/request/extract-prompt.ts `extractPrompt`; throws RouterError BAD_REQUEST. */
+export type PromptExtractor = (
+  path: string,
+  body: Uint8Array,
+  opts: { maxPrefixChars: number; charsPerToken: number },
+) => PromptInfo;
+
+/** The transport side of one stream (grpc-js call adapter, or a scripted fake in tests). */
+export interface ProcessStream {
+  /** First value of a gRPC request metadata key (e.g. `traceparent`). */
+  metadataValue(key: string): string | undefined;
+  write(message: ProcessingResponse): void;
+  /** End the call with status OK. */
+  end(): void;
+  /** End the call with a non-OK gRPC status. */
+  fail(code: number, details: string): void;
+}
+
+export interface EdgeOptions {
+  readonly routing: RoutingService;
+  readonly extract: PromptExtractor;
+  readonly requests: RequestsConfig;
+  /** Add `x-cacheroute-decision` to the response headers (config telemetry.decisionHeader). */
+  readonly decisionHeader: boolean;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly stats?: EdgeStats;
+  /**
+   * Body mode assumed when Envoy sends no `protocol_config` (Envoy < 1.34). The modes are
+   * indistinguishable from what arrives, so this must match the Envoy config.
+   */
+  readonly assumedBodyMode?: BodySendMode;
+  readonly newRequestId?: () => string;
+}
+
+/** Everything prepared once per server and shared by its streams. */
+export class EdgeContext {
+  readonly matcher: InferenceMatcher;
+  readonly stats: EdgeStats;
+  readonly assumedBodyMode: BodySendMode;
+  readonly newRequestId: () => string;
+  readonly extractOpts: { maxPrefixChars: number; charsPerToken: number };
+  /** Set once a degraded (header-only) body mode was logged. */
+  warnedHeaderOnly = false;
+
+  constructor(readonly options: EdgeOptions) {
+    this.matcher = new InferenceMatcher(options.requests);
+    this.stats = options.stats ?? noopEdgeStats;
+    this.assumedBodyMode = options.assumedBodyMode ?? 'FULL_DUPLEX_STREAMED';
+    this.newRequestId = options.newRequestId ?? randomUUID;
+    this.extractOpts = { maxPrefixChars: options.requests.maxPrefixChars, charsPerToken: options.requests.charsPerToken };
+  }
+
+  open(stream: ProcessStream): StreamHandler {
+    return new StreamHandler(this, stream);
+  }
+}
+
+export type StreamPhase =
+  /** Waiting for the request headers. */
+  | 'headers'
+  /** Inference request, FULL_DUPLEX_STREAMED: collecting the body, headers answer held. */
+  | 'collecting-body'
+  /** Inference request, BUFFERED: headers answered, waiting for the one body message. */
+  | 'awaiting-buffered-body'
+  /** Request side answered (decision or pass-through); answering whatever follows. */
+  | 'forwarded'
+  /** A local reply was sent; Envoy stops processing, later messages are ignored. */
+  | 'rejected'
+  /** Stream over (half-close, cancel, transport error, or ended by us). */
+  | 'closed';
+
+const HEADER_ONLY_PROMPT: PromptInfo = { kind: 'completion', model: '', prefix: '', promptChars: 0, promptTokens: 0, stream: false };
+
+export class StreamHandler {
+  private phase: StreamPhase = 'headers';
+  /** Observability mode: Envoy ignores replies, so we send none. */
+  private passive = false;
+  private requestBodyMode: BodySendMode;
+  private responseBodyMode: BodySendMode;
+  private requestEnded = false;
+  private responseEnded = false;
+
+  // Request facts (inference requests only).
+  private method = '';
+  private path = '';
+  private headers: HeaderLookup | undefined;
+  private requestId = '';
+  private arrivalMs = 0;
+  private subset: string[] | undefined;
+  private traceparent: string | undefined;
+  private tracestate: string | undefined;
+  private chunks: Buffer[] = [];
+  private bodyBytes = 0;
+  private log: Logger | undefined;
+
+  // Routed request.
+  private ticket: RouteTicket | undefined;
+  private ticketFinished = false;
+  private responseStatus: number | undefined;
+  private responseHeadersSeen = false;
+  private servedBy: string | undefined;
+  private sniffer: UsageSniffer | undefined;
+
+  constructor(
+    private readonly ctx: EdgeContext,
+    private readonly stream: ProcessStream,
+  ) {
+    this.requestBodyMode = ctx.assumedBodyMode;
+    this.responseBodyMode = ctx.assumedBodyMode;
+    ctx.stats.streamOpened();
+  }
+
+  get state(): StreamPhase {
+    return this.phase;
+  }
+
+  /** The routed request's ticket, if a decision was made (tests, diagnostics). */
+  get routed(): RouteTicket | undefined {
+    return this.ticket;
+  }
+
+  /** One ProcessingRequest from Envoy. Never throws. */
+  onMessage(msg: ProcessingRequest__Output): void {
+    if (this.phase === 'closed' || this.phase === 'rejected') return;
+    try {
+      this.dispatch(msg);
+    } catch (err) {
+      const e = RouterError.from(err);
+      this.logger().error('ext_proc handler failure', { code: e.code, error: e.message });
+      this.endWithError(e.code === 'PROTOCOL' ? e : new RouterError('INTERNAL', e.message));
+    }
+  }
+
+  /** Envoy half-closed its side (graceful close): finish and end ours with OK. */
+  onHalfClose(): void {
+    if (this.phase === 'closed') return;
+    this.finalize();
+    this.stream.end();
+  }
+
+  /** The stream was cancelled/reset (Envoy does this at the end of every request). */
+  onCancel(): void {
+    this.finalize();
+  }
+
+  /** A transport-level error on the stream. */
+  onTransportError(err: unknown): void {
+    if (this.phase === 'closed') return;
+    this.ctx.stats.streamError('TRANSPORT');
+    this.logger().debug('ext_proc stream error', { error: err instanceof Error ? err.message : String(err) });
+    this.finalize();
+  }
+
+  // ---------------------------------------------------------------------------------------
+
+  private dispatch(msg: ProcessingRequest__Output): void {
+    if (this.phase === 'headers') this.readProtocolConfig(msg);
+    if (this.passive) return;
+    switch (msg.request) {
+      case 'request_headers':
+        return this.onRequestHeaders(msg);
+      case 'request_body':
+        return this.onRequestBody(msg);
+      case 'request_trailers':
+        return this.onRequestTrailers();
+      case 'response_headers':
+        return this.onResponseHeaders(msg);
+      case 'response_body':
+        return this.onResponseBody(msg);
+      case 'response_trailers':
+        return this.onResponseTrailers();
+      default:
+        throw protocolError('ProcessingRequest without a request/response part');
+    }
+  }
+
+  private readProtocolConfig(msg: ProcessingRequest__Output): void {
+    if (msg.observability_mode) this.passive = true;
+    const pc = msg.protocol_config;
+    if (pc) {
+      this.requestBodyMode = pc.request_body_mode;
+      this.responseBodyMode = pc.response_body_mode;
+    }
+  }
+
+  private onRequestHeaders(msg: ProcessingRequest__Output): void {
+    if (this.phase !== 'headers') throw protocolError('request headers received twice');
+    const part = msg.request_headers!;
+    const headers = readHeaderMap(part.headers);
+    const endOfStream = part.end_of_stream;
+    if (endOfStream) this.requestEnded = true;
+    const method = headers.get(':method') ?? '';
+    const path = headers.get(':path') ?? '';
+
+    if (!this.ctx.matcher.matches(method, path)) {
+      // Pass-through. Only a client-forged destination header is removed.
+      this.phase = 'forwarded';
+      this.send(continueRequestHeaders(headers.has(DESTINATION_HEADER) ? [DESTINATION_HEADER] : []));
+      return;
+    }
+
+    const opts = this.ctx.options;
+    this.method = method;
+    this.path = path;
+    this.headers = headers;
+    this.arrivalMs = opts.clock.nowMs();
+    this.requestId = headers.get('x-request-id') || this.ctx.newRequestId();
+    this.subset = readSubsetHint(msg.metadata_context);
+    const grpcParent = this.stream.metadataValue('traceparent');
+    if (grpcParent !== undefined && grpcParent !== '') {
+      this.traceparent = grpcParent;
+      this.tracestate = this.stream.metadataValue('tracestate');
+    } else {
+      this.traceparent = headers.get('traceparent');
+      this.tracestate = headers.get('tracestate');
+    }
+
+    if (endOfStream) return this.reject(new RouterError('BAD_REQUEST', 'inference request has no body'));
+    const refused = checkInferenceHeaders(headers, opts.requests.maxBodyBytes);
+    if (refused) return this.reject(refused);
+
+    switch (this.requestBodyMode) {
+      case 'FULL_DUPLEX_STREAMED':
+        this.phase = 'collecting-body';
+        return;
+      case 'BUFFERED':
+      case 'BUFFERED_PARTIAL':
+        this.phase = 'awaiting-buffered-body';
+        this.send(continueRequestHeaders());
+        return;
+      default: {
+        // NONE / STREAMED / GRPC: the body cannot inform the decision (STREAMED releases the
+        // headers before any chunk arrives), so route on headers alone (load only).
+        if (!this.ctx.warnedHeaderOnly) {
+          this.ctx.warnedHeaderOnly = true;
+          opts.logger.warn('request body mode gives the router no body before the headers are released; routing on load only', {
+            body_mode: this.requestBodyMode,
+          });
+        }
+        const ticket = this.decide(undefined);
+        if (ticket === undefined) return;
+        this.phase = 'forwarded';
+        this.send(requestHeadersWithDecision(ticket.decision));
+      }
+    }
+  }
+
+  private onRequestBody(msg: ProcessingRequest__Output): void {
+    if (this.phase === 'headers') throw protocolError('request body before request headers');
+    if (this.requestEnded) throw protocolError('request body after the request ended');
+    const part = msg.request_body!;
+    const body = part.body;
+    const endOfStream = part.end_of_stream;
+    if (endOfStream) this.requestEnded = true;
+
+    if (this.phase === 'collecting-body') {
+      this.bodyBytes += body.length;
+      if (this.bodyBytes > this.ctx.options.requests.maxBodyBytes) {
+        return this.reject(tooLarge(this.ctx.options.requests.maxBodyBytes));
+      }
+      this.chunks.push(body);
+      if (endOfStream) this.completeDuplexBody(true);
+      return;
+    }
+
+    if (this.phase === 'awaiting-buffered-body') {
+      if (this.requestBodyMode === 'BUFFERED_PARTIAL' && !endOfStream) {
+        // Envoy sent only what fit in its buffer: the prompt is incomplete.
+        return this.reject(tooLarge(this.ctx.options.requests.maxBodyBytes));
+      }
+      const ticket = this.decide(body);
+      if (ticket === undefined) return;
+      this.phase = 'forwarded';
+      this.send(requestBodyWithDecision(ticket.decision));
+      return;
+    }
+
+    // forwarded: pass-through or header-only routing.
+    this.send(this.requestBodyMode === 'FULL_DUPLEX_STREAMED' ? streamedRequestBody(body, endOfStream) : continueRequestBody());
+  }
+
+  private onRequestTrailers(): void {
+    if (this.phase === 'headers') throw protocolError('request trailers before request headers');
+    if (this.requestEnded) throw protocolError('request trailers after the request ended');
+    this.requestEnded = true;
+    if (this.phase === 'collecting-body') {
+      this.completeDuplexBody(false);
+      return;
+    }
+    if (this.phase === 'awaiting-buffered-body') {
+      // Trailers without a body message: nothing to route on.
+      return this.reject(new RouterError('BAD_REQUEST', 'request body is empty'));
+    }
+    this.send(continueRequestTrailers());
+  }
+
+  /**
+   * FULL_DUPLEX_STREAMED: the body is complete (end_of_stream, or trailers follow). Decide,
+   * then send the held headers answer, every chunk back in order, and the trailers answer.
+   */
+  private completeDuplexBody(endedByBody: boolean): void {
+    const chunks = this.chunks;
+    this.chunks = [];
+    const ticket = this.decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.bodyBytes));
+    if (ticket === undefined) return;
+    this.phase = 'forwarded';
+    this.send(requestHeadersWithDecision(ticket.decision));
+    for (let i = 0; i < chunks.length; i++) {
+      this.send(streamedRequestBody(chunks[i]!, endedByBody && i === chunks.length - 1));
+    }
+    if (!endedByBody) this.send(continueRequestTrailers());
+  }
+
+  private onResponseHeaders(msg: ProcessingRequest__Output): void {
+    this.checkResponseAllowed('response headers');
+    if (this.responseHeadersSeen) throw protocolError('response headers received twice');
+    const part = msg.response_headers!;
+    this.responseHeadersSeen = true;
+    const headers = readHeaderMap(part.headers);
+    const status = Number(headers.get(':status'));
+    if (Number.isInteger(status) && status > 0) this.responseStatus = status;
+    this.noteServed(msg);
+    const ticket = this.ticket;
+    if (ticket !== undefined && this.ctx.options.decisionHeader) {
+      this.send(continueResponseHeaders([setHeader(DECISION_HEADER, formatDecisionSummary(ticket.decision))]));
+    } else {
+      this.send(continueResponseHeaders());
+    }
+    if (part.end_of_stream) this.responseComplete();
+  }
+
+  private onResponseBody(msg: ProcessingRequest__Output): void {
+    this.checkResponseAllowed('response body');
+    const part = msg.response_body!;
+    this.noteServed(msg);
+    if (this.ticket !== undefined) {
+      this.sniffer ??= new UsageSniffer();
+      this.sniffer.push(part.body);
+    }
+    this.send(
+      this.responseBodyMode === 'FULL_DUPLEX_STREAMED' ? streamedResponseBody(part.body, part.end_of_stream) : continueResponseBody(),
+    );
+    if (part.end_of_stream) this.responseComplete();
+  }
+
+  private onResponseTrailers(): void {
+    this.checkResponseAllowed('response trailers');
+    this.send(continueResponseTrailers());
+    this.responseComplete();
+  }
+
+  private checkResponseAllowed(what: string): void {
+    if (this.phase !== 'forwarded') throw protocolError(`${what} before the request was answered`);
+    if (this.responseEnded) throw protocolError(`${what} after the response ended`);
+  }
+
+  private noteServed(msg: ProcessingRequest__Output): void {
+    if (this.ticket !== undefined && this.servedBy === undefined) this.servedBy = readServedEndpoint(msg.metadata_context);
+  }
+
+  private responseComplete(): void {
+    this.responseEnded = true;
+    this.finishTicket(false);
+  }
+
+  // ---------------------------------------------------------------------------------------
+
+  /** Extracts the prompt and asks for a decision; on failure answers with a local reply. */
+  private decide(body: Buffer | undefined): RouteTicket | undefined {
+    const opts = this.ctx.options;
+    try {
+      let prompt = HEADER_ONLY_PROMPT;
+      if (body !== undefined) {
+        if (body.length === 0) throw new RouterError('BAD_REQUEST', 'request body is empty');
+        if (body.length > opts.requests.maxBodyBytes) throw tooLarge(opts.requests.maxBodyBytes);
+        prompt = opts.extract(this.path, body, this.ctx.extractOpts);
+      }
+      if (this.subset !== undefined && this.subset.length === 0) {
+        throw new RouterError('NO_ENDPOINT', 'the subset hint names no endpoints');
+      }
+      const sessionHeader = opts.requests.sessionHeader;
+      const request: RouteRequest = {
+        requestId: this.requestId,
+        model: prompt.model,
+        prefix: prompt.prefix,
+        promptChars: prompt.promptChars,
+        promptTokens: prompt.promptTokens,
+        maxTokens: prompt.maxTokens,
+        sessionKey: sessionHeader !== undefined ? this.headers?.get(sessionHeader.toLowerCase()) : undefined,
+        subset: this.subset,
+        stream: prompt.stream,
+        arrivalMs: this.arrivalMs,
+        traceparent: this.traceparent,
+        tracestate: this.tracestate,
+      };
+      const ticket = opts.routing.route(request);
+      this.ticket = ticket;
+      const log = this.logger();
+      if (log.enabled('debug')) {
+        const d = ticket.decision;
+        log.debug('routed', {
+          endpoint: d.endpoint.id,
+          fallbacks: d.fallbacks.length,
+          strategy: d.strategy,
+          reason: d.reason,
+          matched_blocks: d.matchedBlocks,
+          total_blocks: d.totalBlocks,
+          decision_us: d.decisionMicros,
+        });
+      }
+      return ticket;
+    } catch (err) {
+      this.reject(RouterError.from(err));
+      return undefined;
+    } finally {
+      this.headers = undefined;
+    }
+  }
+
+  /** Sends a local reply for `err`; Envoy ends processing of this request. */
+  private reject(err: RouterError): void {
+    this.chunks = [];
+    this.phase = 'rejected';
+    this.ctx.stats.streamError(err.code);
+    const status = httpStatusOf(err.code);
+    const fields = { code: err.code, status, method: this.method, path: pathForLog(this.path), error: err.message };
+    if (status >= 500) this.logger().warn('request refused', fields);
+    else this.logger().info('request refused', fields);
+    this.send(immediateErrorResponse(err));
+  }
+
+  /** Ends the gRPC stream with an error status (protocol violations, internal faults). */
+  private endWithError(err: RouterError): void {
+    if (this.phase === 'closed') return;
+    this.ctx.stats.streamError(err.code);
+    if (err.code === 'PROTOCOL') this.logger().warn('ext_proc protocol violation', { error: err.message });
+    this.finalize();
+    this.stream.fail(grpcStatusOf(err.code), err.message);
+  }
+
+  private send(message: ProcessingResponse): void {
+    if (this.phase === 'closed') return;
+    this.stream.write(message);
+  }
+
+  private finishTicket(aborted: boolean): void {
+    const ticket = this.ticket;
+    if (ticket === undefined || this.ticketFinished) return;
+    this.ticketFinished = true;
+    const usage = this.sniffer?.result();
+    this.sniffer = undefined;
+    if (aborted) this.ctx.stats.streamError('ABORTED');
+    ticket.finish({
+      aborted,
+      status: this.responseStatus,
+      promptTokens: usage?.promptTokens,
+      cachedTokens: usage?.cachedTokens,
+      completionTokens: usage?.completionTokens,
+      servedBy: this.servedBy,
+    });
+  }
+
+  /** Releases everything; the stream is over. Idempotent. */
+  private finalize(): void {
+    if (this.phase === 'closed') return;
+    this.phase = 'closed';
+    this.chunks = [];
+    this.headers = undefined;
+    // Without response body messages (body mode NONE) seeing the response headers is the
+    // most we can know; treat that as a completed response.
+    const completeEnough = this.responseEnded || (this.responseHeadersSeen && this.responseBodyMode === 'NONE');
+    this.finishTicket(!completeEnough);
+    this.ctx.stats.streamClosed();
+  }
+
+  private logger(): Logger {
+    if (this.requestId === '') return this.ctx.options.logger;
+    this.log ??= requestLogger(this.ctx.options.logger, { requestId: this.requestId, traceparent: this.traceparent });
+    return this.log;
+  }
+}
+
+function protocolError(message: string): RouterError {
+  return new RouterError('PROTOCOL', message);
+}
+
+function tooLarge(limit: number): RouterError {
+  return new RouterError('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`);
+}
+
+/** The path without its query string (queries may carry user data). */
+function pathForLog(path: string): string {
+  const q = path.indexOf('?');
+  return q >= 0 ? path.slice(0, q) : path;
+}
