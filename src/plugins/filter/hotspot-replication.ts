@@ -1,0 +1,224 @@
+/**
+ * Hot-prefix replication: every prefix group (requests sharing their first `keyChars`
+ * characters) has an affinity set of engines; requests of the group may only go to that
+ * set, and the set grows by one engine when all its members are busy and shrinks back
+ * when the group cools.
+ *
+ * Why: pure affinity sends a popular prefix's whole traffic to one engine (the hotspot);
+ * a plain imbalance escape scatters the overflow over whichever engines are idle, so the
+ * prefix gets recomputed everywhere and the hit rate drops. Growing the set one engine at
+ * a time replicates the hot prefix onto just as many engines as its traffic needs, and
+ * the rest of the pool keeps its caches for other prefixes. (Partial replication is the
+ * mitigation described for hotspots in the routing literature; Preble does the same.)
+ *
+ * Rules, per prefix group with set S (loads in the configured unit, load-units.ts):
+ *  - New group: no restriction; the engine the rest of the pipeline picks becomes S.
+ *  - Grow: if every member's load ≥ highWater, |S| < maxReplicas, the last change is at
+ *    least growIntervalMs ago, and some non-member is less loaded than the least loaded
+ *    member, the least loaded non-member (random among equals) joins S and gets this
+ *    request alone (reason `spill`), which warms its cache for the group. Growth is thus
+ *    one engine at a time: the next step needs the newcomer busy too.
+ *  - Shrink (hysteresis): if |S| > 1, the last change is at least minDwellMs ago, and the
+ *    members' total load would fit on one engine fewer staying at or below lowWater each
+ *    (Σ ≤ lowWater × (|S| − 1), lowWater < highWater), the most recently added member leaves.
+ *  - Otherwise the candidates are narrowed to S; the scorers then weigh prefix and load
+ *    inside the set.
+ *  - Members missing from the candidates (removed, unhealthy, outside a subset hint) are
+ *    skipped; with none left the group starts over from the pipeline's next pick.
+ *  - Groups not seen for idleTtlMs are forgotten; at most maxPrefixes are kept (LRU).
+ *
+ * A burst of siblings arriving before anything is cached therefore goes to one engine
+ * until it reaches highWater, then spreads one engine at a time — never all onto one
+ * engine through equal scores, and never scattered across the pool.
+ */
+import type { RouteDecision } from '../../core/types.js';
+import type { Candidate, CycleState, Filter, RoutedHook } from '../../scheduling/types.js';
+import { loadIn } from '../shared/load-units.js';
+import type { LoadUnit } from '../shared/load-units.js';
+import { prefixKeyOf } from '../shared/prefix-key.js';
+
+export interface HotspotOptions {
+  /** Leading characters that identify a prefix group (default 256 ≈ 64 tokens). */
+  readonly keyChars: number;
+  /** Shorter prefixes are not grouped (default 64, one block). */
+  readonly minKeyChars: number;
+  readonly unit: LoadUnit;
+  /** Per-engine load at which the set grows. */
+  readonly highWater: number;
+  /** Per-engine load the remaining members must stay under for the set to shrink. */
+  readonly lowWater: number;
+  /** Minimum time between two growth steps (default 0: load alone paces growth). */
+  readonly growIntervalMs: number;
+  /** Minimum time since the last change before the set may shrink (default 10 s). */
+  readonly minDwellMs: number;
+  /** Largest set size; 0 = no limit (the whole pool). */
+  readonly maxReplicas: number;
+  /** Forget a group not seen for this long (default 120 s). */
+  readonly idleTtlMs: number;
+  /** At most this many groups are tracked (default 10 000). */
+  readonly maxPrefixes: number;
+  readonly maxMetricsAgeMs: number;
+}
+
+/** Per-group state, exported for the stats accessor and tests. */
+export interface HotPrefixSet {
+  readonly key: number;
+  /** Endpoint ids, in the order they joined. */
+  readonly members: readonly string[];
+  readonly changedAtMs: number;
+  readonly lastSeenMs: number;
+}
+
+export interface HotspotStats {
+  readonly trackedPrefixes: number;
+  /** Groups with more than one member right now. */
+  readonly replicated: number;
+  readonly largestSet: number;
+  readonly grows: number;
+  readonly shrinks: number;
+}
+
+interface Entry {
+  key: number;
+  members: string[];
+  changedAtMs: number;
+  lastSeenMs: number;
+}
+
+const SCRATCH = 'hotspot';
+
+interface Pending {
+  key: number;
+  /** True when the pipeline's pick should (re)seed the group. */
+  seed: boolean;
+}
+
+export class HotspotReplicationFilter implements Filter, RoutedHook {
+  private readonly groups = new Map<number, Entry>();
+  private grows = 0;
+  private shrinks = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly opts: HotspotOptions,
+  ) {
+    if (!(opts.lowWater < opts.highWater)) throw new RangeError('hotspot lowWater must be below highWater');
+  }
+
+  filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
+    const key = prefixKeyOf(state.request.prefix, this.opts.keyChars, this.opts.minKeyChars);
+    if (key === undefined || candidates.length <= 1) return candidates;
+    const now = state.nowMs;
+    let e = this.groups.get(key);
+    if (e !== undefined && now - e.lastSeenMs > this.opts.idleTtlMs) {
+      this.groups.delete(key);
+      e = undefined;
+    }
+    if (e === undefined) {
+      state.scratch.set(SCRATCH, { key, seed: true } satisfies Pending);
+      return candidates;
+    }
+    this.groups.delete(key); // re-insert at the back: LRU order
+    this.groups.set(key, e);
+    e.lastSeenMs = now;
+
+    const unit = this.opts.unit;
+    const age = this.opts.maxMetricsAgeMs;
+    const memberIdx: number[] = [];
+    for (let i = 0; i < candidates.length; i++) {
+      if (e.members.includes(candidates[i]!.endpoint.id)) memberIdx.push(i);
+    }
+    if (memberIdx.length === 0) {
+      state.scratch.set(SCRATCH, { key, seed: true } satisfies Pending);
+      return candidates;
+    }
+    const loads = candidates.map((c) => loadIn(unit, c.load, age));
+    let minMember = Number.POSITIVE_INFINITY;
+    let sumMembers = 0;
+    for (const i of memberIdx) {
+      const l = loads[i] as number;
+      if (l < minMember) minMember = l;
+      sumMembers += l;
+    }
+
+    // Grow.
+    const room = this.opts.maxReplicas <= 0 || e.members.length < this.opts.maxReplicas;
+    if (room && minMember >= this.opts.highWater && now - e.changedAtMs >= this.opts.growIntervalMs) {
+      let best = Number.POSITIVE_INFINITY;
+      const ties: number[] = [];
+      for (let i = 0; i < candidates.length; i++) {
+        if (memberIdx.includes(i)) continue;
+        const l = loads[i] as number;
+        if (l < best) {
+          best = l;
+          ties.length = 0;
+          ties.push(i);
+        } else if (l === best) ties.push(i);
+      }
+      if (ties.length > 0 && best < minMember) {
+        const pick = ties.length === 1 ? (ties[0] as number) : (ties[state.rng.int(ties.length)] as number);
+        e.members.push(candidates[pick]!.endpoint.id);
+        e.changedAtMs = now;
+        this.grows++;
+        state.reasonHint = 'spill';
+        state.notes.push(`hotspot: prefix set grew to ${e.members.length} (members at >= ${this.opts.highWater} ${unit})`);
+        state.scratch.set(SCRATCH, { key, seed: false } satisfies Pending);
+        return [candidates[pick]!];
+      }
+    }
+
+    // Shrink (hysteresis + dwell).
+    if (
+      e.members.length > 1 &&
+      now - e.changedAtMs >= this.opts.minDwellMs &&
+      sumMembers <= this.opts.lowWater * (e.members.length - 1)
+    ) {
+      const gone = e.members.pop() as string;
+      e.changedAtMs = now;
+      this.shrinks++;
+      state.notes.push(`hotspot: prefix set shrank to ${e.members.length}`);
+      const at = memberIdx.findIndex((i) => candidates[i]!.endpoint.id === gone);
+      if (at >= 0 && memberIdx.length > 1) memberIdx.splice(at, 1);
+    }
+    state.scratch.set(SCRATCH, { key, seed: false } satisfies Pending);
+    return memberIdx.length === candidates.length ? candidates : memberIdx.map((i) => candidates[i]!);
+  }
+
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    const p = state.scratch.get(SCRATCH) as Pending | undefined;
+    if (p === undefined || !p.seed) return;
+    const now = state.nowMs;
+    this.groups.delete(p.key);
+    this.groups.set(p.key, { key: p.key, members: [decision.endpoint.id], changedAtMs: now, lastSeenMs: now });
+    while (this.groups.size > this.opts.maxPrefixes) {
+      const oldest = this.groups.keys().next();
+      if (oldest.done) break;
+      this.groups.delete(oldest.value);
+    }
+  }
+
+  /** Drops removed endpoints from every set (empty sets are forgotten). */
+  retain(endpointIds: Iterable<string>): void {
+    const keep = new Set(endpointIds);
+    for (const [k, e] of this.groups) {
+      e.members = e.members.filter((m) => keep.has(m));
+      if (e.members.length === 0) this.groups.delete(k);
+    }
+  }
+
+  /** The set of one prefix group, if tracked (tests, explain). */
+  setOf(key: number): HotPrefixSet | undefined {
+    const e = this.groups.get(key);
+    return e === undefined ? undefined : { key: e.key, members: [...e.members], changedAtMs: e.changedAtMs, lastSeenMs: e.lastSeenMs };
+  }
+
+  stats(): HotspotStats {
+    let replicated = 0;
+    let largest = 0;
+    for (const e of this.groups.values()) {
+      if (e.members.length > 1) replicated++;
+      if (e.members.length > largest) largest = e.members.length;
+    }
+    return { trackedPrefixes: this.groups.size, replicated, largestSet: largest, grows: this.grows, shrinks: this.shrinks };
+  }
+}

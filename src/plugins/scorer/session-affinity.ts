@@ -1,0 +1,111 @@
+/**
+ * Session stickiness by an explicit key (the `requests.sessionHeader` value): the engine a
+ * session was last routed to scores 1, every other engine 0, so with a dominant weight the
+ * session stays where its conversation's KV cache is — until that engine is overloaded.
+ *
+ * Why explicit keys: multi-turn and agentic clients re-send a growing prefix; the prefix
+ * index usually finds the same engine, but an explicit key survives index eviction, prompt
+ * rewriting by the client and router restarts of the index. Why yield to load: a sticky
+ * session must not keep feeding an engine that is already the pool's hotspot.
+ *
+ * Rules:
+ *  - No session key, unknown or expired session, or sticky engine not a candidate: all 0
+ *    (neutral: other scorers decide).
+ *  - Overloaded: the sticky engine's load exceeds the least loaded candidate's by more
+ *    than overloadAbs AND is more than overloadRel × that (the SGLang imbalance rule, in
+ *    the configured unit): all 0, note "session yielded to load", and the session moves
+ *    to wherever it is routed now.
+ *  - Else the sticky engine scores 1 and the reason hint is `session`.
+ *  - After every routed request with a key, the binding is (re)set to the chosen engine
+ *    with a fresh TTL (sliding expiry). At most maxSessions bindings are kept (LRU).
+ */
+import type { RouteDecision } from '../../core/types.js';
+import type { Candidate, CycleState, RoutedHook, Scorer } from '../../scheduling/types.js';
+import { loadIn } from '../shared/load-units.js';
+import type { LoadUnit } from '../shared/load-units.js';
+
+export interface SessionAffinityOptions {
+  /** Idle time after which a binding expires (default 300 s, as llm-d's session_id mode). */
+  readonly ttlMs: number;
+  /** At most this many bindings (default 100 000). */
+  readonly maxSessions: number;
+  readonly unit: LoadUnit;
+  /** Yield when sticky load − min load > overloadAbs ... (default 8 requests). */
+  readonly overloadAbs: number;
+  /** ... and sticky load > overloadRel × min load (default 1.5). */
+  readonly overloadRel: number;
+  readonly maxMetricsAgeMs: number;
+}
+
+export interface SessionStats {
+  readonly sessions: number;
+  readonly stuck: number;
+  readonly yielded: number;
+  readonly expired: number;
+}
+
+interface Binding {
+  endpointId: string;
+  expiresAtMs: number;
+}
+
+export class SessionAffinityScorer implements Scorer, RoutedHook {
+  private readonly bindings = new Map<string, Binding>();
+  private stuck = 0;
+  private yielded = 0;
+  private expired = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly opts: SessionAffinityOptions,
+  ) {}
+
+  score(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+    const out = new Float64Array(candidates.length);
+    const key = state.request.sessionKey;
+    if (key === undefined || key === '') return out;
+    const b = this.bindings.get(key);
+    if (b === undefined) return out;
+    if (b.expiresAtMs < state.nowMs) {
+      this.bindings.delete(key);
+      this.expired++;
+      return out;
+    }
+    const s = candidates.findIndex((c) => c.endpoint.id === b.endpointId);
+    if (s < 0) return out;
+    const { unit, maxMetricsAgeMs } = this.opts;
+    const sticky = loadIn(unit, candidates[s]!.load, maxMetricsAgeMs);
+    let min = Number.POSITIVE_INFINITY;
+    for (const c of candidates) min = Math.min(min, loadIn(unit, c.load, maxMetricsAgeMs));
+    if (sticky - min > this.opts.overloadAbs && sticky > this.opts.overloadRel * min) {
+      this.yielded++;
+      state.notes.push('session yielded to load');
+      return out;
+    }
+    this.stuck++;
+    out[s] = 1;
+    state.reasonHint = 'session';
+    return out;
+  }
+
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    const key = state.request.sessionKey;
+    if (key === undefined || key === '') return;
+    this.bindings.delete(key);
+    this.bindings.set(key, { endpointId: decision.endpoint.id, expiresAtMs: state.nowMs + this.opts.ttlMs });
+    while (this.bindings.size > this.opts.maxSessions) {
+      const oldest = this.bindings.keys().next();
+      if (oldest.done) break;
+      this.bindings.delete(oldest.value);
+    }
+  }
+
+  /** The endpoint a session is bound to, if any (tests, explain). */
+  boundTo(sessionKey: string): string | undefined {
+    return this.bindings.get(sessionKey)?.endpointId;
+  }
+
+  stats(): SessionStats {
+    return { sessions: this.bindings.size, stuck: this.stuck, yielded: this.yielded, expired: this.expired };
+  }
+}

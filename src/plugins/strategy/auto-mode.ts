@@ -1,0 +1,118 @@
+/**
+ * Measure, then choose: picks the routing behaviour from the traffic actually seen.
+ *
+ * Why: which strategy wins depends on prefix reuse and pool size (see the routing
+ * strategies background note): with little reuse no strategy improves the hit rate, so
+ * balancing load is best; with high reuse on a few engines plain affinity with a threshold
+ * fallback captures nearly all the hits; with high reuse on many engines hotspots and
+ * index drift make cache-aware scoring with a load fallback the safe choice.
+ *
+ * Rule (reuse = TrafficStats reuseRate over its window):
+ *  - Fewer than minRequests in the window: keep the current mode (too little evidence).
+ *  - reuse ≥ highReuse → 'affinity' when engines ≤ fewEngines, else 'cache-aware'.
+ *  - reuse < lowReuse → 'load'.
+ *  - In between: keep the current mode (hysteresis band), except that a high-reuse mode
+ *    follows the engine count (affinity ↔ cache-aware).
+ *  - A switch needs at least minDwellMs since the previous one; every switch is logged
+ *    with its reason and the numbers behind it.
+ * The mode starts as `initial` (default 'load', the safe choice while reuse is unknown).
+ */
+import type { Logger } from '../../telemetry/logger.js';
+import type { TrafficSnapshot } from '../../scheduling/traffic-stats.js';
+
+export const AUTO_MODES = ['load', 'affinity', 'cache-aware'] as const;
+export type AutoMode = (typeof AUTO_MODES)[number];
+
+export interface AutoModeOptions {
+  /** Below this reuse rate, balance load (default 0.2). */
+  readonly lowReuse: number;
+  /** At or above this reuse rate, use an affinity mode (default 0.5). */
+  readonly highReuse: number;
+  /** Pools up to this size use affinity, larger ones cache-aware (default 4). */
+  readonly fewEngines: number;
+  /** Requests in the window needed before acting (default 50). */
+  readonly minRequests: number;
+  /** Minimum time between switches (default 10 s). */
+  readonly minDwellMs: number;
+  readonly initial: AutoMode;
+}
+
+export const DEFAULT_AUTO_MODE: AutoModeOptions = {
+  lowReuse: 0.2,
+  highReuse: 0.5,
+  fewEngines: 4,
+  minRequests: 50,
+  minDwellMs: 10_000,
+  initial: 'load',
+};
+
+export interface AutoSwitch {
+  readonly atMs: number;
+  readonly from: AutoMode;
+  readonly to: AutoMode;
+  readonly reason: string;
+}
+
+export class AutoModeSelector {
+  private mode: AutoMode;
+  private changedAtMs = Number.NEGATIVE_INFINITY;
+  private readonly history: AutoSwitch[] = [];
+
+  constructor(
+    private readonly opts: AutoModeOptions,
+    private readonly logger: Logger,
+  ) {
+    if (!(opts.lowReuse <= opts.highReuse)) throw new RangeError('auto lowReuse must not exceed highReuse');
+    this.mode = opts.initial;
+  }
+
+  get current(): AutoMode {
+    return this.mode;
+  }
+
+  /** The last switches, oldest first (at most 32). */
+  switches(): readonly AutoSwitch[] {
+    return this.history;
+  }
+
+  /** Re-evaluates the mode from fresh statistics; returns the mode to use now. */
+  evaluate(nowMs: number, t: TrafficSnapshot, engines: number): AutoMode {
+    if (t.requests < this.opts.minRequests) return this.mode;
+    const affinityMode: AutoMode = engines <= this.opts.fewEngines ? 'affinity' : 'cache-aware';
+    let target = this.mode;
+    let why = '';
+    if (t.reuseRate >= this.opts.highReuse) {
+      target = affinityMode;
+      why = `reuse ${pct(t.reuseRate)} >= ${pct(this.opts.highReuse)} with ${engines} engines`;
+    } else if (t.reuseRate < this.opts.lowReuse) {
+      target = 'load';
+      why = `reuse ${pct(t.reuseRate)} < ${pct(this.opts.lowReuse)}`;
+    } else if (this.mode !== 'load' && this.mode !== affinityMode) {
+      target = affinityMode;
+      why = `pool size now ${engines} engines`;
+    }
+    if (target === this.mode || nowMs - this.changedAtMs < this.opts.minDwellMs) return this.mode;
+    const sw: AutoSwitch = { atMs: nowMs, from: this.mode, to: target, reason: why };
+    this.history.push(sw);
+    if (this.history.length > 32) this.history.shift();
+    this.logger.info('auto strategy switch', {
+      from: sw.from,
+      to: sw.to,
+      reason: why,
+      reuse_rate: round(t.reuseRate),
+      hottest_prefix_share: round(t.hottestPrefixShare),
+      window_requests: t.requests,
+      engines,
+    });
+    this.mode = target;
+    this.changedAtMs = nowMs;
+    return target;
+  }
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(0)}%`;
+}
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
