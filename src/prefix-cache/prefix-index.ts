@@ -1,0 +1,508 @@
+/**
+ * An approximate model of every endpoint's prefix (KV) cache, built only from the router's
+ * own routing history: "which chained block hashes did we send to which endpoint lately".
+ *
+ * Why this shape:
+ * - One global open-addressing hash table (linear probing, load ≤ 1/2, backward-shift
+ *   deletion so there are no tombstones) keyed by the 64-bit chained block hash
+ *   (two int32 lanes). Each slot carries a bitmask of the endpoints believed to hold the
+ *   block, so matching all endpoints at once is a single walk over the request's blocks:
+ *   AND the masks as we go and record the block at which each endpoint drops out. Because
+ *   block hashes are chained, "block i present" already implies blocks 0..i-1 match.
+ * - Per-endpoint LRU lists bounded by a capacity in blocks, so the model forgets what the
+ *   engine would have evicted. An (endpoint, block) entry lives in a pool of parallel typed
+ *   arrays (slot, next-in-slot chain, LRU prev/next, endpoint); evicting clears the
+ *   endpoint's bit and frees the slot when no endpoint holds the block any more.
+ * - Everything is typed arrays (no per-entry objects): ~18 bytes per entry plus ~16 bytes
+ *   per slot at load ≤ 1/2, and nothing for the GC to trace. Arrays grow by doubling.
+ * - Insertion walks the request's blocks from the last to the first, so within a request
+ *   the first blocks are the most recently used and the deepest blocks are evicted first,
+ *   as engines do (vLLM frees a request's blocks tail first). A prefix therefore never
+ *   loses its head while keeping its tail.
+ *
+ * Not thread-safe; the router is single-threaded. All methods are synchronous.
+ */
+import { RouterError } from '../core/errors.js';
+import type { BlockHashes } from './block-hasher.js';
+
+export interface PrefixIndexOptions {
+  /** Number of endpoints (dense indexes 0..n-1). More can be added with `ensureEndpoints`. */
+  readonly endpoints: number;
+  /** Default per-endpoint capacity in blocks. */
+  readonly capacityBlocks: number;
+  /** Initial hash-table size hint in slots (rounded up to a power of two). */
+  readonly initialSlots?: number;
+}
+
+export interface PrefixIndexStats {
+  /** Distinct block hashes held by at least one endpoint. */
+  readonly blocks: number;
+  /** (endpoint, block) entries. */
+  readonly entries: number;
+  /** Bytes of all typed arrays the index allocated. */
+  readonly bytes: number;
+  /** Hash-table size in slots. */
+  readonly slots: number;
+  /** Allocated entry pool size. */
+  readonly entryCapacity: number;
+}
+
+const MAX_ENDPOINTS = 0xffff;
+const EMPTY = -1;
+
+export class PrefixIndex {
+  // Hash table (per slot).
+  private slotMask: number;
+  private keyLo: Int32Array;
+  private keyHi: Int32Array;
+  /** First entry of the slot's endpoint chain; EMPTY marks a free slot. */
+  private head: Int32Array;
+  /** maskWords int32 words per slot: bit e set ⇔ endpoint e holds the block. */
+  private masks: Int32Array;
+  private used = 0;
+  private maskWords: number;
+
+  // Entry pool (per (endpoint, block)).
+  private entSlot: Int32Array;
+  private entNextInSlot: Int32Array;
+  private entPrev: Int32Array;
+  /** LRU next; doubles as the free-list link for free entries. */
+  private entNext: Int32Array;
+  private entEp: Uint16Array;
+  private freeHead = EMPTY;
+  private entTop = 0;
+  private entries = 0;
+
+  // Per endpoint.
+  private n: number;
+  private readonly defaultCapacity: number;
+  private mru: Int32Array;
+  private lru: Int32Array;
+  private count: Int32Array;
+  private cap: Int32Array;
+
+  // Reused match buffers.
+  private matched: Uint32Array;
+  private alive: Int32Array;
+
+  constructor(opts: PrefixIndexOptions) {
+    checkCount('endpoints', opts.endpoints, MAX_ENDPOINTS);
+    checkCount('capacityBlocks', opts.capacityBlocks, 0x3fffffff);
+    this.n = opts.endpoints;
+    this.defaultCapacity = opts.capacityBlocks;
+    this.maskWords = Math.max(1, Math.ceil(this.n / 32));
+    const slots = nextPow2(Math.max(64, opts.initialSlots ?? 1024));
+    this.slotMask = slots - 1;
+    this.keyLo = new Int32Array(slots);
+    this.keyHi = new Int32Array(slots);
+    this.head = new Int32Array(slots).fill(EMPTY);
+    this.masks = new Int32Array(slots * this.maskWords);
+    const ents = Math.max(64, slots >>> 1);
+    this.entSlot = new Int32Array(ents);
+    this.entNextInSlot = new Int32Array(ents);
+    this.entPrev = new Int32Array(ents);
+    this.entNext = new Int32Array(ents);
+    this.entEp = new Uint16Array(ents);
+    this.mru = new Int32Array(this.n).fill(EMPTY);
+    this.lru = new Int32Array(this.n).fill(EMPTY);
+    this.count = new Int32Array(this.n);
+    this.cap = new Int32Array(this.n).fill(this.defaultCapacity);
+    this.matched = new Uint32Array(this.n);
+    this.alive = new Int32Array(this.maskWords);
+  }
+
+  get endpointCount(): number {
+    return this.n;
+  }
+
+  /** Grows the index to at least `n` endpoints (new ones start empty with the default capacity). */
+  ensureEndpoints(n: number): void {
+    checkCount('endpoints', n, MAX_ENDPOINTS);
+    if (n <= this.n) return;
+    const words = Math.max(1, Math.ceil(n / 32));
+    if (words !== this.maskWords) {
+      const slots = this.slotMask + 1;
+      const masks = new Int32Array(slots * words);
+      for (let s = 0; s < slots; s++) {
+        for (let w = 0; w < this.maskWords; w++) masks[s * words + w] = this.masks[s * this.maskWords + w]!;
+      }
+      this.masks = masks;
+      this.maskWords = words;
+      this.alive = new Int32Array(words);
+    }
+    this.mru = growFill(this.mru, n, EMPTY);
+    this.lru = growFill(this.lru, n, EMPTY);
+    this.count = growFill(this.count, n, 0);
+    this.cap = growFill(this.cap, n, this.defaultCapacity);
+    this.matched = new Uint32Array(n);
+    this.n = n;
+  }
+
+  /**
+   * For every endpoint, how many leading blocks of `h` it is believed to hold.
+   * Returns a buffer indexed by endpoint index (length = endpointCount), overwritten by the
+   * next call. Read-only: does not refresh LRU positions (only routing does).
+   */
+  match(h: BlockHashes): Uint32Array {
+    const out = this.matched;
+    const W = this.maskWords;
+    const alive = this.alive;
+    const n = this.n;
+    for (let w = 0; w < W; w++) {
+      const bits = Math.min(32, n - w * 32);
+      alive[w] = bits >= 32 ? -1 : bits <= 0 ? 0 : (1 << bits) - 1;
+    }
+    const count = h.count;
+    const lo = h.lo;
+    const hi = h.hi;
+    let i = 0;
+    for (; i < count; i++) {
+      const slot = this.find(lo[i]!, hi[i]!);
+      if (slot === EMPTY) break;
+      let any = 0;
+      const base = slot * W;
+      for (let w = 0; w < W; w++) {
+        const prev = alive[w]!;
+        if (prev === 0) continue;
+        const now = prev & this.masks[base + w]!;
+        let dropped = prev & ~now;
+        while (dropped !== 0) {
+          const low = dropped & -dropped;
+          out[w * 32 + 31 - Math.clz32(low)] = i;
+          dropped ^= low;
+        }
+        alive[w] = now;
+        any |= now;
+      }
+      if (any === 0) return out;
+    }
+    for (let w = 0; w < W; w++) {
+      let rest = alive[w]!;
+      while (rest !== 0) {
+        const low = rest & -rest;
+        out[w * 32 + 31 - Math.clz32(low)] = i;
+        rest ^= low;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Records that endpoint `e` now holds the first `blocks` blocks of `h` (default all),
+   * refreshing existing entries to most-recently-used and evicting its least recently used
+   * entries beyond its capacity. Blocks beyond the capacity are not inserted.
+   */
+  insert(e: number, h: BlockHashes, blocks: number = h.count): void {
+    this.checkEndpoint(e);
+    const limit = Math.min(blocks, h.count, this.cap[e]!);
+    const word = e >>> 5;
+    const bit = 1 << (e & 31);
+    for (let i = limit - 1; i >= 0; i--) {
+      const slot = this.findOrCreate(h.lo[i]!, h.hi[i]!);
+      const mi = slot * this.maskWords + word;
+      if ((this.masks[mi]! & bit) !== 0) {
+        this.touch(e, this.entryOf(slot, e));
+        continue;
+      }
+      const ent = this.allocEntry();
+      this.entEp[ent] = e;
+      this.entSlot[ent] = slot;
+      this.entNextInSlot[ent] = this.head[slot]!;
+      this.head[slot] = ent;
+      this.masks[mi] = this.masks[mi]! | bit;
+      this.pushMru(e, ent);
+      this.count[e] = this.count[e]! + 1;
+      this.entries++;
+      if (this.count[e]! > this.cap[e]!) this.removeEntry(this.lru[e]!);
+    }
+  }
+
+  /**
+   * Forgets that endpoint `e` holds blocks `fromBlock..h.count-1` of `h` (for calibration:
+   * the engine reported fewer cached tokens than predicted). Returns how many entries went.
+   */
+  removeBlocks(e: number, fromBlock: number, h: BlockHashes): number {
+    this.checkEndpoint(e);
+    const word = e >>> 5;
+    const bit = 1 << (e & 31);
+    let removed = 0;
+    for (let i = Math.max(0, fromBlock); i < h.count; i++) {
+      const slot = this.find(h.lo[i]!, h.hi[i]!);
+      if (slot === EMPTY || (this.masks[slot * this.maskWords + word]! & bit) === 0) continue;
+      this.removeEntry(this.entryOf(slot, e));
+      removed++;
+    }
+    return removed;
+  }
+
+  /** Forgets everything endpoint `e` holds (endpoint removed, restarted or drained). */
+  evictEndpoint(e: number): void {
+    this.checkEndpoint(e);
+    while (this.lru[e]! !== EMPTY) this.removeEntry(this.lru[e]!);
+  }
+
+  /** Sets endpoint `e`'s capacity in blocks, evicting its oldest entries if it shrank. */
+  setCapacity(e: number, blocks: number): void {
+    this.checkEndpoint(e);
+    checkCount('capacity', blocks, 0x3fffffff);
+    this.cap[e] = blocks;
+    while (this.count[e]! > blocks) this.removeEntry(this.lru[e]!);
+  }
+
+  capacity(e: number): number {
+    this.checkEndpoint(e);
+    return this.cap[e]!;
+  }
+
+  /** Number of blocks endpoint `e` is believed to hold. */
+  size(e: number): number {
+    this.checkEndpoint(e);
+    return this.count[e]!;
+  }
+
+  stats(): PrefixIndexStats {
+    const arrays = [
+      this.keyLo, this.keyHi, this.head, this.masks,
+      this.entSlot, this.entNextInSlot, this.entPrev, this.entNext, this.entEp,
+      this.mru, this.lru, this.count, this.cap, this.matched, this.alive,
+    ];
+    let bytes = 0;
+    for (const a of arrays) bytes += a.byteLength;
+    return {
+      blocks: this.used,
+      entries: this.entries,
+      bytes,
+      slots: this.slotMask + 1,
+      entryCapacity: this.entSlot.length,
+    };
+  }
+
+  /**
+   * Verifies every internal invariant (slot chains, masks, LRU lists, counts, probing).
+   * O(size); meant for tests. Throws RouterError INTERNAL on the first violation.
+   */
+  checkInvariants(): void {
+    const fail = (msg: string): never => {
+      throw new RouterError('INTERNAL', `prefix index invariant: ${msg}`);
+    };
+    const W = this.maskWords;
+    let usedSlots = 0;
+    let chained = 0;
+    for (let s = 0; s <= this.slotMask; s++) {
+      if (this.head[s] === EMPTY) {
+        for (let w = 0; w < W; w++) if (this.masks[s * W + w] !== 0) fail(`free slot ${s} has mask bits`);
+        continue;
+      }
+      usedSlots++;
+      if (this.find(this.keyLo[s]!, this.keyHi[s]!) !== s) fail(`slot ${s} unreachable by probing`);
+      const seen = new Int32Array(W);
+      for (let ent = this.head[s]!; ent !== EMPTY; ent = this.entNextInSlot[ent]!) {
+        chained++;
+        if (this.entSlot[ent] !== s) fail(`entry ${ent} points to slot ${this.entSlot[ent]} not ${s}`);
+        const e = this.entEp[ent]!;
+        const bit = 1 << (e & 31);
+        if ((seen[e >>> 5]! & bit) !== 0) fail(`endpoint ${e} twice in slot ${s}`);
+        seen[e >>> 5] = seen[e >>> 5]! | bit;
+      }
+      for (let w = 0; w < W; w++) if (seen[w] !== this.masks[s * W + w]) fail(`slot ${s} mask disagrees with chain`);
+    }
+    if (usedSlots !== this.used) fail(`used ${this.used} but ${usedSlots} slots occupied`);
+    let listed = 0;
+    for (let e = 0; e < this.n; e++) {
+      let c = 0;
+      let prev = EMPTY;
+      for (let ent = this.mru[e]!; ent !== EMPTY; ent = this.entNext[ent]!) {
+        if (this.entEp[ent] !== e) fail(`entry ${ent} in endpoint ${e}'s LRU belongs to ${this.entEp[ent]}`);
+        if (this.entPrev[ent] !== prev) fail(`broken LRU back link at entry ${ent}`);
+        prev = ent;
+        c++;
+        if (c > this.entSlot.length) fail(`LRU cycle for endpoint ${e}`);
+      }
+      if (prev !== this.lru[e]) fail(`endpoint ${e} LRU tail mismatch`);
+      if (c !== this.count[e]) fail(`endpoint ${e} count ${this.count[e]} but ${c} listed`);
+      if (c > this.cap[e]!) fail(`endpoint ${e} over capacity`);
+      listed += c;
+    }
+    if (listed !== chained || listed !== this.entries) fail(`entries ${this.entries}, listed ${listed}, chained ${chained}`);
+  }
+
+  // ---- internals -------------------------------------------------------------------
+
+  private checkEndpoint(e: number): void {
+    if (!Number.isInteger(e) || e < 0 || e >= this.n) {
+      throw new RouterError('INTERNAL', `prefix index: endpoint index ${e} out of range 0..${this.n - 1}`);
+    }
+  }
+
+  private find(lo: number, hi: number): number {
+    const mask = this.slotMask;
+    const head = this.head;
+    let i = lo & mask;
+    for (;;) {
+      if (head[i] === EMPTY) return EMPTY;
+      if (this.keyLo[i] === lo && this.keyHi[i] === hi) return i;
+      i = (i + 1) & mask;
+    }
+  }
+
+  /** Slot of the key, claiming a free one if absent (the caller must attach an entry). */
+  private findOrCreate(lo: number, hi: number): number {
+    if ((this.used + 1) * 2 > this.slotMask + 1) this.growTable();
+    const mask = this.slotMask;
+    let i = lo & mask;
+    for (;;) {
+      if (this.head[i] === EMPTY) {
+        this.keyLo[i] = lo;
+        this.keyHi[i] = hi;
+        this.used++;
+        return i;
+      }
+      if (this.keyLo[i] === lo && this.keyHi[i] === hi) return i;
+      i = (i + 1) & mask;
+    }
+  }
+
+  private growTable(): void {
+    const oldSlots = this.slotMask + 1;
+    const slots = oldSlots * 2;
+    const W = this.maskWords;
+    const { keyLo, keyHi, head, masks } = this;
+    this.slotMask = slots - 1;
+    this.keyLo = new Int32Array(slots);
+    this.keyHi = new Int32Array(slots);
+    this.head = new Int32Array(slots).fill(EMPTY);
+    this.masks = new Int32Array(slots * W);
+    for (let s = 0; s < oldSlots; s++) {
+      const first = head[s]!;
+      if (first === EMPTY) continue;
+      const lo = keyLo[s]!;
+      let i = lo & this.slotMask;
+      while (this.head[i] !== EMPTY) i = (i + 1) & this.slotMask;
+      this.keyLo[i] = lo;
+      this.keyHi[i] = keyHi[s]!;
+      this.head[i] = first;
+      for (let w = 0; w < W; w++) this.masks[i * W + w] = masks[s * W + w]!;
+      for (let ent = first; ent !== EMPTY; ent = this.entNextInSlot[ent]!) this.entSlot[ent] = i;
+    }
+  }
+
+  /** Frees slot i, shifting later entries of its probe run back (no tombstones). */
+  private deleteSlot(i: number): void {
+    const mask = this.slotMask;
+    const W = this.maskWords;
+    let j = i;
+    for (;;) {
+      j = (j + 1) & mask;
+      const first = this.head[j]!;
+      if (first === EMPTY) break;
+      const home = this.keyLo[j]! & mask;
+      // The entry at j may move to i only if its home is not cyclically within (i, j].
+      const stays = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (stays) continue;
+      this.keyLo[i] = this.keyLo[j]!;
+      this.keyHi[i] = this.keyHi[j]!;
+      this.head[i] = first;
+      for (let w = 0; w < W; w++) this.masks[i * W + w] = this.masks[j * W + w]!;
+      for (let ent = first; ent !== EMPTY; ent = this.entNextInSlot[ent]!) this.entSlot[ent] = i;
+      i = j;
+    }
+    this.head[i] = EMPTY;
+    for (let w = 0; w < W; w++) this.masks[i * W + w] = 0;
+    this.used--;
+  }
+
+  private entryOf(slot: number, e: number): number {
+    for (let ent = this.head[slot]!; ent !== EMPTY; ent = this.entNextInSlot[ent]!) {
+      if (this.entEp[ent] === e) return ent;
+    }
+    throw new RouterError('INTERNAL', `prefix index: mask says endpoint ${e} holds slot ${slot} but no entry`);
+  }
+
+  private allocEntry(): number {
+    if (this.freeHead !== EMPTY) {
+      const ent = this.freeHead;
+      this.freeHead = this.entNext[ent]!;
+      return ent;
+    }
+    if (this.entTop === this.entSlot.length) {
+      const size = this.entSlot.length * 2;
+      this.entSlot = grow(this.entSlot, size);
+      this.entNextInSlot = grow(this.entNextInSlot, size);
+      this.entPrev = grow(this.entPrev, size);
+      this.entNext = grow(this.entNext, size);
+      const ep = new Uint16Array(size);
+      ep.set(this.entEp);
+      this.entEp = ep;
+    }
+    return this.entTop++;
+  }
+
+  private pushMru(e: number, ent: number): void {
+    const first = this.mru[e]!;
+    this.entPrev[ent] = EMPTY;
+    this.entNext[ent] = first;
+    if (first !== EMPTY) this.entPrev[first] = ent;
+    else this.lru[e] = ent;
+    this.mru[e] = ent;
+  }
+
+  private unlinkLru(e: number, ent: number): void {
+    const p = this.entPrev[ent]!;
+    const nx = this.entNext[ent]!;
+    if (p !== EMPTY) this.entNext[p] = nx;
+    else this.mru[e] = nx;
+    if (nx !== EMPTY) this.entPrev[nx] = p;
+    else this.lru[e] = p;
+  }
+
+  private touch(e: number, ent: number): void {
+    if (this.mru[e] === ent) return;
+    this.unlinkLru(e, ent);
+    this.pushMru(e, ent);
+  }
+
+  private removeEntry(ent: number): void {
+    const e = this.entEp[ent]!;
+    const slot = this.entSlot[ent]!;
+    this.unlinkLru(e, ent);
+    const next = this.entNextInSlot[ent]!;
+    if (this.head[slot] === ent) {
+      this.head[slot] = next;
+    } else {
+      let q = this.head[slot]!;
+      while (this.entNextInSlot[q] !== ent) q = this.entNextInSlot[q]!;
+      this.entNextInSlot[q] = next;
+    }
+    const mi = slot * this.maskWords + (e >>> 5);
+    this.masks[mi] = this.masks[mi]! & ~(1 << (e & 31));
+    this.count[e] = this.count[e]! - 1;
+    this.entries--;
+    this.entNext[ent] = this.freeHead;
+    this.freeHead = ent;
+    if (this.head[slot] === EMPTY) this.deleteSlot(slot);
+  }
+}
+
+function checkCount(what: string, v: number, max: number): void {
+  if (!Number.isInteger(v) || v < 0 || v > max) {
+    throw new RouterError('BAD_CONFIG', `prefix index: ${what} must be an integer in 0..${max}, got ${v}`);
+  }
+}
+
+function nextPow2(v: number): number {
+  let p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+function grow(a: Int32Array, size: number): Int32Array {
+  const b = new Int32Array(size);
+  b.set(a);
+  return b;
+}
+
+function growFill(a: Int32Array, size: number, fill: number): Int32Array {
+  const b = new Int32Array(size).fill(fill);
+  b.set(a);
+  return b;
+}
