@@ -1,0 +1,71 @@
+/**
+ * Imbalance escape: when the candidates' loads are badly skewed, drop the overloaded ones
+ * before scoring, so the pick stays among the less-loaded endpoints — while prefix affinity
+ * still decides *among* those (unlike SGLang's fallback, which throws the cache away and
+ * goes to the single least-loaded worker).
+ *
+ * Load is the effective queue (router in-flight, raised to the engine's running+waiting
+ * when fresh). The pool is imbalanced when max − min > absThreshold AND max > min × relThreshold
+ * (both, as in SGLang's cache-aware policy). Then an endpoint is dropped exactly when it alone
+ * meets that test against the minimum: load − min > absThreshold AND load > min × relThreshold.
+ * The least-loaded endpoint always survives, so this filter never empties the set.
+ */
+import { effectiveQueue } from '../../endpoints/load.js';
+import type { Endpoint } from '../../core/types.js';
+import { IMBALANCE_DROPPED, setScratch } from '../../scheduling/cycle-scratch.js';
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
+import { params } from '../plugin-params.js';
+
+export const IMBALANCE_ESCAPE_FILTER = 'imbalance-escape-filter';
+
+export interface ImbalanceThresholds {
+  readonly absThreshold: number;
+  readonly relThreshold: number;
+  /** Engine queue figures older than this are ignored (router accounting only). */
+  readonly staleAfterMs: number;
+}
+
+export class ImbalanceEscapeFilter implements Filter {
+  constructor(
+    readonly name: string,
+    private readonly t: ImbalanceThresholds,
+  ) {}
+
+  /** True when a load of `load` counts as overloaded against the minimum `min`. */
+  overloaded(load: number, min: number): boolean {
+    return load - min > this.t.absThreshold && load > min * this.t.relThreshold;
+  }
+
+  filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
+    if (candidates.length < 2) return candidates;
+    const loads = candidates.map((c) => effectiveQueue(c.load, this.t.staleAfterMs));
+    let min = Infinity;
+    let max = -Infinity;
+    for (const l of loads) {
+      if (l < min) min = l;
+      if (l > max) max = l;
+    }
+    if (!this.overloaded(max, min)) return candidates;
+    const kept: Candidate[] = [];
+    const dropped: Endpoint[] = [];
+    candidates.forEach((c, i) => {
+      if (this.overloaded(loads[i]!, min)) dropped.push(c.endpoint);
+      else kept.push(c);
+    });
+    if (kept.length === 0) return candidates;
+    setScratch(state, IMBALANCE_DROPPED, dropped);
+    state.notes.push(`imbalance escape: dropped ${dropped.length} of ${candidates.length} endpoints (load min ${min}, max ${max})`);
+    return kept;
+  }
+}
+
+export const imbalanceEscapeFilterFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('absThreshold', 'relThreshold', 'staleAfterMs');
+  const def = ctx.config.cacheAware.imbalance;
+  return new ImbalanceEscapeFilter(name, {
+    absThreshold: r.number('absThreshold', def.absThreshold, { min: 0 }),
+    relThreshold: r.number('relThreshold', def.relThreshold, { min: 0 }),
+    staleAfterMs: r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }),
+  });
+};

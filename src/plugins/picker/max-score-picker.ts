@@ -1,0 +1,41 @@
+/**
+ * Max-score picker: orders candidates by weighted total, best first; exact ties are broken
+ * by the cycle's seeded Rng, so equally good endpoints share the traffic instead of the
+ * first one taking it all (the "always index 0" collapse seen in other routers).
+ *
+ * Reason: from the cycle's affinity evidence when an affinity scorer ran (affinity, load,
+ * cold or imbalance — see affinity-reason.ts); otherwise the filters' hint, otherwise the
+ * configured default (`load`).
+ */
+import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
+import { affinityReason } from '../../scheduling/affinity-reason.js';
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import { params } from '../plugin-params.js';
+
+export const MAX_SCORE_PICKER = 'max-score-picker';
+
+export class MaxScorePicker implements Picker {
+  constructor(
+    readonly name: string,
+    private readonly defaultReason: DecisionReason,
+  ) {}
+
+  pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
+    const n = candidates.length;
+    const order = new Array<number>(n);
+    const tie = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      order[i] = i;
+      tie[i] = state.rng.next();
+    }
+    order.sort((a, b) => totals[b]! - totals[a]! || tie[a]! - tie[b]!);
+    const reason = affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason;
+    return { order, reason };
+  }
+}
+
+export const maxScorePickerFactory: PluginFactory = (name, p) => {
+  const r = params(name, p).only('reason');
+  return new MaxScorePicker(name, r.oneOf<DecisionReason>('reason', 'load', DECISION_REASONS));
+};

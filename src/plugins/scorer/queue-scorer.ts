@@ -1,0 +1,55 @@
+/**
+ * Queue scorer: prefers endpoints with less queued work.
+ *
+ * Rule: q = effective queue (router in-flight raised to the engine's running+waiting when
+ * fresh), or the router's in-flight count alone with `signal: inflight`. Score =
+ * 1 − (q − min) / (max − min) over the candidates (min-max normalised: least loaded 1, most
+ * loaded 0). Neutral value: 1 for everyone when all queues are equal, so the scorer then
+ * does not move the decision.
+ */
+import { effectiveQueue } from '../../endpoints/load.js';
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
+import { params } from '../plugin-params.js';
+
+export const QUEUE_SCORER = 'queue-scorer';
+
+export type QueueSignal = 'effective' | 'inflight';
+
+export class QueueScorer implements Scorer {
+  constructor(
+    readonly name: string,
+    private readonly signal: QueueSignal,
+    private readonly staleAfterMs: number,
+  ) {}
+
+  queueOf(c: Candidate): number {
+    return this.signal === 'inflight' ? c.load.inflightRequests : effectiveQueue(c.load, this.staleAfterMs);
+  }
+
+  score(_state: CycleState, candidates: readonly Candidate[]): number[] {
+    const n = candidates.length;
+    const q = new Array<number>(n);
+    let min = Infinity;
+    let max = -Infinity;
+    for (let i = 0; i < n; i++) {
+      const v = this.queueOf(candidates[i]!);
+      q[i] = v;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    const out = new Array<number>(n);
+    const span = max - min;
+    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (q[i]! - min) / span : 1;
+    return out;
+  }
+}
+
+export const queueScorerFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('signal', 'staleAfterMs');
+  return new QueueScorer(
+    name,
+    r.oneOf<QueueSignal>('signal', 'effective', ['effective', 'inflight']),
+    r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }),
+  );
+};

@@ -1,0 +1,93 @@
+/**
+ * Runs one scheduling profile over the candidates: filters in order (stopping as soon as
+ * none is left), then every scorer (each score clamped to [0,1], NaN counted as 0,
+ * multiplied by its weight and summed per candidate), then the single picker.
+ *
+ * Why clamp here and not trust scorers: a buggy or misconfigured scorer must not be able
+ * to dominate the weighted sum with an out-of-range value. Every plugin call is timed
+ * with the injected clock so telemetry can export per-plugin latency.
+ */
+import { RouterError } from '../core/errors.js';
+import type { DecisionReason } from '../core/types.js';
+import type { Candidate, CycleState, Profile } from './types.js';
+
+export interface PluginTiming {
+  readonly plugin: string;
+  readonly micros: number;
+}
+
+export interface ProfileRun {
+  /** Candidates that survived the filters; `order`, `totals` and `scores` index into this. */
+  readonly candidates: readonly Candidate[];
+  /** Distinct candidate positions, best first (never empty). */
+  readonly order: readonly number[];
+  readonly reason: DecisionReason;
+  /** Weighted sum per candidate. */
+  readonly totals: readonly number[];
+  /** Clamped raw scores, one array per scorer of the profile (same order), per candidate. */
+  readonly scores: readonly (readonly number[])[];
+  /** Time spent in each plugin call, in call order (empty without a timer). */
+  readonly timings: readonly PluginTiming[];
+}
+
+/**
+ * @param timer microsecond clock for per-plugin timings; omit to skip timing.
+ * @throws RouterError NO_ENDPOINT when there are no candidates or a filter leaves none;
+ *   INTERNAL when the picker returns no valid position.
+ */
+export function runProfile(
+  profile: Profile,
+  state: CycleState,
+  input: readonly Candidate[],
+  timer?: () => number,
+): ProfileRun {
+  const timings: PluginTiming[] = [];
+  const time = (plugin: string, t0: number): void => {
+    if (timer !== undefined) timings.push({ plugin, micros: timer() - t0 });
+  };
+  const now = (): number => (timer !== undefined ? timer() : 0);
+
+  if (input.length === 0) throw new RouterError('NO_ENDPOINT', 'no endpoints configured');
+  let candidates = input;
+  for (const f of profile.filters) {
+    const t0 = now();
+    candidates = f.filter(state, candidates);
+    time(f.name, t0);
+    if (candidates.length === 0) {
+      throw new RouterError('NO_ENDPOINT', `no eligible endpoint left after filter "${f.name}"`);
+    }
+  }
+
+  const n = candidates.length;
+  const totals = new Array<number>(n).fill(0);
+  const scores: number[][] = [];
+  for (const { scorer, weight } of profile.scorers) {
+    const t0 = now();
+    const raw = scorer.score(state, candidates);
+    time(scorer.name, t0);
+    const clamped = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const v = raw[i];
+      const s = v === undefined || Number.isNaN(v) ? 0 : v < 0 ? 0 : v > 1 ? 1 : v;
+      clamped[i] = s;
+      totals[i] = totals[i]! + s * weight;
+    }
+    scores.push(clamped);
+  }
+
+  const t0 = now();
+  const picked = profile.picker.pick(state, candidates, totals);
+  time(profile.picker.name, t0);
+  const order: number[] = [];
+  const seen = new Uint8Array(n);
+  for (const pos of picked.order) {
+    if (Number.isInteger(pos) && pos >= 0 && pos < n && seen[pos] === 0) {
+      seen[pos] = 1;
+      order.push(pos);
+    }
+  }
+  if (order.length === 0) {
+    throw new RouterError('INTERNAL', `picker "${profile.picker.name}" chose no candidate out of ${n}`);
+  }
+  return { candidates, order, reason: picked.reason, totals, scores, timings };
+}
