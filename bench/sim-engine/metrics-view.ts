@@ -68,10 +68,9 @@ export class MetricsView {
     if (this.delayMs <= 0) return this.live();
     const now = this.clock.nowMs();
     this.prune(now);
-    const cutoff = now - this.delayMs;
     let pick: EngineSnapshot | undefined;
     for (const h of this.history) {
-      if (h.atMs <= cutoff) pick = h.snap;
+      if (h.atMs + this.delayMs <= now) pick = h.snap;
       else break;
     }
     // Younger than the delay since start: serve the oldest we have.
@@ -79,11 +78,10 @@ export class MetricsView {
   }
 
   private prune(now: number): void {
-    const cutoff = now - this.delayMs;
-    // Keep the newest entry at or before the cutoff plus everything after it.
+    // Keep the newest entry at least delayMs old plus everything after it.
     let firstKeep = 0;
     for (let i = 0; i < this.history.length; i++) {
-      if (this.history[i]!.atMs <= cutoff) firstKeep = i;
+      if (this.history[i]!.atMs + this.delayMs <= now) firstKeep = i;
       else break;
     }
     if (firstKeep > 0) this.history.splice(0, firstKeep);
