@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { RouterError } from '../../../src/core/errors.js';
+import type { ErrorCode } from '../../../src/core/errors.js';
+import type { RouteDecision } from '../../../src/core/types.js';
+import {
+  continueRequestHeaders,
+  continueResponseHeaders,
+  destinationList,
+  errorBody,
+  immediateErrorResponse,
+  requestBodyWithDecision,
+  requestHeadersWithDecision,
+  routingMetadata,
+  setHeader,
+  streamedRequestBody,
+  streamedResponseBody,
+} from '../../../src/extproc/response-builders.js';
+import { ERROR_STATUS } from '../../../src/extproc/error-status.js';
+import { testEndpoint } from '../../helpers/fake-routing-service.js';
+import { decodeAsClient } from '../../helpers/ext-proc-messages.js';
+
+function decision(ids: string[]): RouteDecision {
+  const eps = ids.map((id, i) => testEndpoint(id, i));
+  return {
+    requestId: 'r',
+    endpoint: eps[0]!,
+    fallbacks: eps.slice(1),
+    strategy: 's',
+    reason: 'load',
+    matchedBlocks: 0,
+    totalBlocks: 0,
+    candidates: [],
+    decisionMicros: 0,
+  };
+}
+
+describe('extproc/response-builders', () => {
+  it('lists the chosen endpoint first, then the fallbacks in order', () => {
+    expect(destinationList(decision(['10.0.0.1:80']))).to.equal('10.0.0.1:80');
+    expect(destinationList(decision(['10.0.0.1:80', '10.0.0.3:80', '10.0.0.2:80']))).to.equal('10.0.0.1:80,10.0.0.3:80,10.0.0.2:80');
+  });
+
+  it('sets headers only through raw_value bytes, never value, with append=false', () => {
+    const opt = setHeader('x-k', 'välue');
+    expect(Buffer.isBuffer(opt.header!.raw_value)).to.equal(true);
+    expect(opt.header!.value).to.equal(undefined);
+    const wire = decodeAsClient(continueResponseHeaders([opt]));
+    const h = wire.response_headers!.response!.header_mutation!.set_headers[0]!;
+    expect(h.header!.value).to.equal('');
+    expect(h.header!.raw_value.toString('utf8')).to.equal('välue');
+    expect(h.append?.value).to.equal(false);
+  });
+
+  it('documents the protobufjs pitfall: a JS string in a bytes field is base64-decoded', () => {
+    const wrong = decodeAsClient({ response_headers: { response: { header_mutation: { set_headers: [{ header: { key: 'k', raw_value: 'aGVsbG8=' as unknown as Buffer } }] } } } });
+    expect(wrong.response_headers!.response!.header_mutation!.set_headers[0]!.header!.raw_value.toString()).to.equal('hello');
+  });
+
+  it('carries identical destination strings in the header and envoy.lb, and the chosen host alone under cacheroute', () => {
+    const d = decision(['[fd00::1]:8000', '10.0.0.2:8000']);
+    for (const msg of [requestHeadersWithDecision(d), requestBodyWithDecision(d)]) {
+      const wire = decodeAsClient(msg);
+      const common = wire.request_headers?.response ?? wire.request_body?.response;
+      expect(common!.clear_route_cache).to.equal(true);
+      expect(common!.status).to.equal('CONTINUE');
+      const header = common!.header_mutation!.set_headers.find((o) => o.header!.key === 'x-gateway-destination-endpoint')!;
+      const lb = wire.dynamic_metadata!.fields['envoy.lb']!.structValue!.fields['x-gateway-destination-endpoint']!.stringValue;
+      const dest = wire.dynamic_metadata!.fields['cacheroute']!.structValue!.fields['destination']!.stringValue;
+      expect(header.header!.raw_value.toString()).to.equal(lb);
+      expect(lb).to.equal('[fd00::1]:8000,10.0.0.2:8000');
+      expect(dest).to.equal('[fd00::1]:8000');
+    }
+    expect(Object.keys(routingMetadata(d).fields!)).to.deep.equal(['envoy.lb', 'cacheroute']);
+  });
+
+  it('puts the decision on the right oneof member: headers answer vs body answer', () => {
+    const d = decision(['10.0.0.1:80']);
+    expect(decodeAsClient(requestHeadersWithDecision(d)).response).to.equal('request_headers');
+    expect(decodeAsClient(requestBodyWithDecision(d)).response).to.equal('request_body');
+  });
+
+  it('plain CONTINUE carries no mutation unless headers are to be removed', () => {
+    expect(decodeAsClient(continueRequestHeaders()).request_headers!.response!.header_mutation).to.equal(null);
+    expect(decodeAsClient(continueRequestHeaders(['x-a'])).request_headers!.response!.header_mutation!.remove_headers).to.deep.equal(['x-a']);
+  });
+
+  it('streams body chunks back via streamed_response with the given end_of_stream', () => {
+    const chunk = new Uint8Array([1, 2, 3, 250]);
+    const rq = decodeAsClient(streamedRequestBody(chunk, true)).request_body!.response!.body_mutation!;
+    expect(rq.mutation).to.equal('streamed_response');
+    expect([...rq.streamed_response!.body]).to.deep.equal([1, 2, 3, 250]);
+    expect(rq.streamed_response!.end_of_stream).to.equal(true);
+    const rs = decodeAsClient(streamedResponseBody(Buffer.from('x'), false)).response_body!.response!.body_mutation!;
+    expect(rs.streamed_response!.end_of_stream).to.equal(false);
+  });
+
+  it('builds immediate responses from the one error table, with a JSON body and content type', () => {
+    for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
+      const wire = decodeAsClient(immediateErrorResponse(new RouterError(code, 'why'))).immediate_response!;
+      expect(wire.status!.code).to.not.equal('Empty');
+      expect(JSON.parse(wire.body.toString())).to.deep.equal({ error: { code, message: 'why' } });
+      expect(wire.headers!.set_headers[0]!.header!.key).to.equal('content-type');
+      expect(wire.headers!.set_headers[0]!.header!.raw_value.toString()).to.equal('application/json');
+      expect(wire.details).to.equal('cacheroute_' + code.toLowerCase());
+    }
+    expect(decodeAsClient(immediateErrorResponse(new RouterError('NO_ENDPOINT', 'x'))).immediate_response!.status!.code).to.equal('ServiceUnavailable');
+  });
+
+  it('keeps error bodies small', () => {
+    const body = errorBody(new RouterError('BAD_REQUEST', 'z'.repeat(10_000)));
+    expect(body.length).to.be.lessThan(300);
+  });
+});
