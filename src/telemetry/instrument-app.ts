@@ -1,0 +1,85 @@
+/**
+ * The telemetry hook for createRouterApp (src/app.ts `deps.instrument`): builds the app's
+ * RouterTelemetry from the scheduler it is given, registers `/metrics` and `/debug/*` on the
+ * admin server, hands the edge its EdgeStats, and (with `tracing: 'env'`) starts the
+ * OpenTelemetry SDK from the standard OTEL_* variables and shuts it down with the app.
+ *
+ * The scheduler is read structurally (onDecision, registry, service) so a test double that
+ * implements only RoutingService still works, with fewer signals.
+ */
+import { readFileSync } from 'node:fs';
+import type { AppParts, Instrumentation } from '../app.js';
+import type { Endpoint } from '../core/types.js';
+import type { LoadSnapshot } from '../endpoints/load.js';
+import { PREFIX_INDEX } from '../plugins/shared-services.js';
+import type { DecisionListener } from '../scheduling/decision-events.js';
+import type { ServiceKey } from '../scheduling/plugin-registry.js';
+import type { ScrapeStatsView } from './metrics.js';
+import { RouterTelemetry } from './router-telemetry.js';
+import type { TelemetrySources } from './router-telemetry.js';
+import { startTracing } from './tracing.js';
+import type { Tracing } from './tracing.js';
+
+export interface TelemetryInstrumentOptions {
+  /** 'env': start the SDK from OTEL_* (off unless configured); a Tracing: use it; absent: no spans. */
+  tracing?: 'env' | Tracing;
+  /** Engine poller scrape stats, if the app runs one. */
+  scrapes?: ScrapeStatsView;
+  version?: string;
+  /** Receives the telemetry object (tests, benchmarks). */
+  onTelemetry?: (telemetry: RouterTelemetry) => void;
+}
+
+/** The scheduler capabilities telemetry uses when present (src/scheduling/scheduler.ts). */
+interface ObservableScheduler {
+  onDecision?(listener: DecisionListener): () => void;
+  registry?: { loadOf(endpoint: Endpoint): LoadSnapshot };
+  service?<T>(key: ServiceKey<T>): T | undefined;
+}
+
+let cachedVersion: string | undefined;
+/** The package version (package.json at the repository / image root). */
+export function routerVersion(): string {
+  if (cachedVersion === undefined) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+      cachedVersion = typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+    } catch {
+      cachedVersion = '0.0.0';
+    }
+  }
+  return cachedVersion;
+}
+
+export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (parts: AppParts) => Instrumentation {
+  return (parts) => {
+    const s = parts.scheduler as AppParts['scheduler'] & ObservableScheduler;
+    const ownTracing = opts.tracing === 'env' ? startTracing({ logger: parts.logger }) : undefined;
+    const tracing = ownTracing ?? (opts.tracing === 'env' ? undefined : opts.tracing);
+    const registry = s.registry;
+    const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX) : undefined;
+    const sources: TelemetrySources = {
+      endpoints: () => s.endpoints(),
+      ...(typeof s.onDecision === 'function' ? { onDecision: (l: DecisionListener) => s.onDecision!(l) } : {}),
+      ...(registry ? { loadOf: (e: Endpoint) => registry.loadOf(e) } : {}),
+      ...(index ? { indexSize: (e: Endpoint) => ({ blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) }) } : {}),
+      ...(opts.scrapes ? { scrapes: opts.scrapes } : {}),
+    };
+    const telemetry = new RouterTelemetry({
+      config: parts.config,
+      sources,
+      logger: parts.logger,
+      version: opts.version ?? routerVersion(),
+      ...(tracing ? { tracing } : {}),
+    });
+    telemetry.registerRoutes(parts.admin);
+    opts.onTelemetry?.(telemetry);
+    return {
+      edgeStats: telemetry.edgeStats,
+      async stop() {
+        telemetry.stop();
+        await ownTracing?.shutdown();
+      },
+    };
+  };
+}
