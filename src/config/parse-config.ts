@@ -15,6 +15,7 @@ import { parseEndpoints } from './sections/endpoints.js';
 import { parseCacheAware } from './sections/cache-aware.js';
 import { parseEngineMetrics } from './sections/engine-metrics.js';
 import { parseTelemetry } from './sections/telemetry.js';
+import { parseLoad } from './sections/load.js';
 
 export interface ParseOptions {
   /** Environment for CACHEROUTE_* overrides; none are applied when omitted. */
@@ -49,6 +50,7 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   const seed = root.get('seed', int({ min: 0, max: 2 ** 32 - 1 }), DEFAULT_SEED);
   const cacheAware = parseCacheAware(root.section('cacheAware'));
   const telemetry = parseTelemetry(root.section('telemetry'));
+  const load = parseLoad(root.section('load'));
   root.done();
 
   problems.throwIfAny();
@@ -63,6 +65,7 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
     cacheAware,
     engineMetrics,
     telemetry,
+    load,
   };
   return deepFreeze(config);
 }

@@ -70,6 +70,13 @@ export interface EngineMetricsConfig {
   readonly timeoutMs: number;
   /** Engine signals older than this are not trusted (router-side accounting is used). */
   readonly staleAfterMs: number;
+  /** At most this many scrapes in flight at once (default 16; the parser always sets it). */
+  readonly maxConcurrency?: number;
+  /**
+   * Pages whose numbers did not move while this many of the router's requests finished on
+   * the engine are treated as frozen (aged from their last change). Default 3.
+   */
+  readonly frozenAfterCompletions?: number;
 }
 
 export interface TelemetryConfig {
@@ -93,4 +100,82 @@ export interface RouterConfig {
   readonly cacheAware: CacheAwareConfig;
   readonly engineMetrics: EngineMetricsConfig;
   readonly telemetry: TelemetryConfig;
+  /**
+   * Load signals, hotspots, session stickiness, index calibration and the auto strategy
+   * (docs/load-signals.md). Optional in the type for backward compatibility; parseConfig
+   * always fills it (use `loadConfigOf(config)` from src/config/sections/load.ts to read it).
+   */
+  readonly load?: LoadConfig;
+}
+
+/** What "load" means for the load-aware plugins. */
+export type LoadUnitName = 'requests' | 'tokens';
+
+export interface HotspotConfig {
+  /** Replicate hot prefixes onto more engines (cache-aware strategy). */
+  readonly enabled: boolean;
+  /** Leading prompt characters that identify a prefix group. */
+  readonly keyChars: number;
+  /** Per-engine load (request-equivalents) at which a group's engine set grows by one. */
+  readonly highWater: number;
+  /** The set shrinks when its load fits on one engine fewer at or below this each. */
+  readonly lowWater: number;
+  readonly growIntervalMs: number;
+  /** Minimum time since the last change before the set may shrink. */
+  readonly minDwellMs: number;
+  /** Largest set; 0 = the whole pool. */
+  readonly maxReplicas: number;
+  readonly idleTtlMs: number;
+  readonly maxPrefixes: number;
+}
+
+export interface SessionConfig {
+  /** Idle time after which a session binding expires. */
+  readonly ttlMs: number;
+  readonly maxSessions: number;
+  /** Scorer weight in the profile (dominant by default). */
+  readonly weight: number;
+  /** The sticky engine yields when its load exceeds the least loaded by more than this... */
+  readonly overloadAbs: number;
+  /** ...and is more than this many times it. */
+  readonly overloadRel: number;
+}
+
+export interface CalibrationConfig {
+  /** Remove index blocks the engine did not confirm (usage.cached_tokens). */
+  readonly enabled: boolean;
+  /** Size each endpoint's index from the engine's cache_config_info when scraped. */
+  readonly sizeFromEngine: boolean;
+  /** A prediction counts as confirmed if at most this many blocks short. */
+  readonly toleranceBlocks: number;
+  /** Predicted-hit accuracy is measured over this many recent predictions. */
+  readonly accuracyWindow: number;
+}
+
+export interface AutoConfig {
+  readonly lowReuse: number;
+  readonly highReuse: number;
+  readonly fewEngines: number;
+  readonly minRequests: number;
+  readonly minDwellMs: number;
+  readonly evaluateIntervalMs: number;
+}
+
+export interface LoadConfig {
+  /** Unit of the imbalance escape, hotspot, bounded-load hash, power-of-two and session yield. */
+  readonly unit: LoadUnitName;
+  /** In the tokens unit, this many pending tokens count as one request (thresholds stay in requests). */
+  readonly tokensPerRequest: number;
+  /** Expected output tokens before any response was observed, and the EWMA weight of new ones. */
+  readonly outputTokensPrior: number;
+  readonly outputTokensAlpha: number;
+  /** Weight of the token-load scorer in the cache-aware profile (0 = not added). */
+  readonly tokenLoadWeight: number;
+  /** Sliding window of the traffic statistics (reuse rate, hottest prefix, hit rates). */
+  readonly trafficWindowMs: number;
+  readonly hotspot: HotspotConfig;
+  readonly boundedLoad: { readonly epsilon: number; readonly keyChars: number };
+  readonly session: SessionConfig;
+  readonly calibration: CalibrationConfig;
+  readonly auto: AutoConfig;
 }

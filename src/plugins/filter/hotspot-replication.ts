@@ -34,15 +34,14 @@
 import type { RouteDecision } from '../../core/types.js';
 import type { Candidate, CycleState, Filter, RoutedHook } from '../../scheduling/types.js';
 import { loadIn } from '../shared/load-units.js';
-import type { LoadUnit } from '../shared/load-units.js';
+import type { LoadMeasure } from '../shared/load-units.js';
 import { prefixKeyOf } from '../shared/prefix-key.js';
 
-export interface HotspotOptions {
+export interface HotspotOptions extends LoadMeasure {
   /** Leading characters that identify a prefix group (default 256 ≈ 64 tokens). */
   readonly keyChars: number;
   /** Shorter prefixes are not grouped (default 64, one block). */
   readonly minKeyChars: number;
-  readonly unit: LoadUnit;
   /** Per-engine load at which the set grows. */
   readonly highWater: number;
   /** Per-engine load the remaining members must stay under for the set to shrink. */
@@ -57,7 +56,6 @@ export interface HotspotOptions {
   readonly idleTtlMs: number;
   /** At most this many groups are tracked (default 10 000). */
   readonly maxPrefixes: number;
-  readonly maxMetricsAgeMs: number;
 }
 
 /** Per-group state, exported for the stats accessor and tests. */
@@ -123,7 +121,6 @@ export class HotspotReplicationFilter implements Filter, RoutedHook {
     e.lastSeenMs = now;
 
     const unit = this.opts.unit;
-    const age = this.opts.maxMetricsAgeMs;
     const memberIdx: number[] = [];
     for (let i = 0; i < candidates.length; i++) {
       if (e.members.includes(candidates[i]!.endpoint.id)) memberIdx.push(i);
@@ -132,7 +129,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook {
       state.scratch.set(SCRATCH, { key, seed: true } satisfies Pending);
       return candidates;
     }
-    const loads = candidates.map((c) => loadIn(unit, c.load, age));
+    const loads = candidates.map((c) => loadIn(this.opts, c.load));
     let minMember = Number.POSITIVE_INFINITY;
     let sumMembers = 0;
     for (const i of memberIdx) {

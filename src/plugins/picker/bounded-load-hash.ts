@@ -21,18 +21,16 @@
  */
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
 import { loadIn, requestWeight } from '../shared/load-units.js';
-import type { LoadUnit } from '../shared/load-units.js';
+import type { LoadMeasure } from '../shared/load-units.js';
 import { mixKey, prefixKeyOf } from '../shared/prefix-key.js';
 
-export interface BoundedLoadHashOptions {
+export interface BoundedLoadHashOptions extends LoadMeasure {
   /** Allowed overshoot above the mean load, ε ≥ 0 (default 0.25). */
   readonly epsilon: number;
-  readonly unit: LoadUnit;
   /** Leading prefix characters that identify a prefix group (the hash key). */
   readonly keyChars: number;
   /** Prefixes shorter than this get a random key (no grouping on a few characters). */
   readonly minKeyChars: number;
-  readonly maxMetricsAgeMs: number;
   /** Expected output tokens of the request (token unit); default 0. */
   readonly expectedOutputTokens?: (model: string, maxTokens?: number) => number;
 }
@@ -50,9 +48,9 @@ export class BoundedLoadHashPicker implements Picker {
     const key = prefixKeyOf(req.prefix, this.opts.keyChars, this.opts.minKeyChars) ?? (state.rng.int(0x100000000) >>> 0);
     const weights = candidates.map((c) => mixKey(key, c.endpoint.id));
     const order = candidates.map((_, i) => i).sort((a, b) => (weights[b] as number) - (weights[a] as number) || a - b);
-    const loads = candidates.map((c) => loadIn(this.opts.unit, c.load, this.opts.maxMetricsAgeMs));
+    const loads = candidates.map((c) => loadIn(this.opts, c.load));
     const out = this.opts.expectedOutputTokens?.(req.model, req.maxTokens) ?? 0;
-    const w = requestWeight(this.opts.unit, req.promptTokens, out);
+    const w = requestWeight(this.opts, req.promptTokens, out);
     let sum = 0;
     for (const l of loads) sum += l;
     const raw = ((1 + this.opts.epsilon) * (sum + w)) / n;

@@ -13,13 +13,9 @@
  */
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
 import { loadIn } from '../shared/load-units.js';
-import type { LoadUnit } from '../shared/load-units.js';
+import type { LoadMeasure } from '../shared/load-units.js';
 
-export interface PowerOfTwoOptions {
-  readonly unit: LoadUnit;
-  /** Engine-reported queue numbers older than this are ignored (requests unit). */
-  readonly maxMetricsAgeMs: number;
-}
+export type PowerOfTwoOptions = LoadMeasure;
 
 export class PowerOfTwoPicker implements Picker {
   constructor(
@@ -33,7 +29,7 @@ export class PowerOfTwoPicker implements Picker {
     const i = state.rng.int(n);
     let j = state.rng.int(n - 1);
     if (j >= i) j++;
-    const loads = candidates.map((c) => loadIn(this.opts.unit, c.load, this.opts.maxMetricsAgeMs));
+    const loads = candidates.map((c) => loadIn(this.opts, c.load));
     const li = loads[i] as number;
     const lj = loads[j] as number;
     const first = lj < li ? j : i;

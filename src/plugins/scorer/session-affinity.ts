@@ -22,19 +22,17 @@
 import type { RouteDecision } from '../../core/types.js';
 import type { Candidate, CycleState, RoutedHook, Scorer } from '../../scheduling/types.js';
 import { loadIn } from '../shared/load-units.js';
-import type { LoadUnit } from '../shared/load-units.js';
+import type { LoadMeasure } from '../shared/load-units.js';
 
-export interface SessionAffinityOptions {
+export interface SessionAffinityOptions extends LoadMeasure {
   /** Idle time after which a binding expires (default 300 s, as llm-d's session_id mode). */
   readonly ttlMs: number;
   /** At most this many bindings (default 100 000). */
   readonly maxSessions: number;
-  readonly unit: LoadUnit;
   /** Yield when sticky load − min load > overloadAbs ... (default 8 requests). */
   readonly overloadAbs: number;
   /** ... and sticky load > overloadRel × min load (default 1.5). */
   readonly overloadRel: number;
-  readonly maxMetricsAgeMs: number;
 }
 
 export interface SessionStats {
@@ -73,10 +71,9 @@ export class SessionAffinityScorer implements Scorer, RoutedHook {
     }
     const s = candidates.findIndex((c) => c.endpoint.id === b.endpointId);
     if (s < 0) return out;
-    const { unit, maxMetricsAgeMs } = this.opts;
-    const sticky = loadIn(unit, candidates[s]!.load, maxMetricsAgeMs);
+    const sticky = loadIn(this.opts, candidates[s]!.load);
     let min = Number.POSITIVE_INFINITY;
-    for (const c of candidates) min = Math.min(min, loadIn(unit, c.load, maxMetricsAgeMs));
+    for (const c of candidates) min = Math.min(min, loadIn(this.opts, c.load));
     if (sticky - min > this.opts.overloadAbs && sticky > this.opts.overloadRel * min) {
       this.yielded++;
       state.notes.push('session yielded to load');

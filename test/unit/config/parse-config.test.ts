@@ -42,6 +42,8 @@ describe('config/parse-config', () => {
         pollIntervalMs: D.DEFAULT_POLL_INTERVAL_MS,
         timeoutMs: D.DEFAULT_POLL_TIMEOUT_MS,
         staleAfterMs: D.DEFAULT_STALE_AFTER_MS,
+        maxConcurrency: 16,
+        frozenAfterCompletions: 3,
       });
       expect(c.telemetry).to.deep.equal({
         logLevel: D.DEFAULT_LOG_LEVEL,

@@ -6,7 +6,7 @@ import { seededRng } from '../../../src/util/rng.js';
 import { candidates, endpoint, load, request, state } from './builders.js';
 
 const picker = (epsilon = 0.25, unit: 'requests' | 'tokens' = 'requests') =>
-  new BoundedLoadHashPicker('blh', { epsilon, unit, keyChars: 256, minKeyChars: 16, maxMetricsAgeMs: 1000 });
+  new BoundedLoadHashPicker('blh', { epsilon, unit, keyChars: 256, minKeyChars: 16, maxMetricsAgeMs: 1000, tokensPerRequest: 1000 });
 
 const prefixOf = (g: number) => `group ${g} system prompt: `.padEnd(300, 'x');
 

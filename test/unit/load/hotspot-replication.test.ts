@@ -18,7 +18,7 @@ const OPTS: HotspotOptions = {
   maxReplicas: 0,
   idleTtlMs: 60_000,
   maxPrefixes: 100,
-  maxMetricsAgeMs: 1000,
+  maxMetricsAgeMs: 1000, tokensPerRequest: 1000,
 };
 
 const HOT = 'hot system prompt '.repeat(20);

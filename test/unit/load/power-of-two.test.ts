@@ -3,7 +3,7 @@ import { PowerOfTwoPicker } from '../../../src/plugins/picker/power-of-two.js';
 import { seededRng } from '../../../src/util/rng.js';
 import { candidates, load, state } from './builders.js';
 
-const p2c = (unit: 'requests' | 'tokens' = 'requests') => new PowerOfTwoPicker('p2c', { unit, maxMetricsAgeMs: 1000 });
+const p2c = (unit: 'requests' | 'tokens' = 'requests') => new PowerOfTwoPicker('p2c', { unit, maxMetricsAgeMs: 1000, tokensPerRequest: 1000 });
 
 describe('load/power-of-two picker', () => {
   it('always picks the less loaded of its two distinct samples and orders every candidate once', () => {

@@ -1,0 +1,181 @@
+/**
+ * `load:` section: load unit, token-load model, hotspot replication, bounded-load hashing,
+ * session stickiness, index calibration and the auto strategy. Every default is a named
+ * constant with its reason; docs/load-signals.md lists them with the measurements behind.
+ */
+import type { LoadConfig, RouterConfig } from '../types.js';
+import { bool, int, num, oneOf, type ObjectReader } from '../field-reader.js';
+
+// --- unit ---
+/** Requests: exact router accounting, no model needed; tokens is opt-in. */
+export const DEFAULT_LOAD_UNIT = 'requests' as const;
+/** ≈ a 768-token prompt with a 256-token answer: thresholds in requests map to this many tokens each. */
+export const DEFAULT_TOKENS_PER_REQUEST = 1024;
+// --- token-load model ---
+/** Expected output length before any response was seen (a typical chat answer). */
+export const DEFAULT_OUTPUT_TOKENS_PRIOR = 256;
+/** EWMA weight: about the last 10–20 responses matter. */
+export const DEFAULT_OUTPUT_TOKENS_ALPHA = 0.1;
+/** Off in cache-aware by default: the queue scorer already weighs load; turn on with tokens. */
+export const DEFAULT_TOKEN_LOAD_WEIGHT = 0;
+/** One minute: long enough to see reuse across a conversation's turns, short enough to adapt. */
+export const DEFAULT_TRAFFIC_WINDOW_MS = 60_000;
+// --- hotspot ---
+export const DEFAULT_HOTSPOT_ENABLED = true;
+/** 256 chars ≈ 64 tokens: a system prompt's head identifies its group. */
+export const DEFAULT_HOTSPOT_KEY_CHARS = 256;
+/** Grow a hot group's set when every member has this many requests in flight. */
+export const DEFAULT_HOTSPOT_HIGH_WATER = 6;
+/** Shrink when the rest could carry the load at this many each (well below high water). */
+export const DEFAULT_HOTSPOT_LOW_WATER = 2;
+/** Load alone paces growth (one engine per step, the newcomer must fill up first). */
+export const DEFAULT_HOTSPOT_GROW_INTERVAL_MS = 0;
+/** 10 s of calm before giving a replica back, so a bursty group does not flap. */
+export const DEFAULT_HOTSPOT_MIN_DWELL_MS = 10_000;
+export const DEFAULT_HOTSPOT_MAX_REPLICAS = 0;
+export const DEFAULT_HOTSPOT_IDLE_TTL_MS = 120_000;
+export const DEFAULT_HOTSPOT_MAX_PREFIXES = 10_000;
+// --- bounded-load hashing ---
+/** (1+ε)×mean cap; 0.25 as Ranvier and KubeAI CHWBL ship. */
+export const DEFAULT_BOUNDED_LOAD_EPSILON = 0.25;
+// --- session ---
+/** Five minutes idle, as llm-d's session_id binding. */
+export const DEFAULT_SESSION_TTL_MS = 300_000;
+export const DEFAULT_SESSION_MAX = 100_000;
+/** Above the sum of the default cache-aware weights (3+2+2), so stickiness wins unless overloaded. */
+export const DEFAULT_SESSION_WEIGHT = 10;
+export const DEFAULT_SESSION_OVERLOAD_ABS = 8;
+export const DEFAULT_SESSION_OVERLOAD_REL = 1.5;
+// --- calibration ---
+export const DEFAULT_CALIBRATION_ENABLED = true;
+export const DEFAULT_CALIBRATION_SIZE_FROM_ENGINE = true;
+/** One block of slack: template tokens and block alignment shift the engine's count a little. */
+export const DEFAULT_CALIBRATION_TOLERANCE_BLOCKS = 1;
+export const DEFAULT_CALIBRATION_ACCURACY_WINDOW = 200;
+// --- auto ---
+/** Below 20% reuse no strategy changes the hit rate much: balance load. */
+export const DEFAULT_AUTO_LOW_REUSE = 0.2;
+/** From 50% reuse affinity clearly pays off. */
+export const DEFAULT_AUTO_HIGH_REUSE = 0.5;
+/** 2–4 engines: plain affinity with a threshold; more: cache-aware with load fallback. */
+export const DEFAULT_AUTO_FEW_ENGINES = 4;
+export const DEFAULT_AUTO_MIN_REQUESTS = 50;
+export const DEFAULT_AUTO_MIN_DWELL_MS = 10_000;
+export const DEFAULT_AUTO_EVALUATE_INTERVAL_MS = 1000;
+
+export const DEFAULT_LOAD_CONFIG: LoadConfig = Object.freeze({
+  unit: DEFAULT_LOAD_UNIT,
+  tokensPerRequest: DEFAULT_TOKENS_PER_REQUEST,
+  outputTokensPrior: DEFAULT_OUTPUT_TOKENS_PRIOR,
+  outputTokensAlpha: DEFAULT_OUTPUT_TOKENS_ALPHA,
+  tokenLoadWeight: DEFAULT_TOKEN_LOAD_WEIGHT,
+  trafficWindowMs: DEFAULT_TRAFFIC_WINDOW_MS,
+  hotspot: Object.freeze({
+    enabled: DEFAULT_HOTSPOT_ENABLED,
+    keyChars: DEFAULT_HOTSPOT_KEY_CHARS,
+    highWater: DEFAULT_HOTSPOT_HIGH_WATER,
+    lowWater: DEFAULT_HOTSPOT_LOW_WATER,
+    growIntervalMs: DEFAULT_HOTSPOT_GROW_INTERVAL_MS,
+    minDwellMs: DEFAULT_HOTSPOT_MIN_DWELL_MS,
+    maxReplicas: DEFAULT_HOTSPOT_MAX_REPLICAS,
+    idleTtlMs: DEFAULT_HOTSPOT_IDLE_TTL_MS,
+    maxPrefixes: DEFAULT_HOTSPOT_MAX_PREFIXES,
+  }),
+  boundedLoad: Object.freeze({ epsilon: DEFAULT_BOUNDED_LOAD_EPSILON, keyChars: DEFAULT_HOTSPOT_KEY_CHARS }),
+  session: Object.freeze({
+    ttlMs: DEFAULT_SESSION_TTL_MS,
+    maxSessions: DEFAULT_SESSION_MAX,
+    weight: DEFAULT_SESSION_WEIGHT,
+    overloadAbs: DEFAULT_SESSION_OVERLOAD_ABS,
+    overloadRel: DEFAULT_SESSION_OVERLOAD_REL,
+  }),
+  calibration: Object.freeze({
+    enabled: DEFAULT_CALIBRATION_ENABLED,
+    sizeFromEngine: DEFAULT_CALIBRATION_SIZE_FROM_ENGINE,
+    toleranceBlocks: DEFAULT_CALIBRATION_TOLERANCE_BLOCKS,
+    accuracyWindow: DEFAULT_CALIBRATION_ACCURACY_WINDOW,
+  }),
+  auto: Object.freeze({
+    lowReuse: DEFAULT_AUTO_LOW_REUSE,
+    highReuse: DEFAULT_AUTO_HIGH_REUSE,
+    fewEngines: DEFAULT_AUTO_FEW_ENGINES,
+    minRequests: DEFAULT_AUTO_MIN_REQUESTS,
+    minDwellMs: DEFAULT_AUTO_MIN_DWELL_MS,
+    evaluateIntervalMs: DEFAULT_AUTO_EVALUATE_INTERVAL_MS,
+  }),
+});
+
+/** The `load` section of a config, or the defaults when the config predates it. */
+export function loadConfigOf(config: RouterConfig): LoadConfig {
+  return config.load ?? DEFAULT_LOAD_CONFIG;
+}
+
+const FRACTION = num({ min: 0, max: 1 });
+const MS = int({ min: 0, max: 86_400_000 });
+
+export function parseLoad(r: ObjectReader): LoadConfig {
+  const d = DEFAULT_LOAD_CONFIG;
+  const unit = r.get('unit', oneOf(['requests', 'tokens']), d.unit);
+  const tokensPerRequest = r.get('tokensPerRequest', num({ minExclusive: 0, max: 10_000_000 }), d.tokensPerRequest);
+  const outputTokensPrior = r.get('outputTokensPrior', int({ min: 1, max: 1_000_000 }), d.outputTokensPrior);
+  const outputTokensAlpha = r.get('outputTokensAlpha', num({ minExclusive: 0, max: 1 }), d.outputTokensAlpha);
+  const tokenLoadWeight = r.get('tokenLoadWeight', num({ min: 0, max: 1000 }), d.tokenLoadWeight);
+  const trafficWindowMs = r.get('trafficWindowMs', int({ min: 1000, max: 3_600_000 }), d.trafficWindowMs);
+
+  const h = r.section('hotspot');
+  const hotspot = {
+    enabled: h.get('enabled', bool(), d.hotspot.enabled),
+    keyChars: h.get('keyChars', int({ min: 1, max: 1 << 20 }), d.hotspot.keyChars),
+    highWater: h.get('highWater', num({ minExclusive: 0, max: 1_000_000 }), d.hotspot.highWater),
+    lowWater: h.get('lowWater', num({ min: 0, max: 1_000_000 }), d.hotspot.lowWater),
+    growIntervalMs: h.get('growIntervalMs', MS, d.hotspot.growIntervalMs),
+    minDwellMs: h.get('minDwellMs', MS, d.hotspot.minDwellMs),
+    maxReplicas: h.get('maxReplicas', int({ min: 0, max: 100_000 }), d.hotspot.maxReplicas),
+    idleTtlMs: h.get('idleTtlMs', int({ min: 1, max: 86_400_000 }), d.hotspot.idleTtlMs),
+    maxPrefixes: h.get('maxPrefixes', int({ min: 1, max: 10_000_000 }), d.hotspot.maxPrefixes),
+  };
+  if (hotspot.lowWater >= hotspot.highWater) {
+    h.report('lowWater', `must be below highWater (${hotspot.highWater}), or the set would flap`);
+  }
+  h.done();
+
+  const b = r.section('boundedLoad');
+  const boundedLoad = {
+    epsilon: b.get('epsilon', num({ min: 0, max: 100 }), d.boundedLoad.epsilon),
+    keyChars: b.get('keyChars', int({ min: 1, max: 1 << 20 }), d.boundedLoad.keyChars),
+  };
+  b.done();
+
+  const s = r.section('session');
+  const session = {
+    ttlMs: s.get('ttlMs', int({ min: 1, max: 86_400_000 }), d.session.ttlMs),
+    maxSessions: s.get('maxSessions', int({ min: 1, max: 100_000_000 }), d.session.maxSessions),
+    weight: s.get('weight', num({ min: 0, max: 1000 }), d.session.weight),
+    overloadAbs: s.get('overloadAbs', num({ min: 0, max: 1_000_000 }), d.session.overloadAbs),
+    overloadRel: s.get('overloadRel', num({ min: 1, max: 1000 }), d.session.overloadRel),
+  };
+  s.done();
+
+  const c = r.section('calibration');
+  const calibration = {
+    enabled: c.get('enabled', bool(), d.calibration.enabled),
+    sizeFromEngine: c.get('sizeFromEngine', bool(), d.calibration.sizeFromEngine),
+    toleranceBlocks: c.get('toleranceBlocks', int({ min: 0, max: 1 << 20 }), d.calibration.toleranceBlocks),
+    accuracyWindow: c.get('accuracyWindow', int({ min: 1, max: 1_000_000 }), d.calibration.accuracyWindow),
+  };
+  c.done();
+
+  const a = r.section('auto');
+  const auto = {
+    lowReuse: a.get('lowReuse', FRACTION, d.auto.lowReuse),
+    highReuse: a.get('highReuse', FRACTION, d.auto.highReuse),
+    fewEngines: a.get('fewEngines', int({ min: 1, max: 100_000 }), d.auto.fewEngines),
+    minRequests: a.get('minRequests', int({ min: 1, max: 10_000_000 }), d.auto.minRequests),
+    minDwellMs: a.get('minDwellMs', MS, d.auto.minDwellMs),
+    evaluateIntervalMs: a.get('evaluateIntervalMs', int({ min: 1, max: 3_600_000 }), d.auto.evaluateIntervalMs),
+  };
+  if (auto.lowReuse > auto.highReuse) a.report('lowReuse', `must not exceed highReuse (${auto.highReuse})`);
+  a.done();
+  r.done();
+  return { unit, tokensPerRequest, outputTokensPrior, outputTokensAlpha, tokenLoadWeight, trafficWindowMs, hotspot, boundedLoad, session, calibration, auto };
+}
