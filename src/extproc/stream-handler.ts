@@ -163,6 +163,7 @@ export class StreamHandler {
   private ticketFinished = false;
   private responseStatus: number | undefined;
   private responseHeadersSeen = false;
+  private responseBodySeen = false;
   private servedBy: string | undefined;
   private sniffer: UsageSniffer | undefined;
 
@@ -378,7 +379,7 @@ export class StreamHandler {
 
   private onResponseHeaders(msg: ProcessingRequest__Output): void {
     this.checkResponseAllowed('response headers');
-    if (this.responseHeadersSeen) throw protocolError('response headers received twice');
+    if (this.responseHeadersSeen || this.responseBodySeen) throw protocolError('response headers after response headers or body');
     const part = msg.response_headers!;
     this.responseHeadersSeen = true;
     const headers = readHeaderMap(part.headers);
@@ -397,6 +398,7 @@ export class StreamHandler {
   private onResponseBody(msg: ProcessingRequest__Output): void {
     this.checkResponseAllowed('response body');
     const part = msg.response_body!;
+    this.responseBodySeen = true;
     this.noteServed(msg);
     if (this.ticket !== undefined) {
       this.sniffer ??= new UsageSniffer();
