@@ -1,0 +1,88 @@
+/**
+ * Benchmark entry point.
+ *
+ *   npm run bench -- --preset <name> [--out <dir>] [--seed <n>] [--only <substring>]
+ *   npm run bench -- --list
+ *   npm run bench -- --preset <name> --dry-run     (print the run matrix and workload sizes)
+ *
+ * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts, records/).
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT } from '../test/helpers/repo-paths.js';
+import { runPreset, selectExperiments } from './harness/run-preset.js';
+import { findPreset, PRESETS } from './presets/index.js';
+import { buildWorkload } from './workloads/scenario.js';
+import { idealReuse } from './workloads/types.js';
+
+function main(): Promise<number> | number {
+  const { values } = parseArgs({
+    options: {
+      preset: { type: 'string' },
+      out: { type: 'string' },
+      seed: { type: 'string' },
+      only: { type: 'string' },
+      list: { type: 'boolean', default: false },
+      'dry-run': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help || (!values.list && values.preset === undefined)) {
+    process.stdout.write('usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--dry-run] | --list\n');
+    return values.help ? 0 : 2;
+  }
+  if (values.list) {
+    for (const p of PRESETS) process.stdout.write(`${p.name.padEnd(16)} ~${p.estimatedMinutes} min  ${p.description}\n`);
+    return 0;
+  }
+  const preset = findPreset(values.preset as string);
+  if (!preset) {
+    process.stderr.write(`unknown preset '${values.preset}'; known: ${PRESETS.map((p) => p.name).join(', ')}\n`);
+    return 2;
+  }
+  const seed = values.seed === undefined ? preset.seed : Number(values.seed);
+  if (!Number.isInteger(seed)) {
+    process.stderr.write('--seed must be an integer\n');
+    return 2;
+  }
+  if (values['dry-run']) {
+    for (const e of selectExperiments(preset, values.only)) {
+      const w = buildWorkload(e.scenario, seed, REPO_ROOT);
+      const measured = w.requests.filter((r) => !r.warmup);
+      const tokens = measured.reduce((a, r) => a + r.promptTokens, 0);
+      process.stdout.write(`${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, last arrival ${((measured.at(-1)?.atMs ?? 0) / 1000).toFixed(1)} s\n`);
+    }
+    return 0;
+  }
+  const outDir = resolve(values.out ?? resolve(REPO_ROOT, 'bench', 'results', preset.name));
+  const abort = new AbortController();
+  const onSignal = (): void => {
+    process.stderr.write('\ninterrupted: finishing the current run and writing partial results\n');
+    abort.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const log = (msg: string): void => void process.stderr.write(`${msg}\n`);
+  log(`preset ${preset.name} (~${preset.estimatedMinutes} min), seed ${seed}, writing ${outDir}`);
+  return runPreset({
+    preset,
+    outDir,
+    repoRoot: REPO_ROOT,
+    seed,
+    ...(values.only !== undefined ? { only: values.only } : {}),
+    signal: abort.signal,
+    log,
+    command: process.argv.slice(2),
+  }).then(() => {
+    log(`done: ${outDir}/results.md`);
+    return 0;
+  });
+}
+
+Promise.resolve(main()).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,89 @@
+/**
+ * The run's simulated engines: started once per engine setup through the simulator's own
+ * launcher, reset between contenders (POST /admin/reset clears the prefix cache and the
+ * counters, so every contender starts cold), and scraped for vLLM-named counters.
+ */
+import { Agent, request } from 'node:http';
+import { startSimEngines } from '../sim-engine/launcher.js';
+import type { EngineHandle } from '../contenders/types.js';
+import type { EngineFlags } from '../presets/types.js';
+import { countersFromSamples, type EngineCounters } from '../stats/engine-counters.js';
+import { parsePrometheusText } from '../stats/prometheus-text.js';
+
+export interface EngineFleet {
+  readonly engines: readonly EngineHandle[];
+  readonly pids: readonly number[];
+  stop(): Promise<void>;
+}
+
+const adminAgent = new Agent({ keepAlive: false });
+
+/** Small HTTP helper for admin calls (bounded, never hangs). */
+export function httpText(url: string, method: 'GET' | 'POST', timeoutMs = 5000, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method,
+      agent: adminAgent,
+      headers: body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`timeout ${method} ${url}`)), timeoutMs);
+    req.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.once('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.once('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, text });
+      });
+      res.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+    req.end(body);
+  });
+}
+
+export async function startEngineFleet(count: number, flags: EngineFlags, model: string): Promise<EngineFleet> {
+  const fleet = await startSimEngines({ count, flags: { model, ...flags } });
+  const engines = fleet.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: `${e.host}:${e.port}` }));
+  return { engines, pids: [...new Set(fleet.engines.map((e) => e.pid))], stop: () => fleet.stop() };
+}
+
+/** Clears every engine's prefix cache and counters; throws if an engine refuses. */
+export async function resetEngines(engines: readonly EngineHandle[]): Promise<void> {
+  await Promise.all(
+    engines.map(async (e) => {
+      const res = await httpText(`${e.url}/admin/reset`, 'POST');
+      if (res.status !== 200) throw new Error(`engine ${e.id}: /admin/reset answered ${res.status}`);
+    }),
+  );
+}
+
+export async function scrapeEngineCounters(engines: readonly EngineHandle[]): Promise<Map<string, EngineCounters>> {
+  const out = new Map<string, EngineCounters>();
+  await Promise.all(
+    engines.map(async (e) => {
+      const res = await httpText(`${e.url}/metrics`, 'GET');
+      if (res.status !== 200) throw new Error(`engine ${e.id}: /metrics answered ${res.status}`);
+      out.set(e.id, countersFromSamples(parsePrometheusText(res.text)));
+    }),
+  );
+  return out;
+}
+
+/** Running + waiting requests summed over engines (0 = idle), from /metrics. */
+export async function enginesBusy(engines: readonly EngineHandle[]): Promise<number> {
+  let busy = 0;
+  for (const e of engines) {
+    const res = await httpText(`${e.url}/metrics`, 'GET');
+    for (const s of parsePrometheusText(res.text)) {
+      if (s.name === 'vllm:num_requests_running' || s.name === 'vllm:num_requests_waiting') busy += s.value;
+    }
+  }
+  return busy;
+}

@@ -1,0 +1,35 @@
+/**
+ * Expands a preset's blocks into the ordered list of runs. Order: block, then scenario,
+ * then rate, then contender, so contenders of one scenario run back to back (closest in
+ * time, least exposed to drift in background load on a shared machine).
+ */
+import { deepMerge } from '../contenders/router-config.js';
+import type { ContenderSpec } from '../contenders/types.js';
+import { scenarioAtQps, scenarioQps } from '../workloads/scenario.js';
+import type { Experiment, PresetSpec } from './types.js';
+
+function withBlockOverrides(c: ContenderSpec, over: Readonly<Record<string, unknown>> | undefined): ContenderSpec {
+  if (c.kind !== 'cacheroute' || over === undefined) return c;
+  return { ...c, routerOverrides: deepMerge(over, c.routerOverrides ?? {}) };
+}
+
+export function expandPreset(preset: PresetSpec): Experiment[] {
+  const out: Experiment[] = [];
+  const ids = new Set<string>();
+  for (const block of preset.blocks) {
+    for (const scenario of block.scenarios) {
+      const own = scenarioQps(scenario);
+      const rates: Array<number | null> = block.qpsSweep && own !== undefined ? [...block.qpsSweep] : [own ?? null];
+      for (const qps of rates) {
+        const sc = qps === null ? scenario : scenarioAtQps(scenario, qps);
+        for (const c of block.contenders) {
+          const id = `${block.name}/${scenario.label}${block.qpsSweep && qps !== null ? `@${qps}` : ''}/${c.label}`;
+          if (ids.has(id)) throw new Error(`preset ${preset.name}: duplicate run id ${id}`);
+          ids.add(id);
+          out.push({ id, block: block.name, engines: block.engines, scenario: sc, qps, contender: withBlockOverrides(c, block.routerOverrides) });
+        }
+      }
+    }
+  }
+  return out;
+}

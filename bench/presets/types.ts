@@ -1,0 +1,63 @@
+/**
+ * A preset is a list of blocks; each block is a cross product
+ *   engine setup × scenarios × (QPS sweep) × contenders
+ * with optional router overrides for every cacheroute contender in it. New experiments
+ * (staleness, eviction calibration, auto strategy, 8 engines...) are a small preset file
+ * composing these pieces; nothing in the harness needs to change.
+ */
+import type { ContenderSpec, RouterOverrides } from '../contenders/types.js';
+import type { ScenarioSpec } from '../workloads/scenario.js';
+
+export type EngineFlags = Readonly<Record<string, string | number | boolean>>;
+
+export interface EngineSetup {
+  /** Short name used in result ids, e.g. `4x-kv1600`. */
+  readonly label: string;
+  readonly count: number;
+  /** Simulator flags (without `--`), e.g. { 'kv-cache-blocks': 1600, 'time-scale': 2 }. */
+  readonly flags: EngineFlags;
+  /** Why these values (goes into results.md). */
+  readonly rationale: string;
+}
+
+export interface MatrixBlock {
+  /** Section name in the report, e.g. `sharing-sweep`. */
+  readonly name: string;
+  readonly engines: EngineSetup;
+  readonly scenarios: readonly ScenarioSpec[];
+  readonly contenders: readonly ContenderSpec[];
+  /** Run each arrival-driven scenario at these rates instead of its own. */
+  readonly qpsSweep?: readonly number[];
+  /** Merged into every cacheroute contender's router config (the contender's own overrides win). */
+  readonly routerOverrides?: RouterOverrides;
+}
+
+export interface RunBudget {
+  /** A request still open after this long counts as a timeout. */
+  readonly requestTimeoutMs: number;
+  /** Hard cap on one run (one scenario × contender × rate): unsent requests count as failures. */
+  readonly maxRunMs: number;
+}
+
+export interface PresetSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly seed: number;
+  /** Model name sent in requests and served by the engines. */
+  readonly model: string;
+  readonly blocks: readonly MatrixBlock[];
+  readonly budget: RunBudget;
+  /** Rough wall-time estimate shown before running, minutes. */
+  readonly estimatedMinutes: number;
+}
+
+/** One concrete run of the matrix. */
+export interface Experiment {
+  /** Unique in the preset, filesystem-safe: block/scenario[@qps]/contender. */
+  readonly id: string;
+  readonly block: string;
+  readonly engines: EngineSetup;
+  readonly scenario: ScenarioSpec;
+  readonly qps: number | null;
+  readonly contender: ContenderSpec;
+}

@@ -1,0 +1,85 @@
+/**
+ * Writes a preset's output directory: results.md (tables), results.json (raw aggregates),
+ * run.json (provenance), the SVG charts and records/*.jsonl (one line per request, no
+ * prompt text). Called after every run so an interrupted preset still leaves its
+ * completed runs on disk.
+ */
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RequestRecord } from '../harness/driver.js';
+import type { ExperimentResult } from '../harness/run-experiment.js';
+import type { PresetSpec } from '../presets/types.js';
+import { buildCharts } from './charts.js';
+import { resultsMarkdown } from './results-markdown.js';
+import type { RunInfo } from './run-info.js';
+
+export interface WriteResultsInput {
+  readonly outDir: string;
+  readonly preset: PresetSpec;
+  readonly seed: number;
+  readonly results: readonly ExperimentResult[];
+  readonly info: RunInfo;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly partial: boolean;
+  readonly command: readonly string[];
+}
+
+export function recordsFileName(id: string): string {
+  return `${id.replace(/[^a-zA-Z0-9._@-]+/g, '__')}.jsonl`;
+}
+
+/** Empties the output directory's generated files (keeps anything else a human put there). */
+export function prepareOutDir(outDir: string): void {
+  mkdirSync(join(outDir, 'records'), { recursive: true });
+  for (const f of readdirSync(outDir)) {
+    if (f.endsWith('.svg') || f === 'results.md' || f === 'results.json' || f === 'run.json') rmSync(join(outDir, f));
+  }
+  for (const f of readdirSync(join(outDir, 'records'))) rmSync(join(outDir, 'records', f));
+}
+
+export function writeRecords(outDir: string, id: string, records: readonly RequestRecord[]): void {
+  const round = (v: number | null): number | null => (v === null ? null : Math.round(v * 10) / 10);
+  const lines = records.map((r) =>
+    JSON.stringify({ ...r, scheduledMs: round(r.scheduledMs), lagMs: round(r.lagMs), ttftMs: round(r.ttftMs), e2eMs: round(r.e2eMs), endMs: round(r.endMs) }),
+  );
+  writeFileSync(join(outDir, 'records', recordsFileName(id)), lines.join('\n') + '\n');
+}
+
+export function writeResults(input: WriteResultsInput): void {
+  const charts = buildCharts(input.results);
+  for (const c of charts) writeFileSync(join(input.outDir, c.file), c.svg);
+  writeFileSync(
+    join(input.outDir, 'results.json'),
+    JSON.stringify({ preset: input.preset.name, seed: input.seed, partial: input.partial, runs: input.results }, null, 1) + '\n',
+  );
+  writeFileSync(
+    join(input.outDir, 'run.json'),
+    JSON.stringify(
+      {
+        preset: input.preset,
+        seed: input.seed,
+        command: input.command,
+        startedAt: input.startedAt,
+        finishedAt: input.finishedAt,
+        partial: input.partial,
+        ...input.info,
+      },
+      null,
+      1,
+    ) + '\n',
+  );
+  writeFileSync(
+    join(input.outDir, 'results.md'),
+    resultsMarkdown({
+      preset: input.preset,
+      results: input.results,
+      charts,
+      info: input.info,
+      startedAt: input.startedAt,
+      finishedAt: input.finishedAt,
+      seed: input.seed,
+      partial: input.partial,
+    }),
+  );
+}
