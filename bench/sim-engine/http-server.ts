@@ -70,6 +70,7 @@ export class SimEngineServer {
   private boundPort = 0;
   private requestSeq = 0;
   private started = false;
+  private draining = false;
   private stopping: Promise<void> | undefined;
 
   constructor(config: Partial<SimEngineConfig> = {}, deps: SimEngineServerDeps = {}) {
@@ -135,6 +136,7 @@ export class SimEngineServer {
       this.engine.stop();
       return;
     }
+    this.draining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;
@@ -150,6 +152,11 @@ export class SimEngineServer {
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     res.setHeader('x-engine-id', this.engineId);
+    if (this.draining) res.setHeader('connection', 'close');
+    // While draining, close each keep-alive connection as soon as its last response ends.
+    res.on('finish', () => {
+      if (this.draining) setImmediate(() => this.server.closeIdleConnections());
+    });
     const path = (req.url ?? '/').split('?')[0]!;
     const method = req.method ?? 'GET';
     this.route(method, path, req, res).catch((err: unknown) => {

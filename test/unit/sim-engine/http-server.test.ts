@@ -209,6 +209,31 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
     expect(after).to.include({ requestsServed: 0, kvFreeCachedBlocks: 0 });
   });
 
+  it('aborts the engine request when the client disconnects mid-stream', async () => {
+    await post('/admin/config', { time_scale: 1 });
+    try {
+      const before = (await (await fetch(base + '/stats')).json()) as { requestsAborted: number };
+      const ac = new AbortController();
+      const res = await fetch(base + '/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ prompt: 'long one', max_tokens: 2000, ignore_eos: true, stream: true }),
+        signal: ac.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read(); // first token arrived: the request is running
+      ac.abort();
+      let stats = { running: 1, requestsAborted: before.requestsAborted };
+      for (let i = 0; i < 100 && stats.running > 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        stats = (await (await fetch(base + '/stats')).json()) as typeof stats;
+      }
+      expect(stats.running).to.equal(0);
+      expect(stats.requestsAborted).to.equal(before.requestsAborted + 1);
+    } finally {
+      await post('/admin/config', { time_scale: 0.05 });
+    }
+  });
+
   it('rejects other models only with strictModel', async () => {
     const strict = new SimEngineServer({ port: 0, model: 'm1', strictModel: true, timeScale: 0.05, id: 'strict-engine' });
     await strict.start();

@@ -30,6 +30,33 @@ describe('sim-engine launcher (child processes)', function () {
     }
   });
 
+  it('finishes in-flight requests on SIGTERM before exiting', async () => {
+    const fleet = await startSimEngines({ count: 1 });
+    try {
+      const e = fleet.engines[0]!;
+      // ~8 + 4000 x 0.15 = 608 ms of prefill at default timing.
+      const pending = fetch(e.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'w'.repeat(16_000), max_tokens: 2 }) });
+      await new Promise((r) => setTimeout(r, 100));
+      process.kill(e.pid, 'SIGTERM');
+      const res = await pending;
+      expect(res.status).to.equal(200);
+      const body = (await res.json()) as { usage: { prompt_tokens: number } };
+      expect(body.usage.prompt_tokens).to.equal(4000);
+      let alive = true;
+      for (let i = 0; i < 100 && alive; i++) {
+        await new Promise((r) => setTimeout(r, 30));
+        try {
+          process.kill(e.pid, 0);
+        } catch {
+          alive = false;
+        }
+      }
+      expect(alive).to.equal(false);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
   it('fails with the child error when flags are invalid', async () => {
     let err: unknown;
     try {
