@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+/**
+ * The `cacheroute` command: process entry only (argv, signals, exit codes); everything
+ * else lives in createRouterApp.
+ *
+ *   cacheroute serve --config <file>     run the router until SIGTERM/SIGINT
+ *   cacheroute validate --config <file>  check a config file and exit
+ *
+ * `serve` prints exactly one JSON line on stdout when ready:
+ *   {"event":"listening","grpc":"host:port","admin":"host:port","grpcPort":n,"adminPort":n}
+ * On SIGTERM/SIGINT readiness turns false, open ext_proc streams get
+ * server.drainTimeoutMs to finish, then the process exits 0. A second signal exits 1 at once.
+ */
+import { isRouterError } from './core/errors.js';
+import { loadConfigFile } from './config/loader.js';
+import { createRouterApp } from './app.js';
+import type { RouterApp } from './app.js';
+
+const USAGE = `usage:
+  cacheroute serve --config <file>
+  cacheroute validate --config <file>
+`;
+
+interface Args {
+  readonly command: string;
+  readonly config: string;
+}
+
+function parseArgs(argv: readonly string[]): Args | string {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h') return USAGE;
+  let config: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    if (a === '--config' || a === '-c') config = rest[++i];
+    else if (a.startsWith('--config=')) config = a.slice('--config='.length);
+    else return `unknown argument: ${a}\n${USAGE}`;
+  }
+  if (command !== 'serve' && command !== 'validate') return `unknown command: ${command}\n${USAGE}`;
+  if (config === undefined || config === '') return `missing --config <file>\n${USAGE}`;
+  return { command, config };
+}
+
+function printLine(value: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify(value) + '\n');
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function serve(configPath: string): Promise<void> {
+  const config = loadConfigFile(configPath);
+  const app: RouterApp = createRouterApp(config);
+  let stopping = false;
+
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      app.logger.warn('second signal: exiting without drain', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    app.logger.info('shutting down', { signal, drain_ms: config.server.drainTimeoutMs });
+    app
+      .stop()
+      .then(() => {
+        printLine({ event: 'stopped', signal });
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        app.logger.error('shutdown failed', { error: errorMessage(err) });
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  const addr = await app.start();
+  if (stopping) return;
+  printLine({
+    event: 'listening',
+    grpc: addr.grpcAddress,
+    admin: addr.adminAddress,
+    grpcPort: addr.grpcPort,
+    adminPort: addr.adminPort,
+  });
+}
+
+function validate(configPath: string): void {
+  const config = loadConfigFile(configPath);
+  printLine({
+    event: 'valid',
+    config: configPath,
+    strategy: config.strategy,
+    endpoints: config.endpoints.length,
+    grpc: config.server.grpcAddress,
+    admin: config.server.adminAddress,
+  });
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const args = parseArgs(argv);
+  if (typeof args === 'string') {
+    process.stderr.write(args);
+    return args === USAGE ? 0 : 64;
+  }
+  try {
+    if (args.command === 'validate') {
+      validate(args.config);
+      return 0;
+    }
+    await serve(args.config);
+    return -1; // keep running until a signal
+  } catch (err) {
+    const code = isRouterError(err) ? err.code : 'INTERNAL';
+    process.stderr.write(JSON.stringify({ event: 'error', code, error: errorMessage(err) }) + '\n');
+    return code === 'BAD_CONFIG' ? 2 : 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    process.stderr.write(JSON.stringify({ event: 'error', code: 'INTERNAL', error: errorMessage(err) }) + '\n');
+    process.exit(1);
+  },
+);

@@ -1,0 +1,137 @@
+import { expect } from 'chai';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { createRouterApp } from '../../src/app.js';
+import type { RouterApp } from '../../src/app.js';
+import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../src/config/default-config.js';
+import { instrumentTelemetry } from '../../src/telemetry/instrument-app.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { connect, eventually, open } from '../helpers/ext-proc-client.js';
+import type { ClientConversation } from '../helpers/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
+import { FakeRoutingService } from '../helpers/fake-routing-service.js';
+
+const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
+
+async function status(port: number, path: string): Promise<number> {
+  return (await fetch(`http://127.0.0.1:${port}${path}`)).status;
+}
+
+async function route(c: ClientConversation, content: string): Promise<{ header: string; lb: string; destination: string }> {
+  c.send(requestHeaders(FDS), requestBody(chatBody(content), true));
+  const out = await c.waitFor(2);
+  expect(out.map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
+  const header = out[0]!.request_headers!.response!.header_mutation!.set_headers.find((o) => o.header!.key === 'x-gateway-destination-endpoint')!;
+  const f = out[0]!.dynamic_metadata!.fields;
+  return {
+    header: header.header!.raw_value.toString(),
+    lb: f['envoy.lb']!.structValue!.fields['x-gateway-destination-endpoint']!.stringValue!,
+    destination: f['cacheroute']!.structValue!.fields['destination']!.stringValue!,
+  };
+}
+
+describe('integration: router app (config → scheduler → ext_proc → admin)', function () {
+  this.timeout(20000);
+  let app: RouterApp | undefined;
+
+  afterEach(async () => {
+    await app?.stop({ graceMs: 0 });
+    app = undefined;
+  });
+
+  it('starts on port 0, is live and ready, and routes with the real scheduler onto configured endpoints', async () => {
+    app = createRouterApp(defaultConfig({ strategy: 'cache-aware', fallbacks: 2 }), { logger: silentLogger });
+    const { grpcPort, adminPort } = await app.start();
+    expect(await status(adminPort, '/healthz')).to.equal(200);
+    expect(await status(adminPort, '/readyz')).to.equal(200);
+    const client = connect(grpcPort);
+    try {
+      const c = open(client);
+      const d = await route(c, 'a prompt');
+      expect(d.header).to.equal(d.lb);
+      const list = d.header.split(',');
+      expect(list).to.have.length(3);
+      expect(new Set(list).size).to.equal(3);
+      for (const id of list) expect(TEST_ENDPOINT_ADDRESSES).to.include(id);
+      expect(d.destination).to.equal(list[0]);
+      c.cancel();
+    } finally {
+      client.close();
+    }
+  });
+
+  it('keeps requests that share a long prefix on the same engine (cache-aware end to end)', async () => {
+    app = createRouterApp(defaultConfig({ strategy: 'cache-aware' }), { logger: silentLogger });
+    const { grpcPort } = await app.start();
+    const client = connect(grpcPort);
+    try {
+      const shared = 'You are a meticulous assistant. '.repeat(60);
+      const chosen: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const c = open(client);
+        chosen.push((await route(c, shared + ` question ${i}`)).destination);
+        c.send(responseHeaders(200), responseBody('{}', true));
+        await c.waitFor(4);
+        c.cancel();
+      }
+      expect(new Set(chosen).size).to.equal(1);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('serves telemetry routes and counts edge streams when instrumented', async () => {
+    app = createRouterApp(defaultConfig(), { logger: silentLogger, instrument: instrumentTelemetry() });
+    const { grpcPort, adminPort } = await app.start();
+    const client = connect(grpcPort);
+    try {
+      const c = open(client);
+      await route(c, 'count me');
+      c.cancel();
+      await eventually(() => app!.extProc.openStreams() === 0, 'stream released');
+      const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+      expect(text).to.match(/cacheroute_extproc_streams_total 1\b/);
+      expect(text).to.match(/cacheroute_decisions_total\{[^}]*\} 1\b/);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('on stop: readiness turns false first, open streams may finish within the grace, then everything closes', async () => {
+    const routing = new FakeRoutingService(TEST_ENDPOINT_ADDRESSES);
+    const scheduler = { route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r), start() {}, stop() {}, endpoints: () => routing.endpoints };
+    app = createRouterApp(defaultConfig(), { logger: silentLogger, scheduler });
+    const { grpcPort, adminPort } = await app.start();
+    const client = connect(grpcPort);
+    try {
+      const c = open(client);
+      await route(c, 'long running');
+      const stopping = app.stop({ graceMs: 10_000 });
+      await eventually(() => !app!.admin.isReady(), 'readiness off');
+      expect(routing.inflight).to.equal(1);
+      c.send(responseHeaders(200), responseBody('{}', true));
+      await c.waitFor(4);
+      c.halfClose();
+      expect((await c.finished).code).to.equal(GrpcStatus.OK);
+      await stopping;
+      expect(routing.inflight).to.equal(0);
+      let refused = false;
+      await status(adminPort, '/healthz').catch(() => (refused = true));
+      expect(refused).to.equal(true);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('refuses to start twice and cleans up when a port is taken', async () => {
+    app = createRouterApp(defaultConfig(), { logger: silentLogger });
+    const { grpcPort } = await app.start();
+    let err: unknown;
+    await app.start().catch((e: unknown) => (err = e));
+    expect(String(err)).to.match(/cannot start/);
+    const clash = createRouterApp(defaultConfig({ server: { grpcAddress: `127.0.0.1:${grpcPort}` } }), { logger: silentLogger });
+    let clashErr: unknown;
+    await clash.start().catch((e: unknown) => (clashErr = e));
+    expect(clashErr).to.not.equal(undefined);
+    expect(clash.admin.port === undefined || !(await status(clash.admin.port, '/healthz').then(() => true, () => false))).to.equal(true);
+  });
+});
