@@ -36,7 +36,12 @@ describe('sim-engine launcher (child processes)', function () {
       const e = fleet.engines[0]!;
       // ~8 + 4000 x 0.15 = 608 ms of prefill at default timing.
       const pending = fetch(e.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'w'.repeat(16_000), max_tokens: 2 }) });
-      await new Promise((r) => setTimeout(r, 100));
+      // Wait until the engine holds the request, so SIGTERM cannot race the connection.
+      for (let i = 0; i < 200; i++) {
+        const st = (await (await fetch(e.url + '/stats')).json()) as { running: number; waiting: number };
+        if (st.running + st.waiting > 0) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
       process.kill(e.pid, 'SIGTERM');
       const res = await pending;
       expect(res.status).to.equal(200);
