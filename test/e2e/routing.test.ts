@@ -1,0 +1,125 @@
+/**
+ * Routing through a real Envoy in front of the real router and four sim engine processes,
+ * for both host-pinning variants (override_host and ORIGINAL_DST): prefix affinity, spread
+ * of distinct prefixes, spill of a hot prefix once the imbalance threshold is passed, and
+ * that a client-supplied destination header is never honoured.
+ */
+import { expect } from 'chai';
+import {
+  CHAT_PATH,
+  chatRequest,
+  mapLimit,
+  servedBy,
+  systemPrompt,
+  tally,
+} from '../helpers/chat-requests.js';
+import { postJson, type HttpResult } from '../helpers/http-client.js';
+import { startStack, type Stack } from '../helpers/processes.js';
+import { sumSamples } from '../helpers/prometheus-text.js';
+
+const VARIANTS = ['override-host', 'original-dst'] as const;
+
+describe('e2e: routing through Envoy', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+
+  before(async function () {
+    this.timeout(60_000);
+    stack = await startStack({
+      engines: { count: 4, flags: { 'time-scale': 0.05 } },
+      envoys: VARIANTS.map((variant) => ({ variant })),
+    });
+  });
+
+  after(async () => {
+    await stack?.stop();
+  });
+
+  const envoyUrl = (variant: (typeof VARIANTS)[number]): string => {
+    const i = VARIANTS.indexOf(variant);
+    const e = stack.envoys[i];
+    if (!e) throw new Error(`no envoy for ${variant}`);
+    return e.url;
+  };
+
+  const setTimeScale = (timeScale: number): Promise<HttpResult[]> =>
+    Promise.all(stack.engines.map((e) => postJson(`${e.url}/admin/config`, { timeScale })));
+
+  for (const variant of VARIANTS) {
+    describe(variant, () => {
+      it('sends requests sharing a long prefix to one engine', async () => {
+        const system = systemPrompt(`affinity-${variant}`, 600);
+        const served: string[] = [];
+        for (let i = 0; i < 8; i++) {
+          const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(system, `question ${i}: what now?`));
+          expect(res.status, res.text()).to.equal(200);
+          served.push(servedBy(res));
+        }
+        expect(stack.engineAddresses).to.include(served[0]);
+        expect(new Set(served).size, JSON.stringify(tally(served))).to.equal(1);
+      });
+
+      it('spreads distinct prefixes across all engines', async () => {
+        const served = await mapLimit(Array.from({ length: 16 }, (_, i) => i), 8, async (i) => {
+          const body = chatRequest(systemPrompt(`spread-${variant}-${i}`, 300), 'hello', { maxTokens: 16, ignoreEos: true });
+          const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, body);
+          expect(res.status, res.text()).to.equal(200);
+          return servedBy(res);
+        });
+        const counts = tally(served);
+        expect(counts.map(([e]) => e).sort(), JSON.stringify(counts)).to.deep.equal([...stack.engineAddresses].sort());
+        // Load-aware: no engine takes more than half of 16 cold requests.
+        expect(counts[0]?.[1] ?? 0, JSON.stringify(counts)).to.be.at.most(8);
+      });
+
+      it('keeps a hot prefix on one engine at low concurrency and spills it past the imbalance threshold', async function () {
+        this.timeout(90_000);
+        const router = stack.router;
+        if (!router) throw new Error('no router');
+        const hot = systemPrompt(`hot-${variant}`, 500);
+        const ask = (i: number): Promise<string> =>
+          postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(hot, `hot question ${i}`, { maxTokens: 32, ignoreEos: true })).then((res) => {
+            expect(res.status, res.text()).to.equal(200);
+            return servedBy(res);
+          });
+        await setTimeScale(1); // slow engines: requests stay in flight long enough to queue up
+        try {
+          // 4 in flight stays below the default absolute threshold (8): affinity holds.
+          const calm = await mapLimit(Array.from({ length: 12 }, (_, i) => i), 4, ask);
+          expect(new Set(calm).size, JSON.stringify(tally(calm))).to.equal(1);
+          const home = calm[0];
+
+          const escapesBefore = sumSamples(await router.metrics(), 'cacheroute_decisions_total', { reason: ['imbalance', 'spill'] });
+          // 32 in flight: the affinity engine's queue passes the threshold; others take some.
+          const hotBurst = await mapLimit(Array.from({ length: 64 }, (_, i) => 100 + i), 32, ask);
+          const counts = tally(hotBurst);
+          expect(counts.length, JSON.stringify(counts)).to.be.at.least(2);
+          expect(hotBurst).to.include(home);
+          const escapesAfter = sumSamples(await router.metrics(), 'cacheroute_decisions_total', { reason: ['imbalance', 'spill'] });
+          expect(escapesAfter).to.be.greaterThan(escapesBefore);
+        } finally {
+          await setTimeScale(0.05);
+        }
+      });
+
+      it('never honours a client-supplied x-gateway-destination-endpoint', async () => {
+        const system = systemPrompt(`forged-${variant}`, 600);
+        const first = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(system, 'first'));
+        expect(first.status).to.equal(200);
+        const home = servedBy(first);
+        const others = stack.engineAddresses.filter((a) => a !== home);
+        // Another engine, a list of other engines, and an address that is no engine at all
+        // (with ORIGINAL_DST that would be an open proxy to any ip:port).
+        const routerAdmin = stack.router ? new URL(stack.router.adminUrl).host : '127.0.0.1:9';
+        const forgeries = [others[0] ?? '', others.join(','), routerAdmin];
+        for (const forged of forgeries) {
+          const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(system, `forged ${forged}`), {
+            headers: { 'x-gateway-destination-endpoint': forged, 'x-cacheroute-destination': forged },
+          });
+          expect(res.status, res.text()).to.equal(200);
+          expect(servedBy(res), `forged ${forged}`).to.equal(home);
+        }
+      });
+    });
+  }
+});
