@@ -1,0 +1,248 @@
+/**
+ * docker-compose.yml cannot be run here (no Docker engine), so it is checked statically:
+ *  - the compose-specific Envoy and router configs under deploy/compose/ are exactly what
+ *    the shared renderer (test/helpers/envoy-config.ts) and the example router config give
+ *    with the compose network's addresses (regenerate: UPDATE_COMPOSE_CONFIGS=1);
+ *  - the Envoy config passes `envoy --mode validate`, the router config `cacheroute validate`;
+ *  - every service, image, port, volume and address in docker-compose.yml refers to files
+ *    that exist and to the same IPs the configs use; the Dockerfile copies files that exist;
+ *  - `docker-compose config` accepts the file when a compose client is installed.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { parse, stringify } from 'yaml';
+import { buildEnvoyConfig } from '../helpers/envoy-config.js';
+import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../helpers/repo-paths.js';
+
+const run = promisify(execFile);
+type Obj = Record<string, unknown>;
+
+/** Fixed addresses on the compose network (docker-compose.yml `networks.cacheroute`). */
+export const COMPOSE_NET = {
+  subnet: '10.89.7.0/24',
+  envoy: '10.89.7.10',
+  router: '10.89.7.11',
+  jaeger: '10.89.7.12',
+  engines: ['10.89.7.21', '10.89.7.22', '10.89.7.23', '10.89.7.24'],
+  enginePort: 8000,
+} as const;
+
+const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose.yml');
+const ENVOY_OUT = join(REPO_ROOT, 'deploy', 'compose', 'envoy.yaml');
+const ROUTER_OUT = join(REPO_ROOT, 'deploy', 'compose', 'router.yaml');
+
+function obj(v: unknown): Obj {
+  return v as Obj;
+}
+
+/** envoy/override-host.yaml with the compose addresses, listening on all interfaces. */
+export function renderComposeEnvoy(): string {
+  const doc = buildEnvoyConfig({
+    variant: 'override-host',
+    listenerPort: 10000,
+    adminPort: 9901,
+    routerAddress: `${COMPOSE_NET.router}:9002`,
+    engines: COMPOSE_NET.engines.map((ip) => `${ip}:${COMPOSE_NET.enginePort}`),
+    otelCollector: `${COMPOSE_NET.jaeger}:4317`,
+    failureModeAllow: true,
+  });
+  // Inside a container, loopback would be unreachable from the host and the other services.
+  obj(obj(obj(doc['admin'])['address'])['socket_address'])['address'] = '0.0.0.0';
+  const listeners = obj(doc['static_resources'])['listeners'] as Obj[];
+  for (const l of listeners) obj(obj(l['address'])['socket_address'])['address'] = '0.0.0.0';
+  return (
+    '# Rendered from envoy/override-host.yaml for docker-compose.yml by test/e2e/docker-compose.test.ts\n' +
+    '# (UPDATE_COMPOSE_CONFIGS=1 to regenerate); do not edit.\n' +
+    stringify(doc, { lineWidth: 0 })
+  );
+}
+
+/** examples/router.yaml with the compose engines and all-interfaces listeners. */
+export function renderComposeRouter(): string {
+  const doc = obj(parse(readFileSync(join(REPO_ROOT, 'examples', 'router.yaml'), 'utf8')));
+  const server = obj(doc['server'] ?? {});
+  server['grpcAddress'] = '0.0.0.0:9002';
+  server['adminAddress'] = '0.0.0.0:9003';
+  doc['server'] = server;
+  const examples = (doc['endpoints'] as Obj[] | undefined) ?? [];
+  doc['endpoints'] = COMPOSE_NET.engines.map((ip, i) => {
+    const { metricsUrl: _m, ...rest } = examples[i] ?? {};
+    return { ...rest, address: `${ip}:${COMPOSE_NET.enginePort}` };
+  });
+  return (
+    '# Rendered from examples/router.yaml for docker-compose.yml by test/e2e/docker-compose.test.ts\n' +
+    '# (UPDATE_COMPOSE_CONFIGS=1 to regenerate); do not edit.\n' +
+    stringify(doc, { lineWidth: 0 })
+  );
+}
+
+async function envoyValidate(file: string): Promise<{ ok: boolean; output: string }> {
+  try {
+    const { stdout, stderr } = await run(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], { timeout: 20_000 });
+    return { ok: true, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}${e.message}` };
+  }
+}
+
+describe('e2e: docker-compose.yml (static checks)', function () {
+  this.timeout(60_000);
+
+  before(() => {
+    if (process.env['UPDATE_COMPOSE_CONFIGS'] === '1') {
+      writeFileSync(ENVOY_OUT, renderComposeEnvoy());
+      writeFileSync(ROUTER_OUT, renderComposeRouter());
+    }
+  });
+
+  const compose = obj(parse(readFileSync(COMPOSE_FILE, 'utf8'), { merge: true }));
+  const services = obj(compose['services']);
+  const svc = (name: string): Obj => {
+    const s = services[name];
+    if (s === undefined) throw new Error(`service ${name} missing`);
+    return obj(s);
+  };
+  const ipOf = (name: string): string | undefined =>
+    obj(obj(svc(name)['networks'] ?? {})['cacheroute'] ?? {})['ipv4_address'] as string | undefined;
+  const volumes = (name: string): { src: string; dst: string }[] =>
+    ((svc(name)['volumes'] as string[] | undefined) ?? []).map((v) => {
+      const [src, dst] = v.split(':');
+      return { src: src!, dst: dst! };
+    });
+
+  it('compose-specific configs match what the shared renderer produces', () => {
+    expect(readFileSync(ENVOY_OUT, 'utf8'), 'deploy/compose/envoy.yaml is stale: UPDATE_COMPOSE_CONFIGS=1').to.equal(renderComposeEnvoy());
+    expect(readFileSync(ROUTER_OUT, 'utf8'), 'deploy/compose/router.yaml is stale: UPDATE_COMPOSE_CONFIGS=1').to.equal(renderComposeRouter());
+  });
+
+  it('the compose Envoy config passes envoy --mode validate', async function () {
+    if (!existsSync(ENVOY_BIN)) this.skip();
+    const res = await envoyValidate(ENVOY_OUT);
+    expect(res.ok, res.output).to.equal(true);
+  });
+
+  it('the compose router config passes cacheroute validate', async function () {
+    if (!existsSync(ROUTER_MAIN)) this.skip();
+    const { stdout } = await run(process.execPath, [ROUTER_MAIN, 'validate', '--config', ROUTER_OUT], { timeout: 20_000 });
+    const line = JSON.parse(stdout.trim()) as { event: string; endpoints: number; grpc: string };
+    expect(line).to.include({ event: 'valid', endpoints: COMPOSE_NET.engines.length, grpc: '0.0.0.0:9002' });
+  });
+
+  it('has the expected services, images and a fixed-address network', () => {
+    expect(Object.keys(services)).to.include.members(['envoy', 'router', 'jaeger', 'engine-1', 'engine-2', 'engine-3', 'engine-4', 'loadgen']);
+    expect(String(svc('envoy')['image'])).to.match(/^envoyproxy\/envoy:v1\.40/);
+    expect(String(svc('jaeger')['image'])).to.match(/^jaegertracing\/jaeger:2\./);
+    for (const name of ['router', 'engine-1', 'loadgen']) {
+      expect(svc(name)['image']).to.equal('cacheroute:local');
+      expect(obj(svc(name)['build'])['context']).to.equal('.');
+    }
+    const ipam = obj(obj(obj(compose['networks'])['cacheroute'])['ipam']);
+    expect((ipam['config'] as Obj[])[0]!['subnet']).to.equal(COMPOSE_NET.subnet);
+    expect(ipOf('envoy')).to.equal(COMPOSE_NET.envoy);
+    expect(ipOf('router')).to.equal(COMPOSE_NET.router);
+    expect(ipOf('jaeger')).to.equal(COMPOSE_NET.jaeger);
+    COMPOSE_NET.engines.forEach((ip, i) => expect(ipOf(`engine-${i + 1}`)).to.equal(ip));
+  });
+
+  it('mounts files that exist, into the paths the commands read', () => {
+    for (const name of Object.keys(services)) {
+      for (const { src } of volumes(name)) {
+        if (src.startsWith('./')) expect(existsSync(join(REPO_ROOT, src)), `${name}: ${src}`).to.equal(true);
+      }
+    }
+    const mountedAt = (name: string, src: string): string | undefined => volumes(name).find((v) => v.src === src)?.dst;
+    const cmd = (name: string): string[] => svc(name)['command'] as string[];
+    expect(cmd('envoy')).to.include(mountedAt('envoy', './deploy/compose/envoy.yaml'));
+    expect(cmd('router')).to.include(mountedAt('router', './deploy/compose/router.yaml'));
+    expect(cmd('jaeger').join(' ')).to.include(mountedAt('jaeger', './deploy/jaeger/jaeger-config.yaml'));
+    expect(cmd('loadgen')[0]).to.equal(mountedAt('loadgen', './deploy/compose/loadgen.mjs'));
+    // Commands run files the image builds.
+    expect(cmd('router')[0]).to.equal('dist/src/main.js');
+    expect(cmd('engine-1')[0]).to.equal('dist/bench/sim-engine/main.js');
+  });
+
+  it('wires the same addresses and ports everywhere', () => {
+    const envoyDoc = obj(parse(readFileSync(ENVOY_OUT, 'utf8')));
+    const text = JSON.stringify(envoyDoc);
+    expect(text).to.include(`"address":"${COMPOSE_NET.router}","port_value":9002`);
+    expect(text).to.include(`"address":"${COMPOSE_NET.jaeger}","port_value":4317`);
+    for (const ip of COMPOSE_NET.engines) expect(text).to.include(`"address":"${ip}","port_value":${COMPOSE_NET.enginePort}`);
+    const router = obj(parse(readFileSync(ROUTER_OUT, 'utf8')));
+    expect((router['endpoints'] as Obj[]).map((e) => e['address'])).to.deep.equal(COMPOSE_NET.engines.map((ip) => `${ip}:8000`));
+    // Engines listen where the configs send traffic; Jaeger receives the router's OTLP/HTTP.
+    for (let i = 1; i <= 4; i++) {
+      const c = (svc(`engine-${i}`)['command'] as string[]).join(' ');
+      expect(c).to.include('--host 0.0.0.0').and.include(`--port ${COMPOSE_NET.enginePort}`);
+    }
+    const env = obj(svc('router')['environment']);
+    expect(env['OTEL_EXPORTER_OTLP_ENDPOINT']).to.equal('http://jaeger:4318');
+    expect(obj(svc('jaeger')['environment'])['JAEGER_LISTEN_HOST']).to.equal('0.0.0.0');
+    expect(obj(svc('loadgen')['environment'])['LOADGEN_URL']).to.equal('http://envoy:10000');
+    // Host ports: the listener, Jaeger UI, the router admin.
+    expect(svc('envoy')['ports']).to.include('10000:10000');
+    expect(svc('jaeger')['ports']).to.include('16686:16686');
+    expect(svc('router')['ports']).to.include('9003:9003');
+  });
+
+  it('the Dockerfile copies only files that exist and are not docker-ignored', () => {
+    const dockerfile = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+    const ignore = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+    const ignored = (p: string): boolean => {
+      let out = false;
+      for (const rule of ignore) {
+        const neg = rule.startsWith('!');
+        const r = neg ? rule.slice(1) : rule;
+        if (p === r || p.startsWith(r + '/')) out = !neg;
+      }
+      return out;
+    };
+    const copies = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].map((m) => m[1]!.trim().split(/\s+/).slice(0, -1)).flat();
+    expect(copies.length).to.be.greaterThan(4);
+    for (const src of copies) {
+      expect(existsSync(join(REPO_ROOT, src)), src).to.equal(true);
+      expect(ignored(src), `${src} is excluded by .dockerignore`).to.equal(false);
+    }
+    expect(dockerfile).to.match(/^FROM node:20[^\s]* AS build$/m);
+    expect(dockerfile).to.match(/^FROM node:20[^\s]*-slim AS runtime$/m);
+  });
+
+  it('the load generator builds its workload from the compiled bench code', async function () {
+    if (!existsSync(join(REPO_ROOT, 'dist', 'bench', 'harness', 'driver.js'))) this.skip();
+    const { stdout } = await run(process.execPath, [join(REPO_ROOT, 'deploy', 'compose', 'loadgen.mjs')], {
+      env: { ...process.env, LOADGEN_DRY_RUN: '1', LOADGEN_SESSIONS: '3', LOADGEN_TURNS: '2' },
+      timeout: 20_000,
+    });
+    expect(JSON.parse(stdout.trim())).to.include({ event: 'workload', requests: 6 });
+  });
+
+  it('docker-compose config accepts the file (when a compose client is installed)', async function () {
+    let ok = false;
+    for (const [cmd, args] of [
+      ['docker', ['compose', 'version']],
+      ['docker-compose', ['version']],
+    ] as const) {
+      try {
+        await run(cmd, [...args], { timeout: 10_000 });
+        const { stdout } = await run(cmd, cmd === 'docker' ? ['compose', '-f', COMPOSE_FILE, 'config', '-q'] : ['-f', COMPOSE_FILE, 'config', '-q'], {
+          timeout: 30_000,
+          cwd: REPO_ROOT,
+        });
+        expect(stdout.trim()).to.equal('');
+        ok = true;
+        break;
+      } catch (err) {
+        const e = err as { code?: unknown; stderr?: string };
+        if (e.code === 'ENOENT' || /unknown command|is not a docker command/.test(e.stderr ?? '')) continue;
+        throw new Error(`compose config failed: ${e.stderr ?? String(err)}`);
+      }
+    }
+    if (!ok) this.skip();
+  });
+});
