@@ -96,7 +96,8 @@ export class BlockHasher {
 
     const units = n * this.blockChars;
     const written = this.bytes.write(prefix, 0, units * 2, 'utf16le') >>> 1;
-    // Buffer.write never splits a surrogate pair; copy a straddling lone unit by hand.
+    // Should Buffer.write stop short (an encoder may refuse to split a surrogate pair at the
+    // limit), copy the remaining units by hand so no stale bytes are hashed.
     for (let u = written; u < units; u++) this.units[u] = prefix.charCodeAt(u);
 
     if (model !== this.lastModel) {

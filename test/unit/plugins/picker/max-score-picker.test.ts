@@ -1,0 +1,47 @@
+import { expect } from 'chai';
+import { MaxScorePicker } from '../../../../src/plugins/picker/max-score-picker.js';
+import { AFFINITY_EVIDENCE, setScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { seededRng } from '../../../../src/util/rng.js';
+import { candidates, cycle } from '../../scheduling/builders.js';
+
+describe('MaxScorePicker', () => {
+  const p = new MaxScorePicker('max', 'load');
+
+  it('orders by total, best first', () => {
+    expect(p.pick(cycle(), candidates(4), [0.5, 3, 1, 2]).order).to.deep.equal([1, 3, 2, 0]);
+  });
+
+  it('breaks exact ties at random (seeded), not always towards the first', () => {
+    const firsts = new Set<number>();
+    const rng = seededRng(5);
+    const counts = [0, 0, 0, 0];
+    for (let i = 0; i < 400; i++) {
+      const first = p.pick(cycle({}, rng), candidates(4), [1, 1, 1, 1]).order[0]!;
+      firsts.add(first);
+      counts[first]!++;
+    }
+    expect(firsts.size).to.equal(4);
+    for (const c of counts) expect(c).to.be.within(60, 140);
+    // Ties only among the best: a strictly worse candidate is never first.
+    for (let i = 0; i < 50; i++) expect(p.pick(cycle({}, rng), candidates(3), [2, 2, 1]).order[2]).to.equal(2);
+  });
+
+  it('is reproducible from the seed', () => {
+    const run = (seed: number): number[] => {
+      const rng = seededRng(seed);
+      return Array.from({ length: 20 }, () => p.pick(cycle({}, rng), candidates(5), [1, 1, 1, 1, 1]).order[0]!);
+    };
+    expect(run(3)).to.deep.equal(run(3));
+    expect(run(3)).to.not.deep.equal(run(4));
+  });
+
+  it('labels with the default, the hint, or the affinity evidence', () => {
+    expect(p.pick(cycle(), candidates(2), [1, 0]).reason).to.equal('load');
+    const hinted = cycle();
+    hinted.reasonHint = 'session';
+    expect(p.pick(hinted, candidates(2), [1, 0]).reason).to.equal('session');
+    const ev = cycle();
+    setScratch(ev, AFFINITY_EVIDENCE, { matchedByEndpoint: [0, 4], totalBlocks: 4 });
+    expect(p.pick(ev, candidates(2), [0, 1]).reason).to.equal('affinity');
+  });
+});
