@@ -13,6 +13,7 @@ import type { Endpoint } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import { PREFIX_INDEX } from '../plugins/shared-services.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
+import { serviceKey } from '../scheduling/plugin-registry.js';
 import type { ServiceKey } from '../scheduling/plugin-registry.js';
 import type { ScrapeStatsView } from './metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
@@ -37,6 +38,13 @@ interface ObservableScheduler {
   service?<T>(key: ServiceKey<T>): T | undefined;
 }
 
+/**
+ * Services of the load-signal plugins (src/plugins/load-signal-services.ts keys, by id):
+ * the engine-metrics store (scrape stats) and the staleness metric hook telemetry fills in.
+ */
+const ENGINE_SIGNAL_STORE_KEY = serviceKey<ScrapeStatsView>('engine-signal-store');
+const STALENESS_HOOKS_KEY = serviceKey<{ onFallback: (endpointId: string, reason: string) => void }>('staleness-hooks');
+
 let cachedVersion: string | undefined;
 /** The package version (package.json at the repository / image root). */
 export function routerVersion(): string {
@@ -58,12 +66,15 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const tracing = ownTracing ?? (opts.tracing === 'env' ? undefined : opts.tracing);
     const registry = s.registry;
     const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX) : undefined;
+    // The engine-metrics plugin's store (present when engineMetrics polling is configured).
+    const store = typeof s.service === 'function' ? s.service(ENGINE_SIGNAL_STORE_KEY) : undefined;
+    const scrapes = opts.scrapes ?? store;
     const sources: TelemetrySources = {
       endpoints: () => s.endpoints(),
       ...(typeof s.onDecision === 'function' ? { onDecision: (l: DecisionListener) => s.onDecision!(l) } : {}),
       ...(registry ? { loadOf: (e: Endpoint) => registry.loadOf(e) } : {}),
       ...(index ? { indexSize: (e: Endpoint) => ({ blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) }) } : {}),
-      ...(opts.scrapes ? { scrapes: opts.scrapes } : {}),
+      ...(scrapes ? { scrapes } : {}),
     };
     const telemetry = new RouterTelemetry({
       config: parts.config,
@@ -73,6 +84,9 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       ...(tracing ? { tracing } : {}),
     });
     telemetry.registerRoutes(parts.admin);
+    // Count staleness fallbacks (the hook object is the plugins' designated telemetry seam).
+    const staleness = typeof s.service === 'function' ? s.service(STALENESS_HOOKS_KEY) : undefined;
+    if (staleness) staleness.onFallback = (id, reason) => telemetry.metrics.recordSignalFallback(id, reason);
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,

@@ -18,6 +18,7 @@ import { DECISION_REASONS } from '../core/types.js';
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { EdgeStats } from '../extproc/edge-stats.js';
+import { FALLBACK_REASONS } from '../endpoints/staleness.js';
 
 /** Decision latency buckets in seconds: 10 µs … 100 ms. */
 export const DECISION_LATENCY_BUCKETS = [
@@ -90,6 +91,7 @@ export class RouterMetrics implements EdgeStats {
   private readonly engineCached: Counter<'endpoint'>;
   private readonly enginePrompt: Counter<'endpoint'>;
   private readonly completed: Counter<'endpoint' | 'outcome'>;
+  private readonly signalFallbacks: Counter<'endpoint' | 'reason'>;
   private readonly streamsTotal: Counter;
   private readonly streamsActive: Gauge;
   private readonly streamErrors: Counter<'kind'>;
@@ -218,6 +220,13 @@ export class RouterMetrics implements EdgeStats {
       },
     });
 
+    this.signalFallbacks = new Counter({
+      name: 'cacheroute_engine_signal_fallbacks_total',
+      help: 'Times a decision ignored an endpoint engine signals and used router-side accounting only, by reason (missing: never scraped, age: older than staleAfterMs, frozen: values stopped moving while requests completed).',
+      labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+
     this.streamsTotal = new Counter({
       name: 'cacheroute_extproc_streams_total',
       help: 'ext_proc gRPC streams opened by Envoy (one per HTTP request).',
@@ -288,6 +297,12 @@ export class RouterMetrics implements EdgeStats {
     this.predictedTokens.inc({ endpoint }, samePlace ? this.predictedHitTokens(request, decision) : 0);
     this.engineCached.inc({ endpoint }, Math.max(0, outcome.cachedTokens));
     if (outcome.promptTokens !== undefined) this.enginePrompt.inc({ endpoint }, Math.max(0, outcome.promptTokens));
+  }
+
+  /** Staleness rules fell back to router accounting for an endpoint (src/endpoints/staleness.ts). */
+  recordSignalFallback(endpointId: string, reason: string): void {
+    const r = (FALLBACK_REASONS as readonly string[]).includes(reason) ? reason : OTHER_LABEL;
+    this.signalFallbacks.inc({ endpoint: this.endpointLabel(endpointId), reason: r });
   }
 
   // EdgeStats

@@ -70,6 +70,11 @@ function build() {
   m.streamError('NO_ENDPOINT');
   m.streamError('ABORTED');
   m.streamError('something-new');
+  // Staleness fallbacks (src/endpoints/staleness.ts reasons).
+  m.recordSignalFallback(e1.id, 'age');
+  m.recordSignalFallback(e1.id, 'age');
+  m.recordSignalFallback(e2.id, 'missing');
+  m.recordSignalFallback(stranger.id, 'frozen');
   return { m, setScrapes: (s: ScrapeStatsLike[]) => (scrapeStats = s), e0, e1, e2 };
 }
 
@@ -147,6 +152,14 @@ describe('metrics', () => {
     t = await m.text();
     expect(sample(t, `cacheroute_engine_scrape_errors_total{endpoint="${e1.id}"}`)).to.equal(5);
     expect(sample(t, `cacheroute_engine_scrapes_total{endpoint="${e0.id}"}`)).to.equal(12);
+  });
+
+  it('counts engine-signal fallbacks by endpoint and reason', async () => {
+    const { m, e1, e2 } = build();
+    const t = await m.text();
+    expect(sample(t, `cacheroute_engine_signal_fallbacks_total{endpoint="${e1.id}",reason="age"}`)).to.equal(2);
+    expect(sample(t, `cacheroute_engine_signal_fallbacks_total{endpoint="${e2.id}",reason="missing"}`)).to.equal(1);
+    expect(sample(t, 'cacheroute_engine_signal_fallbacks_total{endpoint="other",reason="frozen"}')).to.equal(1);
   });
 
   it('tracks edge streams and errors by closed kind', async () => {

@@ -12,6 +12,9 @@ import { seededRng } from '../../../src/util/rng.js';
 import type { RouteRequest } from '../../../src/core/types.js';
 import type { AppParts } from '../../../src/app.js';
 import { ATTR } from '../../../src/telemetry/decision-span.js';
+import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.js';
+import { StalenessTracker } from '../../../src/endpoints/staleness.js';
+import type { ServiceKey } from '../../../src/scheduling/plugin-registry.js';
 
 const TID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SYSTEM = 'You are a meticulous assistant for the ACME-7734 fleet. '.repeat(12);
@@ -137,9 +140,15 @@ describe('router-telemetry', () => {
 
     it('GET /debug/decisions?n= returns the newest n, capped by the ring', async () => {
       for (let i = 0; i < 5; i++) f.scheduler.route(req(i, SYSTEM + i));
-      let body = JSON.parse((await get(port, '/debug/decisions?n=2')).body) as { count: number; kept: number; decisions: { requestId: string; candidates: unknown[] }[] };
+      let body = JSON.parse((await get(port, '/debug/decisions?n=2')).body) as {
+        count: number;
+        kept: number;
+        decisions: { requestId: string; candidates: { endpoint: string }[]; candidateCount: number; endpoint: string }[];
+      };
       expect(body.decisions.map((d) => d.requestId)).to.deep.equal(['r4', 'r3']);
-      expect(body.decisions[0]!.candidates).to.have.length(4);
+      const d0 = body.decisions[0]!;
+      expect(d0.candidates.length).to.equal(d0.candidateCount).and.be.greaterThan(0);
+      expect(d0.candidates.map((c) => c.endpoint)).to.include(d0.endpoint);
       body = JSON.parse((await get(port, '/debug/decisions?n=100')).body) as typeof body;
       expect(body.kept).to.equal(3);
       expect(body.decisions.map((d) => d.requestId)).to.deep.equal(['r4', 'r3', 'r2']);
@@ -176,6 +185,44 @@ describe('router-telemetry', () => {
       expect(seen?.recent.length).to.equal(1);
       expect(lines).to.deep.equal([]);
     } finally {
+      await admin.stop();
+    }
+  });
+
+  it('instrumentTelemetry reads engine scrape stats and fills the staleness metric hook', async () => {
+    // A scheduler exposing the load-signal services the engine-metrics plugin shares
+    // (keys 'engine-signal-store' and 'staleness-hooks').
+    const config = defaultConfig();
+    const clock = new ManualClock(5000);
+    const scheduler = createScheduler(config, { clock, rng: seededRng(4) });
+    const store = new EngineSignalStore(clock);
+    const hooks = { onFallback: (_id: string, _reason: string): void => {} };
+    const staleness = new StalenessTracker(store, clock, { staleAfterMs: 1000, onFallback: (id, r) => hooks.onFallback(id, r) });
+    const services = new Map<string, unknown>([['engine-signal-store', store], ['staleness-hooks', hooks]]);
+    const withServices = Object.assign(Object.create(scheduler) as typeof scheduler, {
+      service: <T>(key: ServiceKey<T>) => services.get(key.id) as T | undefined,
+    });
+    const admin = new AdminServer({ address: '127.0.0.1:0', logger: silentLogger });
+    const parts = { config, scheduler: withServices, admin, clock, logger: silentLogger } as unknown as AppParts;
+    const inst = instrumentTelemetry()(parts);
+    const { port } = await admin.start();
+    try {
+      store.recordError('127.0.0.1:8002', 'connect ECONNREFUSED');
+      const ep = scheduler.endpoints()[1]!;
+      staleness.merge(ep.id, 0); // never scraped: "missing"
+      const m = (await get(port, '/metrics')).body;
+      expect(m).to.include('cacheroute_engine_scrape_errors_total{endpoint="127.0.0.1:8002"} 1');
+      expect(m).to.include('cacheroute_engine_signal_age_seconds{endpoint="127.0.0.1:8002"} +Inf');
+      expect(m).to.include('cacheroute_engine_signal_fallbacks_total{endpoint="127.0.0.1:8002",reason="missing"} 1');
+      const e = JSON.parse((await get(port, '/debug/endpoints')).body) as { endpoints: { id: string; engineMetrics?: unknown }[] };
+      expect(e.endpoints.find((x) => x.id === '127.0.0.1:8002')?.engineMetrics).to.deep.equal({
+        scrapes: 1,
+        errors: 1,
+        ageMs: null,
+        lastError: 'connect ECONNREFUSED',
+      });
+    } finally {
+      await inst.stop?.();
       await admin.stop();
     }
   });
