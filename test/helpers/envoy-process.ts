@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderEnvoyConfig, type EnvoyRenderOptions } from './envoy-config.js';
 import { httpRequest, isHttpOk } from './http-client.js';
-import { runDir, startProcess, type ManagedProcess } from './managed-process.js';
+import { runDir, sleep, startProcess, type ManagedProcess } from './managed-process.js';
 import { ENVOY_BIN } from './repo-paths.js';
 
 export interface StartEnvoyOptions extends EnvoyRenderOptions {
@@ -27,6 +27,10 @@ export interface EnvoyProcess extends ManagedProcess {
   readonly configFile: string;
   /** Value of an admin counter/gauge from /stats (undefined when absent). */
   stat(name: string): Promise<number | undefined>;
+  /** `health_flags` of each host of a cluster from /clusters (`healthy`, `/failed_active_hc`, ...). */
+  hostHealth(cluster: string): Promise<string[]>;
+  /** Polls hostHealth until every host is healthy (`true`) or none is (`false`). */
+  waitForClusterHealth(cluster: string, healthy: boolean, timeoutMs?: number): Promise<void>;
 }
 
 let baseIdCounter = 0;
@@ -51,7 +55,8 @@ async function listenerPortFromAdmin(adminUrl: string): Promise<number> {
 export async function startEnvoy(opts: StartEnvoyOptions): Promise<EnvoyProcess> {
   const name = opts.name ?? `envoy-${opts.variant}`;
   const dir = runDir();
-  const stem = join(dir, `${name}-${nextBaseId()}`);
+  const baseId = nextBaseId();
+  const stem = join(dir, `${name}-${baseId}`);
   const configFile = `${stem}.yaml`;
   const adminPathFile = `${stem}.admin`;
   writeFileSync(
@@ -64,7 +69,7 @@ export async function startEnvoy(opts: StartEnvoyOptions): Promise<EnvoyProcess>
     command: ENVOY_BIN,
     args: [
       '-c', configFile,
-      '--base-id', String(nextBaseId()),
+      '--base-id', String(baseId),
       '--concurrency', '1',
       '--admin-address-path', adminPathFile,
       '--log-level', opts.logLevel ?? 'warn',
@@ -93,6 +98,25 @@ export async function startEnvoy(opts: StartEnvoyOptions): Promise<EnvoyProcess>
     const m = new RegExp(`^${statName.replace(/\./g, '\\.')}: (\\d+)`, 'm').exec(res.text());
     return m?.[1] === undefined ? undefined : Number(m[1]);
   };
+  const hostHealth = async (cluster: string): Promise<string[]> => {
+    const res = await httpRequest(`${adminUrl}/clusters`, { timeoutMs: 2000 });
+    const prefix = `${cluster}::`;
+    return res
+      .text()
+      .split('\n')
+      .filter((l) => l.startsWith(prefix) && l.includes('::health_flags::'))
+      .map((l) => l.slice(l.lastIndexOf('::') + 2).trim());
+  };
+  const waitForClusterHealth = async (cluster: string, healthy: boolean, timeoutMs = 10_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    let flags: string[] = [];
+    while (Date.now() < deadline) {
+      flags = await hostHealth(cluster);
+      if (flags.length > 0 && flags.every((f) => (f === 'healthy') === healthy)) return;
+      await sleep(100);
+    }
+    throw new Error(`${name}: cluster ${cluster} not ${healthy ? 'healthy' : 'unhealthy'} after ${timeoutMs} ms (${flags.join(', ')})`);
+  };
   return {
     name: proc.name,
     pid: proc.pid,
@@ -106,5 +130,7 @@ export async function startEnvoy(opts: StartEnvoyOptions): Promise<EnvoyProcess>
     adminUrl,
     configFile,
     stat,
+    hostHealth,
+    waitForClusterHealth,
   };
 }
