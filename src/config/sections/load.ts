@@ -21,7 +21,12 @@ export const DEFAULT_TOKEN_LOAD_WEIGHT = 0;
 /** One minute: long enough to see reuse across a conversation's turns, short enough to adapt. */
 export const DEFAULT_TRAFFIC_WINDOW_MS = 60_000;
 // --- hotspot ---
-export const DEFAULT_HOTSPOT_ENABLED = true;
+/**
+ * Off by default: cache-aware's imbalance escape already spills a hot prefix (and the
+ * escaped engine learns it); replication bounds where the overflow goes. See
+ * docs/load-signals.md for the measured comparison.
+ */
+export const DEFAULT_HOTSPOT_ENABLED = false;
 /** 256 chars ≈ 64 tokens: a system prompt's head identifies its group. */
 export const DEFAULT_HOTSPOT_KEY_CHARS = 256;
 /** Grow a hot group's set when every member has this many requests in flight. */

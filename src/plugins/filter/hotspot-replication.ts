@@ -12,28 +12,40 @@
  * mitigation described for hotspots in the routing literature; Preble does the same.)
  *
  * Rules, per prefix group with set S (loads in the configured unit, load-units.ts):
- *  - New group: no restriction; the engine the rest of the pipeline picks becomes S.
- *  - Grow: if every member's load ≥ highWater, |S| < maxReplicas, the last change is at
- *    least growIntervalMs ago, and some non-member is less loaded than the least loaded
- *    member, the least loaded non-member (random among equals) joins S and gets this
- *    request alone (reason `spill`), which warms its cache for the group. Growth is thus
- *    one engine at a time: the next step needs the newcomer busy too.
+ *  - A group with one engine (its "home") is not hot: candidates pass unrestricted, and
+ *    the home follows whatever the rest of the pipeline picks (prefix + load scoring and
+ *    the imbalance escape work exactly as without this filter).
+ *  - Grow: if every member's load is above highWater, |S| < maxReplicas, the last change
+ *    is at least growIntervalMs ago, and some non-member is less loaded than the least
+ *    loaded member, the least loaded non-member (random among equals) joins S and gets
+ *    this request alone (reason `spill`), which warms its cache for the group. Growth is
+ *    one engine at a time: the next step needs the newcomer above highWater too.
+ *  - A group with two or more engines is hot: candidates are narrowed to S, so the
+ *    overflow of a hot prefix stays on the engines that already hold it instead of
+ *    scattering over the pool; the scorers weigh prefix and load inside the set.
  *  - Shrink (hysteresis): if |S| > 1, the last change is at least minDwellMs ago, and the
  *    members' total load would fit on one engine fewer staying at or below lowWater each
- *    (Σ ≤ lowWater × (|S| − 1), lowWater < highWater), the most recently added member leaves.
- *  - Otherwise the candidates are narrowed to S; the scorers then weigh prefix and load
- *    inside the set.
+ *    (Σ ≤ lowWater × (|S| − 1), lowWater < highWater), the most recently added member
+ *    leaves. Back to one engine, the group is no longer hot.
  *  - Members missing from the candidates (removed, unhealthy, outside a subset hint) are
  *    skipped; with none left the group starts over from the pipeline's next pick.
  *  - Groups not seen for idleTtlMs are forgotten; at most maxPrefixes are kept (LRU).
  *
- * A burst of siblings arriving before anything is cached therefore goes to one engine
- * until it reaches highWater, then spreads one engine at a time — never all onto one
- * engine through equal scores, and never scattered across the pool.
+ * Retry fallbacks of a hot group's request come from its set only (the filter narrowed the
+ * candidates), which is at least one other engine holding the prefix.
+ *
+ * A burst of siblings arriving before anything is cached therefore piles onto one engine
+ * only up to highWater, then spreads one engine at a time — never all onto one engine
+ * through equal scores, and never scattered across the whole pool.
  */
 import type { RouteDecision } from '../../core/types.js';
-import type { Candidate, CycleState, Filter, RoutedHook } from '../../scheduling/types.js';
-import { loadIn } from '../shared/load-units.js';
+import { loadConfigOf } from '../../config/sections/load.js';
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import type { Candidate, CycleState, EndpointsChangedHook, Filter, RoutedHook } from '../../scheduling/types.js';
+import type { Endpoint } from '../../core/types.js';
+import { loadMeasureOf } from '../load-signal-services.js';
+import { params } from '../plugin-params.js';
+import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
 import type { LoadMeasure } from '../shared/load-units.js';
 import { prefixKeyOf } from '../shared/prefix-key.js';
 
@@ -87,11 +99,11 @@ const SCRATCH = 'hotspot';
 
 interface Pending {
   key: number;
-  /** True when the pipeline's pick should (re)seed the group. */
-  seed: boolean;
+  /** seed: start the group on the pipeline's pick; follow: move a one-engine group's home there. */
+  mode: 'seed' | 'follow' | 'none';
 }
 
-export class HotspotReplicationFilter implements Filter, RoutedHook {
+export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsChangedHook {
   private readonly groups = new Map<number, Entry>();
   private grows = 0;
   private shrinks = 0;
@@ -113,20 +125,19 @@ export class HotspotReplicationFilter implements Filter, RoutedHook {
       e = undefined;
     }
     if (e === undefined) {
-      state.scratch.set(SCRATCH, { key, seed: true } satisfies Pending);
+      state.scratch.set(SCRATCH, { key, mode: 'seed' } satisfies Pending);
       return candidates;
     }
     this.groups.delete(key); // re-insert at the back: LRU order
     this.groups.set(key, e);
     e.lastSeenMs = now;
 
-    const unit = this.opts.unit;
     const memberIdx: number[] = [];
     for (let i = 0; i < candidates.length; i++) {
       if (e.members.includes(candidates[i]!.endpoint.id)) memberIdx.push(i);
     }
     if (memberIdx.length === 0) {
-      state.scratch.set(SCRATCH, { key, seed: true } satisfies Pending);
+      state.scratch.set(SCRATCH, { key, mode: 'seed' } satisfies Pending);
       return candidates;
     }
     const loads = candidates.map((c) => loadIn(this.opts, c.load));
@@ -138,9 +149,9 @@ export class HotspotReplicationFilter implements Filter, RoutedHook {
       sumMembers += l;
     }
 
-    // Grow.
+    // Grow: every member above high water and someone outside is less loaded.
     const room = this.opts.maxReplicas <= 0 || e.members.length < this.opts.maxReplicas;
-    if (room && minMember >= this.opts.highWater && now - e.changedAtMs >= this.opts.growIntervalMs) {
+    if (room && minMember > this.opts.highWater && now - e.changedAtMs >= this.opts.growIntervalMs) {
       let best = Number.POSITIVE_INFINITY;
       const ties: number[] = [];
       for (let i = 0; i < candidates.length; i++) {
@@ -158,40 +169,52 @@ export class HotspotReplicationFilter implements Filter, RoutedHook {
         e.changedAtMs = now;
         this.grows++;
         state.reasonHint = 'spill';
-        state.notes.push(`hotspot: prefix set grew to ${e.members.length} (members at >= ${this.opts.highWater} ${unit})`);
-        state.scratch.set(SCRATCH, { key, seed: false } satisfies Pending);
+        state.notes.push(`hotspot: prefix set grew to ${e.members.length} (members above ${this.opts.highWater} ${this.opts.unit})`);
+        state.scratch.set(SCRATCH, { key, mode: 'none' } satisfies Pending);
         return [candidates[pick]!];
       }
     }
 
     // Shrink (hysteresis + dwell).
-    if (
-      e.members.length > 1 &&
-      now - e.changedAtMs >= this.opts.minDwellMs &&
-      sumMembers <= this.opts.lowWater * (e.members.length - 1)
-    ) {
+    if (e.members.length > 1 && now - e.changedAtMs >= this.opts.minDwellMs && sumMembers <= this.opts.lowWater * (e.members.length - 1)) {
       const gone = e.members.pop() as string;
       e.changedAtMs = now;
       this.shrinks++;
       state.notes.push(`hotspot: prefix set shrank to ${e.members.length}`);
       const at = memberIdx.findIndex((i) => candidates[i]!.endpoint.id === gone);
-      if (at >= 0 && memberIdx.length > 1) memberIdx.splice(at, 1);
+      if (at >= 0) memberIdx.splice(at, 1);
     }
-    state.scratch.set(SCRATCH, { key, seed: false } satisfies Pending);
+
+    if (e.members.length === 1) {
+      // Not (or no longer) hot: no restriction; the group's home follows the pipeline's pick.
+      state.scratch.set(SCRATCH, { key, mode: 'follow' } satisfies Pending);
+      return candidates;
+    }
+    state.scratch.set(SCRATCH, { key, mode: 'none' } satisfies Pending);
     return memberIdx.length === candidates.length ? candidates : memberIdx.map((i) => candidates[i]!);
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
     const p = state.scratch.get(SCRATCH) as Pending | undefined;
-    if (p === undefined || !p.seed) return;
+    if (p === undefined || p.mode === 'none') return;
     const now = state.nowMs;
+    const id = decision.endpoint.id;
+    if (p.mode === 'follow') {
+      const e = this.groups.get(p.key);
+      if (e !== undefined && e.members.length === 1 && e.members[0] !== id) e.members[0] = id;
+      return;
+    }
     this.groups.delete(p.key);
-    this.groups.set(p.key, { key: p.key, members: [decision.endpoint.id], changedAtMs: now, lastSeenMs: now });
+    this.groups.set(p.key, { key: p.key, members: [id], changedAtMs: now, lastSeenMs: now });
     while (this.groups.size > this.opts.maxPrefixes) {
       const oldest = this.groups.keys().next();
       if (oldest.done) break;
       this.groups.delete(oldest.value);
     }
+  }
+
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    this.retain(endpoints.map((e) => e.id));
   }
 
   /** Drops removed endpoints from every set (empty sets are forgotten). */
@@ -219,3 +242,25 @@ export class HotspotReplicationFilter implements Filter, RoutedHook {
     return { trackedPrefixes: this.groups.size, replicated, largestSet: largest, grows: this.grows, shrinks: this.shrinks };
   }
 }
+
+export const HOTSPOT_FILTER = 'hotspot-replication-filter';
+
+/** Params override `load.hotspot` field by field, plus `unit` (default `load.unit`). */
+export const hotspotFilterFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('unit', 'keyChars', 'highWater', 'lowWater', 'growIntervalMs', 'minDwellMs', 'maxReplicas', 'idleTtlMs', 'maxPrefixes');
+  const h = loadConfigOf(ctx.config).hotspot;
+  const highWater = r.number('highWater', h.highWater, { min: 0 });
+  const lowWater = r.number('lowWater', h.lowWater, { min: 0, max: Math.max(0, highWater - 1e-9) });
+  return new HotspotReplicationFilter(name, {
+    ...loadMeasureOf(ctx.config, r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS)),
+    keyChars: r.number('keyChars', h.keyChars, { min: 1, integer: true }),
+    minKeyChars: ctx.config.cacheAware.blockChars,
+    highWater,
+    lowWater,
+    growIntervalMs: r.number('growIntervalMs', h.growIntervalMs, { min: 0 }),
+    minDwellMs: r.number('minDwellMs', h.minDwellMs, { min: 0 }),
+    maxReplicas: r.number('maxReplicas', h.maxReplicas, { min: 0, integer: true }),
+    idleTtlMs: r.number('idleTtlMs', h.idleTtlMs, { min: 1 }),
+    maxPrefixes: r.number('maxPrefixes', h.maxPrefixes, { min: 1, integer: true }),
+  });
+};

@@ -19,8 +19,12 @@
  *
  * Fallbacks follow the hash order after the chosen engine.
  */
+import { loadConfigOf } from '../../config/sections/load.js';
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { loadIn, requestWeight } from '../shared/load-units.js';
+import { loadMeasureOf, sharedTokenLoadModel } from '../load-signal-services.js';
+import { params } from '../plugin-params.js';
+import { LOAD_UNITS, loadIn, requestWeight } from '../shared/load-units.js';
 import type { LoadMeasure } from '../shared/load-units.js';
 import { mixKey, prefixKeyOf } from '../shared/prefix-key.js';
 
@@ -74,3 +78,20 @@ export class BoundedLoadHashPicker implements Picker {
     return { order: [chosen, ...rest], reason: chosenPos === 0 ? 'hash' : 'spill' };
   }
 }
+
+export const BOUNDED_LOAD_HASH_PICKER = 'bounded-load-hash-picker';
+
+/** Params: `epsilon`, `keyChars` (default `load.boundedLoad`), `unit` (default `load.unit`). */
+export const boundedLoadHashPickerFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('epsilon', 'keyChars', 'unit');
+  const bl = loadConfigOf(ctx.config).boundedLoad;
+  const measure = loadMeasureOf(ctx.config, r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS));
+  const learner = measure.unit === 'tokens' ? sharedTokenLoadModel(ctx).learner : undefined;
+  return new BoundedLoadHashPicker(name, {
+    ...measure,
+    epsilon: r.number('epsilon', bl.epsilon, { min: 0, max: 100 }),
+    keyChars: r.number('keyChars', bl.keyChars, { min: 1, integer: true }),
+    minKeyChars: ctx.config.cacheAware.blockChars,
+    ...(learner !== undefined ? { expectedOutputTokens: (m: string, max?: number) => learner.expected(m, max) } : {}),
+  });
+};

@@ -11,8 +11,11 @@
  *
  * Fallbacks: the other sample, then the rest by ascending load.
  */
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { loadIn } from '../shared/load-units.js';
+import { loadMeasureOf } from '../load-signal-services.js';
+import { params } from '../plugin-params.js';
+import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
 import type { LoadMeasure } from '../shared/load-units.js';
 
 export type PowerOfTwoOptions = LoadMeasure;
@@ -45,3 +48,12 @@ export class PowerOfTwoPicker implements Picker {
 function fmt(x: number): string {
   return Number.isInteger(x) ? String(x) : x.toFixed(1);
 }
+
+export const POWER_OF_TWO_PICKER = 'power-of-two-picker';
+
+/** Params: `unit` (requests | tokens; default `load.unit`). */
+export const powerOfTwoPickerFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('unit');
+  const def = loadMeasureOf(ctx.config);
+  return new PowerOfTwoPicker(name, loadMeasureOf(ctx.config, r.oneOf('unit', def.unit, LOAD_UNITS)));
+};

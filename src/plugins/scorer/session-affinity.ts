@@ -20,8 +20,12 @@
  *    with a fresh TTL (sliding expiry). At most maxSessions bindings are kept (LRU).
  */
 import type { RouteDecision } from '../../core/types.js';
+import { loadConfigOf } from '../../config/sections/load.js';
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, RoutedHook, Scorer } from '../../scheduling/types.js';
-import { loadIn } from '../shared/load-units.js';
+import { loadMeasureOf } from '../load-signal-services.js';
+import { params } from '../plugin-params.js';
+import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
 import type { LoadMeasure } from '../shared/load-units.js';
 
 export interface SessionAffinityOptions extends LoadMeasure {
@@ -106,3 +110,18 @@ export class SessionAffinityScorer implements Scorer, RoutedHook {
     return { sessions: this.bindings.size, stuck: this.stuck, yielded: this.yielded, expired: this.expired };
   }
 }
+
+export const SESSION_AFFINITY_SCORER = 'session-affinity-scorer';
+
+/** Params override `load.session` (ttlMs, maxSessions, overloadAbs, overloadRel) plus `unit`. */
+export const sessionAffinityScorerFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('unit', 'ttlMs', 'maxSessions', 'overloadAbs', 'overloadRel');
+  const s = loadConfigOf(ctx.config).session;
+  return new SessionAffinityScorer(name, {
+    ...loadMeasureOf(ctx.config, r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS)),
+    ttlMs: r.number('ttlMs', s.ttlMs, { min: 1 }),
+    maxSessions: r.number('maxSessions', s.maxSessions, { min: 1, integer: true }),
+    overloadAbs: r.number('overloadAbs', s.overloadAbs, { min: 0 }),
+    overloadRel: r.number('overloadRel', s.overloadRel, { min: 1 }),
+  });
+};

@@ -7,7 +7,9 @@
  * difference of a few tokens from swinging the score across the whole [0,1] range, which
  * plain min-max normalisation would do (100 vs 101 tokens would read as 1 vs 0).
  */
+import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
+import { params } from '../plugin-params.js';
 
 export interface TokenLoadScorerOptions {
   /** Load differences below this many tokens count as small (default 2048). */
@@ -36,3 +38,11 @@ export class TokenLoadScorer implements Scorer {
     return out;
   }
 }
+
+export const TOKEN_LOAD_SCORER = 'token-load-scorer';
+
+/** Params: `softTokens` (default 2048). Needs the token-load-model plugin in the profile to be meaningful. */
+export const tokenLoadScorerFactory: PluginFactory = (name, p) => {
+  const r = params(name, p).only('softTokens');
+  return new TokenLoadScorer(name, { softTokens: r.number('softTokens', 2048, { min: 0 }) });
+};

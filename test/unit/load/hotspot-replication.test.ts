@@ -41,28 +41,32 @@ function route(f: HotspotReplicationFilter, loads: number[], nowMs: number, rng:
 }
 
 describe('load/hotspot-replication filter', () => {
-  it('lets a new prefix group go anywhere, then keeps it on the engine it landed on', () => {
+  it('leaves one-engine groups unrestricted, the home following the pipeline pick', () => {
     const f = new HotspotReplicationFilter('hotspot', OPTS);
     const rng = seededRng(1);
     const first = route(f, [1, 0, 1, 1], 0, rng);
     expect(first.allowed).to.deep.equal([0, 1, 2, 3]);
     expect(first.chosen).to.equal(1);
-    const again = route(f, [0, 2, 0, 0], 1, rng);
-    expect(again.allowed).to.deep.equal([1], 'restricted to the set although others are idler (below highWater)');
-    expect(f.setOf(prefixKeyOf(HOT, 256)!)?.members).to.deep.equal(['10.0.0.2:8000']);
+    const key = prefixKeyOf(HOT, 256)!;
+    expect(f.setOf(key)?.members).to.deep.equal(['10.0.0.2:8000']);
+    const again = route(f, [0, 2, 1, 1], 1, rng);
+    expect(again.allowed).to.deep.equal([0, 1, 2, 3], 'home at 2 <= highWater: no restriction');
+    expect(f.setOf(key)?.members).to.deep.equal(['10.0.0.1:8000'], 'home moved with the pick');
+    expect(f.stats().replicated).to.equal(0);
   });
 
-  it('grows by one engine (the least loaded) when every member reaches highWater, marking the decision a spill', () => {
+  it('grows by one engine (the least loaded) when every member is above highWater, then keeps the hot group on its set', () => {
     const f = new HotspotReplicationFilter('hotspot', OPTS);
     const rng = seededRng(2);
-    route(f, [0, 9, 9, 9], 0, rng); // set = {0}
-    const g = route(f, [4, 3, 1, 2], 10, rng);
+    route(f, [0, 9, 9, 9], 0, rng); // home 0
+    expect(route(f, [4, 5, 5, 5], 5, rng).allowed).to.deep.equal([0, 1, 2, 3], 'at highWater, not above');
+    const g = route(f, [5, 3, 1, 2], 10, rng);
     expect(g.allowed).to.deep.equal([2]);
     expect(g.st.reasonHint).to.equal('spill');
     expect(g.st.notes.join()).to.match(/grew to 2/);
-    // Next growth needs the newcomer at highWater too.
-    expect(route(f, [5, 3, 3, 0], 20, rng).allowed).to.deep.equal([0, 2]);
-    expect(route(f, [5, 3, 4, 0], 30, rng).allowed).to.deep.equal([3]);
+    // Hot now: restricted to {0,2} although 3 is idler; next growth needs 2 above highWater too.
+    expect(route(f, [6, 3, 4, 0], 20, rng).allowed).to.deep.equal([0, 2]);
+    expect(route(f, [6, 3, 5, 0], 30, rng).allowed).to.deep.equal([3]);
     expect(f.stats()).to.include({ grows: 2, replicated: 1, largestSet: 3 });
   });
 
@@ -70,7 +74,7 @@ describe('load/hotspot-replication filter', () => {
     const f = new HotspotReplicationFilter('hotspot', { ...OPTS, maxReplicas: 2 });
     const rng = seededRng(3);
     route(f, [0, 1, 1], 0, rng);
-    expect(route(f, [6, 6, 7], 1, rng).allowed).to.deep.equal([0]);
+    expect(route(f, [6, 6, 7], 1, rng).allowed).to.deep.equal([0, 1, 2]);
     expect(route(f, [6, 0, 7], 2, rng).allowed).to.deep.equal([1]);
     expect(route(f, [6, 6, 0], 3, rng).allowed).to.deep.equal([0, 1], 'capped at 2 replicas');
   });
@@ -78,26 +82,38 @@ describe('load/hotspot-replication filter', () => {
   it('shrinks with hysteresis and a minimum dwell, dropping the newest member first', () => {
     const f = new HotspotReplicationFilter('hotspot', OPTS);
     const rng = seededRng(4);
-    route(f, [0, 5, 5], 0, rng); // {0}
-    route(f, [4, 0, 5], 100, rng); // grow → {0,1} at t=100
+    route(f, [0, 5, 5], 0, rng); // home 0
+    route(f, [5, 0, 5], 100, rng); // grow → {0,1} at t=100
     // Cool: total 3 > lowWater × 1 = 2 → keep both.
     expect(route(f, [2, 1, 0], 2000, rng).allowed).to.deep.equal([0, 1]);
-    // Total 2 ≤ 2 but within the dwell of the last change? No: dwell counts from t=100, so it shrinks now.
+    // Total 2 <= 2 and 1900 ms >= minDwellMs since the growth: back to one engine, unrestricted.
     const s = route(f, [1, 1, 0], 2000, rng);
-    expect(s.allowed).to.deep.equal([0]);
-    expect(f.stats().shrinks).to.equal(1);
+    expect(s.allowed).to.deep.equal([0, 1, 2]);
+    expect(f.stats()).to.include({ shrinks: 1, replicated: 0 });
     // A set that just grew does not shrink before minDwellMs even if load vanishes.
-    route(f, [4, 0, 9], 2100, rng); // grow again → {0,1} at 2100
-    expect(route(f, [0, 0, 0], 2500, rng).allowed).to.deep.equal([0, 1]);
-    expect(route(f, [0, 0, 0], 3100, rng).allowed).to.deep.equal([0]);
+    const home = f.setOf(prefixKeyOf(HOT, 256)!)!.members[0]!;
+    const loads = [0, 0, 0];
+    loads[Number(home.split('.')[3]!.split(':')[0]) - 1] = 5;
+    route(f, loads, 2100, rng); // grow again at 2100
+    expect(route(f, [0, 0, 0], 2500, rng).allowed).to.have.length(2);
+    expect(route(f, [0, 0, 0], 3100, rng).allowed).to.have.length(3);
   });
 
   it('spreads a cold burst of siblings one engine at a time instead of piling it onto one engine', () => {
     const f = new HotspotReplicationFilter('hotspot', OPTS);
     const rng = seededRng(5);
     const loads = new Array<number>(8).fill(0);
-    for (let i = 0; i < 32; i++) loads[route(f, loads, i, rng).chosen]!++; // nothing finishes
-    expect(Math.max(...loads)).to.be.at.most(OPTS.highWater + 1);
+    // A pipeline that would always pick the group's home (pure affinity): only the filter spreads.
+    for (let i = 0; i < 40; i++) {
+      const st = state(request({ prefix: HOT }), i, rng);
+      const left = f.filter(st, candidates(loads));
+      const key = prefixKeyOf(HOT, 256)!;
+      const home = f.setOf(key)?.members ?? [];
+      const pick = left.find((c) => home.includes(c.endpoint.id) && left.length < 8) ?? left.reduce((a, b) => (b.load.inflightRequests < a.load.inflightRequests ? b : a));
+      f.onRouted(st, decision(st.request, pick.endpoint));
+      loads[pick.endpoint.index]!++;
+    }
+    expect(Math.max(...loads)).to.be.at.most(OPTS.highWater + 2);
     expect(loads.filter((l) => l > 0).length).to.be.at.least(6);
   });
 
@@ -108,9 +124,12 @@ describe('load/hotspot-replication filter', () => {
     expect(f.stats().trackedPrefixes).to.equal(0);
     for (let g = 0; g < 5; g++) route(f, [0, 0], 0, rng, `group ${g} `.padEnd(100, 'y'));
     expect(f.stats().trackedPrefixes).to.equal(3);
-    route(f, [0, 1], 0, rng); // HOT → {0}
-    expect(route(f, [3, 0], 500, rng).allowed).to.deep.equal([0]);
-    expect(route(f, [3, 0], 2000, rng).allowed).to.deep.equal([0, 1], 'idle beyond TTL: starts over');
+    route(f, [0, 1], 0, rng); // HOT → home 0
+    route(f, [5, 0], 500, rng); // grows → {0,1}
+    expect(route(f, [5, 3], 600, rng).allowed).to.deep.equal([0, 1]);
+    expect(f.stats().replicated).to.equal(1);
+    route(f, [5, 3], 2000, rng); // idle beyond TTL: starts over as a new one-engine group
+    expect(f.stats().replicated).to.equal(0);
   });
 
   it('starts a group over when none of its members is a candidate any more', () => {

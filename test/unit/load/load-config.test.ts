@@ -32,7 +32,7 @@ describe('load/config section', () => {
   it('accepts overrides', () => {
     const c = parseConfig({
       ...MINIMAL,
-      load: { unit: 'tokens', tokensPerRequest: 2048, hotspot: { highWater: 10, lowWater: 3 }, boundedLoad: { epsilon: 0.5 }, session: { ttlMs: 1000 }, auto: { fewEngines: 2 } },
+      load: { unit: 'tokens', tokensPerRequest: 2048, hotspot: { enabled: true, highWater: 10, lowWater: 3 }, boundedLoad: { epsilon: 0.5 }, session: { ttlMs: 1000 }, auto: { fewEngines: 2 } },
     });
     expect(c.load).to.deep.include({ unit: 'tokens', tokensPerRequest: 2048 });
     expect(c.load?.hotspot).to.include({ highWater: 10, lowWater: 3, enabled: true });

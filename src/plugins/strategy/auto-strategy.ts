@@ -1,0 +1,174 @@
+/**
+ * The `auto` strategy: one plugin that is filter, scorer, picker and hooks at once and
+ * delegates each role to one of three internal profiles, chosen by the AutoModeSelector
+ * from the sliding-window traffic statistics (re-evaluated every evaluateIntervalMs):
+ *
+ *   load         queue scorer on router in-flight counts, max-score picker (least-request)
+ *   affinity     imbalance escape, prefix affinity (3) + queue (1): affinity with a
+ *                threshold fallback, for high reuse on a few engines
+ *   cache-aware  [hotspot replication], imbalance escape, prefix / queue / KV-usage with the
+ *                configured cache-aware weights, for high reuse on many engines
+ *
+ * Why one plugin instead of switching profiles in the scheduler: the scheduler stays
+ * unaware of modes, and the state that must survive a switch lives here once — the prefix
+ * index is updated on every decision whatever the mode, so switching to an affinity mode
+ * starts warm. The delegated scorers' weighted sum is normalised by the sum of weights so
+ * the framework sees one score in [0,1] (same order as the sub-profile's totals).
+ */
+import { loadConfigOf } from '../../config/sections/load.js';
+import type { Endpoint, RouteDecision } from '../../core/types.js';
+import type { PluginContext, PluginFactory } from '../../scheduling/plugin-registry.js';
+import type { TrafficStats } from '../../scheduling/traffic-stats.js';
+import type { Candidate, CycleState, EndpointsChangedHook, Filter, Picker, PickResult, RoutedHook, Scorer } from '../../scheduling/types.js';
+import { imbalanceEscapeFilterFactory } from '../filter/imbalance-escape-filter.js';
+import { HotspotReplicationFilter, hotspotFilterFactory } from '../filter/hotspot-replication.js';
+import { sharedTrafficStats } from '../load-signal-services.js';
+import { prefixCachePluginFactory, type PrefixCachePlugin } from '../multi/prefix-cache-plugin.js';
+import { params } from '../plugin-params.js';
+import { maxScorePickerFactory } from '../picker/max-score-picker.js';
+import { kvUsageScorerFactory } from '../scorer/kv-usage-scorer.js';
+import { queueScorerFactory } from '../scorer/queue-scorer.js';
+import { AutoModeSelector, type AutoMode, type AutoModeOptions } from './auto-mode.js';
+
+export const AUTO_STRATEGY_PLUGIN = 'auto-strategy';
+
+interface SubProfile {
+  readonly filters: readonly Filter[];
+  readonly scorers: readonly { readonly scorer: Scorer; readonly weight: number }[];
+  readonly picker: Picker;
+}
+
+const MODE = 'auto-mode';
+
+export class AutoStrategyPlugin implements Filter, Scorer, Picker, RoutedHook, EndpointsChangedHook {
+  private lastEvalMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly name: string,
+    readonly selector: AutoModeSelector,
+    private readonly profiles: Readonly<Record<AutoMode, SubProfile>>,
+    private readonly routedHooks: readonly RoutedHook[],
+    private readonly changedHooks: readonly EndpointsChangedHook[],
+    private readonly stats: TrafficStats,
+    private readonly engines: () => number,
+    private readonly evaluateIntervalMs: number,
+  ) {}
+
+  get mode(): AutoMode {
+    return this.selector.current;
+  }
+
+  /** The internal hotspot filter (cache-aware mode), for the stats accessor. */
+  get hotspot(): HotspotReplicationFilter | undefined {
+    return this.profiles['cache-aware'].filters.find((f): f is HotspotReplicationFilter => f instanceof HotspotReplicationFilter);
+  }
+
+  filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
+    if (state.nowMs - this.lastEvalMs >= this.evaluateIntervalMs) {
+      this.lastEvalMs = state.nowMs;
+      this.selector.evaluate(state.nowMs, this.stats.snapshot(), this.engines());
+    }
+    const mode = this.selector.current;
+    state.scratch.set(MODE, mode);
+    state.notes.push(`auto: ${mode}`);
+    let left = candidates;
+    for (const f of this.profiles[mode].filters) {
+      left = f.filter(state, left);
+      if (left.length === 0) break;
+    }
+    return left;
+  }
+
+  score(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+    const sub = this.profiles[this.modeOf(state)];
+    const n = candidates.length;
+    const out = new Float64Array(n);
+    let wsum = 0;
+    for (const { scorer, weight } of sub.scorers) {
+      if (weight <= 0) continue;
+      wsum += weight;
+      const raw = scorer.score(state, candidates);
+      for (let i = 0; i < n; i++) {
+        const v = raw[i];
+        const s = v === undefined || Number.isNaN(v) ? 0 : v < 0 ? 0 : v > 1 ? 1 : v;
+        out[i] = out[i]! + s * weight;
+      }
+    }
+    if (wsum > 0) for (let i = 0; i < n; i++) out[i] = out[i]! / wsum;
+    return out;
+  }
+
+  pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
+    return this.profiles[this.modeOf(state)].picker.pick(state, candidates, totals);
+  }
+
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    for (const h of this.routedHooks) h.onRouted(state, decision);
+  }
+
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    for (const h of this.changedHooks) h.onEndpointsChanged(endpoints);
+  }
+
+  private modeOf(state: CycleState): AutoMode {
+    return (state.scratch.get(MODE) as AutoMode | undefined) ?? this.selector.current;
+  }
+}
+
+/** Params: `initial` mode (default load); thresholds come from `load.auto`. */
+export const autoStrategyPluginFactory: PluginFactory = (name, p, ctx) => {
+  const r = params(name, p).only('initial');
+  const l = loadConfigOf(ctx.config);
+  const opts: AutoModeOptions = {
+    lowReuse: l.auto.lowReuse,
+    highReuse: l.auto.highReuse,
+    fewEngines: l.auto.fewEngines,
+    minRequests: l.auto.minRequests,
+    minDwellMs: l.auto.minDwellMs,
+    initial: r.oneOf<AutoMode>('initial', 'load', ['load', 'affinity', 'cache-aware']),
+  };
+  const built = buildSubProfiles(name, ctx, l.hotspot.enabled);
+  return new AutoStrategyPlugin(
+    name,
+    new AutoModeSelector(opts, ctx.logger.child({ plugin: name })),
+    built.profiles,
+    built.routedHooks,
+    built.changedHooks,
+    sharedTrafficStats(ctx),
+    () => ctx.endpoints.size,
+    l.auto.evaluateIntervalMs,
+  );
+};
+
+function buildSubProfiles(
+  name: string,
+  ctx: PluginContext,
+  hotspotOn: boolean,
+): { profiles: Record<AutoMode, SubProfile>; routedHooks: RoutedHook[]; changedHooks: EndpointsChangedHook[] } {
+  const w = ctx.config.cacheAware.weights;
+  const prefix = prefixCachePluginFactory(`${name}/prefix-cache`, {}, ctx) as PrefixCachePlugin;
+  const queue = queueScorerFactory(`${name}/queue`, {}, ctx) as Scorer;
+  const inflight = queueScorerFactory(`${name}/inflight`, { signal: 'inflight' }, ctx) as Scorer;
+  const kv = kvUsageScorerFactory(`${name}/kv-usage`, {}, ctx) as Scorer;
+  const imbalance = imbalanceEscapeFilterFactory(`${name}/imbalance`, {}, ctx) as Filter;
+  const hotspot = hotspotOn ? (hotspotFilterFactory(`${name}/hotspot`, {}, ctx) as HotspotReplicationFilter) : undefined;
+  const picker = maxScorePickerFactory(`${name}/max-score`, {}, ctx) as Picker;
+  const loadPicker = maxScorePickerFactory(`${name}/least-request`, { reason: 'load' }, ctx) as Picker;
+  const profiles: Record<AutoMode, SubProfile> = {
+    load: { filters: [], scorers: [{ scorer: inflight, weight: 1 }], picker: loadPicker },
+    affinity: { filters: [imbalance], scorers: [{ scorer: prefix, weight: 3 }, { scorer: queue, weight: 1 }], picker },
+    'cache-aware': {
+      filters: hotspot !== undefined ? [hotspot, imbalance] : [imbalance],
+      scorers: [
+        { scorer: prefix, weight: w.prefix },
+        { scorer: queue, weight: w.queue },
+        { scorer: kv, weight: w.kvUsage },
+      ],
+      picker,
+    },
+  };
+  // The hotspot hook only acts on cycles its filter ran in; the index learns every decision.
+  const routedHooks: RoutedHook[] = hotspot !== undefined ? [hotspot, prefix] : [prefix];
+  const changedHooks: EndpointsChangedHook[] = hotspot !== undefined ? [prefix, hotspot] : [prefix];
+  return { profiles, routedHooks, changedHooks };
+}
