@@ -17,31 +17,39 @@ import { RANDOM_PICKER } from './picker/random-picker.js';
 import { ROUND_ROBIN_PICKER } from './picker/round-robin-picker.js';
 import { KV_USAGE_SCORER } from './scorer/kv-usage-scorer.js';
 import { QUEUE_SCORER } from './scorer/queue-scorer.js';
+import { hotspotPlugins, loadScorerPlugins, loadSignalPlugins } from './load-strategies.js';
 
 const ELIGIBILITY = [{ type: MODEL_SUBSET_FILTER }, { type: HEALTH_FILTER }] as const;
 
-export function roundRobinProfile(): ProfileSpec {
-  return { name: 'round-robin', plugins: [...ELIGIBILITY, { type: ROUND_ROBIN_PICKER }] };
+/** Load-signal hooks (engine metrics, token load, traffic stats; docs/load-signals.md) when a config is given. */
+function signals(config: RouterConfig | undefined, withIndex = false) {
+  return config === undefined ? [] : loadSignalPlugins(config, { withIndex });
 }
 
-export function randomProfile(): ProfileSpec {
-  return { name: 'random', plugins: [...ELIGIBILITY, { type: RANDOM_PICKER }] };
+export function roundRobinProfile(config?: RouterConfig): ProfileSpec {
+  return { name: 'round-robin', plugins: [...ELIGIBILITY, { type: ROUND_ROBIN_PICKER }, ...signals(config)] };
+}
+
+export function randomProfile(config?: RouterConfig): ProfileSpec {
+  return { name: 'random', plugins: [...ELIGIBILITY, { type: RANDOM_PICKER }, ...signals(config)] };
 }
 
 /** Fewest router-side in-flight requests; ties broken at random. */
-export function leastRequestProfile(): ProfileSpec {
+export function leastRequestProfile(config?: RouterConfig): ProfileSpec {
   return {
     name: 'least-request',
     plugins: [
       ...ELIGIBILITY,
       { type: QUEUE_SCORER, params: { signal: 'inflight' }, weight: 1 },
+      ...(config === undefined ? [] : loadScorerPlugins(config, { tokenLoad: false })),
       { type: MAX_SCORE_PICKER, params: { reason: 'load' } },
+      ...signals(config),
     ],
   };
 }
 
-export function prefixHashProfile(): ProfileSpec {
-  return { name: 'prefix-hash', plugins: [...ELIGIBILITY, { type: PREFIX_HASH_PICKER }] };
+export function prefixHashProfile(config?: RouterConfig): ProfileSpec {
+  return { name: 'prefix-hash', plugins: [...ELIGIBILITY, { type: PREFIX_HASH_PICKER }, ...signals(config)] };
 }
 
 /** Prefix affinity weighed against queue and KV usage, with the imbalance escape. */
@@ -51,11 +59,14 @@ export function cacheAwareProfile(config: RouterConfig): ProfileSpec {
     name: 'cache-aware',
     plugins: [
       ...ELIGIBILITY,
+      ...hotspotPlugins(config),
       { type: IMBALANCE_ESCAPE_FILTER },
       { type: PREFIX_CACHE_PLUGIN, weight: w.prefix },
       { type: QUEUE_SCORER, weight: w.queue },
       { type: KV_USAGE_SCORER, weight: w.kvUsage },
+      ...loadScorerPlugins(config, { tokenLoad: true }),
       { type: MAX_SCORE_PICKER },
+      ...signals(config, true),
     ],
   };
 }

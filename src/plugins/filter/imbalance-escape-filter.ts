@@ -5,12 +5,14 @@
  * goes to the single least-loaded worker).
  *
  * Load is the effective queue (router in-flight, raised to the engine's running+waiting
- * when fresh). The pool is imbalanced when max − min > absThreshold AND max > min × relThreshold
+ * when fresh), or with `unit: tokens` (default `load.unit`) the pending tokens in
+ * request-equivalents (src/plugins/shared/load-units.ts). The pool is imbalanced when max − min > absThreshold AND max > min × relThreshold
  * (both, as in SGLang's cache-aware policy). Then an endpoint is dropped exactly when it alone
  * meets that test against the minimum: load − min > absThreshold AND load > min × relThreshold.
  * The least-loaded endpoint always survives, so this filter never empties the set.
  */
-import { effectiveQueue } from '../../endpoints/load.js';
+import { loadMeasureOf } from '../load-signal-services.js';
+import { LOAD_UNITS, loadIn, type LoadMeasure } from '../shared/load-units.js';
 import type { Endpoint } from '../../core/types.js';
 import { IMBALANCE_DROPPED, setScratch } from '../../scheduling/cycle-scratch.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
@@ -24,6 +26,11 @@ export interface ImbalanceThresholds {
   readonly relThreshold: number;
   /** Engine queue figures older than this are ignored (router accounting only). */
   readonly staleAfterMs: number;
+  /**
+   * Load unit (load-units.ts): requests (default, the effective queue) or tokens (pending
+   * tokens ÷ tokensPerRequest, so the thresholds keep reading as request-equivalents).
+   */
+  readonly measure?: LoadMeasure;
 }
 
 export class ImbalanceEscapeFilter implements Filter {
@@ -39,7 +46,8 @@ export class ImbalanceEscapeFilter implements Filter {
 
   filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
     if (candidates.length < 2) return candidates;
-    const loads = candidates.map((c) => effectiveQueue(c.load, this.t.staleAfterMs));
+    const m = this.t.measure ?? { unit: 'requests', tokensPerRequest: 1, maxMetricsAgeMs: this.t.staleAfterMs };
+    const loads = candidates.map((c) => loadIn(m, c.load));
     let min = Infinity;
     let max = -Infinity;
     for (const l of loads) {
@@ -61,11 +69,14 @@ export class ImbalanceEscapeFilter implements Filter {
 }
 
 export const imbalanceEscapeFilterFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('absThreshold', 'relThreshold', 'staleAfterMs');
+  const r = params(name, p).only('absThreshold', 'relThreshold', 'staleAfterMs', 'unit');
   const def = ctx.config.cacheAware.imbalance;
+  const staleAfterMs = r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 });
+  const unit = r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS);
   return new ImbalanceEscapeFilter(name, {
     absThreshold: r.number('absThreshold', def.absThreshold, { min: 0 }),
     relThreshold: r.number('relThreshold', def.relThreshold, { min: 0 }),
-    staleAfterMs: r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }),
+    staleAfterMs,
+    measure: { ...loadMeasureOf(ctx.config, unit), maxMetricsAgeMs: staleAfterMs },
   });
 };
