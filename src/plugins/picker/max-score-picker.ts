@@ -3,8 +3,9 @@
  * by the cycle's seeded Rng, so equally good endpoints share the traffic instead of the
  * first one taking it all (the "always index 0" collapse seen in other routers).
  *
- * Reason: from the cycle's affinity evidence when an affinity scorer ran (affinity, load,
- * cold or imbalance — see affinity-reason.ts); otherwise the filters' hint, otherwise the
+ * Reason: `spill` when the hotspot filter replicated the prefix onto this engine; else from
+ * the cycle's affinity evidence when an affinity scorer ran (affinity, load, cold or
+ * imbalance — see affinity-reason.ts); otherwise the filters' hint, otherwise the
  * configured default (`load`).
  */
 import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
@@ -30,7 +31,9 @@ export class MaxScorePicker implements Picker {
       tie[i] = state.rng.next();
     }
     order.sort((a, b) => totals[b]! - totals[a]! || tie[a]! - tie[b]!);
-    const reason = affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason;
+    // A hotspot spill narrows the candidates to the one engine it chose: its label is certain.
+    const reason =
+      state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
     return { order, reason };
   }
 }

@@ -1,0 +1,265 @@
+/**
+ * The load-signal plugins wired through createScheduler: engine metrics + staleness in the
+ * load snapshot, token load, calibration, sessions, the new strategies and sibling bursts.
+ */
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { defaultConfig, type DeepPartial } from '../../../src/config/default-config.js';
+import type { RouterConfig, StrategyName } from '../../../src/config/types.js';
+import type { RouteTicket } from '../../../src/core/routing-service.js';
+import type { RouteRequest } from '../../../src/core/types.js';
+import { effectiveQueue } from '../../../src/endpoints/load.js';
+import { ENGINE_SIGNAL_STORE, STALENESS_TRACKER, TOKEN_LOAD_MODEL, TRAFFIC_STATS } from '../../../src/plugins/load-signal-services.js';
+import { loadSignalStats } from '../../../src/plugins/load-signal-stats.js';
+import { PREFIX_INDEX } from '../../../src/plugins/shared-services.js';
+import { createScheduler } from '../../../src/scheduling/create-scheduler.js';
+import type { Scheduler } from '../../../src/scheduling/scheduler.js';
+import { createLogger } from '../../../src/telemetry/logger.js';
+import { ManualClock, systemClock } from '../../../src/util/clock.js';
+import { seededRng } from '../../../src/util/rng.js';
+
+const addr = (i: number): string => `127.0.0.1:${9001 + i}`;
+
+function cfg(n: number, over: DeepPartial<RouterConfig> = {}): RouterConfig {
+  return defaultConfig({ endpoints: Array.from({ length: n }, (_, i) => ({ address: addr(i) })), ...over });
+}
+
+function textOf(seed: number, len: number): string {
+  const rng = seededRng(seed);
+  const a = 'abcdefghijklmnopqrstuvwxyz ';
+  let s = '';
+  for (let i = 0; i < len; i++) s += a[rng.int(a.length)];
+  return s;
+}
+
+let seq = 0;
+function req(prefix: string, over: Partial<RouteRequest> = {}): RouteRequest {
+  return {
+    requestId: `r${++seq}`,
+    model: 'm',
+    prefix,
+    promptChars: prefix.length,
+    promptTokens: Math.ceil(prefix.length / 4),
+    stream: false,
+    arrivalMs: 0,
+    ...over,
+  };
+}
+
+function sched(n: number, strategy: StrategyName, over: DeepPartial<RouterConfig> = {}, clock = new ManualClock()): Scheduler {
+  return createScheduler(cfg(n, { strategy, ...over }), { clock, rng: seededRng(3) });
+}
+
+const spread = (s: Scheduler, ts: readonly RouteTicket[]): number[] => {
+  const c = new Array<number>(s.endpoints().length).fill(0);
+  for (const t of ts) c[t.decision.endpoint.index]!++;
+  return c;
+};
+
+describe('load/scheduler wiring', () => {
+  describe('sibling bursts before anything is cached', () => {
+    for (const strategy of ['cache-aware', 'least-request', 'power-of-two', 'bounded-load-hash', 'auto'] as const) {
+      it(`${strategy}: a burst of identical cold prompts does not all land on one engine`, () => {
+        const s = sched(8, strategy);
+        const sys = textOf(1, 2048);
+        const ts = Array.from({ length: 48 }, () => s.route(req(sys))); // none finishes
+        const c = spread(s, ts);
+        expect(Math.max(...c), c.join(',')).to.be.lessThan(48);
+        expect(c.filter((x) => x > 0).length, c.join(',')).to.be.at.least(2);
+      });
+    }
+
+    it('cache-aware with hotspot replication spreads the burst one engine at a time', () => {
+      const s = sched(8, 'cache-aware', { load: { hotspot: { enabled: true, highWater: 4, lowWater: 1 } } });
+      const ts = Array.from({ length: 40 }, () => s.route(req(textOf(2, 2048))));
+      const c = spread(s, ts);
+      expect(Math.max(...c), c.join(',')).to.be.at.most(6);
+      expect(ts.some((t) => t.decision.reason === 'spill')).to.equal(true);
+      expect(loadSignalStats(s).hotspot?.replicated).to.equal(1);
+    });
+  });
+
+  describe('engine metrics and staleness in the load snapshot', () => {
+    it('moves the scraped queue forward by routed-since and falls back past staleAfterMs, counting it', () => {
+      const clock = new ManualClock(0);
+      const s = sched(2, 'least-request', { engineMetrics: { enabled: true, pollIntervalMs: 100, staleAfterMs: 1000, timeoutMs: 500 } }, clock);
+      const store = s.service(ENGINE_SIGNAL_STORE)!;
+      const [a] = s.endpoints();
+      store.recordSuccess(a!.id, { engine: 'vllm', waiting: 5, running: 3 });
+      const t1 = s.route(req('x'.repeat(100)));
+      const routedTo = t1.decision.endpoint;
+      const l0 = s.registry.loadOf(a!);
+      expect(l0.metricsAgeMs).to.equal(0);
+      expect((l0.waiting ?? 0) + (l0.running ?? 0)).to.equal(routedTo.id === a!.id ? 9 : 8);
+      clock.advance(1001);
+      const l1 = s.registry.loadOf(a!);
+      expect(l1.waiting).to.equal(undefined);
+      expect(effectiveQueue(l1, 1000)).to.equal(l1.inflightRequests);
+      expect(s.service(STALENESS_TRACKER)!.stats().fallbacks.age).to.be.greaterThan(0);
+    });
+
+    it('steers least-request away from an engine whose fresh metrics show foreign load', () => {
+      const s = sched(2, 'least-request', { engineMetrics: { enabled: true } });
+      const [a, b] = s.endpoints();
+      s.service(ENGINE_SIGNAL_STORE)!.recordSuccess(a!.id, { engine: 'vllm', waiting: 20, running: 10 });
+      s.service(ENGINE_SIGNAL_STORE)!.recordSuccess(b!.id, { engine: 'vllm', waiting: 0, running: 0 });
+      // least-request counts router in-flight only: both at 0, so it cannot see the difference...
+      const lr = Array.from({ length: 20 }, () => s.route(req(textOf(seq, 300))));
+      expect(new Set(lr.map((t) => t.decision.endpoint.id)).size).to.equal(2);
+      // ...while power-of-two in the requests unit reads the merged effective queue.
+      const p = sched(2, 'power-of-two', { engineMetrics: { enabled: true } });
+      const [pa, pb] = p.endpoints();
+      p.service(ENGINE_SIGNAL_STORE)!.recordSuccess(pa!.id, { engine: 'vllm', waiting: 20, running: 10 });
+      p.service(ENGINE_SIGNAL_STORE)!.recordSuccess(pb!.id, { engine: 'vllm', waiting: 0, running: 0 });
+      const pt = Array.from({ length: 20 }, () => p.route(req(textOf(seq, 300))));
+      expect(pt.every((t) => t.decision.endpoint.id === pb!.id)).to.equal(true);
+    });
+
+    it('starts and stops the poller with the scheduler, leaving no timers behind', async () => {
+      const server = http.createServer((_q, res) => res.end('vllm:num_requests_waiting 2\nvllm:num_requests_running 1\n'));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as AddressInfo).port;
+      const before = process.getActiveResourcesInfo().filter((x) => x === 'Timeout').length;
+      const s = createScheduler(
+        defaultConfig({ strategy: 'cache-aware', endpoints: [{ address: `127.0.0.1:${port}` }], engineMetrics: { enabled: true, pollIntervalMs: 20, staleAfterMs: 500, timeoutMs: 200 } }),
+        { clock: systemClock, rng: seededRng(1) },
+      );
+      await s.start();
+      await new Promise((r) => setTimeout(r, 120));
+      const st = loadSignalStats(s);
+      expect(st.scrapes?.[0]?.scrapes).to.be.greaterThan(1);
+      expect(st.poller?.ticks).to.be.greaterThan(1);
+      const l = s.registry.loadOf(s.endpoints()[0]!);
+      expect((l.waiting ?? 0) + (l.running ?? 0)).to.be.within(1.5, 3, 'engine queue 3, faded a little by age');
+      await s.stop();
+      server.closeAllConnections(); // the server's own keep-alive timers go with its sockets
+      await new Promise<void>((r) => server.close(() => r()));
+      expect(process.getActiveResourcesInfo().filter((x) => x === 'Timeout').length).to.equal(before);
+    });
+  });
+
+  describe('token load', () => {
+    it('publishes pending tokens (uncached prefill + expected decode) and learns output length', () => {
+      const s = sched(1, 'cache-aware', { load: { outputTokensPrior: 100 } });
+      const ep = s.endpoints()[0]!;
+      const t = s.route(req('y'.repeat(4000), { maxTokens: 500 })); // 1000 prompt tokens, nothing cached
+      expect(s.registry.loadOf(ep).pendingTokens).to.equal(1000 + 100);
+      t.finish({ aborted: false, completionTokens: 40, promptTokens: 1000, cachedTokens: 0 });
+      expect(s.registry.loadOf(ep).pendingTokens).to.equal(0);
+      expect(s.service(TOKEN_LOAD_MODEL)!.learner.expected('m')).to.equal(40);
+      const t2 = s.route(req('y'.repeat(4000)));
+      // 62 of the 62 full 64-char blocks are predicted cached: prefill ≈ 1000 × (1 − 3968/4000).
+      expect(s.registry.loadOf(ep).pendingTokens).to.be.closeTo(1000 * (1 - 3968 / 4000) + 40, 1e-6);
+      t2.finish({ aborted: false });
+    });
+
+    it('the imbalance escape can count tokens: one huge prompt weighs more than several small ones', () => {
+      const over = { load: { unit: 'tokens' as const, tokensPerRequest: 100 }, cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } };
+      const s = sched(2, 'cache-aware', over);
+      const sys = textOf(9, 256);
+      const first = s.route(req(sys + textOf(10, 8000))); // ~2064 tokens ≈ 20 request-equivalents
+      const other = s.route(req(sys + textOf(11, 100)));
+      expect(other.decision.endpoint.id).to.not.equal(first.decision.endpoint.id);
+      expect(other.decision.reason).to.equal('imbalance');
+    });
+  });
+
+  describe('index sizing and calibration', () => {
+    it('sizes the index from cache_config_info', () => {
+      const s = sched(2, 'cache-aware', { engineMetrics: { enabled: true } });
+      const [a] = s.endpoints();
+      s.service(ENGINE_SIGNAL_STORE)!.recordSuccess(a!.id, { engine: 'vllm', blockSizeTokens: 16, numBlocks: 1000 });
+      expect(s.service(PREFIX_INDEX)!.capacity(a!.index)).to.equal((1000 * 16 * 4) / 64);
+      expect(loadSignalStats(s).calibration?.endpoints[0]).to.include({ sizedFromEngine: true, maxCapacityBlocks: 1000 });
+    });
+
+    it('removes unconfirmed blocks and shrinks capacity when the engine reports fewer cached tokens', () => {
+      const s = sched(2, 'cache-aware', { cacheAware: { indexCapacityBlocks: 5000 } });
+      const sys = textOf(20, 2048); // 32 blocks
+      const a = s.route(req(sys));
+      a.finish({ aborted: false, promptTokens: 512, cachedTokens: 0 }); // a sibling has completed here
+      const b = s.route(req(sys));
+      expect(b.decision.endpoint.id).to.equal(a.decision.endpoint.id);
+      expect(b.decision.matchedBlocks).to.equal(32);
+      b.finish({ aborted: false, promptTokens: 512, cachedTokens: 64 }); // engine had 4 blocks only
+      const st = loadSignalStats(s).calibration!;
+      expect(st.judged).to.equal(1);
+      expect(st.accuracy).to.equal(0);
+      expect(st.removedBlocks).to.equal(28);
+      const idx = s.service(PREFIX_INDEX)!;
+      expect(idx.capacity(a.decision.endpoint.index)).to.be.lessThan(5000);
+      const c = s.route(req(sys));
+      expect(c.decision.matchedBlocks).to.equal(4, 'only the confirmed blocks are still predicted');
+      c.finish({ aborted: false, promptTokens: 512, cachedTokens: 64 });
+      expect(loadSignalStats(s).calibration!.accuracy).to.equal(0.5);
+    });
+
+    it('does not judge a hit predicted from a sibling that had not finished yet', () => {
+      const s = sched(2, 'cache-aware');
+      const sys = textOf(21, 1024);
+      const a = s.route(req(sys));
+      const b = s.route(req(sys)); // a still in flight: b's predicted hit is speculative
+      a.finish({ aborted: false, promptTokens: 256, cachedTokens: 0 });
+      b.finish({ aborted: false, promptTokens: 256, cachedTokens: 0 });
+      const st = loadSignalStats(s).calibration!;
+      expect(st.judged).to.equal(0);
+      expect(st.speculative).to.equal(1);
+      expect(st.removedBlocks).to.equal(0);
+    });
+  });
+
+  describe('session affinity', () => {
+    it('keeps a session on its engine until that engine is overloaded', () => {
+      const s = sched(3, 'cache-aware', { requests: { sessionHeader: 'x-session-id' }, load: { session: { overloadAbs: 3, overloadRel: 1.5 } } });
+      const first = s.route(req(textOf(30, 300), { sessionKey: 'alice' }));
+      const home = first.decision.endpoint;
+      first.finish({ aborted: false });
+      for (let k = 0; k < 3; k++) {
+        const t = s.route(req(textOf(31 + k, 300), { sessionKey: 'alice' })); // unrelated prompts
+        expect(t.decision.endpoint.id).to.equal(home.id);
+        t.finish({ aborted: false });
+      }
+      const leases = Array.from({ length: 5 }, () => s.registry.inflight.acquire(home.index, 10));
+      const moved = s.route(req(textOf(40, 300), { sessionKey: 'alice' }));
+      expect(moved.decision.endpoint.id).to.not.equal(home.id);
+      expect(moved.decision.notes).to.include('session yielded to load');
+      for (const l of leases) l.release();
+      expect(loadSignalStats(s).session?.yielded).to.equal(1);
+    });
+  });
+
+  describe('auto', () => {
+    function drive(s: Scheduler, clock: ManualClock, reuse: boolean, n: number): void {
+      for (let i = 0; i < n; i++) {
+        clock.advance(20);
+        const p = reuse ? textOf(50 + (i % 3), 1024) + textOf(1000 + i, 200) : textOf(5000 + seq, 1200);
+        s.route(req(p)).finish({ aborted: false });
+      }
+    }
+
+    it('starts on load balancing, moves to cache-aware on high reuse with many engines, and back on low reuse; logs switches', () => {
+      const clock = new ManualClock(0);
+      const lines: string[] = [];
+      const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
+      const s = createScheduler(cfg(8, { strategy: 'auto', load: { trafficWindowMs: 10_000, auto: { minDwellMs: 2000, minRequests: 20 } } }), { clock, rng: seededRng(4), logger });
+      drive(s, clock, true, 100);
+      expect(loadSignalStats(s).auto?.mode).to.equal('cache-aware');
+      expect(loadSignalStats(s).traffic!.reuseRate).to.be.greaterThan(0.9);
+      drive(s, clock, false, 800); // 16 s of unique prompts: the window forgets the reuse
+      expect(loadSignalStats(s).auto?.mode).to.equal('load');
+      const switches = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'auto strategy switch');
+      expect(switches.map((l) => l.to)).to.deep.equal(['cache-aware', 'load']);
+    });
+
+    it('uses affinity on a small pool', () => {
+      const clock = new ManualClock(0);
+      const s = createScheduler(cfg(3, { strategy: 'auto', load: { auto: { minRequests: 20 } } }), { clock, rng: seededRng(4) });
+      drive(s, clock, true, 60);
+      expect(loadSignalStats(s).auto?.mode).to.equal('affinity');
+      const t = s.route(req(textOf(50, 1024) + 'tail'));
+      expect(t.decision.reason).to.equal('affinity');
+      expect(s.service(TRAFFIC_STATS)!.snapshot().requests).to.equal(61);
+    });
+  });
+});
