@@ -29,6 +29,8 @@ export interface HttpRequestOptions {
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
   readonly agent?: Agent;
+  /** Called for every body chunk as it arrives, with ms since the request was sent. */
+  readonly onChunk?: (chunk: Buffer, elapsedMs: number) => void;
 }
 
 /** A shared keep-alive agent with room for the concurrency tests and benchmarks use. */
@@ -56,8 +58,10 @@ export function httpRequest(url: string, opts: HttpRequestOptions = {}): Promise
       const chunks: Buffer[] = [];
       let firstByteMs: number | undefined;
       res.on('data', (c: Buffer) => {
-        if (firstByteMs === undefined) firstByteMs = performance.now() - started;
+        const elapsed = performance.now() - started;
+        if (firstByteMs === undefined) firstByteMs = elapsed;
         chunks.push(c);
+        opts.onChunk?.(c, elapsed);
       });
       res.once('error', (err) => {
         clearTimeout(timer);
