@@ -63,12 +63,14 @@ const K8S = 'deploy/kubernetes/cacheroute.yaml';
 function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
   const patches = get(filter, 'spec', 'configPatches') as Obj[];
   const httpFilters = patches.filter((p) => p['applyTo'] === 'HTTP_FILTER').map((p) => get(p, 'patch', 'value') as Obj);
-  const clusterPatch = patches.find((p) => p['applyTo'] === 'CLUSTER');
   const extProc = httpFilters.find((f) => f['name'] === 'envoy.filters.http.ext_proc');
   const extProcCluster = String(get(extProc, 'typed_config', 'grpc_service', 'envoy_grpc', 'cluster_name'));
-  const svc = get(clusterPatch, 'match', 'cluster', 'service');
-  const port = get(clusterPatch, 'match', 'cluster', 'portNumber');
-  const modelCluster = `outbound|${port}||${svc}`;
+  const clusterName = (p: Obj) => `outbound|${String(get(p, 'match', 'cluster', 'portNumber'))}||${String(get(p, 'match', 'cluster', 'service'))}`;
+  const clusterPatches = patches.filter((p) => p['applyTo'] === 'CLUSTER');
+  const extProcPatch = clusterPatches.find((p) => clusterName(p) === extProcCluster);
+  const clusterPatch = clusterPatches.find((p) => p !== extProcPatch);
+  if (!clusterPatch) throw new Error('no model-server cluster patch');
+  const modelCluster = clusterName(clusterPatch);
   const socket = (p: number) => ({ address: { socket_address: { address: '127.0.0.1', port_value: p } } });
   const h2 = {
     'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
@@ -110,14 +112,17 @@ function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
         },
       ],
       clusters: [
-        {
-          name: extProcCluster,
-          type: 'STATIC',
-          connect_timeout: '1s',
-          load_assignment: { cluster_name: extProcCluster, endpoints: [{ lb_endpoints: [{ endpoint: socket(19002) }] }] },
-          typed_extension_protocol_options: h2,
-        },
-        clusterPatch ? merge(istioLikeModelCluster, get(clusterPatch, 'patch', 'value') as Obj) : istioLikeModelCluster,
+        merge(
+          {
+            name: extProcCluster,
+            type: 'STATIC',
+            connect_timeout: '1s',
+            load_assignment: { cluster_name: extProcCluster, endpoints: [{ lb_endpoints: [{ endpoint: socket(19002) }] }] },
+            typed_extension_protocol_options: h2,
+          },
+          extProcPatch ? (get(extProcPatch, 'patch', 'value') as Obj) : {},
+        ),
+        merge(istioLikeModelCluster, get(clusterPatch, 'patch', 'value') as Obj),
       ],
     },
   };
@@ -157,8 +162,14 @@ describe('e2e: deploy/ mesh manifests', function () {
       expect(get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name')).to.match(/^outbound\|9002\|\|cacheroute\.[a-z0-9-]+\.svc\.cluster\.local$/);
     });
 
+    it('health-checks the router cluster with panic routing off (fail-open works with FDS)', () => {
+      const cp = patches.find((p) => p['applyTo'] === 'CLUSTER' && get(p, 'match', 'cluster', 'portNumber') === 9002);
+      expect(get(cp, 'patch', 'value', 'common_lb_config', 'healthy_panic_threshold', 'value')).to.equal(0);
+      expect(get(cp, 'patch', 'value', 'health_checks', 0, 'tcp_health_check')).to.deep.equal({});
+    });
+
     it('pins hosts with override_host reading envoy.lb metadata, with a fallback policy', () => {
-      const cp = patches.find((p) => p['applyTo'] === 'CLUSTER');
+      const cp = patches.find((p) => p['applyTo'] === 'CLUSTER' && get(p, 'match', 'cluster', 'portNumber') !== 9002);
       expect(get(cp, 'patch', 'operation')).to.equal('MERGE');
       const cfg = get(cp, 'patch', 'value', 'load_balancing_policy', 'policies', 0, 'typed_extension_config') as Obj;
       expect(cfg['name']).to.equal('envoy.load_balancing_policies.override_host');
