@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parseAllDocuments, stringify } from 'yaml';
 import { runDir } from '../helpers/managed-process.js';
-import { ENVOY_BIN, REPO_ROOT } from '../helpers/repo-paths.js';
+import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../helpers/repo-paths.js';
 
 const run = promisify(execFile);
 type Obj = Record<string, unknown>;
@@ -215,6 +215,14 @@ describe('e2e: deploy/ mesh manifests', function () {
       const eep = kind(docs(EG), 'EnvoyExtensionPolicy');
       expect(get(eep, 'spec', 'extProc', 0, 'backendRefs', 0)).to.deep.equal({ name: 'cacheroute', port: grpcPort?.['port'] });
       expect(get(eep, 'metadata', 'namespace')).to.equal(ns);
+    });
+
+    it('the ConfigMap holds a router config that cacheroute validate accepts', async function () {
+      if (!existsSync(ROUTER_MAIN)) this.skip();
+      const file = join(runDir(), 'k8s-router.yaml');
+      writeFileSync(file, String(get(kind(all, 'ConfigMap', 'cacheroute-config'), 'data', 'router.yaml')));
+      const { stdout } = await run(process.execPath, [ROUTER_MAIN, 'validate', '--config', file], { timeout: 20_000 });
+      expect(JSON.parse(stdout.trim())).to.include({ event: 'valid', grpc: '0.0.0.0:9002', admin: '0.0.0.0:9003' });
     });
 
     it('binds the router on all interfaces inside the pod and probes the admin port', () => {
