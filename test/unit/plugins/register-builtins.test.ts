@@ -4,13 +4,13 @@ import { registerBuiltins } from '../../../src/plugins/register-builtins.js';
 import { PluginRegistry } from '../../../src/scheduling/plugin-registry.js';
 
 describe('registerBuiltins', () => {
-  it('registers every built-in plugin type and strategy', () => {
+  it('registers every core plugin type and strategy', () => {
     const r = registerBuiltins(new PluginRegistry());
-    expect(r.pluginTypes()).to.deep.equal([
+    expect(r.pluginTypes()).to.include.members([
       'health-filter', 'imbalance-escape-filter', 'kv-usage-scorer', 'max-score-picker', 'model-subset-filter',
       'prefix-cache', 'prefix-hash-picker', 'queue-scorer', 'random-picker', 'round-robin-picker',
     ]);
-    expect(r.strategyNames()).to.deep.equal(['cache-aware', 'least-request', 'prefix-hash', 'random', 'round-robin']);
+    expect(r.strategyNames()).to.include.members(['cache-aware', 'least-request', 'prefix-hash', 'random', 'round-robin']);
   });
 
   it('cannot register the built-ins twice on one registry', () => {

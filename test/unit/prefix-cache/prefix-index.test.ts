@@ -245,6 +245,14 @@ describe('PrefixIndex', () => {
     ix.checkInvariants();
   });
 
+  it('handles exactly 32 endpoints (a full single mask word)', () => {
+    const ix = new PrefixIndex({ endpoints: 32, capacityBlocks: 10 });
+    ix.insert(31, chain([1, 2, 3]));
+    ix.insert(0, chain([1]));
+    const m = matchOf(ix, chain([1, 2, 3, 4]));
+    expect([m[0], m[31], m[15]]).to.deep.equal([1, 3, 0]);
+  });
+
   it('survives table growth and heavy churn (many slot deletions) with invariants intact', () => {
     const ix = new PrefixIndex({ endpoints: 4, capacityBlocks: 300, initialSlots: 64 });
     for (let r = 0; r < 4000; r++) ix.insert(r % 4, chain([r % 97, r % 13, r]));

@@ -56,9 +56,13 @@ describe('Scheduler', () => {
     expect(d.reason).to.equal('affinity');
     expect(d.candidates).to.have.length(4);
     expect(d.candidates[0]!.endpointId).to.equal(d.endpoint.id);
-    expect(Object.keys(d.candidates[0]!.scores)).to.deep.equal(['prefix-cache', 'queue-scorer', 'kv-usage-scorer']);
-    const w = config(4).cacheAware.weights;
-    expect(d.candidates[0]!.total).to.equal(w.prefix + w.queue + w.kvUsage);
+    expect(Object.keys(d.candidates[0]!.scores)).to.include.members(['prefix-cache', 'queue-scorer', 'kv-usage-scorer']);
+    expect(d.candidates[0]!.scores['prefix-cache']).to.equal(1);
+    // total = Σ clamped score × weight over the profile's scorers
+    for (const c of d.candidates) {
+      const sum = s.profile.scorers.reduce((acc, ws) => acc + c.scores[ws.scorer.name]! * ws.weight, 0);
+      expect(c.total).to.be.closeTo(sum, 1e-9);
+    }
   });
 
   it('throws NO_ENDPOINT for an empty subset and reports the rejection', () => {
