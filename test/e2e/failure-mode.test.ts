@@ -3,11 +3,25 @@
  * open (override_host's fallback policy still serves; ORIGINAL_DST has no destination and
  * answers 503), with `false` it fails closed (500). When a router comes back on the same
  * address, routing with affinity resumes. The steps run in order on one set of processes.
+ * Also: a dead engine in the router's pick is retried on the fallbacks (override_host) or
+ * answered 503 (ORIGINAL_DST).
  */
 import { expect } from 'chai';
 import { CHAT_PATH, chatRequest, servedBy, systemPrompt } from '../helpers/chat-requests.js';
 import { postJson } from '../helpers/http-client.js';
-import { routerConfigDoc, startRouter, startStack, type RouterProcess, type Stack } from '../helpers/processes.js';
+import {
+  engineAddress,
+  freePort,
+  routerConfigDoc,
+  startEngines,
+  startEnvoy,
+  startRouter,
+  startStack,
+  type EnvoyProcess,
+  type RouterProcess,
+  type SimEngineFleet,
+  type Stack,
+} from '../helpers/processes.js';
 
 interface Case {
   readonly variant: 'override-host' | 'original-dst';
@@ -102,5 +116,60 @@ describe('e2e: Envoy failure modes when the router is down', function () {
       }
       expect(new Set(served).size, label(CASES[i]!)).to.equal(1);
     }
+  });
+});
+
+describe('e2e: Envoy retries when the chosen engine is dead', function () {
+  this.timeout(60_000);
+  let fleet: SimEngineFleet | undefined;
+  let router: RouterProcess | undefined;
+  const envoys: EnvoyProcess[] = [];
+  let live: string[] = [];
+  let dead = '';
+
+  before(async function () {
+    this.timeout(60_000);
+    fleet = await startEngines({ count: 4, flags: { 'time-scale': 0.05 } });
+    live = fleet.engines.map(engineAddress);
+    dead = `127.0.0.1:${await freePort()}`; // nothing listens here
+    const all = [...live, dead];
+    // Round robin and no engine scraping: the router keeps choosing the dead engine every 5th time.
+    router = await startRouter({
+      name: 'router-dead-engine',
+      config: routerConfigDoc(all, { strategy: 'round-robin', engineMetrics: { enabled: false } }),
+    });
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      envoys.push(await startEnvoy({ variant, name: `envoy-dead-${variant}`, engines: all, routerAddress: router.grpcAddress }));
+    }
+  });
+
+  after(async () => {
+    await Promise.all(envoys.map((e) => e.stop()));
+    await router?.stop();
+    await fleet?.stop();
+  });
+
+  it('override-host: connect failures are retried on the fallbacks in the list', async () => {
+    const envoy = envoys[0]!;
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await postJson(`${envoy.url}${CHAT_PATH}`, chatRequest(systemPrompt(`dead-oh-${i}`, 100), 'q'));
+      statuses.push(res.status);
+      expect(live).to.include(servedBy(res));
+    }
+    expect(statuses.every((s) => s === 200), statuses.join(',')).to.equal(true);
+    expect(await envoy.stat('cluster.engines.upstream_rq_retry')).to.be.at.least(2);
+  });
+
+  it('original-dst: a dead pick is a 503 (one address, nothing to retry on)', async () => {
+    const envoy = envoys[1]!;
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await postJson(`${envoy.url}${CHAT_PATH}`, chatRequest(systemPrompt(`dead-od-${i}`, 100), 'q'));
+      statuses.push(res.status);
+      if (res.status === 200) expect(live).to.include(servedBy(res));
+    }
+    expect(statuses.filter((s) => s === 503).length, statuses.join(',')).to.equal(2);
+    expect(statuses.filter((s) => s === 200).length, statuses.join(',')).to.equal(8);
   });
 });
