@@ -1,0 +1,145 @@
+/**
+ * Decision compute for the cache-aware strategy: 16 endpoints, a prefix index warmed to
+ * ~100k blocks with chat conversations, then 32 KB chat prompts routed one after another
+ * with a bounded window of requests kept in flight (so load scores vary). Records the
+ * scheduler's own decisionMicros (hash + match + score + pick) and the whole route call
+ * (plus the index insert of the routed hook), and times hashing and matching alone.
+ */
+import { defaultConfig } from '../../src/config/default-config.js';
+import type { RouterConfig } from '../../src/config/types.js';
+import type { RouteTicket } from '../../src/core/routing-service.js';
+import type { DecisionReason } from '../../src/core/types.js';
+import { BlockHasher } from '../../src/prefix-cache/block-hasher.js';
+import { PREFIX_INDEX } from '../../src/plugins/shared-services.js';
+import { createScheduler } from '../../src/scheduling/create-scheduler.js';
+import { systemClock } from '../../src/util/clock.js';
+import { seededRng } from '../../src/util/rng.js';
+import { distribution, type Distribution } from '../stats/percentiles.js';
+import { ChatWorkload, type ChatWorkloadOptions } from './chat-workload.js';
+
+export interface DecisionBenchOptions {
+  readonly endpoints: number;
+  readonly warmBlocks: number;
+  readonly decisions: number;
+  readonly inflightWindow: number;
+  readonly seed: number;
+  readonly workload: Omit<ChatWorkloadOptions, 'seed'>;
+}
+
+export const DEFAULT_DECISION_BENCH: DecisionBenchOptions = {
+  endpoints: 16,
+  warmBlocks: 100_000,
+  decisions: 5000,
+  inflightWindow: 64,
+  seed: 42,
+  workload: {
+    promptChars: 32_768,
+    systemPrompts: 40,
+    systemChars: 4096,
+    conversations: 220,
+    userChars: 512,
+    coldShare: 0.1,
+  },
+};
+
+export interface DecisionBenchResult {
+  readonly options: DecisionBenchOptions;
+  readonly config: Pick<RouterConfig, 'strategy' | 'cacheAware' | 'fallbacks'>;
+  readonly indexBlocksAtStart: number;
+  readonly indexBlocksAtEnd: number;
+  readonly indexEntriesAtEnd: number;
+  readonly decisionMicros: Distribution;
+  /** CPU time (user+system, process-wide) per route() call: robust to being preempted. */
+  readonly routeCpuMicros: Distribution;
+  readonly routeMicros: Distribution;
+  readonly hashMicros: Distribution;
+  readonly matchMicros: Distribution;
+  readonly reasons: Partial<Record<DecisionReason, number>>;
+  readonly meanMatchedFraction: number;
+}
+
+export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENCH): DecisionBenchResult {
+  // Per-endpoint capacity sized so the index stays near `warmBlocks` once warm (entries
+  // exceed distinct blocks because hot system prompts live on several endpoints).
+  const config = defaultConfig({
+    strategy: 'cache-aware',
+    seed: o.seed,
+    cacheAware: { indexCapacityBlocks: Math.ceil((1.25 * o.warmBlocks) / o.endpoints) },
+    endpoints: Array.from({ length: o.endpoints }, (_, i) => ({ address: `10.0.${i >> 8}.${(i & 255) + 1}:8000` })),
+  });
+  const s = createScheduler(config, { clock: systemClock, rng: seededRng(o.seed) });
+  const index = s.service(PREFIX_INDEX)!;
+  const wl = new ChatWorkload({ seed: o.seed, ...o.workload });
+  const open: RouteTicket[] = [];
+  let seq = 0;
+  const route = (prompt: string): RouteTicket => {
+    const t = s.route({
+      requestId: `r${seq++}`,
+      model: 'bench-model',
+      prefix: prompt,
+      promptChars: prompt.length,
+      promptTokens: Math.ceil(prompt.length / config.requests.charsPerToken),
+      stream: true,
+      arrivalMs: systemClock.nowMs(),
+    });
+    open.push(t);
+    if (open.length > o.inflightWindow) open.splice(Math.floor(open.length / 3), 1)[0]!.finish({ aborted: false, status: 200 });
+    return t;
+  };
+
+  // Warm-up: every conversation once, then random traffic until the index is warm.
+  for (let c = 0; c < o.workload.conversations && index.stats().blocks < o.warmBlocks; c++) route(wl.conversation(c));
+  for (let k = 0; k < 20_000 && index.stats().blocks < o.warmBlocks; k++) route(wl.next().prompt);
+  const indexBlocksAtStart = index.stats().blocks;
+
+  const decision: number[] = [];
+  const whole: number[] = [];
+  const reasons: Partial<Record<DecisionReason, number>> = {};
+  let matchedFrac = 0;
+  const off = s.onDecision((e) => {
+    if (e.kind === 'routed') whole.push(e.routeMicros);
+  });
+  const cpu: number[] = [];
+  for (let k = 0; k < o.decisions; k++) {
+    const prompt = wl.next().prompt;
+    const c0 = process.cpuUsage();
+    const t = route(prompt);
+    const c1 = process.cpuUsage(c0);
+    cpu.push(c1.user + c1.system);
+    decision.push(t.decision.decisionMicros);
+    reasons[t.decision.reason] = (reasons[t.decision.reason] ?? 0) + 1;
+    if (t.decision.totalBlocks > 0) matchedFrac += t.decision.matchedBlocks / t.decision.totalBlocks;
+  }
+  off();
+  for (const t of open) t.finish({ aborted: false });
+
+  // Hash and match alone, on the same kind of prompts.
+  const hasher = new BlockHasher({ blockChars: config.cacheAware.blockChars, maxBlocks: config.cacheAware.maxPrefixBlocks });
+  const hashT: number[] = [];
+  const matchT: number[] = [];
+  for (let k = 0; k < Math.min(2000, o.decisions); k++) {
+    const p = wl.next().prompt;
+    const t0 = systemClock.nowMicros();
+    const h = hasher.hash('bench-model', p);
+    const t1 = systemClock.nowMicros();
+    index.match(h);
+    const t2 = systemClock.nowMicros();
+    hashT.push(t1 - t0);
+    matchT.push(t2 - t1);
+  }
+  const st = index.stats();
+  return {
+    options: o,
+    config: { strategy: config.strategy, cacheAware: config.cacheAware, fallbacks: config.fallbacks },
+    indexBlocksAtStart,
+    indexBlocksAtEnd: st.blocks,
+    indexEntriesAtEnd: st.entries,
+    decisionMicros: distribution(decision),
+    routeCpuMicros: distribution(cpu),
+    routeMicros: distribution(whole),
+    hashMicros: distribution(hashT),
+    matchMicros: distribution(matchT),
+    reasons,
+    meanMatchedFraction: matchedFrac / o.decisions,
+  };
+}

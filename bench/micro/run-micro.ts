@@ -1,0 +1,129 @@
+/**
+ * Runs the scheduling-core micro benchmarks and writes JSON + Markdown results with the
+ * git commit, Node version and machine facts:
+ *
+ *   npx tsc -p tsconfig.json && node --expose-gc dist/bench/micro/run-micro.js [--out DIR] [--quick]
+ *
+ * Default output: bench/results/micro/ (relative to the working directory). Bounded: a few
+ * thousand decisions and one index filled to 500k entries; ~10-30 s on a shared 2-core box.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_DECISION_BENCH, runDecisionBench, type DecisionBenchResult } from './decision-bench.js';
+import { runHashBench, type HashBenchResult } from './hash-bench.js';
+import { DEFAULT_INDEX_MEMORY, runIndexMemoryBench, type IndexMemoryResult } from './index-memory-bench.js';
+
+interface MicroResults {
+  readonly kind: 'cacheroute-micro';
+  readonly startedAt: string;
+  readonly gitCommit: string;
+  readonly gitDirty: boolean;
+  readonly node: string;
+  readonly cpu: string;
+  readonly cores: number;
+  readonly loadavgAtStart: readonly number[];
+  readonly targets: { readonly decisionP99Micros: number; readonly bytesPerEntry: number };
+  readonly hash: HashBenchResult;
+  readonly decision: DecisionBenchResult;
+  readonly indexMemory: IndexMemoryResult;
+}
+
+function git(args: string[]): string {
+  try {
+    return execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+const f1 = (v: number | null): string => (v === null ? '—' : v.toFixed(1));
+const f2 = (v: number): string => v.toFixed(2);
+
+export function renderMarkdown(r: MicroResults): string {
+  const d = r.decision;
+  const m = r.indexMemory;
+  const row = (name: string, x: DecisionBenchResult['decisionMicros']): string =>
+    `| ${name} | ${x.count} | ${f1(x.p50)} | ${f1(x.p90)} | ${f1(x.p99)} | ${f1(x.max)} |`;
+  const pass = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+  return [
+    '# cacheroute scheduling-core micro benchmarks',
+    '',
+    `- commit \`${r.gitCommit}\`${r.gitDirty ? ' (working tree had uncommitted changes)' : ''}, Node ${r.node}`,
+    `- ${r.cpu}, ${r.cores} cores, load average at start ${r.loadavgAtStart.map((x) => x.toFixed(2)).join(' / ')}`,
+    `- started ${r.startedAt}. The machine is shared with other work: treat tails as upper bounds.`,
+    '',
+    '## Decision compute (cache-aware, 16 endpoints, 32 KB chat prompts)',
+    '',
+    `Index warmed to ${d.indexBlocksAtStart} blocks (${d.indexBlocksAtEnd} blocks / ${d.indexEntriesAtEnd} entries at the end);`,
+    `${d.options.inflightWindow} requests kept in flight; ${Math.round(d.options.workload.coldShare * 100)}% cold prompts;`,
+    `blockChars ${d.config.cacheAware.blockChars}, maxPrefixBlocks ${d.config.cacheAware.maxPrefixBlocks}, capacity ${d.config.cacheAware.indexCapacityBlocks} blocks/endpoint.`,
+    `Mean matched fraction ${f2(d.meanMatchedFraction)}; reasons ${JSON.stringify(d.reasons)}.`,
+    '',
+    '| µs | n | p50 | p90 | p99 | max |',
+    '| --- | --- | --- | --- | --- | --- |',
+    row('decision (hash+match+score+pick)', d.decisionMicros),
+    row('route() incl. index insert', d.routeMicros),
+    row('route() CPU time (getrusage)', d.routeCpuMicros),
+    row('hash only (32 KB)', d.hashMicros),
+    row('match only (16 endpoints)', d.matchMicros),
+    '',
+    `Target decision p99 ≤ ${r.targets.decisionP99Micros} µs: ${pass((d.decisionMicros.p99 ?? Infinity) <= r.targets.decisionP99Micros)}.`,
+    '',
+    '## Prefix index memory',
+    '',
+    `${m.options.endpoints} endpoints × ${m.options.capacityBlocks} blocks filled: ${m.entries} entries over ${m.blocks} distinct blocks`,
+    `(${m.options.sharedLeadingBlocks} leading blocks of each ${m.options.blocksPerPrompt}-block prompt shared from a hot pool); ${m.slots} slots, entry pool ${m.entryCapacity}.`,
+    '',
+    '| measure | bytes |',
+    '| --- | --- |',
+    `| typed arrays total | ${m.typedArrayBytes} |`,
+    `| typed arrays / entry | ${f2(m.typedArrayBytesPerEntry)} |`,
+    `| typed arrays / distinct block | ${f2(m.typedArrayBytesPerBlock)} |`,
+    `| process (heap + array buffers) delta / entry${m.gcAvailable ? '' : ' (no --expose-gc: noisy)'} | ${f2(m.processBytesPerEntry)} |`,
+    `| RSS delta / entry | ${f2(m.rssBytesPerEntry)} |`,
+    '',
+    `Target ≤ ${r.targets.bytesPerEntry} bytes per entry: ${pass(Math.max(m.typedArrayBytesPerEntry, m.processBytesPerEntry) <= r.targets.bytesPerEntry)}.`,
+    '',
+    '## Block hashing throughput',
+    '',
+    `${r.hash.prompts} prompts × ${r.hash.rounds} rounds of ${r.hash.promptChars} chars, ${r.hash.blockChars}-char blocks:`,
+    `${f1(r.hash.microsPerPrompt)} µs per prompt, ${f1(r.hash.megaCharsPerSecond)} M chars/s, ${Math.round(r.hash.blocksPerSecond)} blocks/s.`,
+    '',
+  ].join('\n');
+}
+
+function main(): void {
+  const args = process.argv.slice(2);
+  const outIdx = args.indexOf('--out');
+  const out = outIdx >= 0 && args[outIdx + 1] !== undefined ? args[outIdx + 1]! : join('bench', 'results', 'micro');
+  const quick = args.includes('--quick');
+  const startedAt = new Date().toISOString();
+  const loadavgAtStart = loadavg();
+  const hash = runHashBench(32_768, 64, quick ? 16 : 64, quick ? 5 : 40);
+  const decision = runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, decisions: 500 } : DEFAULT_DECISION_BENCH);
+  const indexMemory = runIndexMemoryBench(quick ? { ...DEFAULT_INDEX_MEMORY, capacityBlocks: 2000 } : DEFAULT_INDEX_MEMORY);
+  const results: MicroResults = {
+    kind: 'cacheroute-micro',
+    startedAt,
+    gitCommit: git(['rev-parse', 'HEAD']),
+    gitDirty: git(['status', '--porcelain', '--', 'src', 'bench/micro']) !== '',
+    node: process.version,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    loadavgAtStart,
+    targets: { decisionP99Micros: 100, bytesPerEntry: 150 },
+    hash,
+    decision,
+    indexMemory,
+  };
+  mkdirSync(out, { recursive: true });
+  const base = quick ? 'micro-quick' : 'micro';
+  writeFileSync(join(out, `${base}.json`), JSON.stringify(results, null, 2) + '\n');
+  const md = renderMarkdown(results);
+  writeFileSync(join(out, `${base}.md`), md);
+  process.stdout.write(md);
+}
+
+main();
