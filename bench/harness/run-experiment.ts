@@ -86,6 +86,12 @@ async function waitIdle(engines: readonly EngineHandle[], maxMs: number): Promis
   }
 }
 
+/** POSTs an admin path to every engine; returns how many did not answer 200. */
+async function postToEngines(engines: readonly EngineHandle[], path: string): Promise<number> {
+  const res = await Promise.all(engines.map((e) => httpText(`${e.url}${path}`, 'POST').then((r) => r.status, () => 0)));
+  return res.filter((s) => s !== 200).length;
+}
+
 /** Shifts arrival times so the first request of a phase is at 0. */
 function rebase(requests: readonly BenchRequest[]): BenchRequest[] {
   let t0 = Number.POSITIVE_INFINITY;
@@ -133,6 +139,7 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
   let deltas: Map<string, EngineCounters> | undefined;
   let decision: DecisionTime | null = null;
   let error: string | null = null;
+  let actionTimers: NodeJS.Timeout[] = [];
   try {
     contender = await startContender(exp.contender, { engines: ctx.engines, model: ctx.model, seed: ctx.seed, ...(ctx.signal ? { signal: ctx.signal } : {}) });
     notes.push(...contender.notes);
@@ -153,6 +160,13 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     }
     const before = await scrapeEngineCounters(ctx.engines);
     const histBefore = await scrapeHistogram(contender.routerMetricsUrl);
+    actionTimers = (exp.engineActions ?? []).map((a) =>
+      setTimeout(() => {
+        void postToEngines(ctx.engines, a.path).then((bad) => {
+          if (bad > 0) notes.push(`engine action ${a.path}: ${bad} engines refused`);
+        });
+      }, a.atMs),
+    );
     const run = await runOpenLoop({
       baseUrl: contender.baseUrl,
       model: ctx.model,
@@ -162,6 +176,9 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
       maxDurationMs: ctx.budget.maxRunMs,
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
+    for (const t of actionTimers) clearTimeout(t);
+    for (const a of exp.engineActions ?? []) if (a.undo !== undefined) await postToEngines(ctx.engines, a.undo);
+    if ((exp.engineActions ?? []).length > 0) notes.push(`engine actions: ${(exp.engineActions ?? []).map((a) => `${a.path} at ${a.atMs} ms`).join(', ')}`);
     records = run.records;
     wallMs = run.wallMs;
     maxLagMs = run.maxLagMs;
@@ -182,6 +199,8 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     ctx.log(`  ! ${exp.id}: ${error}`);
     records = notSentRecords(measured, exp.contender.label, `contender failed: ${error}`);
   } finally {
+    for (const t of actionTimers) clearTimeout(t);
+    for (const a of exp.engineActions ?? []) if (a.undo !== undefined) await postToEngines(ctx.engines, a.undo);
     await contender?.stop();
   }
   const summary = summarizeRun({ records, wallMs, maxLagMs, engineIds, ...(deltas ? { engineDeltas: deltas } : {}), idealReuse: reuse });

@@ -26,7 +26,15 @@ export function expandPreset(preset: PresetSpec): Experiment[] {
           const id = `${block.name}/${scenario.label}${block.qpsSweep && qps !== null ? `@${qps}` : ''}/${c.label}`;
           if (ids.has(id)) throw new Error(`preset ${preset.name}: duplicate run id ${id}`);
           ids.add(id);
-          out.push({ id, block: block.name, engines: block.engines, scenario: sc, qps, contender: withBlockOverrides(c, block.routerOverrides) });
+          out.push({
+            id,
+            block: block.name,
+            engines: block.engines,
+            scenario: sc,
+            qps,
+            contender: withBlockOverrides(c, block.routerOverrides),
+            ...(block.engineActions ? { engineActions: block.engineActions } : {}),
+          });
         }
       }
     }

@@ -20,6 +20,16 @@ export interface EngineSetup {
   readonly rationale: string;
 }
 
+/** An engine admin call during the measured run (e.g. freeze /metrics), sent to every engine. */
+export interface EngineAction {
+  /** Offset into the measured run, ms. */
+  readonly atMs: number;
+  /** Admin path POSTed to every engine, e.g. `/admin/freeze-metrics`. */
+  readonly path: string;
+  /** Path POSTed after the run (before counters are read), e.g. `/admin/unfreeze-metrics`. */
+  readonly undo?: string;
+}
+
 export interface MatrixBlock {
   /** Section name in the report, e.g. `sharing-sweep`. */
   readonly name: string;
@@ -30,6 +40,8 @@ export interface MatrixBlock {
   readonly qpsSweep?: readonly number[];
   /** Merged into every cacheroute contender's router config (the contender's own overrides win). */
   readonly routerOverrides?: RouterOverrides;
+  /** Engine admin calls at set times of every measured run of this block. */
+  readonly engineActions?: readonly EngineAction[];
 }
 
 export interface RunBudget {
@@ -60,4 +72,5 @@ export interface Experiment {
   readonly scenario: ScenarioSpec;
   readonly qps: number | null;
   readonly contender: ContenderSpec;
+  readonly engineActions?: readonly EngineAction[];
 }
