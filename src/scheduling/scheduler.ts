@@ -49,6 +49,7 @@ export class Scheduler implements RoutingService {
   private readonly events: DecisionEmitter;
   private readonly services: ReadonlyMap<string, unknown>;
   private readonly abort = new AbortController();
+  private readonly scorerNames: readonly string[];
   private state: State = 'new';
 
   constructor(opts: SchedulerOptions) {
@@ -61,6 +62,7 @@ export class Scheduler implements RoutingService {
     this.services = opts.services;
     this.fallbacks = Math.max(0, Math.floor(opts.config.fallbacks));
     this.events = new DecisionEmitter(opts.logger);
+    this.scorerNames = this.profile.scorers.map((s) => s.scorer.name);
     const all = this.registry.all();
     for (const p of this.plugins) if (isEndpointsChangedHook(p)) p.onEndpointsChanged(all);
   }
@@ -152,7 +154,7 @@ export class Scheduler implements RoutingService {
     const fallbacks: Endpoint[] = [];
     for (let k = 1; k < order.length && fallbacks.length < this.fallbacks; k++) fallbacks.push(candidates[order[k]!]!.endpoint);
 
-    const scorerNames = this.profile.scorers.map((s) => s.scorer.name);
+    const scorerNames = this.scorerNames;
     const candidateScores: CandidateScore[] = order.map((pos) => {
       const rec: Record<string, number> = {};
       for (let s = 0; s < scorerNames.length; s++) rec[scorerNames[s]!] = scores[s]![pos]!;
