@@ -5,9 +5,18 @@
  * owns start/stop: `stop({graceMs})` refuses new streams (GOAWAY + UNAVAILABLE), lets open
  * ones finish, and cancels the rest when the grace period ends, which finishes their
  * tickets as aborted.
+ *
+ * Connection recycling: each stream Envoy resets (it resets one per HTTP request unless
+ * `ext_proc_graceful_grpc_close` is on) is counted against a mirror of Node's per-connection
+ * RST_STREAM budget (reset-budget.ts); when the budget gets close to what the streams still
+ * open on that connection could spend, the connection is retired with a graceful GOAWAY so
+ * Node never kills it with GOAWAY(INTERNAL_ERROR) mid-request.
  */
+import { constants as http2Constants } from 'node:http2';
+import type { ServerHttp2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../telemetry/logger.js';
+import { ResetBudget } from './reset-budget.js';
 import { extProcServiceDefinition } from './ext-proc-proto.js';
 import type { ProcessingRequest__Output, ProcessingResponse } from './ext-proc-proto.js';
 import type { EdgeContext, ProcessStream, StreamHandler } from './stream-handler.js';
@@ -21,7 +30,24 @@ export interface ExtProcServerOptions {
   readonly logger: Logger;
   /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS advertised to Envoy (default 2^31-1). */
   readonly maxConcurrentStreams?: number;
+  /**
+   * Retire a connection when its reset budget falls to (streams open on it + this margin).
+   * Default 100; 0 disables recycling (tests).
+   */
+  readonly resetBudgetMargin?: number;
+  /** Clock for the reset budget (tests). */
+  readonly nowMs?: () => number;
 }
+
+interface SessionState {
+  readonly session: ServerHttp2Session;
+  readonly budget: ResetBudget;
+  open: number;
+  retiring: boolean;
+}
+
+/** GOAWAY last-stream-id meaning "every stream may still finish" (first half of a graceful drain). */
+const MAX_STREAM_ID = 2 ** 31 - 1;
 
 export interface BoundAddress {
   readonly host: string;
@@ -35,7 +61,10 @@ export class ExtProcServer {
   private readonly server: grpc.Server;
   private state: ServerState = 'new';
   private readonly handlers = new Set<StreamHandler>();
+  private readonly sessions = new WeakMap<ServerHttp2Session, SessionState>();
   private bound: BoundAddress | undefined;
+  private recycled = 0;
+  private warnedNoSession = false;
 
   constructor(private readonly options: ExtProcServerOptions) {
     this.server = new grpc.Server({
@@ -73,6 +102,11 @@ export class ExtProcServer {
     return this.handlers.size;
   }
 
+  /** Connections retired early to stay under Node's HTTP/2 reset limit. */
+  recycledConnections(): number {
+    return this.recycled;
+  }
+
   /**
    * Stops taking new streams, waits up to `graceMs` for open ones to end, then cancels what
    * is left. Resolves when the server is fully stopped. Idempotent.
@@ -104,6 +138,47 @@ export class ExtProcServer {
       this.server.tryShutdown(() => finish());
     });
     this.state = 'stopped';
+  }
+
+  private trackSession(call: ProcessCall): SessionState | undefined {
+    if ((this.options.resetBudgetMargin ?? 100) <= 0) return undefined;
+    const session = sessionOf(call);
+    if (session === undefined) {
+      if (!this.warnedNoSession) {
+        this.warnedNoSession = true;
+        this.options.logger.warn('cannot see HTTP/2 sessions of grpc-js calls; connection recycling is off');
+      }
+      return undefined;
+    }
+    let state = this.sessions.get(session);
+    if (state === undefined) {
+      state = { session, budget: new ResetBudget(this.options.nowMs), open: 0, retiring: false };
+      this.sessions.set(session, state);
+    }
+    state.open++;
+    return state;
+  }
+
+  /** One stream of `state`'s connection was reset by the peer. */
+  private onPeerReset(state: SessionState): void {
+    const left = state.budget.consume();
+    if (state.retiring || this.state !== 'running') return;
+    if (left > state.open + (this.options.resetBudgetMargin ?? 100)) return;
+    const session = state.session;
+    if (session.closed || session.destroyed) return;
+    state.retiring = true;
+    this.recycled++;
+    this.options.logger.info('retiring ext_proc connection before the HTTP/2 reset limit', { open_streams: state.open, budget_left: left });
+    try {
+      // First GOAWAY: no new streams here, every stream may finish; Envoy reconnects.
+      session.goaway(http2Constants.NGHTTP2_NO_ERROR, MAX_STREAM_ID);
+      // After a round trip the peer has seen it: the final GOAWAY, closing once streams end.
+      session.ping(() => {
+        if (!session.closed && !session.destroyed) session.close();
+      });
+    } catch {
+      if (!session.closed && !session.destroyed) session.close();
+    }
   }
 
   private onCall(call: ProcessCall): void {
@@ -144,13 +219,22 @@ export class ExtProcServer {
     };
     const handler = this.options.edge.open(stream);
     this.handlers.add(handler);
+    const session = this.trackSession(call);
+    let released = false;
     const release = (): void => {
       handler.onCancel();
       this.handlers.delete(handler);
+      if (!released && session) {
+        released = true;
+        session.open--;
+      }
     };
     call.on('data', (msg: ProcessingRequest__Output) => handler.onMessage(msg));
     call.on('end', () => handler.onHalfClose());
-    call.on('cancelled', () => handler.onCancel());
+    call.on('cancelled', () => {
+      handler.onCancel();
+      if (session) this.onPeerReset(session);
+    });
     call.on('error', (err: unknown) => handler.onTransportError(err));
     call.on('close', release);
     call.on('finish', () => {
@@ -158,6 +242,17 @@ export class ExtProcServer {
       if (call.readableEnded) release();
     });
   }
+}
+
+/** The HTTP/2 session a grpc-js server call runs on (grpc-js internals; undefined if they change). */
+function sessionOf(call: ProcessCall): ServerHttp2Session | undefined {
+  type Link = { stream?: { session?: ServerHttp2Session }; nextCall?: Link };
+  let link = (call as unknown as { call?: Link }).call;
+  for (let depth = 0; link !== undefined && depth < 8; depth++) {
+    if (link.stream?.session) return link.stream.session;
+    link = link.nextCall;
+  }
+  return undefined;
 }
 
 /** Splits `host:port` / `[v6]:port`. */

@@ -199,3 +199,55 @@ describe('integration: ext_proc server limits and lifecycle', function () {
     }
   });
 });
+
+describe('integration: ext_proc connection recycling under Envoy-style resets', function () {
+  this.timeout(60000);
+
+  async function cancelMany(recycle: boolean, n: number): Promise<{ errors: number; seconds: number; recycled: number; inflight: number }> {
+    const config = defaultConfig();
+    const routing = new FakeRoutingService();
+    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger });
+    const server = new ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: 1 << 24, edge, logger: silentLogger, resetBudgetMargin: recycle ? 100 : 0 });
+    const { port } = await server.start();
+    const client = connect(port);
+    let errors = 0;
+    const start = Date.now();
+    try {
+      // Like Envoy: one stream per request, reset (RST_STREAM) once the answers are in. Four at a time.
+      for (let i = 0; i < n; i += 4) {
+        await Promise.all(
+          [0, 1, 2, 3].map(async () => {
+            const c = open(client);
+            try {
+              await routeOne(c);
+              c.cancel();
+            } catch {
+              errors++;
+            }
+          }),
+        );
+      }
+      await eventually(() => server.openStreams() === 0, 'released');
+      return { errors, seconds: (Date.now() - start) / 1000, recycled: server.recycledConnections(), inflight: routing.inflight };
+    } finally {
+      client.close();
+      await server.stop({ graceMs: 0 });
+    }
+  }
+
+  it('retires a connection gracefully before Node’s RST_STREAM limit, so no stream fails', async () => {
+    const r = await cancelMany(true, 1600);
+    expect(r.errors).to.equal(0);
+    expect(r.recycled).to.be.at.least(1);
+    expect(r.inflight).to.equal(0);
+  });
+
+  it('without recycling, Node kills the connection mid-stream (what the recycling prevents)', async function () {
+    const n = 1600;
+    const r = await cancelMany(false, n);
+    // nghttp2 refills 33 tokens/s: only a run faster than this is guaranteed to exhaust the burst.
+    if (r.seconds >= (n - 1000) / 33) this.skip();
+    expect(r.errors).to.be.greaterThan(0);
+    expect(r.inflight).to.equal(0);
+  });
+});
