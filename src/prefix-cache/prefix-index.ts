@@ -13,10 +13,11 @@
  *   engine would have evicted. An (endpoint, block) entry lives in a pool of parallel typed
  *   arrays (slot, next-in-slot chain, LRU prev/next, endpoint); evicting clears the
  *   endpoint's bit and frees the slot when no endpoint holds the block any more.
- * - Everything is typed arrays (no per-entry objects): ~18 bytes per entry plus 16 bytes
+ * - Everything is typed arrays (no per-entry objects): 20 bytes per entry plus 16 bytes
  *   per slot (≤ 1/2 full), and nothing for the GC to trace. Arrays grow by doubling. A slot's
- *   key lanes, chain head and mask words are interleaved in one Int32Array (stride 3 + words)
- *   so a probe touches one cache line instead of four.
+ *   key lanes, chain head and mask words are interleaved in one Int32Array (stride 3 + words),
+ *   and so are an entry's five fields, so a probe or an LRU move touches one cache line per
+ *   record instead of one per field.
  * - Insertion walks the request's blocks from the last to the first, so within a request
  *   the first blocks are the most recently used and the deepest blocks are evicted first,
  *   as engines do (vLLM frees a request's blocks tail first). A prefix therefore never
@@ -51,6 +52,12 @@ export interface PrefixIndexStats {
 
 const MAX_ENDPOINTS = 0xffff;
 const EMPTY = -1;
+const ENTRY_STRIDE = 5;
+const E_SLOT = 0;
+const E_CHAIN = 1;
+const E_PREV = 2;
+const E_NEXT = 3;
+const E_EP = 4;
 
 export class PrefixIndex {
   // Hash table: per slot `stride` int32s = [key lane A, key lane B, chain head, mask words…].
@@ -62,13 +69,9 @@ export class PrefixIndex {
   private used = 0;
   private maskWords: number;
 
-  // Entry pool (per (endpoint, block)).
-  private entSlot: Int32Array;
-  private entNextInSlot: Int32Array;
-  private entPrev: Int32Array;
-  /** LRU next; doubles as the free-list link for free entries. */
-  private entNext: Int32Array;
-  private entEp: Uint16Array;
+  // Entry pool: per (endpoint, block) entry ENTRY_STRIDE int32s = [slot, next entry in the
+  // slot's chain, LRU prev, LRU next (doubles as the free-list link), endpoint].
+  private ents: Int32Array;
   private freeHead = EMPTY;
   private entTop = 0;
   private entries = 0;
@@ -95,12 +98,7 @@ export class PrefixIndex {
     this.slotMask = slots - 1;
     this.stride = 3 + this.maskWords;
     this.table = newTable(slots, this.stride);
-    const ents = Math.max(64, slots >>> 1);
-    this.entSlot = new Int32Array(ents);
-    this.entNextInSlot = new Int32Array(ents);
-    this.entPrev = new Int32Array(ents);
-    this.entNext = new Int32Array(ents);
-    this.entEp = new Uint16Array(ents);
+    this.ents = new Int32Array(Math.max(64, slots >>> 1) * ENTRY_STRIDE);
     this.mru = new Int32Array(this.n).fill(EMPTY);
     this.lru = new Int32Array(this.n).fill(EMPTY);
     this.count = new Int32Array(this.n);
@@ -240,9 +238,9 @@ export class PrefixIndex {
         continue;
       }
       const ent = this.allocEntry();
-      this.entEp[ent] = e;
-      this.entSlot[ent] = slot;
-      this.entNextInSlot[ent] = t[b + 2]!;
+      this.ents[ent * ENTRY_STRIDE + E_EP] = e;
+      this.ents[ent * ENTRY_STRIDE + E_SLOT] = slot;
+      this.ents[ent * ENTRY_STRIDE + E_CHAIN] = t[b + 2]!;
       t[b + 2] = ent;
       t[mi] = t[mi]! | bit;
       this.pushMru(e, ent);
@@ -297,8 +295,7 @@ export class PrefixIndex {
 
   stats(): PrefixIndexStats {
     const arrays = [
-      this.table,
-      this.entSlot, this.entNextInSlot, this.entPrev, this.entNext, this.entEp,
+      this.table, this.ents,
       this.mru, this.lru, this.count, this.cap, this.matched, this.alive,
     ];
     let bytes = 0;
@@ -308,7 +305,7 @@ export class PrefixIndex {
       entries: this.entries,
       bytes,
       slots: this.slotMask + 1,
-      entryCapacity: this.entSlot.length,
+      entryCapacity: this.ents.length / ENTRY_STRIDE,
     };
   }
 
@@ -333,10 +330,10 @@ export class PrefixIndex {
       usedSlots++;
       if (this.find(t[s * S]!, t[s * S + 1]!) !== s) fail(`slot ${s} unreachable by probing`);
       const seen = new Int32Array(W);
-      for (let ent = t[s * S + 2]!; ent !== EMPTY; ent = this.entNextInSlot[ent]!) {
+      for (let ent = t[s * S + 2]!; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_CHAIN]!) {
         chained++;
-        if (this.entSlot[ent] !== s) fail(`entry ${ent} points to slot ${this.entSlot[ent]} not ${s}`);
-        const e = this.entEp[ent]!;
+        if (this.ents[ent * ENTRY_STRIDE + E_SLOT] !== s) fail(`entry ${ent} points to slot ${this.ents[ent * ENTRY_STRIDE + E_SLOT]} not ${s}`);
+        const e = this.ents[ent * ENTRY_STRIDE + E_EP]!;
         const bit = 1 << (e & 31);
         if ((seen[e >>> 5]! & bit) !== 0) fail(`endpoint ${e} twice in slot ${s}`);
         seen[e >>> 5] = seen[e >>> 5]! | bit;
@@ -348,12 +345,12 @@ export class PrefixIndex {
     for (let e = 0; e < this.n; e++) {
       let c = 0;
       let prev = EMPTY;
-      for (let ent = this.mru[e]!; ent !== EMPTY; ent = this.entNext[ent]!) {
-        if (this.entEp[ent] !== e) fail(`entry ${ent} in endpoint ${e}'s LRU belongs to ${this.entEp[ent]}`);
-        if (this.entPrev[ent] !== prev) fail(`broken LRU back link at entry ${ent}`);
+      for (let ent = this.mru[e]!; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_NEXT]!) {
+        if (this.ents[ent * ENTRY_STRIDE + E_EP] !== e) fail(`entry ${ent} in endpoint ${e}'s LRU belongs to ${this.ents[ent * ENTRY_STRIDE + E_EP]}`);
+        if (this.ents[ent * ENTRY_STRIDE + E_PREV] !== prev) fail(`broken LRU back link at entry ${ent}`);
         prev = ent;
         c++;
-        if (c > this.entSlot.length) fail(`LRU cycle for endpoint ${e}`);
+        if (c > this.ents.length / ENTRY_STRIDE) fail(`LRU cycle for endpoint ${e}`);
       }
       if (prev !== this.lru[e]) fail(`endpoint ${e} LRU tail mismatch`);
       if (c !== this.count[e]) fail(`endpoint ${e} count ${this.count[e]} but ${c} listed`);
@@ -417,7 +414,7 @@ export class PrefixIndex {
       let i = old[s * S]! & mask;
       while (t[i * S + 2] !== EMPTY) i = (i + 1) & mask;
       for (let k = 0; k < S; k++) t[i * S + k] = old[s * S + k]!;
-      for (let ent = first; ent !== EMPTY; ent = this.entNextInSlot[ent]!) this.entSlot[ent] = i;
+      for (let ent = first; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_CHAIN]!) this.ents[ent * ENTRY_STRIDE + E_SLOT] = i;
     }
     this.table = t;
     this.slotMask = mask;
@@ -438,7 +435,7 @@ export class PrefixIndex {
       const stays = i <= j ? i < home && home <= j : i < home || home <= j;
       if (stays) continue;
       for (let k = 0; k < S; k++) t[i * S + k] = t[j * S + k]!;
-      for (let ent = first; ent !== EMPTY; ent = this.entNextInSlot[ent]!) this.entSlot[ent] = i;
+      for (let ent = first; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_CHAIN]!) this.ents[ent * ENTRY_STRIDE + E_SLOT] = i;
       i = j;
     }
     t[i * S + 2] = EMPTY;
@@ -447,8 +444,8 @@ export class PrefixIndex {
   }
 
   private entryOf(slot: number, e: number): number {
-    for (let ent = this.table[slot * this.stride + 2]!; ent !== EMPTY; ent = this.entNextInSlot[ent]!) {
-      if (this.entEp[ent] === e) return ent;
+    for (let ent = this.table[slot * this.stride + 2]!; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_CHAIN]!) {
+      if (this.ents[ent * ENTRY_STRIDE + E_EP] === e) return ent;
     }
     throw new RouterError('INTERNAL', `prefix index: mask says endpoint ${e} holds slot ${slot} but no entry`);
   }
@@ -456,37 +453,28 @@ export class PrefixIndex {
   private allocEntry(): number {
     if (this.freeHead !== EMPTY) {
       const ent = this.freeHead;
-      this.freeHead = this.entNext[ent]!;
+      this.freeHead = this.ents[ent * ENTRY_STRIDE + E_NEXT]!;
       return ent;
     }
-    if (this.entTop === this.entSlot.length) {
-      const size = this.entSlot.length * 2;
-      this.entSlot = grow(this.entSlot, size);
-      this.entNextInSlot = grow(this.entNextInSlot, size);
-      this.entPrev = grow(this.entPrev, size);
-      this.entNext = grow(this.entNext, size);
-      const ep = new Uint16Array(size);
-      ep.set(this.entEp);
-      this.entEp = ep;
-    }
+    if (this.entTop * ENTRY_STRIDE === this.ents.length) this.ents = grow(this.ents, this.ents.length * 2);
     return this.entTop++;
   }
 
   private pushMru(e: number, ent: number): void {
     const first = this.mru[e]!;
-    this.entPrev[ent] = EMPTY;
-    this.entNext[ent] = first;
-    if (first !== EMPTY) this.entPrev[first] = ent;
+    this.ents[ent * ENTRY_STRIDE + E_PREV] = EMPTY;
+    this.ents[ent * ENTRY_STRIDE + E_NEXT] = first;
+    if (first !== EMPTY) this.ents[first * ENTRY_STRIDE + E_PREV] = ent;
     else this.lru[e] = ent;
     this.mru[e] = ent;
   }
 
   private unlinkLru(e: number, ent: number): void {
-    const p = this.entPrev[ent]!;
-    const nx = this.entNext[ent]!;
-    if (p !== EMPTY) this.entNext[p] = nx;
+    const p = this.ents[ent * ENTRY_STRIDE + E_PREV]!;
+    const nx = this.ents[ent * ENTRY_STRIDE + E_NEXT]!;
+    if (p !== EMPTY) this.ents[p * ENTRY_STRIDE + E_NEXT] = nx;
     else this.mru[e] = nx;
-    if (nx !== EMPTY) this.entPrev[nx] = p;
+    if (nx !== EMPTY) this.ents[nx * ENTRY_STRIDE + E_PREV] = p;
     else this.lru[e] = p;
   }
 
@@ -497,24 +485,24 @@ export class PrefixIndex {
   }
 
   private removeEntry(ent: number): void {
-    const e = this.entEp[ent]!;
-    const slot = this.entSlot[ent]!;
+    const e = this.ents[ent * ENTRY_STRIDE + E_EP]!;
+    const slot = this.ents[ent * ENTRY_STRIDE + E_SLOT]!;
     this.unlinkLru(e, ent);
     const t = this.table;
     const b = slot * this.stride;
-    const next = this.entNextInSlot[ent]!;
+    const next = this.ents[ent * ENTRY_STRIDE + E_CHAIN]!;
     if (t[b + 2] === ent) {
       t[b + 2] = next;
     } else {
       let q = t[b + 2]!;
-      while (this.entNextInSlot[q] !== ent) q = this.entNextInSlot[q]!;
-      this.entNextInSlot[q] = next;
+      while (this.ents[q * ENTRY_STRIDE + E_CHAIN] !== ent) q = this.ents[q * ENTRY_STRIDE + E_CHAIN]!;
+      this.ents[q * ENTRY_STRIDE + E_CHAIN] = next;
     }
     const mi = b + 3 + (e >>> 5);
     t[mi] = t[mi]! & ~(1 << (e & 31));
     this.count[e] = this.count[e]! - 1;
     this.entries--;
-    this.entNext[ent] = this.freeHead;
+    this.ents[ent * ENTRY_STRIDE + E_NEXT] = this.freeHead;
     this.freeHead = ent;
     if (t[b + 2] === EMPTY) this.deleteSlot(slot);
   }

@@ -26,14 +26,24 @@ export class MaxScorePicker implements Picker {
     const n = candidates.length;
     const order = new Array<number>(n);
     const tie = new Array<number>(n);
+    // Insertion sort by (total desc, random key asc): n is small (endpoints in a pool) and
+    // this avoids Array.prototype.sort's comparator-call overhead on the hot path.
     for (let i = 0; i < n; i++) {
-      order[i] = i;
-      tie[i] = state.rng.next();
+      const t = totals[i]!;
+      const k = state.rng.next();
+      let j = i;
+      while (j > 0) {
+        const prev = order[j - 1]!;
+        const pt = totals[prev]!;
+        if (pt > t || (pt === t && tie[j - 1]! <= k)) break;
+        order[j] = prev;
+        tie[j] = tie[j - 1]!;
+        j--;
+      }
+      order[j] = i;
+      tie[j] = k;
     }
-    order.sort((a, b) => totals[b]! - totals[a]! || tie[a]! - tie[b]!);
-    // A hotspot spill narrows the candidates to the one engine it chose: its label is certain.
-    const reason =
-      state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
+    const reason = affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason;
     return { order, reason };
   }
 }
