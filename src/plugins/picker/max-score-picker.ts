@@ -43,7 +43,9 @@ export class MaxScorePicker implements Picker {
       order[j] = i;
       tie[j] = k;
     }
-    const reason = affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason;
+    // A hotspot spill narrows the candidates to the one engine it chose: its label is certain.
+    const reason =
+      state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
     return { order, reason };
   }
 }

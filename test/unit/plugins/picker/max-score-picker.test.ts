@@ -43,5 +43,10 @@ describe('MaxScorePicker', () => {
     const ev = cycle();
     setScratch(ev, AFFINITY_EVIDENCE, { matchedByEndpoint: [0, 4], totalBlocks: 4 });
     expect(p.pick(ev, candidates(2), [0, 1]).reason).to.equal('affinity');
+    // A hotspot spill hint wins over the evidence: the filter already chose the engine.
+    const spill = cycle();
+    setScratch(spill, AFFINITY_EVIDENCE, { matchedByEndpoint: [0, 4], totalBlocks: 4 });
+    spill.reasonHint = 'spill';
+    expect(p.pick(spill, candidates(2), [0, 1]).reason).to.equal('spill');
   });
 });
