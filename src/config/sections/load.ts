@@ -64,7 +64,7 @@ export const DEFAULT_AUTO_LOW_REUSE = 0.2;
 export const DEFAULT_AUTO_HIGH_REUSE = 0.5;
 /** 2–4 engines: plain affinity with a threshold; more: cache-aware with load fallback. */
 export const DEFAULT_AUTO_FEW_ENGINES = 4;
-export const DEFAULT_AUTO_MIN_REQUESTS = 50;
+export const DEFAULT_AUTO_MIN_REQUESTS = 20;
 export const DEFAULT_AUTO_MIN_DWELL_MS = 10_000;
 export const DEFAULT_AUTO_EVALUATE_INTERVAL_MS = 1000;
 

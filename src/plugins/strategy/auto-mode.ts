@@ -41,7 +41,7 @@ export const DEFAULT_AUTO_MODE: AutoModeOptions = {
   lowReuse: 0.2,
   highReuse: 0.5,
   fewEngines: 4,
-  minRequests: 50,
+  minRequests: 20,
   minDwellMs: 10_000,
   initial: 'load',
 };

@@ -1,0 +1,153 @@
+/**
+ * Experiments of the load-signal work (docs/load-signals.md), run through the harness:
+ *
+ * - `load-hotspot`  one system prompt carries 60% of the traffic on 8 engines: prefix-hash
+ *   piles it onto one engine; cache-aware (imbalance escape), cache-aware with hotspot
+ *   replication and bounded-load hashing spread it. Target: cache-aware p99 TTFT ≤ 0.5×
+ *   prefix-hash's with the token hit rate within 5 points.
+ * - `load-staleness` the same hot-prefix shape on 4 engines with engine metrics polled
+ *   every 50 ms, 500 ms, 5 s, and polled every 100 ms but frozen (sim /admin/freeze-metrics)
+ *   5 s into the run while the engines are busy. Target: cache-aware's p99 TTFT never
+ *   worse than round-robin's in any block.
+ * - `load-auto`     0% and 90% prefix sharing on 4 engines: `auto` against least-request,
+ *   round-robin and cache-aware. Target: auto within 10% of the better fixed strategy.
+ *
+ * Sizing notes are next to each block. Engines run the default benchmark engine model
+ * (building-blocks.ts) at time-scale 4 for the 8-engine block, so the 2-core machine
+ * carries the fleet (half the SSE event rate per unit of engine load).
+ */
+import { BENCH_MODEL, cacheroute, engineSetup, kvBlocksFor } from './building-blocks.js';
+import type { ContenderSpec } from '../contenders/types.js';
+import type { ScenarioSpec } from '../workloads/scenario.js';
+import type { MatrixBlock, PresetSpec } from './types.js';
+
+const SYSTEM = 1024;
+const QUESTION = 512;
+const PROMPT = SYSTEM + QUESTION;
+
+const hotPrefix = (label: string, qps: number, durationS: number): ScenarioSpec => ({
+  kind: 'hot-prefix',
+  label,
+  groups: 8,
+  hotShare: 0.6,
+  requests: Math.round(qps * durationS),
+  systemPromptTokens: SYSTEM,
+  questionTokens: QUESTION,
+  outputTokens: 32,
+  warmupPerGroup: 1,
+  arrival: { kind: 'poisson', qps },
+});
+
+const withHotspot: ContenderSpec = {
+  kind: 'cacheroute',
+  label: 'cacheroute-cache-aware+hotspot',
+  strategy: 'cache-aware',
+  routerOverrides: { load: { hotspot: { enabled: true } } },
+};
+
+// --- load-hotspot: 8 engines ---------------------------------------------------------
+/**
+ * Time-scale 4: one engine prefills ~3 hot requests/s with the system prompt cached
+ * (512 new tokens each); 12 req/s × 60% = 7.2 req/s hot traffic needs ≥ 3 engines, while
+ * the fleet of 8 runs at about half its capacity. KV holds the 8 system prompts twice
+ * over plus 8 running prompts per engine, so the hit rate is decided by routing, not by
+ * eviction.
+ */
+const HOT8_KV = kvBlocksFor({ hotSetTokens: 8 * SYSTEM, engines: 8, factor: 8, inflightTokens: 8 * PROMPT });
+/** Eviction regime: room for 8 running prompts and only 2 system prompts per engine. */
+const HOT8_EVICT_KV = kvBlocksFor({ hotSetTokens: 8 * SYSTEM, engines: 8, factor: 2, inflightTokens: 8 * PROMPT });
+const HOT8_CONTENDERS = [cacheroute('prefix-hash'), cacheroute('cache-aware'), withHotspot, cacheroute('bounded-load-hash'), cacheroute('round-robin')];
+
+export const LOAD_HOTSPOT: PresetSpec = {
+  name: 'load-hotspot',
+  description: 'Hot prefix (60% of traffic) on 8 engines: prefix-hash vs cache-aware (imbalance escape) vs cache-aware+hotspot replication vs bounded-load-hash, round-robin for reference.',
+  seed: 1,
+  model: BENCH_MODEL,
+  estimatedMinutes: 14,
+  budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
+  blocks: [
+    {
+      name: 'hot8',
+      engines: engineSetup(`8x-kv${HOT8_KV}-ts4`, 8, { 'kv-cache-blocks': HOT8_KV, 'time-scale': 4 }, 'Benchmark engine model at time-scale 4; KV for every system prompt plus 8 running prompts per engine.'),
+      scenarios: [hotPrefix('hot-60', 12, 40)],
+      contenders: HOT8_CONTENDERS,
+    },
+    {
+      name: 'hot8-evict',
+      engines: engineSetup(`8x-kv${HOT8_EVICT_KV}-ts4`, 8, { 'kv-cache-blocks': HOT8_EVICT_KV, 'time-scale': 4 }, 'As hot8, but KV holds 8 running prompts and only 2 of the 8 system prompts per engine (eviction regime).'),
+      scenarios: [hotPrefix('hot-60', 12, 40)],
+      contenders: HOT8_CONTENDERS,
+    },
+  ],
+};
+
+// --- load-staleness: 4 engines, metric freshness sweep --------------------------------
+/** Seed-table hot-prefix shape: 12 req/s on 4 engines at time-scale 2 (hot 7.2 req/s > one engine). */
+const STALE_KV = kvBlocksFor({ hotSetTokens: 8 * SYSTEM, engines: 4, factor: 4, inflightTokens: 8 * PROMPT });
+const STALE_ENGINES = engineSetup(`4x-kv${STALE_KV}`, 4, { 'kv-cache-blocks': STALE_KV }, 'Benchmark engine model (time-scale 2); KV for every system prompt plus 8 running prompts per engine.');
+
+function staleBlock(name: string, engineMetrics: Readonly<Record<string, unknown>>, extra: Partial<MatrixBlock> = {}): MatrixBlock {
+  return {
+    name,
+    engines: STALE_ENGINES,
+    scenarios: [hotPrefix('hot-60', 12, 30)],
+    contenders: [cacheroute('round-robin'), cacheroute('cache-aware')],
+    routerOverrides: { engineMetrics: { enabled: true, ...engineMetrics } },
+    ...extra,
+  };
+}
+
+export const LOAD_STALENESS: PresetSpec = {
+  name: 'load-staleness',
+  description: 'Engine-metric freshness sweep on 4 engines (hot prefix 60%): scrape every 50 ms, 500 ms, 5 s, and frozen metrics; cache-aware vs round-robin in each.',
+  seed: 1,
+  model: BENCH_MODEL,
+  estimatedMinutes: 8,
+  budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
+  blocks: [
+    staleBlock('scrape-50ms', { pollIntervalMs: 50, staleAfterMs: 1000, timeoutMs: 500 }),
+    staleBlock('scrape-500ms', { pollIntervalMs: 500, staleAfterMs: 1000, timeoutMs: 500 }),
+    // A 5 s interval needs staleAfterMs above it; signals then fade over 10 s.
+    staleBlock('scrape-5s', { pollIntervalMs: 5000, staleAfterMs: 10_000, timeoutMs: 500 }),
+    staleBlock('frozen', { pollIntervalMs: 100, staleAfterMs: 1000, timeoutMs: 500 }, {
+      engineActions: [{ atMs: 5000, path: '/admin/freeze-metrics', undo: '/admin/unfreeze-metrics' }],
+    }),
+  ],
+};
+
+// --- load-auto: measure, then choose ----------------------------------------------------
+/** Seed-table sharing sweep shape (4 engines, 1,536-token prompts, 6 req/s, eviction-regime KV). */
+const AUTO_HOT_SET = 32 * Math.round(PROMPT * 0.9);
+const AUTO_KV = kvBlocksFor({ hotSetTokens: AUTO_HOT_SET, engines: 4, factor: 1.25, inflightTokens: 4 * PROMPT });
+
+const sharing = (ratio: number): ScenarioSpec => ({
+  kind: 'sharing-ratio',
+  label: `sharing-${Math.round(ratio * 100)}`,
+  ratio,
+  promptTokens: PROMPT,
+  groups: ratio === 0 ? 32 : Math.round(AUTO_HOT_SET / Math.round(PROMPT * ratio)),
+  requests: 240,
+  outputTokens: 32,
+  warmupPerGroup: ratio === 0 ? 0 : 1,
+  warmupQps: 12,
+  arrival: { kind: 'poisson', qps: 6 },
+});
+
+export const LOAD_AUTO: PresetSpec = {
+  name: 'load-auto',
+  description: '`auto` vs least-request, round-robin and cache-aware at 0% and 90% prefix sharing on 4 engines (seed-table shape).',
+  seed: 1,
+  model: BENCH_MODEL,
+  estimatedMinutes: 8,
+  budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
+  blocks: [
+    {
+      name: 'auto',
+      engines: engineSetup(`4x-kv${AUTO_KV}`, 4, { 'kv-cache-blocks': AUTO_KV }, 'Seed-table sizing: KV = 1.25 × (hot set ÷ 4) + 4 running prompts.'),
+      scenarios: [sharing(0), sharing(0.9)],
+      contenders: [cacheroute('auto'), cacheroute('least-request'), cacheroute('round-robin'), cacheroute('cache-aware')],
+    },
+  ],
+};
+
+export const LOAD_PRESETS: readonly PresetSpec[] = [LOAD_HOTSPOT, LOAD_STALENESS, LOAD_AUTO];
