@@ -13,7 +13,7 @@
  * Node never kills it with GOAWAY(INTERNAL_ERROR) mid-request.
  */
 import { constants as http2Constants } from 'node:http2';
-import type { ServerHttp2Session } from 'node:http2';
+import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../telemetry/logger.js';
 import { ResetBudget } from './reset-budget.js';
@@ -40,7 +40,7 @@ export interface ExtProcServerOptions {
 }
 
 interface SessionState {
-  readonly session: ServerHttp2Session;
+  readonly session: Http2Session;
   readonly budget: ResetBudget;
   open: number;
   retiring: boolean;
@@ -61,7 +61,7 @@ export class ExtProcServer {
   private readonly server: grpc.Server;
   private state: ServerState = 'new';
   private readonly handlers = new Set<StreamHandler>();
-  private readonly sessions = new WeakMap<ServerHttp2Session, SessionState>();
+  private readonly sessions = new WeakMap<Http2Session, SessionState>();
   private bound: BoundAddress | undefined;
   private recycled = 0;
   private warnedNoSession = false;
@@ -140,23 +140,32 @@ export class ExtProcServer {
     this.state = 'stopped';
   }
 
-  private trackSession(call: ProcessCall): SessionState | undefined {
-    if ((this.options.resetBudgetMargin ?? 100) <= 0) return undefined;
-    const session = sessionOf(call);
-    if (session === undefined) {
+  /**
+   * Accounts the call's HTTP/2 stream to its connection and, when the stream closes, counts
+   * a reset received from the peer: closed with an RST code, or before we sent trailers.
+   */
+  private trackSession(call: ProcessCall): void {
+    if ((this.options.resetBudgetMargin ?? 100) <= 0) return;
+    const stream = http2StreamOf(call);
+    const session = stream?.session;
+    if (stream === undefined || session === undefined) {
       if (!this.warnedNoSession) {
         this.warnedNoSession = true;
         this.options.logger.warn('cannot see HTTP/2 sessions of grpc-js calls; connection recycling is off');
       }
-      return undefined;
+      return;
     }
-    let state = this.sessions.get(session);
-    if (state === undefined) {
-      state = { session, budget: new ResetBudget(this.options.nowMs), open: 0, retiring: false };
-      this.sessions.set(session, state);
+    let st = this.sessions.get(session);
+    if (st === undefined) {
+      st = { session, budget: new ResetBudget(this.options.nowMs), open: 0, retiring: false };
+      this.sessions.set(session, st);
     }
+    const state = st;
     state.open++;
-    return state;
+    stream.once('close', () => {
+      state.open--;
+      if (stream.rstCode !== http2Constants.NGHTTP2_NO_ERROR || stream.sentTrailers === undefined) this.onPeerReset(state);
+    });
   }
 
   /** One stream of `state`'s connection was reset by the peer. */
@@ -219,22 +228,14 @@ export class ExtProcServer {
     };
     const handler = this.options.edge.open(stream);
     this.handlers.add(handler);
-    const session = this.trackSession(call);
-    let released = false;
+    this.trackSession(call);
     const release = (): void => {
       handler.onCancel();
       this.handlers.delete(handler);
-      if (!released && session) {
-        released = true;
-        session.open--;
-      }
     };
     call.on('data', (msg: ProcessingRequest__Output) => handler.onMessage(msg));
     call.on('end', () => handler.onHalfClose());
-    call.on('cancelled', () => {
-      handler.onCancel();
-      if (session) this.onPeerReset(session);
-    });
+    call.on('cancelled', () => handler.onCancel());
     call.on('error', (err: unknown) => handler.onTransportError(err));
     call.on('close', release);
     call.on('finish', () => {
@@ -244,12 +245,12 @@ export class ExtProcServer {
   }
 }
 
-/** The HTTP/2 session a grpc-js server call runs on (grpc-js internals; undefined if they change). */
-function sessionOf(call: ProcessCall): ServerHttp2Session | undefined {
-  type Link = { stream?: { session?: ServerHttp2Session }; nextCall?: Link };
+/** The HTTP/2 stream under a grpc-js server call (grpc-js internals; undefined if they change). */
+function http2StreamOf(call: ProcessCall): ServerHttp2Stream | undefined {
+  type Link = { stream?: ServerHttp2Stream; nextCall?: Link };
   let link = (call as unknown as { call?: Link }).call;
   for (let depth = 0; link !== undefined && depth < 8; depth++) {
-    if (link.stream?.session) return link.stream.session;
+    if (link.stream?.session) return link.stream;
     link = link.nextCall;
   }
   return undefined;
