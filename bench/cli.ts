@@ -4,6 +4,7 @@
  *   npm run bench -- --preset <name> [--out <dir>] [--seed <n>] [--only <substring>]
  *   npm run bench -- --list
  *   npm run bench -- --preset <name> --dry-run     (print the run matrix and workload sizes)
+ *   npm run bench -- --preset <name> --engine-flags kv-cache-blocks=900,time-scale=3   (override simulator flags)
  *
  * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts, records/).
  */
@@ -12,8 +13,32 @@ import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../test/helpers/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
 import { findPreset, PRESETS } from './presets/index.js';
+import type { PresetSpec } from './presets/types.js';
 import { buildWorkload } from './workloads/scenario.js';
 import { idealReuse } from './workloads/types.js';
+
+/** `k=v,k=v` → { k: v } (numbers stay numbers). */
+function parseFlagList(text: string): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const part of text.split(',').filter((p) => p.trim() !== '')) {
+    const [k, v] = part.split('=');
+    if (k === undefined || v === undefined) throw new Error(`--engine-flags: expected k=v, got '${part}'`);
+    out[k.trim().replace(/^--/, '')] = Number.isFinite(Number(v)) && v.trim() !== '' ? Number(v) : v.trim();
+  }
+  return out;
+}
+
+/** The preset with extra simulator flags on every engine setup (labels marked so results say so). */
+function withEngineFlags(preset: PresetSpec, flags: Record<string, string | number>): PresetSpec {
+  const tag = Object.entries(flags).map(([k, v]) => `${k}=${v}`).join(',');
+  return {
+    ...preset,
+    blocks: preset.blocks.map((b) => ({
+      ...b,
+      engines: { ...b.engines, label: `${b.engines.label}+${tag}`, flags: { ...b.engines.flags, ...flags }, rationale: `${b.engines.rationale} Overridden from the command line: ${tag}.` },
+    })),
+  };
+}
 
 function main(): Promise<number> | number {
   const { values } = parseArgs({
@@ -22,6 +47,7 @@ function main(): Promise<number> | number {
       out: { type: 'string' },
       seed: { type: 'string' },
       only: { type: 'string' },
+      'engine-flags': { type: 'string' },
       list: { type: 'boolean', default: false },
       'dry-run': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -35,11 +61,12 @@ function main(): Promise<number> | number {
     for (const p of PRESETS) process.stdout.write(`${p.name.padEnd(16)} ~${p.estimatedMinutes} min  ${p.description}\n`);
     return 0;
   }
-  const preset = findPreset(values.preset as string);
-  if (!preset) {
+  const found = findPreset(values.preset as string);
+  if (!found) {
     process.stderr.write(`unknown preset '${values.preset}'; known: ${PRESETS.map((p) => p.name).join(', ')}\n`);
     return 2;
   }
+  const preset = values['engine-flags'] === undefined ? found : withEngineFlags(found, parseFlagList(values['engine-flags']));
   const seed = values.seed === undefined ? preset.seed : Number(values.seed);
   if (!Number.isInteger(seed)) {
     process.stderr.write('--seed must be an integer\n');
@@ -50,7 +77,7 @@ function main(): Promise<number> | number {
       const w = buildWorkload(e.scenario, seed, REPO_ROOT);
       const measured = w.requests.filter((r) => !r.warmup);
       const tokens = measured.reduce((a, r) => a + r.promptTokens, 0);
-      process.stdout.write(`${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, last arrival ${((measured.at(-1)?.atMs ?? 0) / 1000).toFixed(1)} s\n`);
+      process.stdout.write(`${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, arrivals span ${(((measured.at(-1)?.atMs ?? 0) - (measured[0]?.atMs ?? 0)) / 1000).toFixed(1)} s\n`);
     }
     return 0;
   }

@@ -9,6 +9,7 @@
  * (beyond that a request is recorded as shed by the client, never silently delayed).
  * Every request of the workload yields exactly one record.
  */
+import { setMaxListeners } from 'node:events';
 import { Agent } from 'node:http';
 import type { BenchRequest } from '../workloads/types.js';
 import { streamRequest, type Outcome, type StreamResult } from './sse-request.js';
@@ -63,6 +64,8 @@ export interface DriverResult {
 export async function runOpenLoop(opts: DriverOptions): Promise<DriverResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY, maxFreeSockets: 1024 });
   const runAbort = new AbortController();
+  // Every in-flight request listens on the run's signal.
+  setMaxListeners(0, runAbort.signal);
   const onOuterAbort = (): void => runAbort.abort();
   opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
   const maxInFlight = opts.maxInFlight ?? 4096;

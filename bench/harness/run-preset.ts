@@ -17,7 +17,7 @@ export interface RunPresetOptions {
   readonly repoRoot: string;
   /** Overrides the preset's seed. */
   readonly seed?: number;
-  /** Only runs whose id contains this substring. */
+  /** Only runs whose id contains one of these comma-separated substrings. */
   readonly only?: string;
   readonly signal?: AbortSignal;
   readonly log: (msg: string) => void;
@@ -26,7 +26,9 @@ export interface RunPresetOptions {
 
 export function selectExperiments(preset: PresetSpec, only?: string): Experiment[] {
   const all = expandPreset(preset);
-  return only === undefined ? all : all.filter((e) => e.id.includes(only));
+  if (only === undefined) return all;
+  const parts = only.split(',').filter((p) => p !== '');
+  return all.filter((e) => parts.some((p) => e.id.includes(p)));
 }
 
 export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResult[]> {

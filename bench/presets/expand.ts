@@ -23,6 +23,8 @@ export function expandPreset(preset: PresetSpec): Experiment[] {
       for (const qps of rates) {
         const sc = qps === null ? scenario : scenarioAtQps(scenario, qps);
         for (const c of block.contenders) {
+          const cap = block.contenderMaxQps?.[c.label];
+          if (cap !== undefined && qps !== null && qps > cap) continue;
           const id = `${block.name}/${scenario.label}${block.qpsSweep && qps !== null ? `@${qps}` : ''}/${c.label}`;
           if (ids.has(id)) throw new Error(`preset ${preset.name}: duplicate run id ${id}`);
           ids.add(id);

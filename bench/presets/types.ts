@@ -38,6 +38,11 @@ export interface MatrixBlock {
   readonly contenders: readonly ContenderSpec[];
   /** Run each arrival-driven scenario at these rates instead of its own. */
   readonly qpsSweep?: readonly number[];
+  /**
+   * Highest swept rate per contender label; above it the contender is not run (for
+   * baselines already far past saturation, whose runs would only burn the time budget).
+   */
+  readonly contenderMaxQps?: Readonly<Record<string, number>>;
   /** Merged into every cacheroute contender's router config (the contender's own overrides win). */
   readonly routerOverrides?: RouterOverrides;
   /** Engine admin calls at set times of every measured run of this block. */

@@ -22,6 +22,10 @@ export interface HotPrefixParams {
   readonly api: ApiKind;
   readonly arrival: ArrivalSpec;
   readonly seed: number;
+  /** Unmeasured warm-up requests per group, sent first (see shared-prefix). */
+  readonly warmupPerGroup?: number;
+  /** Rate of the warm-up phase (default: the arrival rate). */
+  readonly warmupQps?: number;
 }
 
 export function hotPrefixWorkload(p: HotPrefixParams): Workload {
@@ -31,17 +35,41 @@ export function hotPrefixWorkload(p: HotPrefixParams): Workload {
   const salt = `${name}/${p.seed}`;
   const weights = [p.hotShare, ...new Array<number>(p.groups - 1).fill((1 - p.hotShare) / (p.groups - 1))];
   const pickRng = seededRng(hashString(`${salt}/groups`));
-  const times = arrivalTimes(p.arrival, p.requests, seededRng(hashString(`${salt}/arrivals`)));
+  const warm = (p.warmupPerGroup ?? 0) * p.groups;
+  const warmQps = p.warmupQps ?? p.arrival.qps;
+  const warmTimes = arrivalTimes({ kind: 'constant', qps: warmQps }, warm, seededRng(0));
+  const offset = warm * (1000 / warmQps);
+  const times = arrivalTimes(p.arrival, p.requests, seededRng(hashString(`${salt}/arrivals`))).map((t) => t + offset);
   const systems = new Map<number, string>();
   const tracker = new PrefixChainTracker();
   const requests: BenchRequest[] = [];
-  for (let i = 0; i < p.requests; i++) {
-    const g = weightedIndex(weights, pickRng);
+  const systemOf = (g: number): string => {
     let system = systems.get(g);
     if (system === undefined) {
       system = syntheticTokens(`${salt}/sys/${g}`, p.systemPromptTokens);
       systems.set(g, system);
     }
+    return system;
+  };
+  for (let w = 0; w < warm; w++) {
+    const g = w % p.groups;
+    requests.push({
+      id: `${name}-w${w}`,
+      atMs: warmTimes[w] as number,
+      api: p.api,
+      ...shapePrompt(p.api, [
+        { role: 'system', content: systemOf(g) },
+        { role: 'user', content: syntheticTokens(`${salt}/wq/${w}`, p.questionTokens) },
+      ]),
+      maxTokens: p.outputTokens,
+      group: `g${g}`,
+      reusableTokens: tracker.observe([{ key: `sys/${g}`, tokens: p.systemPromptTokens }, { key: `wq/${w}`, tokens: p.questionTokens }]),
+      warmup: true,
+    });
+  }
+  for (let i = 0; i < p.requests; i++) {
+    const g = weightedIndex(weights, pickRng);
+    const system = systemOf(g);
     const shaped = shapePrompt(p.api, [
       { role: 'system', content: system },
       { role: 'user', content: syntheticTokens(`${salt}/q/${i}`, p.questionTokens) },
@@ -59,5 +87,5 @@ export function hotPrefixWorkload(p: HotPrefixParams): Workload {
       ]),
     });
   }
-  return { name, requests, params: { ...p } };
+  return { name, requests, params: { ...p, warmupRequests: warm } };
 }

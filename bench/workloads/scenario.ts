@@ -14,10 +14,26 @@ import type { ApiKind, Workload } from './types.js';
 
 type Omit2<T, K extends keyof T> = Omit<T, K>;
 
+/**
+ * `durationS` (arrival-driven scenarios): the request count becomes rate × duration, so a
+ * QPS sweep runs each rate for the same time instead of the same number of requests.
+ */
+interface Timed {
+  readonly durationS?: number;
+}
+
 export type ScenarioSpec =
-  | ({ readonly kind: 'shared-prefix'; readonly label: string; readonly api?: ApiKind; readonly requests?: number; readonly arrival: ArrivalSpec } & SharedPrefixShape)
-  | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit2<SharingRatioParams, 'seed' | 'api'>)
-  | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit2<HotPrefixParams, 'seed' | 'api'>)
+  | ({
+      readonly kind: 'shared-prefix';
+      readonly label: string;
+      readonly api?: ApiKind;
+      readonly requests?: number;
+      readonly arrival: ArrivalSpec;
+      readonly warmupPerGroup?: number;
+      readonly warmupQps?: number;
+    } & SharedPrefixShape & Timed)
+  | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit2<SharingRatioParams, 'seed' | 'api'> & Timed)
+  | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit2<HotPrefixParams, 'seed' | 'api'> & Timed)
   | ({ readonly kind: 'multi-turn'; readonly label: string; readonly api?: ApiKind } & Omit2<MultiTurnParams, 'seed' | 'api'>)
   | {
       readonly kind: 'mooncake';
@@ -46,20 +62,25 @@ export function scenarioAtQps(spec: ScenarioSpec, qps: number): ScenarioSpec {
   return { ...spec, arrival: withQps(spec.arrival, qps) };
 }
 
+function timedCount(spec: { readonly durationS?: number; readonly arrival: ArrivalSpec }, fallback: number | undefined): number | undefined {
+  return spec.durationS === undefined ? fallback : Math.max(1, Math.round(spec.arrival.qps * spec.durationS));
+}
+
 export function buildWorkload(spec: ScenarioSpec, seed: number, repoRoot: string): Workload {
   const api = spec.api ?? DEFAULT_API;
   switch (spec.kind) {
     case 'shared-prefix': {
-      const { kind: _k, label: _l, ...rest } = spec;
-      return sharedPrefixWorkload({ ...rest, api, seed });
+      const { kind: _k, label: _l, durationS: _d, ...rest } = spec;
+      const requests = timedCount(spec, spec.requests);
+      return sharedPrefixWorkload({ ...rest, ...(requests !== undefined ? { requests } : {}), api, seed });
     }
     case 'sharing-ratio': {
-      const { kind: _k, label: _l, ...rest } = spec;
-      return sharingRatioWorkload({ ...rest, api, seed });
+      const { kind: _k, label: _l, durationS: _d, ...rest } = spec;
+      return sharingRatioWorkload({ ...rest, requests: timedCount(spec, spec.requests) as number, api, seed });
     }
     case 'hot-prefix': {
-      const { kind: _k, label: _l, ...rest } = spec;
-      return hotPrefixWorkload({ ...rest, api, seed });
+      const { kind: _k, label: _l, durationS: _d, ...rest } = spec;
+      return hotPrefixWorkload({ ...rest, requests: timedCount(spec, spec.requests) as number, api, seed });
     }
     case 'multi-turn': {
       const { kind: _k, label: _l, ...rest } = spec;

@@ -47,6 +47,13 @@ export interface SharedPrefixParams extends SharedPrefixShape {
   readonly seed: number;
   /** Scenario name written into the workload (default `shared-prefix`). */
   readonly name?: string;
+  /**
+   * Warm-up requests per group (default 0), sent as a separate unmeasured phase before
+   * the stream: group by group, with questions that never occur in the measured stream.
+   */
+  readonly warmupPerGroup?: number;
+  /** Rate of the warm-up phase (default: the arrival rate). */
+  readonly warmupQps?: number;
 }
 
 function validate(p: SharedPrefixParams): void {
@@ -65,17 +72,43 @@ export function sharedPrefixWorkload(p: SharedPrefixParams): Workload {
   for (let g = 0; g < p.groups; g++) for (let q = 0; q < p.promptsPerGroup; q++) pairs.push([g, q]);
   shuffleInPlace(pairs, seededRng(hashString(`${salt}/order`)));
   const count = p.requests ?? pairs.length;
-  const times = arrivalTimes(p.arrival, count, seededRng(hashString(`${salt}/arrivals`)));
+  const warm = p.systemPromptTokens > 0 ? (p.warmupPerGroup ?? 0) * p.groups : 0;
+  const warmQps = p.warmupQps ?? p.arrival.qps;
+  const warmTimes = arrivalTimes({ kind: 'constant', qps: warmQps }, warm, seededRng(0));
+  const offset = warm * (1000 / warmQps);
+  const times = arrivalTimes(p.arrival, count, seededRng(hashString(`${salt}/arrivals`))).map((t) => t + offset);
   const sys = new Map<number, string>();
   const tracker = new PrefixChainTracker();
   const requests: BenchRequest[] = [];
-  for (let i = 0; i < count; i++) {
-    const [g, q] = pairs[i % pairs.length] as [number, number];
+  const systemOf = (g: number): string => {
     let system = sys.get(g);
     if (system === undefined) {
       system = syntheticTokens(`${salt}/sys/${g}`, p.systemPromptTokens);
       sys.set(g, system);
     }
+    return system;
+  };
+  for (let w = 0; w < warm; w++) {
+    const g = w % p.groups;
+    const k = Math.floor(w / p.groups);
+    const shaped = shapePrompt(p.api, [
+      { role: 'system', content: systemOf(g) },
+      { role: 'user', content: syntheticTokens(`${salt}/wq/${g}/${k}`, p.questionTokens) },
+    ]);
+    requests.push({
+      id: `${name}-w${w}`,
+      atMs: warmTimes[w] as number,
+      api: p.api,
+      ...shaped,
+      maxTokens: p.outputTokens,
+      group: `g${g}`,
+      reusableTokens: tracker.observe([{ key: `sys/${g}`, tokens: p.systemPromptTokens }, { key: `wq/${g}/${k}`, tokens: p.questionTokens }]),
+      warmup: true,
+    });
+  }
+  for (let i = 0; i < count; i++) {
+    const [g, q] = pairs[i % pairs.length] as [number, number];
+    const system = systemOf(g);
     const question = syntheticTokens(`${salt}/q/${g}/${q}`, p.questionTokens);
     const messages: ChatMessage[] = p.systemPromptTokens > 0
       ? [{ role: 'system', content: system }, { role: 'user', content: question }]
@@ -94,8 +127,7 @@ export function sharedPrefixWorkload(p: SharedPrefixParams): Workload {
       reusableTokens: tracker.observe(segments),
     });
   }
-  const { arrival, ...rest } = p;
-  return { name, requests, params: { ...rest, arrival, requests: count } };
+  return { name, requests, params: { ...p, requests: count, warmupRequests: warm } };
 }
 
 export interface SharingRatioParams {
@@ -108,6 +140,8 @@ export interface SharingRatioParams {
   readonly api: ApiKind;
   readonly arrival: ArrivalSpec;
   readonly seed: number;
+  readonly warmupPerGroup?: number;
+  readonly warmupQps?: number;
 }
 
 /**
@@ -128,6 +162,8 @@ export function sharingRatioWorkload(p: SharingRatioParams): Workload {
     api: p.api,
     arrival: p.arrival,
     seed: p.seed,
+    ...(p.warmupPerGroup !== undefined ? { warmupPerGroup: p.warmupPerGroup } : {}),
+    ...(p.warmupQps !== undefined ? { warmupQps: p.warmupQps } : {}),
   });
   return { ...w, params: { ...w.params, ratio: p.ratio } };
 }

@@ -41,6 +41,12 @@ export interface BenchRequest {
    */
   readonly reusableTokens: number;
   readonly dependsOn?: RequestDependency;
+  /**
+   * Warm-up request: sent in a separate phase before the measured stream and left out of
+   * the statistics (like inference-perf's warm-up stage), so short runs are not dominated
+   * by compulsory first-time misses.
+   */
+  readonly warmup?: boolean;
 }
 
 export interface Workload {
@@ -51,11 +57,12 @@ export interface Workload {
   readonly params: Readonly<Record<string, unknown>>;
 }
 
-/** Ideal (infinite-cache) token reuse of a workload: sum(reusable) / sum(prompt). */
+/** Ideal (infinite-cache) token reuse of the measured requests: sum(reusable) / sum(prompt). */
 export function idealReuse(requests: readonly BenchRequest[]): number {
   let reusable = 0;
   let total = 0;
   for (const r of requests) {
+    if (r.warmup) continue;
     reusable += r.reusableTokens;
     total += r.promptTokens;
   }

@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { expandPreset } from '../../../../bench/presets/expand.js';
+import { PRESETS } from '../../../../bench/presets/index.js';
+import type { PresetSpec } from '../../../../bench/presets/types.js';
+import { buildWorkload } from '../../../../bench/workloads/scenario.js';
+import { REPO_ROOT } from '../../../helpers/repo-paths.js';
+
+const preset: PresetSpec = {
+  name: 'p',
+  description: '',
+  seed: 1,
+  model: 'm',
+  estimatedMinutes: 1,
+  budget: { requestTimeoutMs: 1, maxRunMs: 1 },
+  blocks: [
+    {
+      name: 'b',
+      engines: { label: 'e', count: 2, flags: {}, rationale: '' },
+      scenarios: [{ kind: 'sharing-ratio', label: 's', ratio: 0.5, promptTokens: 10, groups: 2, requests: 4, outputTokens: 1, arrival: { kind: 'constant', qps: 1 } }],
+      qpsSweep: [2, 4],
+      contenders: [
+        { kind: 'cacheroute', label: 'ca', strategy: 'cache-aware', routerOverrides: { cacheAware: { weights: { prefix: 5 } } } },
+        { kind: 'envoy-only', label: 'env', lb: 'round-robin' },
+      ],
+      contenderMaxQps: { env: 2 },
+      routerOverrides: { engineMetrics: { enabled: false }, cacheAware: { weights: { prefix: 1, queue: 9 } } },
+    },
+  ],
+};
+
+describe('bench/presets', () => {
+  it('expands blocks into scenario × rate × contender, honouring rate caps', () => {
+    const e = expandPreset(preset);
+    expect(e.map((x) => x.id)).to.deep.equal(['b/s@2/ca', 'b/s@2/env', 'b/s@4/ca']);
+    expect(e.map((x) => x.qps)).to.deep.equal([2, 2, 4]);
+    const s = e[2]?.scenario;
+    expect(s?.kind === 'sharing-ratio' ? s.arrival.qps : undefined).to.equal(4);
+  });
+
+  it('merges block router overrides under the contender’s own', () => {
+    const c = expandPreset(preset)[0]?.contender;
+    expect(c?.kind === 'cacheroute' ? c.routerOverrides : undefined).to.deep.equal({
+      engineMetrics: { enabled: false },
+      cacheAware: { weights: { prefix: 5, queue: 9 } },
+    });
+  });
+
+  it('every registered preset expands with unique ids and buildable workloads', () => {
+    const names = new Set<string>();
+    for (const p of PRESETS) {
+      expect(names.has(p.name), p.name).to.equal(false);
+      names.add(p.name);
+      const runs = expandPreset(p);
+      expect(runs.length, p.name).to.be.greaterThan(0);
+      const scenarios = new Map(runs.map((r) => [JSON.stringify(r.scenario), r.scenario] as const));
+      for (const s of scenarios.values()) {
+        const w = buildWorkload(s, p.seed, REPO_ROOT);
+        expect(w.requests.length, `${p.name}/${s.label}`).to.be.greaterThan(0);
+      }
+    }
+  });
+});
