@@ -71,6 +71,8 @@ export class ExtProcServer {
       'grpc.max_receive_message_length': options.maxReceiveMessageBytes,
       'grpc.max_send_message_length': -1,
       'grpc.max_concurrent_streams': options.maxConcurrentStreams ?? 2 ** 31 - 1,
+      // Per-call channelz bookkeeping costs CPU on every stream and nothing reads it.
+      'grpc.enable_channelz': 0,
     });
     this.server.addService(extProcServiceDefinition(), {
       Process: (call: ProcessCall) => this.onCall(call),

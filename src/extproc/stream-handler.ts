@@ -462,10 +462,9 @@ export class StreamHandler {
       };
       const ticket = opts.routing.route(request);
       this.ticket = ticket;
-      const log = this.logger();
-      if (log.enabled('debug')) {
+      if (opts.logger.enabled('debug')) {
         const d = ticket.decision;
-        log.debug('routed', {
+        this.logger().debug('routed', {
           endpoint: d.endpoint.id,
           fallbacks: d.fallbacks.length,
           strategy: d.strategy,
