@@ -1,10 +1,13 @@
 /** The preset registry: one explicit list, names must be unique. */
+import { LOAD_PRESETS } from './load-signals.js';
+import { LONG_PRESETS } from './long-sweeps.js';
 import { PEERS } from './peers.js';
 import { SEED_TABLE } from './seed-table.js';
 import { TINY } from './tiny.js';
 import type { PresetSpec } from './types.js';
 
-export const PRESETS: readonly PresetSpec[] = [TINY, SEED_TABLE, PEERS];
+/** Default presets first (each < 15 min), then opt-in long ones and the load-signal experiments. */
+export const PRESETS: readonly PresetSpec[] = [TINY, SEED_TABLE, PEERS, ...LONG_PRESETS, ...LOAD_PRESETS];
 
 export function findPreset(name: string): PresetSpec | undefined {
   return PRESETS.find((p) => p.name === name);
