@@ -71,8 +71,8 @@ export class ExtProcServer {
       'grpc.max_receive_message_length': options.maxReceiveMessageBytes,
       'grpc.max_send_message_length': -1,
       'grpc.max_concurrent_streams': options.maxConcurrentStreams ?? 2 ** 31 - 1,
-      // Per-call channelz bookkeeping costs CPU on every stream and nothing reads it.
-      'grpc.enable_channelz': 0,
+      // Keep channelz on: with 'grpc.enable_channelz': 0, grpc-js 1.14 no longer tracks the
+      // sessions forceShutdown() destroys, so a drain could never cut open streams.
     });
     this.server.addService(extProcServiceDefinition(), {
       Process: (call: ProcessCall) => this.onCall(call),
@@ -135,6 +135,10 @@ export class ExtProcServer {
           this.options.logger.warn('ext_proc drain grace expired; cancelling open streams', { open_streams: this.handlers.size });
         }
         this.server.forceShutdown();
+        // The cancelled calls report asynchronously; release them now so that every ticket
+        // is finished when stop() resolves.
+        for (const h of this.handlers) h.onCancel();
+        this.handlers.clear();
         finish();
       }, Math.max(0, opts.graceMs));
       this.server.tryShutdown(() => finish());
