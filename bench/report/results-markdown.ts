@@ -136,7 +136,8 @@ export function resultsMarkdown(input: MarkdownInput): string {
     const fails = Object.entries(r.summary.success.outcomes).filter(([k]) => k !== 'ok').map(([k, v]) => `${k} ${v}`);
     const statuses = Object.entries(r.summary.success.failedStatuses).map(([k, v]) => `HTTP ${k} ×${v}`);
     const notes = r.notes.filter((n) => !n.startsWith('router config') && !n.startsWith('envoy config') && !n.includes(' args: ') && !/^warm-up: \d+ requests \(0 failed\)/.test(n));
-    const parts = [...(r.error ? [`error: ${r.error}`] : []), ...(fails.length ? [`failures: ${fails.join(', ')}`] : []), ...(statuses.length ? [statuses.join(', ')] : []), ...notes];
+    const lag = r.summary.maxClientLagMs >= 20 ? [`client sent up to ${r.summary.maxClientLagMs.toFixed(0)} ms late (counted in latencies)`] : [];
+    const parts = [...(r.error ? [`error: ${r.error}`] : []), ...(fails.length ? [`failures: ${fails.join(', ')}`] : []), ...(statuses.length ? [statuses.join(', ')] : []), ...lag, ...notes];
     if (parts.length) noteLines.push(`- \`${r.id}\`: ${parts.join('; ')}`);
   }
   if (noteLines.length > 0) {
