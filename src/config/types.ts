@@ -77,6 +77,11 @@ export interface EngineMetricsConfig {
    * the engine are treated as frozen (aged from their last change). Default 3.
    */
   readonly frozenAfterCompletions?: number;
+  /**
+   * When outcomes carry no usage (the edge closes tickets at the response headers), load the
+   * router cannot see leave an engine is assumed to drain with this half-life. Default 1000.
+   */
+  readonly unobservedHalfLifeMs?: number;
 }
 
 export interface TelemetryConfig {

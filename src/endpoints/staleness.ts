@@ -5,12 +5,24 @@
  *
  * Rules (all per endpoint):
  *  1. Gap filling. The engine's queue at scrape time is moved forward by what the router
- *     did since: queue ≈ (waiting + running at scrape) + routed since − completed since,
- *     floored at 0 and never below the router's own in-flight count (those requests are
- *     certainly there).
- *  2. Age decay. The part of that estimate the router cannot see itself (the excess over
- *     its own in-flight count: other routers' traffic, engine-internal queueing) is scaled
- *     by 1 − age/staleAfterMs, so it fades out as the scrape ages instead of flipping.
+ *     did since. When the router observes requests really leaving the engine (outcomes
+ *     carry `usage`, i.e. the edge saw the whole response):
+ *       queue ≈ (waiting + running at scrape) + routed since − completed since,
+ *     floored at 0 and never below the router's own in-flight count.
+ *     When it does not (the edge closes a ticket at the response headers, which an
+ *     engine sends as soon as it accepts a streamed request — Envoy with
+ *     `response_body_mode: NONE`), "completed" means "accepted", and subtracting it would
+ *     erase load that is still on the engine. Then the scraped queue and every request
+ *     routed since the scrape are assumed to drain with a half-life (unobservedHalfLifeMs):
+ *       queue ≈ (waiting + running) × 2^(−age/H) + Σ_routed since 2^(−(now − routedAt)/H).
+ *     Which case holds is learned from the outcomes (share of completions with usage).
+ *  2. Age decay. In the observed case, the part of the estimate the router cannot see
+ *     itself (the excess over its own in-flight count: other routers' traffic,
+ *     engine-internal queueing) is scaled by trust = 1 − age/staleAfterMs, so it fades out
+ *     as the scrape ages instead of flipping. KV usage, which the router cannot move
+ *     forward, is scaled by min(trust, 2^(−age/H)): an old "this engine is full" fades to
+ *     the neutral 0 rather than steering traffic away from an engine's cached prefixes
+ *     for a whole scrape interval.
  *  3. Fallback. Beyond staleAfterMs, or with no sample at all, only router-side accounting
  *     is used (waiting/running/kvUsage are left unset) and a fallback is counted.
  *  4. Frozen exporter. A page whose load values have not changed although the router saw
@@ -30,6 +42,8 @@ export interface StalenessOptions {
   readonly staleAfterMs: number;
   /** Completions without any change in the engine's numbers before they count as frozen (default 3). */
   readonly frozenAfterCompletions?: number;
+  /** Half-life of load the router cannot see leave the engine (default 1000 ms). */
+  readonly unobservedHalfLifeMs?: number;
   /** Metric hook: called once per fallback (per endpoint per merge). */
   readonly onFallback?: (endpointId: string, reason: FallbackReason) => void;
 }
@@ -40,7 +54,7 @@ export interface MergedEngineLoad {
   readonly waiting?: number;
   /** Estimated running requests, unset on fallback. */
   readonly running?: number;
-  /** Engine KV usage in [0,1], unset on fallback. */
+  /** Engine KV usage in [0,1] scaled by trust (fades to 0 with age), unset on fallback. */
   readonly kvUsage?: number;
   /** Effective age of the engine signals (content age when frozen); Infinity if none. */
   readonly metricsAgeMs: number;
@@ -52,6 +66,8 @@ export interface StalenessStats {
   readonly fallbacks: Readonly<Record<FallbackReason, number>>;
   /** Endpoints currently judged frozen. */
   readonly frozenEndpoints: readonly string[];
+  /** Share of recent completions that carried usage (the router saw the request leave). */
+  readonly observedCompletionShare: number;
 }
 
 interface Marks {
@@ -61,13 +77,25 @@ interface Marks {
   completedAtScrape: number;
   completedAtChange: number;
   lastChangedAtMs: number;
+  /** Requests routed since the last scrape → routedAt (unobserved-completion estimate). */
+  since: Map<string, number>;
+  /** Σ 2^((routedAt − baseMs)/H) over `since`. */
+  sinceSum: number;
+  baseMs: number;
 }
+
+/** Rebase the since-sum before its exponents grow past this many half-lives. */
+const MAX_EXPONENT = 60;
+const MAX_SINCE = 10_000;
 
 export class StalenessTracker {
   private readonly marks = new Map<string, Marks>();
   private readonly fallbacks: Record<FallbackReason, number> = { missing: 0, age: 0, frozen: 0 };
   private readonly frozen = new Set<string>();
   private readonly frozenAfter: number;
+  private readonly halfLife: number;
+  /** EWMA of "this completion carried usage", starting at 0 (assume unobserved). */
+  private observed = 0;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -76,17 +104,48 @@ export class StalenessTracker {
     private readonly opts: StalenessOptions,
   ) {
     this.frozenAfter = Math.max(1, opts.frozenAfterCompletions ?? 3);
+    this.halfLife = Math.max(1, opts.unobservedHalfLifeMs ?? 1000);
     this.unsubscribe = store.subscribe((id, sample) => this.onSample(id, sample));
   }
 
   /** Router accounting: a request was sent to the endpoint. */
-  onRouted(endpointId: string): void {
-    this.mark(endpointId).routed++;
+  onRouted(endpointId: string, requestId?: string, atMs: number = this.clock.nowMs()): void {
+    const m = this.mark(endpointId);
+    m.routed++;
+    if (requestId === undefined) return;
+    if (m.since.size === 0) {
+      m.baseMs = atMs;
+      m.sinceSum = 0;
+    } else if ((atMs - m.baseMs) / this.halfLife > MAX_EXPONENT) {
+      this.rebase(m, atMs);
+    }
+    if (m.since.size >= MAX_SINCE) {
+      const oldest = m.since.entries().next();
+      if (!oldest.done) {
+        m.since.delete(oldest.value[0]);
+        m.sinceSum -= this.term(m, oldest.value[1]);
+      }
+    }
+    m.since.set(requestId, atMs);
+    m.sinceSum += this.term(m, atMs);
   }
 
-  /** Router accounting: a request sent to the endpoint finished (however it finished). */
-  onCompleted(endpointId: string): void {
-    this.mark(endpointId).completed++;
+  /**
+   * Router accounting: a request sent to the endpoint finished (however it finished).
+   * @param observed true when the outcome shows the whole response was seen (usage), so
+   *   the request has certainly left the engine; false when the edge only saw it accepted.
+   */
+  onCompleted(endpointId: string, requestId?: string, observed = false): void {
+    const m = this.mark(endpointId);
+    m.completed++;
+    this.observed += 0.05 * ((observed ? 1 : 0) - this.observed);
+    if (observed && requestId !== undefined) {
+      const at = m.since.get(requestId);
+      if (at !== undefined) {
+        m.since.delete(requestId);
+        m.sinceSum = m.since.size === 0 ? 0 : m.sinceSum - this.term(m, at);
+      }
+    }
   }
 
   /**
@@ -111,18 +170,24 @@ export class StalenessTracker {
 
     const s = sample.signals;
     const out: { -readonly [K in keyof MergedEngineLoad]: MergedEngineLoad[K] } = { metricsAgeMs: ageMs };
+    const trust = this.opts.staleAfterMs > 0 ? Math.max(0, 1 - ageMs / this.opts.staleAfterMs) : 1;
+    const decay = Math.pow(2, -ageMs / this.halfLife);
     if (s.waiting !== undefined || s.running !== undefined) {
       const engineRunning = s.running ?? 0;
       const atScrape = (s.waiting ?? 0) + engineRunning;
-      const moved = Math.max(0, atScrape + (m.routed - m.routedAtScrape) - (m.completed - m.completedAtScrape));
-      const trust = this.opts.staleAfterMs > 0 ? Math.max(0, 1 - ageMs / this.opts.staleAfterMs) : 1;
-      const unseen = Math.max(0, moved - ownInflight);
-      const total = ownInflight + unseen * trust;
+      let total: number;
+      if (this.observed >= 0.5) {
+        const moved = Math.max(0, atScrape + (m.routed - m.routedAtScrape) - (m.completed - m.completedAtScrape));
+        total = ownInflight + Math.max(0, moved - ownInflight) * trust;
+      } else {
+        const pending = m.since.size === 0 ? 0 : Math.max(0, m.sinceSum) * Math.pow(2, (m.baseMs - now) / this.halfLife);
+        total = Math.max(ownInflight, atScrape * decay + pending);
+      }
       const running = Math.min(engineRunning, total);
       out.running = running;
       out.waiting = total - running;
     }
-    if (s.kvUsage !== undefined) out.kvUsage = s.kvUsage;
+    if (s.kvUsage !== undefined) out.kvUsage = s.kvUsage * Math.min(trust, decay);
     return out;
   }
 
@@ -134,7 +199,7 @@ export class StalenessTracker {
   }
 
   stats(): StalenessStats {
-    return { fallbacks: { ...this.fallbacks }, frozenEndpoints: [...this.frozen] };
+    return { fallbacks: { ...this.fallbacks }, frozenEndpoints: [...this.frozen], observedCompletionShare: this.observed };
   }
 
   /** Detaches from the signal store. */
@@ -146,6 +211,8 @@ export class StalenessTracker {
     const m = this.mark(endpointId);
     m.routedAtScrape = m.routed;
     m.completedAtScrape = m.completed;
+    m.since.clear(); // the engine's numbers now include them
+    m.sinceSum = 0;
     if (sample.changedAtMs !== m.lastChangedAtMs) {
       m.lastChangedAtMs = sample.changedAtMs;
       m.completedAtChange = m.completed;
@@ -158,10 +225,30 @@ export class StalenessTracker {
     return { metricsAgeMs: ageMs, fallback: reason };
   }
 
+  private term(m: Marks, atMs: number): number {
+    return Math.pow(2, (atMs - m.baseMs) / this.halfLife);
+  }
+
+  private rebase(m: Marks, baseMs: number): void {
+    m.baseMs = baseMs;
+    m.sinceSum = 0;
+    for (const at of m.since.values()) m.sinceSum += this.term(m, at);
+  }
+
   private mark(id: string): Marks {
     let m = this.marks.get(id);
     if (m === undefined) {
-      m = { routed: 0, completed: 0, routedAtScrape: 0, completedAtScrape: 0, completedAtChange: 0, lastChangedAtMs: Number.NaN };
+      m = {
+        routed: 0,
+        completed: 0,
+        routedAtScrape: 0,
+        completedAtScrape: 0,
+        completedAtChange: 0,
+        lastChangedAtMs: Number.NaN,
+        since: new Map(),
+        sinceSum: 0,
+        baseMs: 0,
+      };
       this.marks.set(id, m);
     }
     return m;

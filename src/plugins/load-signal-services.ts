@@ -40,6 +40,7 @@ export function sharedStaleness(ctx: PluginContext): StalenessTracker {
     return new StalenessTracker(sharedSignalStore(ctx), ctx.clock, {
       staleAfterMs: em.staleAfterMs,
       frozenAfterCompletions: em.frozenAfterCompletions ?? 3,
+      unobservedHalfLifeMs: em.unobservedHalfLifeMs ?? 1000,
       onFallback: (id, reason) => hooks.onFallback(id, reason),
     });
   });

@@ -12,6 +12,8 @@ import {
 export const DEFAULT_POLL_MAX_CONCURRENCY = 16;
 /** Three of our requests finishing without any number moving is not a coincidence. */
 export const DEFAULT_FROZEN_AFTER_COMPLETIONS = 3;
+/** About a short answer's decode time: long enough to carry a burst, short enough to forget a stale page. */
+export const DEFAULT_UNOBSERVED_HALF_LIFE_MS = 1000;
 
 export function parseEngineMetrics(r: ObjectReader): EngineMetricsConfig {
   const enabled = r.get('enabled', bool(), DEFAULT_ENGINE_METRICS_ENABLED);
@@ -23,9 +25,10 @@ export function parseEngineMetrics(r: ObjectReader): EngineMetricsConfig {
   }
   const maxConcurrency = r.get('maxConcurrency', int({ min: 1, max: 10_000 }), DEFAULT_POLL_MAX_CONCURRENCY);
   const frozenAfterCompletions = r.get('frozenAfterCompletions', int({ min: 1, max: 1_000_000 }), DEFAULT_FROZEN_AFTER_COMPLETIONS);
+  const unobservedHalfLifeMs = r.get('unobservedHalfLifeMs', int({ min: 1, max: 3_600_000 }), DEFAULT_UNOBSERVED_HALF_LIFE_MS);
   if (timeoutMs > staleAfterMs) {
     r.report('timeoutMs', `must not exceed staleAfterMs (${staleAfterMs})`);
   }
   r.done();
-  return { enabled, pollIntervalMs, timeoutMs, staleAfterMs, maxConcurrency, frozenAfterCompletions };
+  return { enabled, pollIntervalMs, timeoutMs, staleAfterMs, maxConcurrency, frozenAfterCompletions, unobservedHalfLifeMs };
 }

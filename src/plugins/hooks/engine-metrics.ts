@@ -65,12 +65,14 @@ export class EngineMetricsPlugin implements RoutedHook, CompletedHook, Endpoints
     this.staleness.retain(ids);
   }
 
-  onRouted(_state: CycleState, decision: RouteDecision): void {
-    this.staleness.onRouted(decision.endpoint.id);
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    this.staleness.onRouted(decision.endpoint.id, decision.requestId, state.nowMs);
   }
 
-  onCompleted(_request: RouteRequest, decision: RouteDecision, _outcome: RequestOutcome): void {
-    this.staleness.onCompleted(decision.endpoint.id);
+  onCompleted(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {
+    // Usage in the outcome means the edge saw the whole response: the request has left the engine.
+    const observed = outcome.completionTokens !== undefined || outcome.cachedTokens !== undefined;
+    this.staleness.onCompleted(decision.endpoint.id, request.requestId, observed);
   }
 
   enrich(endpoint: Endpoint, base: LoadSnapshot): LoadSnapshot {

@@ -44,6 +44,7 @@ describe('config/parse-config', () => {
         staleAfterMs: D.DEFAULT_STALE_AFTER_MS,
         maxConcurrency: 16,
         frozenAfterCompletions: 3,
+        unobservedHalfLifeMs: 1000,
       });
       expect(c.telemetry).to.deep.equal({
         logLevel: D.DEFAULT_LOG_LEVEL,

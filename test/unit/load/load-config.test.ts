@@ -22,6 +22,7 @@ describe('load/config section', () => {
     expect(loadConfigOf(c)).to.equal(c.load);
     expect(c.engineMetrics.maxConcurrency).to.equal(16);
     expect(c.engineMetrics.frozenAfterCompletions).to.equal(3);
+    expect(c.engineMetrics.unobservedHalfLifeMs).to.equal(1000);
   });
 
   it('falls back to the defaults for a config object without the section', () => {

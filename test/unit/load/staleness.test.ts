@@ -4,15 +4,18 @@ import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.j
 import { StalenessTracker } from '../../../src/endpoints/staleness.js';
 import type { FallbackReason } from '../../../src/endpoints/staleness.js';
 
-function setup(staleAfterMs = 1000, frozenAfterCompletions = 3) {
+function setup(staleAfterMs = 1000, frozenAfterCompletions = 3, observed = true) {
   const clock = new ManualClock(0);
   const store = new EngineSignalStore(clock);
   const hooks: Array<[string, FallbackReason]> = [];
   const t = new StalenessTracker(store, clock, {
     staleAfterMs,
     frozenAfterCompletions,
+    unobservedHalfLifeMs: 1000,
     onFallback: (id, r) => hooks.push([id, r]),
   });
+  // Teach the tracker whether completions are observed (outcomes with usage) on a side endpoint.
+  for (let i = 0; i < 40; i++) t.onCompleted('teacher', undefined, observed);
   return { clock, store, t, hooks };
 }
 
@@ -62,6 +65,14 @@ describe('load/staleness', () => {
     clock.advance(500);
     expect(total(t.merge('a', 0))).to.be.closeTo(2.5, 1e-9);
     expect(total(t.merge('a', 2))).to.be.closeTo(2 + 8 * 0.25, 1e-9);
+  });
+
+  it('fades KV usage towards the neutral 0 with the same trust', () => {
+    const { clock, store, t } = setup(1000);
+    store.recordSuccess('a', { engine: 'vllm', kvUsage: 0.8 });
+    expect(t.merge('a', 0).kvUsage).to.be.closeTo(0.8, 1e-9);
+    clock.advance(500);
+    expect(t.merge('a', 0).kvUsage).to.be.closeTo(0.4, 1e-9);
   });
 
   it('beyond staleAfterMs uses router accounting only and counts an age fallback', () => {
@@ -114,6 +125,50 @@ describe('load/staleness', () => {
     expect(m.metricsAgeMs).to.equal(0);
   });
 
+  describe('when completions are not observed (tickets close at the response headers)', () => {
+    it('learns the mode from the outcomes', () => {
+      expect(setup(1000, 3, false).t.stats().observedCompletionShare).to.be.lessThan(0.5);
+      expect(setup(1000, 3, true).t.stats().observedCompletionShare).to.be.greaterThan(0.5);
+    });
+
+    it('does not subtract early completions: scraped load and routed-since requests drain with the half-life', () => {
+      const { clock, store, t } = setup(10_000, 3, false);
+      store.recordSuccess('a', { engine: 'vllm', waiting: 2, running: 6 });
+      t.onRouted('a', 'r1', clock.nowMs());
+      t.onCompleted('a', 'r1', false); // ticket closed at the headers: still on the engine
+      t.onRouted('a', 'r2', clock.nowMs());
+      expect(total(t.merge('a', 0))).to.be.closeTo(8 + 2, 1e-9);
+      clock.advance(1000);
+      expect(total(t.merge('a', 0))).to.be.closeTo((8 + 2) / 2, 1e-9);
+      clock.advance(1000);
+      t.onRouted('a', 'r3', clock.nowMs());
+      expect(total(t.merge('a', 0))).to.be.closeTo((8 + 2) / 4 + 1, 1e-9);
+      // A new scrape includes everything routed before it.
+      store.recordSuccess('a', { engine: 'vllm', waiting: 0, running: 3 });
+      expect(total(t.merge('a', 0))).to.be.closeTo(3, 1e-9);
+    });
+
+    it('removes a routed-since request whose completion was observed', () => {
+      const { clock, store, t } = setup(10_000, 3, false);
+      store.recordSuccess('a', { engine: 'vllm', waiting: 0, running: 0 });
+      t.onRouted('a', 'r1', clock.nowMs());
+      t.onRouted('a', 'r2', clock.nowMs());
+      t.onCompleted('a', 'r1', true);
+      expect(total(t.merge('a', 0))).to.be.closeTo(1, 1e-9);
+    });
+
+    it('keeps the sum stable over many half-lives (rebasing) and bounded in size', () => {
+      const { clock, store, t } = setup(1e9, 3, false);
+      store.recordSuccess('a', { engine: 'vllm', waiting: 0, running: 0 });
+      for (let i = 0; i < 200; i++) {
+        clock.advance(1000);
+        t.onRouted('a', `r${i}`, clock.nowMs());
+      }
+      // Geometric series 1 + 1/2 + 1/4 + ... → 2.
+      expect(total(t.merge('a', 0))).to.be.closeTo(2, 1e-6);
+    });
+  });
+
   it('forgets removed endpoints and detaches from the store on close', () => {
     const { store, t } = setup();
     store.recordSuccess('a', { engine: 'vllm', waiting: 1 });
@@ -123,7 +178,7 @@ describe('load/staleness', () => {
     t.onRouted('b');
     store.recordSuccess('b', { engine: 'vllm', waiting: 0, running: 0 });
     // Detached: the scrape did not snapshot b's counters, so the routed request still counts as "since".
-    expect(total(t.merge('b', 1))).to.equal(1);
+    expect(total(t.merge('b', 0))).to.equal(1);
     t.onRouted('b');
     expect(total(t.merge('b', 0))).to.equal(2);
   });
