@@ -12,7 +12,8 @@
  *
  * Arms (same engines, reset between arms, same seeded workload):
  *   off         calibration disabled, index capacity as configured (31,250 blocks)
- *   outcomes    calibration from usage.cached_tokens only (no engine metrics)
+ *   remove-only unconfirmed blocks removed, capacity left as configured
+ *   outcomes    calibration from usage.cached_tokens only (removal + capacity AIMD; no engine metrics)
  *   engine-size index sized from cache_config_info (metrics polled) + outcome calibration
  *
  *   node dist/bench/presets/load-calibration.js [--out bench/results/load-calibration] [--seconds 90]
@@ -47,11 +48,11 @@ export const CALIBRATION_SETUP = {
   outputTokens: 8,
   qps: 8,
   seed: 1,
-  sampleEveryMs: 5000,
+  sampleEveryMs: 10_000,
 } as const;
 
-export type Arm = 'off' | 'outcomes' | 'engine-size';
-export const ARMS: readonly Arm[] = ['off', 'outcomes', 'engine-size'];
+export type Arm = 'off' | 'remove-only' | 'outcomes' | 'engine-size';
+export const ARMS: readonly Arm[] = ['off', 'remove-only', 'outcomes', 'engine-size'];
 
 function armConfig(arm: Arm, engines: readonly EngineHandle[]): RouterConfig {
   const over: DeepPartial<RouterConfig> = {
@@ -59,7 +60,7 @@ function armConfig(arm: Arm, engines: readonly EngineHandle[]): RouterConfig {
     seed: CALIBRATION_SETUP.seed,
     endpoints: engines.map((e) => ({ address: e.address })),
     engineMetrics: { enabled: arm === 'engine-size', pollIntervalMs: 100, staleAfterMs: 1000, timeoutMs: 500 },
-    load: { calibration: { enabled: arm !== 'off', sizeFromEngine: arm === 'engine-size' } },
+    load: { calibration: { enabled: arm !== 'off', sizeFromEngine: arm === 'engine-size', adaptCapacity: arm !== 'remove-only' } },
   };
   return defaultConfig(over);
 }
@@ -83,7 +84,7 @@ export interface ArmResult {
   readonly samples: readonly Sample[];
   readonly requests: number;
   readonly failed: number;
-  /** First sample time (s) from which the interval accuracy stayed ≥ 90%, or null. */
+  /** End of the first 10 s interval from which every later interval (≥ 5 judged) stayed ≥ 90%, or null. */
   readonly recoveredAtS: number | null;
   readonly finalWindowAccuracy: number | null;
   readonly tokenHitRate: number | null;
@@ -221,10 +222,12 @@ export async function runArm(arm: Arm, engines: readonly EngineHandle[], seconds
   }
   const st = loadSignalStats(scheduler).calibration;
   let recoveredAtS: number | null = null;
+  // Recovered = every later interval with enough judged predictions (≥ 5) at ≥ 90%.
   for (let i = samples.length - 1; i >= 0; i--) {
-    const acc = samples[i]!.intervalAccuracy;
-    if (acc !== null && acc < 0.9) break;
-    if (acc !== null) recoveredAtS = samples[i]!.atS;
+    const s = samples[i]!;
+    if (s.judged < 5 || s.intervalAccuracy === null) continue;
+    if (s.intervalAccuracy < 0.9) break;
+    recoveredAtS = s.atS;
   }
   const res: ArmResult = {
     arm,
@@ -258,7 +261,7 @@ export function calibrationMarkdown(results: readonly ArmResult[], seconds: numb
   for (const r of results) {
     lines.push(`| ${r.arm} | ${r.requests} | ${pct(r.finalWindowAccuracy)} | ${r.recoveredAtS === null ? 'never' : `${r.recoveredAtS} s`} | ${pct(r.tokenHitRate)} | ${r.removedBlocks} | ${r.speculative} |`);
   }
-  lines.push('', '## Accuracy per 5 s interval (judged predictions confirmed by the engine)', '');
+  lines.push('', '## Accuracy per 10 s interval (judged predictions confirmed by the engine)', '');
   const header = ['t (s)', ...results.map((r) => r.arm)];
   lines.push(`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`);
   const n = Math.max(...results.map((r) => r.samples.length));

@@ -155,6 +155,8 @@ export interface CalibrationConfig {
   readonly toleranceBlocks: number;
   /** Predicted-hit accuracy is measured over this many recent predictions. */
   readonly accuracyWindow: number;
+  /** Also adapt each endpoint's index capacity from confirmed/failed predictions (AIMD). Default true. */
+  readonly adaptCapacity?: boolean;
 }
 
 export interface AutoConfig {

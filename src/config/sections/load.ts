@@ -57,6 +57,8 @@ export const DEFAULT_CALIBRATION_SIZE_FROM_ENGINE = true;
 /** One block of slack: template tokens and block alignment shift the engine's count a little. */
 export const DEFAULT_CALIBRATION_TOLERANCE_BLOCKS = 1;
 export const DEFAULT_CALIBRATION_ACCURACY_WINDOW = 200;
+/** Shrink/grow the index with the engine's effective cache, not just drop single prefixes. */
+export const DEFAULT_CALIBRATION_ADAPT_CAPACITY = true;
 // --- auto ---
 /** Below 20% reuse no strategy changes the hit rate much: balance load. */
 export const DEFAULT_AUTO_LOW_REUSE = 0.2;
@@ -99,6 +101,7 @@ export const DEFAULT_LOAD_CONFIG: LoadConfig = Object.freeze({
     sizeFromEngine: DEFAULT_CALIBRATION_SIZE_FROM_ENGINE,
     toleranceBlocks: DEFAULT_CALIBRATION_TOLERANCE_BLOCKS,
     accuracyWindow: DEFAULT_CALIBRATION_ACCURACY_WINDOW,
+    adaptCapacity: DEFAULT_CALIBRATION_ADAPT_CAPACITY,
   }),
   auto: Object.freeze({
     lowReuse: DEFAULT_AUTO_LOW_REUSE,
@@ -167,6 +170,7 @@ export function parseLoad(r: ObjectReader): LoadConfig {
     sizeFromEngine: c.get('sizeFromEngine', bool(), d.calibration.sizeFromEngine),
     toleranceBlocks: c.get('toleranceBlocks', int({ min: 0, max: 1 << 20 }), d.calibration.toleranceBlocks),
     accuracyWindow: c.get('accuracyWindow', int({ min: 1, max: 1_000_000 }), d.calibration.accuracyWindow),
+    adaptCapacity: c.get('adaptCapacity', bool(), d.calibration.adaptCapacity ?? DEFAULT_CALIBRATION_ADAPT_CAPACITY),
   };
   c.done();
 

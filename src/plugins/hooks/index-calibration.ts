@@ -44,8 +44,10 @@ import { prefixKeyOf } from '../shared/prefix-key.js';
 export const INDEX_CALIBRATION_PLUGIN = 'index-calibration';
 
 export interface IndexCalibrationOptions {
-  /** Remove unconfirmed blocks and adapt capacity from outcomes. */
+  /** Remove unconfirmed blocks from outcomes. */
   readonly calibrate: boolean;
+  /** Also adapt capacity (AIMD) from outcomes. */
+  readonly adaptCapacity: boolean;
   /** Size capacities from cache_config_info. */
   readonly sizeFromEngine: boolean;
   readonly toleranceBlocks: number;
@@ -202,13 +204,14 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
     this.ring.push(ok);
     ep.ring.push(ok);
     if (!this.opts.calibrate) return;
-    if (ok) {
+    if (ok && this.opts.adaptCapacity) {
       const cap = this.index.capacity(e);
       if (cap < ep.maxCap) this.index.setCapacity(e, Math.min(ep.maxCap, cap + Math.max(1, Math.ceil(cap * GROW))));
-      return;
     }
+    if (ok) return;
     const hashes = this.hasher.hash(request.model, request.prefix);
     this.removed += this.index.removeBlocks(e, confirmedBlocks, hashes);
+    if (!this.opts.adaptCapacity) return;
     const held = Math.min(this.index.capacity(e), this.index.size(e));
     this.index.setCapacity(e, Math.max(this.opts.minCapacity, Math.floor(held * SHRINK)));
   }
@@ -278,6 +281,7 @@ export const indexCalibrationPluginFactory: PluginFactory = (name, p, ctx) => {
     sharedPrefixIndex(ctx),
     {
       calibrate: c.enabled,
+      adaptCapacity: c.adaptCapacity ?? true,
       sizeFromEngine: c.sizeFromEngine,
       toleranceBlocks: c.toleranceBlocks,
       accuracyWindow: c.accuracyWindow,
