@@ -22,7 +22,7 @@ const PEER_ROUTERS = [SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE];
 // --- peers-long ---------------------------------------------------------------------------
 const MOREH = { groups: 48, promptsPerGroup: 5, systemPromptTokens: 1600, questionTokens: 200, outputTokens: 32 };
 const GSP = { ...scaleShape(GSP_DEFAULT_SHAPE, { tokens: 0.5, groups: 0.5, promptsPerGroup: 0.5 }), outputTokens: 32 };
-const LONG_KV = kvBlocksFor({ hotSetTokens: MOREH.groups * MOREH.systemPromptTokens, engines: 4, factor: 1.25, inflightTokens: 6 * 1800 });
+const LONG_KV = kvBlocksFor({ hotSetTokens: MOREH.groups * (MOREH.systemPromptTokens + MOREH.questionTokens), engines: 4, factor: 1.25, inflightTokens: 6 * 1800 });
 
 export const PEERS_LONG: PresetSpec = {
   name: 'peers-long',
@@ -48,7 +48,8 @@ export const PEERS_LONG: PresetSpec = {
 
 // --- kv-sweep -----------------------------------------------------------------------------
 const PROMPT = 1536;
-const HOT_SET = 32 * Math.round(PROMPT * 0.9);
+/** LRU working set: each group's latest full prompt. */
+const HOT_SET = 32 * PROMPT;
 const sharing90: ScenarioSpec = {
   kind: 'sharing-ratio',
   label: 'sharing-90',
@@ -64,7 +65,7 @@ const sharing90: ScenarioSpec = {
 
 export const KV_SWEEP: PresetSpec = {
   name: 'kv-sweep',
-  description: 'KV capacity per engine from 0.5× to 3× its share of the hot prefix set (90% sharing, 4 engines): round-robin vs prefix-hash vs cache-aware.',
+  description: 'KV capacity per engine from 0.5× to 3× its share of the working set (32 groups × 1,536 tokens) (90% sharing, 4 engines): round-robin vs prefix-hash vs cache-aware.',
   seed: 1,
   model: BENCH_MODEL,
   estimatedMinutes: 20,
@@ -73,7 +74,7 @@ export const KV_SWEEP: PresetSpec = {
     const kv = kvBlocksFor({ hotSetTokens: HOT_SET, engines: 4, factor, inflightTokens: 3 * PROMPT });
     return {
       name: `kv-${factor.toFixed(2)}x`,
-      engines: engineSetup(`4x-kv${kv}`, 4, { 'kv-cache-blocks': kv }, `KV = ${factor} × (hot set ${HOT_SET} tok ÷ 4) + 3 running prompts.`),
+      engines: engineSetup(`4x-kv${kv}`, 4, { 'kv-cache-blocks': kv }, `KV = ${factor} × (working set ${HOT_SET} tok ÷ 4) + 3 running prompts.`),
       scenarios: [sharing90],
       contenders: [cacheroute('round-robin'), cacheroute('prefix-hash'), cacheroute('cache-aware')],
     };

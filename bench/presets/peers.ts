@@ -8,7 +8,8 @@
  * Here: 48 groups × 5 (group count × 0.21), 1,600 + 200 input (× 0.2), 32 output tokens
  * (decode is scaled much harder: every output token is an SSE event through Envoy and the
  * client, and on 2 CPU cores events, not prefill, would otherwise set the ceiling).
- * KV per engine = 1.25 × (48 × 1,600 tokens ÷ 4) + ~6 running prompts.
+ * KV per engine = 1.25 × (48 × 1,800 tokens ÷ 4) + ~6 running prompts (see seed-table for
+ * why the working set counts whole prompts).
  * Engines run at time-scale 3 (steps ≥ 24 ms) so the cache-aware contenders reach
  * saturation inside the sweep; Envoy alone (saturated below 8 req/s) stops at 16.
  * Each rate runs 20 s (requests = rate × 20) after an unmeasured warm-up of one request
@@ -21,7 +22,9 @@ const ENGINES = 4;
 const GROUPS = 48;
 const SYSTEM = 1600;
 const QUESTION = 200;
-const KV = kvBlocksFor({ hotSetTokens: GROUPS * SYSTEM, engines: ENGINES, factor: 1.25, inflightTokens: 6 * (SYSTEM + QUESTION) });
+/** LRU working set: every group's latest full prompt (prefix + the unique question cached with it). */
+const WORKING_SET = GROUPS * (SYSTEM + QUESTION);
+const KV = kvBlocksFor({ hotSetTokens: WORKING_SET, engines: ENGINES, factor: 1.25, inflightTokens: 6 * (SYSTEM + QUESTION) });
 
 export const PEERS_SWEEP_QPS = [4, 8, 16, 24] as const;
 
@@ -36,7 +39,7 @@ export const PEERS: PresetSpec = {
   blocks: [
     {
       name: 'qps-sweep',
-      engines: engineSetup(`4x-kv${KV}-ts3`, ENGINES, { 'kv-cache-blocks': KV, 'time-scale': 3 }, `Moreh shape scaled; KV = 1.25 × (hot set ${GROUPS * SYSTEM} tok ÷ ${ENGINES}) + 6 running prompts; engine model: simulator defaults (~8B on H100) at time-scale 3, so that the cache-aware contenders saturate within the sweep while the client stays far below the CPU limit.`),
+      engines: engineSetup(`4x-kv${KV}-ts3`, ENGINES, { 'kv-cache-blocks': KV, 'time-scale': 3 }, `Moreh shape scaled; KV = 1.25 × (working set ${GROUPS} groups × ${SYSTEM + QUESTION} tok ÷ ${ENGINES}) + 6 running prompts; engine model: simulator defaults (~8B on H100) at time-scale 3, so that the cache-aware contenders saturate within the sweep while the client stays far below the CPU limit.`),
       scenarios: [
         {
           kind: 'shared-prefix',

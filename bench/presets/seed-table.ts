@@ -6,13 +6,16 @@
  * Sizing (the part that decides the outcome, so it is explicit):
  * - prompts of 1,536 tokens, 32 output tokens; 6 req/s Poisson, ~70% of what 4 engines
  *   can prefill with no cache hits at all, so queueing is present but not dominant;
- * - the hot prefix set is held constant across the sweep (~44k tokens: 32 prefixes of
- *   1,382 tokens at 90%, 58 of 768 at 50%), so every sweep point runs in the same
- *   eviction regime;
- * - KV per engine = 1.25 × (hot set ÷ 4) + ~4 running prompts ≈ 20k tokens (1,250
- *   blocks of 16): enough for an engine's quarter of the prefixes, far from all of them.
- *   Cache-aware routing, which partitions prefixes, can keep its share resident;
- *   round-robin sends every prefix everywhere and evicts, landing near 1/N.
+ * - 32 prefix groups at every sweep point. What an engine's LRU must hold to keep a
+ *   group warm is the group's whole latest prompt: its prefix, plus the unique question
+ *   of its latest request, which is cached too and pushes older blocks out. So the
+ *   working set is 32 × 1,536 tokens at every sharing ratio (a first version held the
+ *   prefix tokens constant instead, with 58 groups at 50%: the unique questions then
+ *   churned the cache and even perfect affinity missed);
+ * - KV per engine = 1.25 × (working set ÷ 4) + ~4 running prompts ≈ 21k tokens (1,344
+ *   blocks of 16): enough for an engine's quarter of the groups, far from all of them.
+ *   Cache-aware routing, which partitions groups, can keep its share resident;
+ *   round-robin sends every group everywhere and evicts, landing near 1.25/N.
  * - one unmeasured warm-up request per group first, so short runs are not dominated by
  *   compulsory first-time misses (as inference-perf's warm-up stage).
  * Two extra blocks repeat the 90% point with KV factor 1.0 (eviction regime: round-robin
@@ -27,7 +30,9 @@ import type { MatrixBlock, PresetSpec } from './types.js';
 
 const ENGINES = 4;
 const PROMPT = 1536;
-const HOT_SET_TOKENS = 32 * Math.round(PROMPT * 0.9);
+const GROUPS = 32;
+/** LRU working set of the groups: each group's latest full prompt (see the header). */
+const HOT_SET_TOKENS = GROUPS * PROMPT;
 const QPS = 6;
 const MEASURED = 240;
 
@@ -38,7 +43,7 @@ const sharing = (ratio: number): ScenarioSpec => ({
   label: `sharing-${Math.round(ratio * 100)}`,
   ratio,
   promptTokens: PROMPT,
-  groups: ratio === 0 ? 32 : Math.round(HOT_SET_TOKENS / Math.round(PROMPT * ratio)),
+  groups: GROUPS,
   requests: MEASURED,
   outputTokens: 32,
   warmupPerGroup: ratio === 0 ? 0 : 1,
@@ -51,7 +56,7 @@ function kvBlock(factor: number, inflightPrompts: number): MatrixBlock {
   const kv = kvBlocksFor({ hotSetTokens: HOT_SET_TOKENS, engines: ENGINES, factor, inflightTokens: inflightPrompts * PROMPT });
   return {
     name: `kv-${factor.toFixed(2)}x`,
-    engines: engineSetup(`4x-kv${kv}`, ENGINES, { 'kv-cache-blocks': kv }, `KV = ${factor} × (hot set ÷ ${ENGINES}) + ${inflightPrompts} running prompts: ${factor < 1.25 ? 'each engine barely holds its share (eviction regime)' : 'room for about half the hot set per engine'}.`),
+    engines: engineSetup(`4x-kv${kv}`, ENGINES, { 'kv-cache-blocks': kv }, `KV = ${factor} × (working set ÷ ${ENGINES}) + ${inflightPrompts} running prompts: ${factor < 1.25 ? 'each engine barely holds its share (eviction regime)' : 'room for about half the working set per engine'}.`),
     scenarios: [sharing(0.9)],
     contenders: [cacheroute('round-robin'), cacheroute('cache-aware')],
   };
@@ -72,7 +77,7 @@ export const SEED_TABLE: PresetSpec = {
         `4x-kv${SEED_TABLE_KV_BLOCKS}`,
         ENGINES,
         { 'kv-cache-blocks': SEED_TABLE_KV_BLOCKS },
-        `KV = 1.25 × (hot set ${HOT_SET_TOKENS} tok ÷ ${ENGINES}) + 4 running prompts, in 16-token blocks; engine model: simulator defaults (~8B on H100) at time-scale 2.`,
+        `KV = 1.25 × (working set ${GROUPS} groups × ${PROMPT} tok ÷ ${ENGINES}) + 4 running prompts, in 16-token blocks; engine model: simulator defaults (~8B on H100) at time-scale 2.`,
       ),
       scenarios: [0, 0.5, 0.9].map(sharing),
       contenders: [cacheroute('round-robin'), cacheroute('prefix-hash'), cacheroute('cache-aware')],
@@ -83,7 +88,7 @@ export const SEED_TABLE: PresetSpec = {
         `4x-kv${SEED_TABLE_KV_BLOCKS}`,
         ENGINES,
         { 'kv-cache-blocks': SEED_TABLE_KV_BLOCKS },
-        `KV = 1.25 × (hot set ${HOT_SET_TOKENS} tok ÷ ${ENGINES}) + 4 running prompts, in 16-token blocks; engine model: simulator defaults (~8B on H100) at time-scale 2.`,
+        `KV = 1.25 × (working set ${GROUPS} groups × ${PROMPT} tok ÷ ${ENGINES}) + 4 running prompts, in 16-token blocks; engine model: simulator defaults (~8B on H100) at time-scale 2.`,
       ),
       scenarios: [
         {
