@@ -12,7 +12,6 @@ import { multiTurnWorkload, type MultiTurnParams } from './multi-turn.js';
 import { sharedPrefixWorkload, sharingRatioWorkload, type SharedPrefixShape, type SharingRatioParams } from './shared-prefix.js';
 import type { ApiKind, Workload } from './types.js';
 
-type Omit2<T, K extends keyof T> = Omit<T, K>;
 
 /**
  * `durationS` (arrival-driven scenarios): the request count becomes rate × duration, so a
@@ -32,9 +31,9 @@ export type ScenarioSpec =
       readonly warmupPerGroup?: number;
       readonly warmupQps?: number;
     } & SharedPrefixShape & Timed)
-  | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit2<SharingRatioParams, 'seed' | 'api'> & Timed)
-  | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit2<HotPrefixParams, 'seed' | 'api'> & Timed)
-  | ({ readonly kind: 'multi-turn'; readonly label: string; readonly api?: ApiKind } & Omit2<MultiTurnParams, 'seed' | 'api'>)
+  | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit<SharingRatioParams, 'seed' | 'api'> & Timed)
+  | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit<HotPrefixParams, 'seed' | 'api'> & Timed)
+  | ({ readonly kind: 'multi-turn'; readonly label: string; readonly api?: ApiKind } & Omit<MultiTurnParams, 'seed' | 'api'>)
   | {
       readonly kind: 'mooncake';
       readonly label: string;
