@@ -148,7 +148,8 @@ describe('e2e: Envoy configs', function () {
         request_body_mode: 'FULL_DUPLEX_STREAMED',
         request_trailer_mode: 'SEND',
         response_header_mode: 'SEND',
-        response_body_mode: 'NONE',
+        response_body_mode: 'FULL_DUPLEX_STREAMED',
+        response_trailer_mode: 'SEND',
       });
       const md = extProc['metadata_options'] as { receiving_namespaces: { untyped: string[] }; forwarding_namespaces: { untyped: string[] } };
       expect(md.receiving_namespaces.untyped).to.include.members(['envoy.lb', 'cacheroute']);
