@@ -62,7 +62,7 @@ export function cacheAwareProfile(config: RouterConfig): ProfileSpec {
       ...hotspotPlugins(config),
       { type: IMBALANCE_ESCAPE_FILTER },
       { type: PREFIX_CACHE_PLUGIN, weight: w.prefix },
-      { type: QUEUE_SCORER, weight: w.queue },
+      { type: QUEUE_SCORER, params: { softQueue: config.cacheAware.imbalance.absThreshold }, weight: w.queue },
       { type: KV_USAGE_SCORER, weight: w.kvUsage },
       ...loadScorerPlugins(config, { tokenLoad: true }),
       { type: MAX_SCORE_PICKER },

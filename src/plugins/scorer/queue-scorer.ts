@@ -3,9 +3,16 @@
  *
  * Rule: q = effective queue (router in-flight raised to the engine's running+waiting when
  * fresh), or the router's in-flight count alone with `signal: inflight`. Score =
- * 1 − (q − min) / (max − min) over the candidates (min-max normalised: least loaded 1, most
- * loaded 0). Neutral value: 1 for everyone when all queues are equal, so the scorer then
- * does not move the decision.
+ * 1 − (q − min) / max(max − min, softQueue) over the candidates: least loaded 1; the most
+ * loaded 0 once the spread reaches `softQueue` requests. Neutral value: 1 for everyone when
+ * all queues are equal, so the scorer then does not move the decision.
+ *
+ * Why the floor: plain min-max normalisation turns a one-request difference (2 vs 3 in
+ * flight) into the full [0,1] swing, so a weight-2 queue score would outvote a 50% prefix
+ * match at weight 3 and throw the cache away over noise. The cache-aware profile sets
+ * softQueue to the imbalance escape's absolute threshold: queue differences count in
+ * proportion up to the point where the escape takes over. softQueue 1 (the default) is
+ * plain min-max for integer queues (least-request).
  */
 import { effectiveQueue } from '../../endpoints/load.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
@@ -21,6 +28,7 @@ export class QueueScorer implements Scorer {
     readonly name: string,
     private readonly signal: QueueSignal,
     private readonly staleAfterMs: number,
+    private readonly softQueue = 1,
   ) {}
 
   queueOf(c: Candidate): number {
@@ -40,16 +48,18 @@ export class QueueScorer implements Scorer {
     }
     const out = new Array<number>(n);
     const span = max - min;
-    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (q[i]! - min) / span : 1;
+    const denom = Math.max(span, this.softQueue);
+    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (q[i]! - min) / denom : 1;
     return out;
   }
 }
 
 export const queueScorerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('signal', 'staleAfterMs');
+  const r = params(name, p).only('signal', 'staleAfterMs', 'softQueue');
   return new QueueScorer(
     name,
     r.oneOf<QueueSignal>('signal', 'effective', ['effective', 'inflight']),
     r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }),
+    r.number('softQueue', 1, { min: 1 }),
   );
 };
