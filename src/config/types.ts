@@ -160,6 +160,8 @@ export interface CalibrationConfig {
 }
 
 export interface AutoConfig {
+  /** How the `load` mode balances: least-loaded (effective queue) or round-robin. */
+  readonly loadMode?: 'least-loaded' | 'round-robin';
   readonly lowReuse: number;
   readonly highReuse: number;
   readonly fewEngines: number;

@@ -49,6 +49,12 @@ export interface TrafficSnapshot {
   readonly requests: number;
   /** Share of requests whose leading blocks had been seen before, in [0,1]. */
   readonly reuseRate: number;
+  /**
+   * Share of requests whose prefix key occurs at least twice in the window, in [0,1]: how
+   * much of the traffic shares a prefix, independent of arrival order (reuseRate counts a
+   * group's first request as not reused, so it lags right after a new group appears).
+   */
+  readonly sharedRate: number;
   /** Share of requests carrying the single most frequent prefix key, in [0,1]. */
   readonly hottestPrefixShare: number;
   readonly distinctPrefixes: number;
@@ -151,7 +157,11 @@ export class TrafficStats {
       }
     }
     let hottest = 0;
-    for (const c of keys.values()) if (c > hottest) hottest = c;
+    let shared = 0;
+    for (const c of keys.values()) {
+      if (c > hottest) hottest = c;
+      if (c >= 2) shared += c;
+    }
     const endpoints: EndpointTraffic[] = [...eps].map(([endpointId, s]) => ({
       endpointId,
       requests: s.requests,
@@ -164,6 +174,7 @@ export class TrafficStats {
       windowMs: this.opts.windowMs,
       requests,
       reuseRate: requests > 0 ? reused / requests : 0,
+      sharedRate: requests > 0 ? shared / requests : 0,
       hottestPrefixShare: requests > 0 ? hottest / requests : 0,
       distinctPrefixes: keys.size,
       endpoints,

@@ -69,6 +69,7 @@ export const DEFAULT_AUTO_FEW_ENGINES = 4;
 export const DEFAULT_AUTO_MIN_REQUESTS = 20;
 export const DEFAULT_AUTO_MIN_DWELL_MS = 10_000;
 export const DEFAULT_AUTO_EVALUATE_INTERVAL_MS = 1000;
+export const DEFAULT_AUTO_LOAD_MODE = 'least-loaded' as const;
 
 export const DEFAULT_LOAD_CONFIG: LoadConfig = Object.freeze({
   unit: DEFAULT_LOAD_UNIT,
@@ -104,6 +105,7 @@ export const DEFAULT_LOAD_CONFIG: LoadConfig = Object.freeze({
     adaptCapacity: DEFAULT_CALIBRATION_ADAPT_CAPACITY,
   }),
   auto: Object.freeze({
+    loadMode: DEFAULT_AUTO_LOAD_MODE,
     lowReuse: DEFAULT_AUTO_LOW_REUSE,
     highReuse: DEFAULT_AUTO_HIGH_REUSE,
     fewEngines: DEFAULT_AUTO_FEW_ENGINES,
@@ -176,6 +178,7 @@ export function parseLoad(r: ObjectReader): LoadConfig {
 
   const a = r.section('auto');
   const auto = {
+    loadMode: a.get('loadMode', oneOf(['least-loaded', 'round-robin']), d.auto.loadMode ?? DEFAULT_AUTO_LOAD_MODE),
     lowReuse: a.get('lowReuse', FRACTION, d.auto.lowReuse),
     highReuse: a.get('highReuse', FRACTION, d.auto.highReuse),
     fewEngines: a.get('fewEngines', int({ min: 1, max: 100_000 }), d.auto.fewEngines),

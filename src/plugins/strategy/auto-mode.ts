@@ -7,7 +7,9 @@
  * fallback captures nearly all the hits; with high reuse on many engines hotspots and
  * index drift make cache-aware scoring with a load fallback the safe choice.
  *
- * Rule (reuse = TrafficStats reuseRate over its window):
+ * Rule (reuse = TrafficStats sharedRate over its window: the share of requests whose prefix
+ * group occurs at least twice in it — unlike "seen before", it does not lag while the
+ * first request of each group is still in the window):
  *  - Fewer than minRequests in the window: keep the current mode (too little evidence).
  *  - reuse ≥ highReuse → 'affinity' when engines ≤ fewEngines, else 'cache-aware'.
  *  - reuse < lowReuse → 'load'.
@@ -78,15 +80,16 @@ export class AutoModeSelector {
   /** Re-evaluates the mode from fresh statistics; returns the mode to use now. */
   evaluate(nowMs: number, t: TrafficSnapshot, engines: number): AutoMode {
     if (t.requests < this.opts.minRequests) return this.mode;
+    const reuse = t.sharedRate;
     const affinityMode: AutoMode = engines <= this.opts.fewEngines ? 'affinity' : 'cache-aware';
     let target = this.mode;
     let why = '';
-    if (t.reuseRate >= this.opts.highReuse) {
+    if (reuse >= this.opts.highReuse) {
       target = affinityMode;
-      why = `reuse ${pct(t.reuseRate)} >= ${pct(this.opts.highReuse)} with ${engines} engines`;
-    } else if (t.reuseRate < this.opts.lowReuse) {
+      why = `shared prefixes ${pct(reuse)} >= ${pct(this.opts.highReuse)} with ${engines} engines`;
+    } else if (reuse < this.opts.lowReuse) {
       target = 'load';
-      why = `reuse ${pct(t.reuseRate)} < ${pct(this.opts.lowReuse)}`;
+      why = `shared prefixes ${pct(reuse)} < ${pct(this.opts.lowReuse)}`;
     } else if (this.mode !== 'load' && this.mode !== affinityMode) {
       target = affinityMode;
       why = `pool size now ${engines} engines`;
@@ -99,6 +102,7 @@ export class AutoModeSelector {
       from: sw.from,
       to: sw.to,
       reason: why,
+      shared_rate: round(t.sharedRate),
       reuse_rate: round(t.reuseRate),
       hottest_prefix_share: round(t.hottestPrefixShare),
       window_requests: t.requests,

@@ -3,7 +3,11 @@
  * delegates each role to one of three internal profiles, chosen by the AutoModeSelector
  * from the sliding-window traffic statistics (re-evaluated every evaluateIntervalMs):
  *
- *   load         queue scorer on router in-flight counts, max-score picker (least-request)
+ *   load         queue scorer on the effective queue (router in-flight raised to the merged
+ *                engine queue, src/endpoints/staleness.ts), max-score picker: least-loaded.
+ *                Not the router's in-flight count alone: behind Envoy with
+ *                `response_body_mode: NONE` a ticket closes at the response headers, so
+ *                that count is ~0 and "least-request" degenerates into random choice.
  *   affinity     imbalance escape, prefix affinity (3) + queue (1): affinity with a
  *                threshold fallback, for high reuse on a few engines
  *   cache-aware  [hotspot replication], imbalance escape, prefix / queue / KV-usage with the
@@ -26,6 +30,7 @@ import { sharedTrafficStats } from '../load-signal-services.js';
 import { prefixCachePluginFactory, type PrefixCachePlugin } from '../multi/prefix-cache-plugin.js';
 import { params } from '../plugin-params.js';
 import { maxScorePickerFactory } from '../picker/max-score-picker.js';
+import { roundRobinPickerFactory } from '../picker/round-robin-picker.js';
 import { kvUsageScorerFactory } from '../scorer/kv-usage-scorer.js';
 import { queueScorerFactory } from '../scorer/queue-scorer.js';
 import { AutoModeSelector, type AutoMode, type AutoModeOptions } from './auto-mode.js';
@@ -127,7 +132,7 @@ export const autoStrategyPluginFactory: PluginFactory = (name, p, ctx) => {
     minDwellMs: l.auto.minDwellMs,
     initial: r.oneOf<AutoMode>('initial', 'load', ['load', 'affinity', 'cache-aware']),
   };
-  const built = buildSubProfiles(name, ctx, l.hotspot.enabled);
+  const built = buildSubProfiles(name, ctx, l.hotspot.enabled, l.auto.loadMode ?? 'least-loaded');
   return new AutoStrategyPlugin(
     name,
     new AutoModeSelector(opts, ctx.logger.child({ plugin: name })),
@@ -144,18 +149,22 @@ function buildSubProfiles(
   name: string,
   ctx: PluginContext,
   hotspotOn: boolean,
+  loadMode: 'least-loaded' | 'round-robin',
 ): { profiles: Record<AutoMode, SubProfile>; routedHooks: RoutedHook[]; changedHooks: EndpointsChangedHook[] } {
   const w = ctx.config.cacheAware.weights;
   const prefix = prefixCachePluginFactory(`${name}/prefix-cache`, {}, ctx) as PrefixCachePlugin;
   const queue = queueScorerFactory(`${name}/queue`, {}, ctx) as Scorer;
-  const inflight = queueScorerFactory(`${name}/inflight`, { signal: 'inflight' }, ctx) as Scorer;
+  const leastLoaded = queueScorerFactory(`${name}/least-loaded`, {}, ctx) as Scorer;
   const kv = kvUsageScorerFactory(`${name}/kv-usage`, {}, ctx) as Scorer;
   const imbalance = imbalanceEscapeFilterFactory(`${name}/imbalance`, {}, ctx) as Filter;
   const hotspot = hotspotOn ? (hotspotFilterFactory(`${name}/hotspot`, {}, ctx) as HotspotReplicationFilter) : undefined;
   const picker = maxScorePickerFactory(`${name}/max-score`, {}, ctx) as Picker;
   const loadPicker = maxScorePickerFactory(`${name}/least-request`, { reason: 'load' }, ctx) as Picker;
   const profiles: Record<AutoMode, SubProfile> = {
-    load: { filters: [], scorers: [{ scorer: inflight, weight: 1 }], picker: loadPicker },
+    load:
+      loadMode === 'round-robin'
+        ? { filters: [], scorers: [], picker: roundRobinPickerFactory(`${name}/round-robin`, {}, ctx) as Picker }
+        : { filters: [], scorers: [{ scorer: leastLoaded, weight: 1 }], picker: loadPicker },
     affinity: { filters: [imbalance], scorers: [{ scorer: prefix, weight: 3 }, { scorer: queue, weight: 1 }], picker },
     'cache-aware': {
       filters: hotspot !== undefined ? [hotspot, imbalance] : [imbalance],

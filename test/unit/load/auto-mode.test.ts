@@ -6,7 +6,8 @@ import type { TrafficSnapshot } from '../../../src/scheduling/traffic-stats.js';
 const snap = (reuseRate: number, requests = 100): TrafficSnapshot => ({
   windowMs: 60_000,
   requests,
-  reuseRate,
+  reuseRate: reuseRate / 2,
+  sharedRate: reuseRate,
   hottestPrefixShare: reuseRate / 2,
   distinctPrefixes: 10,
   endpoints: [],
@@ -23,6 +24,11 @@ describe('load/auto-mode selector', () => {
     const { sel } = selector();
     expect(sel.current).to.equal('load');
     expect(sel.evaluate(0, snap(0.95, 10), 8)).to.equal('load');
+  });
+
+  it('decides on the order-independent shared rate, not on "seen before"', () => {
+    const { sel } = selector();
+    expect(sel.evaluate(0, { ...snap(0.9), reuseRate: 0.1 }, 8)).to.equal('cache-aware');
   });
 
   it('chooses affinity for high reuse on few engines and cache-aware on many', () => {
@@ -47,8 +53,8 @@ describe('load/auto-mode selector', () => {
       ['auto strategy switch', 'load', 'cache-aware'],
       ['auto strategy switch', 'cache-aware', 'load'],
     ]);
-    expect(lines[0]).to.include({ reuse_rate: 0.9, engines: 8, window_requests: 100 });
-    expect(String(lines[1]!.reason)).to.match(/reuse 0% < 20%/);
+    expect(lines[0]).to.include({ shared_rate: 0.9, reuse_rate: 0.45, engines: 8, window_requests: 100 });
+    expect(String(lines[1]!.reason)).to.match(/shared prefixes 0% < 20%/);
     expect(sel.switches()).to.have.length(2);
   });
 

@@ -13,6 +13,7 @@ describe('load/traffic-stats', () => {
     expect(snap.requests).to.equal(10);
     expect(snap.reuseRate).to.be.closeTo(4 / 10, 1e-9); // key 7 five times: first is new
     expect(snap.hottestPrefixShare).to.be.closeTo(5 / 10, 1e-9);
+    expect(snap.sharedRate).to.be.closeTo(5 / 10, 1e-9, 'key 7 occurs 5 times, the rest once');
     expect(snap.distinctPrefixes).to.equal(6);
   });
 
