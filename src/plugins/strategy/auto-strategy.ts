@@ -3,9 +3,9 @@
  * delegates each role to one of three internal profiles, chosen by the AutoModeSelector
  * from the sliding-window traffic statistics (re-evaluated every evaluateIntervalMs):
  *
- *   load         queue scorer on the effective queue (router in-flight raised to the merged
- *                engine queue, src/endpoints/staleness.ts), max-score picker: least-loaded.
- *                Not the router's in-flight count alone: behind Envoy with
+ *   load         round-robin (default, `load.auto.loadMode`), or least-loaded on the
+ *                effective queue (router in-flight raised to the merged engine queue). Not
+ *                the router's in-flight count alone: behind Envoy with
  *                `response_body_mode: NONE` a ticket closes at the response headers, so
  *                that count is ~0 and "least-request" degenerates into random choice.
  *   affinity     imbalance escape, prefix affinity (3) + queue (1): affinity with a
@@ -132,7 +132,7 @@ export const autoStrategyPluginFactory: PluginFactory = (name, p, ctx) => {
     minDwellMs: l.auto.minDwellMs,
     initial: r.oneOf<AutoMode>('initial', 'load', ['load', 'affinity', 'cache-aware']),
   };
-  const built = buildSubProfiles(name, ctx, l.hotspot.enabled, l.auto.loadMode ?? 'least-loaded');
+  const built = buildSubProfiles(name, ctx, l.hotspot.enabled, l.auto.loadMode ?? 'round-robin');
   return new AutoStrategyPlugin(
     name,
     new AutoModeSelector(opts, ctx.logger.child({ plugin: name })),
