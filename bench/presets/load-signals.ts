@@ -140,10 +140,10 @@ export const LOAD_STALENESS: PresetSpec = {
 // --- load-auto: measure, then choose ----------------------------------------------------
 export const LOAD_AUTO: PresetSpec = {
   name: 'load-auto',
-  description: '`auto` vs least-request, round-robin and cache-aware at 0% and 90% prefix sharing on 4 engines (seed-table shape).',
+  description: '`auto` vs least-request, round-robin and cache-aware at 0% and 90% prefix sharing on 4 engines (seed-table shape), and auto\'s two load modes at 0%.',
   seed: 1,
   model: BENCH_MODEL,
-  estimatedMinutes: 8,
+  estimatedMinutes: 10,
   budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
   blocks: [
     {
@@ -151,6 +151,16 @@ export const LOAD_AUTO: PresetSpec = {
       engines: engineSetup(`4x-kv${AUTO_KV}`, 4, { 'kv-cache-blocks': AUTO_KV }, 'Seed-table sizing: KV = 1.25 × (hot set ÷ 4) + 4 running prompts.'),
       scenarios: [sharing(0), sharing(0.9)],
       contenders: [cacheroute('auto'), cacheroute('least-request'), cacheroute('round-robin'), cacheroute('cache-aware')],
+    },
+    {
+      // Why auto's load mode is round-robin: the alternative on the same 0% workload.
+      name: 'auto-load-mode',
+      engines: engineSetup(`4x-kv${AUTO_KV}`, 4, { 'kv-cache-blocks': AUTO_KV }, 'Seed-table sizing: KV = 1.25 × (hot set ÷ 4) + 4 running prompts.'),
+      scenarios: [sharing(0)],
+      contenders: [
+        cacheroute('auto', 'auto-round-robin'),
+        { kind: 'cacheroute', label: 'auto-least-loaded', strategy: 'auto', routerOverrides: { load: { auto: { loadMode: 'least-loaded' } } } },
+      ],
     },
   ],
 };
