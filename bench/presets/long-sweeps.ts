@@ -123,4 +123,27 @@ export const MOONCAKE: PresetSpec = {
   ],
 };
 
-export const LONG_PRESETS: readonly PresetSpec[] = [PEERS_LONG, KV_SWEEP, MULTI_TURN, MOONCAKE];
+// --- peers-hot ----------------------------------------------------------------------------
+/** seed-table's hot-prefix block (same engines, same workload) with the peer routers added. */
+const HOT_KV = kvBlocksFor({ hotSetTokens: 32 * PROMPT, engines: 4, factor: 1.25, inflightTokens: 4 * PROMPT });
+
+export const PEERS_HOT: PresetSpec = {
+  name: 'peers-hot',
+  description: 'Hot prefix (60% of traffic on one system prompt, 12 req/s, 4 engines; seed-table shape): cacheroute prefix-hash and cache-aware vs sglang-router and vllm-router (cache_aware).',
+  seed: 1,
+  model: BENCH_MODEL,
+  estimatedMinutes: 3,
+  budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
+  blocks: [
+    {
+      name: 'hot-prefix',
+      engines: engineSetup(`4x-kv${HOT_KV}`, 4, { 'kv-cache-blocks': HOT_KV }, 'seed-table sizing and engine model (time-scale 2).'),
+      scenarios: [
+        { kind: 'hot-prefix', label: 'hot-60', groups: 8, hotShare: 0.6, requests: 240, systemPromptTokens: 1024, questionTokens: 512, outputTokens: 32, warmupPerGroup: 1, arrival: { kind: 'poisson', qps: 12 } },
+      ],
+      contenders: [cacheroute('prefix-hash'), cacheroute('cache-aware'), ...PEER_ROUTERS],
+    },
+  ],
+};
+
+export const LONG_PRESETS: readonly PresetSpec[] = [PEERS_LONG, KV_SWEEP, MULTI_TURN, MOONCAKE, PEERS_HOT];
