@@ -51,8 +51,14 @@ export const DEFAULT_MAX_PREFIX_BLOCKS = DEFAULT_MAX_PREFIX_CHARS / DEFAULT_BLOC
 export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
 /** GIE/llm-d default profile: prefix 3, queue 2, kv-cache utilisation 2. */
 export const DEFAULT_WEIGHTS = { prefix: 3, queue: 2, kvUsage: 2 } as const;
-/** Escape affinity only when an engine has 8+ more queued requests than the least loaded... */
-export const DEFAULT_IMBALANCE_ABS = 8;
+/**
+ * Escape affinity only when an engine has 32+ more in-flight requests than the least loaded...
+ * Measured (bench/results/peers-tune): at 8, busy-but-even traffic (48 groups, 16 req/s)
+ * kept tripping the escape, each diversion a long cache miss that slowed its new engine
+ * (p99 TTFT 4–7.7 s, 88% hits); at 32, p99 0.49 s and 100% hits, on par with
+ * sglang-router/vllm-router, while the hot-prefix tail stayed at 1.8 s (prefix-hash 12.8 s).
+ */
+export const DEFAULT_IMBALANCE_ABS = 32;
 /** ...and at least 1.5x its load, so small absolute differences never break affinity. */
 export const DEFAULT_IMBALANCE_REL = 1.5;
 

@@ -58,7 +58,7 @@ describe('config/parse-config', () => {
       expect(D.DEFAULT_ADMIN_ADDRESS.endsWith(':9003')).to.equal(true);
       expect(D.DEFAULT_BLOCK_CHARS).to.equal(64);
       expect(D.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
-      expect([D.DEFAULT_IMBALANCE_ABS, D.DEFAULT_IMBALANCE_REL]).to.deep.equal([8, 1.5]);
+      expect([D.DEFAULT_IMBALANCE_ABS, D.DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
       expect([D.DEFAULT_POLL_INTERVAL_MS, D.DEFAULT_STALE_AFTER_MS]).to.deep.equal([100, 1000]);
       expect(D.DEFAULT_FALLBACKS).to.equal(2);
       expect(D.DEFAULT_MAX_BODY_BYTES).to.equal(16 * 1024 * 1024);
