@@ -313,14 +313,7 @@ export class SimEngineServer {
   }
 
   private async tokenizeEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = await readBody(req);
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      throw new ApiError(400, 'request body is not valid JSON');
-    }
-    if (!isRecord(body)) throw new ApiError(400, 'request body must be a JSON object');
+    const body = await readJsonObject(req);
     let prompt;
     try {
       prompt = body['messages'] !== undefined ? chatPrompt(body) : completionPrompt(body);
@@ -339,14 +332,7 @@ export class SimEngineServer {
   }
 
   private async adminConfig(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = await readBody(req);
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      throw new ApiError(400, 'request body is not valid JSON');
-    }
-    if (!isRecord(body)) throw new ApiError(400, 'request body must be a JSON object');
+    const body = await readJsonObject(req);
     const patch: Record<string, number> = {};
     let delay: number | undefined;
     for (const [k, v] of Object.entries(body)) {
@@ -494,6 +480,19 @@ class SseWriter {
   fail(err: ApiError): void {
     this.res.end(sseData(errorBody(err)) + sseData('[DONE]'));
   }
+}
+
+/** The request body as a JSON object, or a 400 ApiError saying what is wrong with it. */
+async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const raw = await readBody(req);
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new ApiError(400, 'request body is not valid JSON');
+  }
+  if (!isRecord(body)) throw new ApiError(400, 'request body must be a JSON object');
+  return body;
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
