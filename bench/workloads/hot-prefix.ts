@@ -7,7 +7,7 @@
 import { seededRng } from '../../src/util/rng.js';
 import { arrivalTimes, type ArrivalSpec } from './arrivals.js';
 import { PrefixChainTracker, shapePrompt, weightedIndex } from './prompt-shape.js';
-import { hashString, syntheticTokens } from './synthetic-text.js';
+import { hashString, syntheticTokens, systemPrompts } from './synthetic-text.js';
 import type { ApiKind, BenchRequest, Workload } from './types.js';
 
 export interface HotPrefixParams {
@@ -40,17 +40,9 @@ export function hotPrefixWorkload(p: HotPrefixParams): Workload {
   const warmTimes = arrivalTimes({ kind: 'constant', qps: warmQps }, warm, seededRng(0));
   const offset = warm * (1000 / warmQps);
   const times = arrivalTimes(p.arrival, p.requests, seededRng(hashString(`${salt}/arrivals`))).map((t) => t + offset);
-  const systems = new Map<number, string>();
   const tracker = new PrefixChainTracker();
   const requests: BenchRequest[] = [];
-  const systemOf = (g: number): string => {
-    let system = systems.get(g);
-    if (system === undefined) {
-      system = syntheticTokens(`${salt}/sys/${g}`, p.systemPromptTokens);
-      systems.set(g, system);
-    }
-    return system;
-  };
+  const systemOf = systemPrompts(salt, p.systemPromptTokens);
   for (let w = 0; w < warm; w++) {
     const g = w % p.groups;
     requests.push({

@@ -8,7 +8,7 @@
 import { seededRng } from '../../src/util/rng.js';
 import { arrivalTimes, type ArrivalSpec } from './arrivals.js';
 import { PrefixChainTracker, shapePrompt, shuffleInPlace } from './prompt-shape.js';
-import { hashString, syntheticTokens } from './synthetic-text.js';
+import { hashString, syntheticTokens, systemPrompts } from './synthetic-text.js';
 import type { ApiKind, BenchRequest, ChatMessage, Workload } from './types.js';
 
 export interface SharedPrefixShape {
@@ -77,17 +77,9 @@ export function sharedPrefixWorkload(p: SharedPrefixParams): Workload {
   const warmTimes = arrivalTimes({ kind: 'constant', qps: warmQps }, warm, seededRng(0));
   const offset = warm * (1000 / warmQps);
   const times = arrivalTimes(p.arrival, count, seededRng(hashString(`${salt}/arrivals`))).map((t) => t + offset);
-  const sys = new Map<number, string>();
   const tracker = new PrefixChainTracker();
   const requests: BenchRequest[] = [];
-  const systemOf = (g: number): string => {
-    let system = sys.get(g);
-    if (system === undefined) {
-      system = syntheticTokens(`${salt}/sys/${g}`, p.systemPromptTokens);
-      sys.set(g, system);
-    }
-    return system;
-  };
+  const systemOf = systemPrompts(salt, p.systemPromptTokens);
   for (let w = 0; w < warm; w++) {
     const g = w % p.groups;
     const k = Math.floor(w / p.groups);

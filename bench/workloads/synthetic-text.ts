@@ -58,3 +58,16 @@ export function countTokens(text: string): number {
   }
   return n;
 }
+
+/** Group id → that group's system prompt (`tokens` synthetic tokens), generated once per group. */
+export function systemPrompts(salt: string, tokens: number): (group: number) => string {
+  const cache = new Map<number, string>();
+  return (g) => {
+    let system = cache.get(g);
+    if (system === undefined) {
+      system = syntheticTokens(`${salt}/sys/${g}`, tokens);
+      cache.set(g, system);
+    }
+    return system;
+  };
+}
