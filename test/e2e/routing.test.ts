@@ -27,6 +27,9 @@ describe('e2e: routing through Envoy', function () {
     this.timeout(60_000);
     stack = await startStack({
       engines: { count: 4, flags: { 'time-scale': 0.05 } },
+      // The imbalance escape at 8 in-flight requests (the default is 32, sized for larger
+      // fleets) so a burst of 32 concurrent requests crosses it on 4 engines.
+      router: { config: { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } } },
       envoys: VARIANTS.map((variant) => ({ variant })),
     });
   });
@@ -84,7 +87,7 @@ describe('e2e: routing through Envoy', function () {
           });
         await setTimeScale(1); // slow engines: requests stay in flight long enough to queue up
         try {
-          // 4 in flight stays below the default absolute threshold (8): affinity holds.
+          // 4 in flight stays below the absolute threshold (8): affinity holds.
           const calm = await mapLimit(Array.from({ length: 12 }, (_, i) => i), 4, ask);
           expect(new Set(calm).size, JSON.stringify(tally(calm))).to.equal(1);
           const home = calm[0];
