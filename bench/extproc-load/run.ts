@@ -5,6 +5,7 @@
  *   npm run build && node dist/bench/extproc-load/run.js [--duration-s 10] [--warmup-s 3]
  *       [--concurrency 64] [--connections 2] [--strategy cache-aware] [--endpoints 8]
  *       [--no-pin] [--label text] [--out bench/results/extproc-load]
+ *       [--server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof]
  *
  * The router runs as the real CLI (`cacheroute serve`) in a child process pinned to CPU 1
  * with taskset; this client pins itself to CPU 0, so client and server do not compete for
@@ -64,6 +65,8 @@ async function main(): Promise<number> {
       label: { type: 'string', default: '' },
       close: { type: 'string', default: 'reset' },
       out: { type: 'string', default: 'bench/results/extproc-load' },
+      // Extra Node.js flags for the router process, e.g. --server-node-arg=--cpu-prof.
+      'server-node-arg': { type: 'string', multiple: true, default: [] },
     },
   });
   const durationS = Math.min(120, Math.max(1, Number(values['duration-s'])));
@@ -82,7 +85,9 @@ async function main(): Promise<number> {
   writeFileSync(configPath, configText);
 
   const cmd = pin ? 'taskset' : process.execPath;
-  const args = pin ? ['-c', '1', process.execPath, MAIN, 'serve', '--config', configPath] : [MAIN, 'serve', '--config', configPath];
+  const nodeArgs = values['server-node-arg'] ?? [];
+  const serveArgs = [...nodeArgs, MAIN, 'serve', '--config', configPath];
+  const args = pin ? ['-c', '1', process.execPath, ...serveArgs] : serveArgs;
   const server = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OTEL_SDK_DISABLED: 'true' } });
   const exited = new Promise<number | null>((r) => server.on('exit', (c) => r(c)));
   try {
