@@ -150,7 +150,14 @@ export const LOAD_AUTO: PresetSpec = {
       name: 'auto',
       engines: engineSetup(`4x-kv${AUTO_KV}`, 4, { 'kv-cache-blocks': AUTO_KV }, 'Seed-table sizing: KV = 1.25 × (hot set ÷ 4) + 4 running prompts.'),
       scenarios: [sharing(0), sharing(0.9)],
-      contenders: [cacheroute('auto'), cacheroute('least-request'), cacheroute('round-robin'), cacheroute('cache-aware')],
+      contenders: [
+        cacheroute('auto'),
+        // The previous default start (load mode until the statistics are confident), side by side.
+        { kind: 'cacheroute', label: 'auto-start-load', strategy: 'auto', routerOverrides: { load: { auto: { initial: 'load' } } } },
+        cacheroute('least-request'),
+        cacheroute('round-robin'),
+        cacheroute('cache-aware'),
+      ],
     },
     {
       // Why auto's load mode is round-robin: the alternative on the same 0% workload.

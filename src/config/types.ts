@@ -168,6 +168,13 @@ export interface AutoConfig {
   readonly minRequests: number;
   readonly minDwellMs: number;
   readonly evaluateIntervalMs: number;
+  /**
+   * In the initial `learning` mode, a request follows prefix affinity only when some engine
+   * holds at least this fraction of its prompt; otherwise it is balanced like `load`.
+   */
+  readonly learningMinMatch?: number;
+  /** The mode before the first evidence-based choice (default `learning`). */
+  readonly initial?: 'learning' | 'load' | 'affinity' | 'cache-aware';
 }
 
 export interface LoadConfig {

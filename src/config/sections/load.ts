@@ -70,6 +70,14 @@ export const DEFAULT_AUTO_MIN_REQUESTS = 20;
 export const DEFAULT_AUTO_MIN_DWELL_MS = 10_000;
 export const DEFAULT_AUTO_EVALUATE_INTERVAL_MS = 1000;
 /**
+ * Learning mode (before the first evidence-based choice): follow affinity only for a
+ * request a quarter of whose prompt some engine already holds. A short shared template
+ * header (one or two blocks of a long prompt) is not worth concentrating load for.
+ */
+export const DEFAULT_AUTO_LEARNING_MIN_MATCH = 0.25;
+/** Judge each request on its own evidence until the traffic statistics are confident. */
+export const DEFAULT_AUTO_INITIAL = 'learning' as const;
+/**
  * Round-robin: measured at 0% sharing on 4 engines (docs/load-signals.md §10) it matched the
  * round-robin strategy (p99 TTFT 815 vs 810 ms) while least-loaded on ~100 ms-old engine
  * queues herded (p99 2.11 s): with no cache to win, the even spread is what counts.
@@ -117,6 +125,8 @@ export const DEFAULT_LOAD_CONFIG: LoadConfig = Object.freeze({
     minRequests: DEFAULT_AUTO_MIN_REQUESTS,
     minDwellMs: DEFAULT_AUTO_MIN_DWELL_MS,
     evaluateIntervalMs: DEFAULT_AUTO_EVALUATE_INTERVAL_MS,
+    learningMinMatch: DEFAULT_AUTO_LEARNING_MIN_MATCH,
+    initial: DEFAULT_AUTO_INITIAL,
   }),
 });
 
@@ -190,6 +200,8 @@ export function parseLoad(r: ObjectReader): LoadConfig {
     minRequests: a.get('minRequests', int({ min: 1, max: 10_000_000 }), d.auto.minRequests),
     minDwellMs: a.get('minDwellMs', MS, d.auto.minDwellMs),
     evaluateIntervalMs: a.get('evaluateIntervalMs', int({ min: 1, max: 3_600_000 }), d.auto.evaluateIntervalMs),
+    learningMinMatch: a.get('learningMinMatch', num({ minExclusive: 0, max: 1 }), d.auto.learningMinMatch ?? DEFAULT_AUTO_LEARNING_MIN_MATCH),
+    initial: a.get('initial', oneOf(['learning', 'load', 'affinity', 'cache-aware']), d.auto.initial ?? DEFAULT_AUTO_INITIAL),
   };
   if (auto.lowReuse > auto.highReuse) a.report('lowReuse', `must not exceed highReuse (${auto.highReuse})`);
   a.done();

@@ -17,12 +17,18 @@
  *    follows the engine count (affinity ↔ cache-aware).
  *  - A switch needs at least minDwellMs since the previous one; every switch is logged
  *    with its reason and the numbers behind it.
- * The mode starts as `initial` (default 'load', the safe choice while reuse is unknown).
+ * The mode starts as `initial`, by default 'learning': while reuse is unknown each request
+ * is judged on its own evidence — affinity when some engine already holds a good part of its
+ * prompt, load balancing otherwise (auto-strategy.ts). Starting in 'load' would scatter the
+ * first requests of a high-reuse workload over every engine (one cold prefill each, the
+ * measured p99 cost of auto's old learning phase); starting in an affinity mode would
+ * concentrate a no-reuse workload. 'learning' is left at the first confident reading;
+ * inside the hysteresis band it stays (it already serves both kinds of request).
  */
 import type { Logger } from '../../telemetry/logger.js';
 import type { TrafficSnapshot } from '../../scheduling/traffic-stats.js';
 
-export const AUTO_MODES = ['load', 'affinity', 'cache-aware'] as const;
+export const AUTO_MODES = ['learning', 'load', 'affinity', 'cache-aware'] as const;
 export type AutoMode = (typeof AUTO_MODES)[number];
 
 export interface AutoModeOptions {
@@ -45,7 +51,7 @@ export const DEFAULT_AUTO_MODE: AutoModeOptions = {
   fewEngines: 4,
   minRequests: 20,
   minDwellMs: 10_000,
-  initial: 'load',
+  initial: 'learning',
 };
 
 export interface AutoSwitch {
@@ -90,7 +96,7 @@ export class AutoModeSelector {
     } else if (reuse < this.opts.lowReuse) {
       target = 'load';
       why = `shared prefixes ${pct(reuse)} < ${pct(this.opts.lowReuse)}`;
-    } else if (this.mode !== 'load' && this.mode !== affinityMode) {
+    } else if (this.mode !== 'load' && this.mode !== 'learning' && this.mode !== affinityMode) {
       target = affinityMode;
       why = `pool size now ${engines} engines`;
     }

@@ -12,6 +12,10 @@
  *                threshold fallback, for high reuse on a few engines
  *   cache-aware  [hotspot replication], imbalance escape, prefix / queue / KV-usage with the
  *                configured cache-aware weights, for high reuse on many engines
+ *   learning     the initial mode while reuse is unknown: the affinity profile for a request
+ *                some engine holds at least `load.auto.learningMinMatch` of, the load
+ *                mode's picker for every other (cold) request — evidence per request
+ *                instead of a guess for all of them
  *
  * Why one plugin instead of switching profiles in the scheduler: the scheduler stays
  * unaware of modes, and the state that must survive a switch lives here once — the prefix
@@ -19,7 +23,7 @@
  * starts warm. The delegated scorers' weighted sum is normalised by the sum of weights so
  * the framework sees one score in [0,1] (same order as the sub-profile's totals).
  */
-import { loadConfigOf } from '../../config/sections/load.js';
+import { DEFAULT_AUTO_INITIAL, DEFAULT_AUTO_LEARNING_MIN_MATCH, loadConfigOf } from '../../config/sections/load.js';
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { PluginContext, PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { TrafficStats } from '../../scheduling/traffic-stats.js';
@@ -33,7 +37,7 @@ import { maxScorePickerFactory } from '../picker/max-score-picker.js';
 import { roundRobinPickerFactory } from '../picker/round-robin-picker.js';
 import { kvUsageScorerFactory } from '../scorer/kv-usage-scorer.js';
 import { queueScorerFactory } from '../scorer/queue-scorer.js';
-import { AutoModeSelector, type AutoMode, type AutoModeOptions } from './auto-mode.js';
+import { AUTO_MODES, AutoModeSelector, type AutoMode, type AutoModeOptions } from './auto-mode.js';
 
 export const AUTO_STRATEGY_PLUGIN = 'auto-strategy';
 
@@ -41,9 +45,15 @@ interface SubProfile {
   readonly filters: readonly Filter[];
   readonly scorers: readonly { readonly scorer: Scorer; readonly weight: number }[];
   readonly picker: Picker;
+  /**
+   * Per-request gate: when the best raw score of `scorer` (one of `scorers`) over the
+   * candidates stays below `minScore`, the request is cold and `picker` picks instead.
+   */
+  readonly cold?: { readonly scorer: Scorer; readonly minScore: number; readonly picker: Picker };
 }
 
 const MODE = 'auto-mode';
+const COLD = 'auto-cold';
 
 export class AutoStrategyPlugin implements Filter, Scorer, Picker, RoutedHook, EndpointsChangedHook {
   private lastEvalMs = Number.NEGATIVE_INFINITY;
@@ -89,22 +99,31 @@ export class AutoStrategyPlugin implements Filter, Scorer, Picker, RoutedHook, E
     const n = candidates.length;
     const out = new Float64Array(n);
     let wsum = 0;
+    let best = 0;
     for (const { scorer, weight } of sub.scorers) {
       if (weight <= 0) continue;
       wsum += weight;
       const raw = scorer.score(state, candidates);
+      const gate = sub.cold?.scorer === scorer;
       for (let i = 0; i < n; i++) {
         const v = raw[i];
         const s = v === undefined || Number.isNaN(v) ? 0 : v < 0 ? 0 : v > 1 ? 1 : v;
         out[i] = out[i]! + s * weight;
+        if (gate && s > best) best = s;
       }
     }
+    if (sub.cold !== undefined) state.scratch.set(COLD, best < sub.cold.minScore);
     if (wsum > 0) for (let i = 0; i < n; i++) out[i] = out[i]! / wsum;
     return out;
   }
 
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
-    return this.profiles[this.modeOf(state)].picker.pick(state, candidates, totals);
+    const sub = this.profiles[this.modeOf(state)];
+    if (sub.cold !== undefined && state.scratch.get(COLD) === true) {
+      state.notes.push('auto: cold request balanced');
+      return sub.cold.picker.pick(state, candidates, totals);
+    }
+    return sub.picker.pick(state, candidates, totals);
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
@@ -120,7 +139,7 @@ export class AutoStrategyPlugin implements Filter, Scorer, Picker, RoutedHook, E
   }
 }
 
-/** Params: `initial` mode (default load); thresholds come from `load.auto`. */
+/** Params: `initial` mode (default `load.auto.initial`, itself default learning); thresholds come from `load.auto`. */
 export const autoStrategyPluginFactory: PluginFactory = (name, p, ctx) => {
   const r = params(name, p).only('initial');
   const l = loadConfigOf(ctx.config);
@@ -130,9 +149,9 @@ export const autoStrategyPluginFactory: PluginFactory = (name, p, ctx) => {
     fewEngines: l.auto.fewEngines,
     minRequests: l.auto.minRequests,
     minDwellMs: l.auto.minDwellMs,
-    initial: r.oneOf<AutoMode>('initial', 'load', ['load', 'affinity', 'cache-aware']),
+    initial: r.oneOf<AutoMode>('initial', l.auto.initial ?? DEFAULT_AUTO_INITIAL, AUTO_MODES),
   };
-  const built = buildSubProfiles(name, ctx, l.hotspot.enabled, l.auto.loadMode ?? 'round-robin');
+  const built = buildSubProfiles(name, ctx, l.hotspot.enabled, l.auto.loadMode ?? 'round-robin', l.auto.learningMinMatch ?? DEFAULT_AUTO_LEARNING_MIN_MATCH);
   return new AutoStrategyPlugin(
     name,
     new AutoModeSelector(opts, ctx.logger.child({ plugin: name })),
@@ -150,6 +169,7 @@ function buildSubProfiles(
   ctx: PluginContext,
   hotspotOn: boolean,
   loadMode: 'least-loaded' | 'round-robin',
+  learningMinMatch: number,
 ): { profiles: Record<AutoMode, SubProfile>; routedHooks: RoutedHook[]; changedHooks: EndpointsChangedHook[] } {
   const w = ctx.config.cacheAware.weights;
   const prefix = prefixCachePluginFactory(`${name}/prefix-cache`, {}, ctx) as PrefixCachePlugin;
@@ -160,12 +180,22 @@ function buildSubProfiles(
   const hotspot = hotspotOn ? (hotspotFilterFactory(`${name}/hotspot`, {}, ctx) as HotspotReplicationFilter) : undefined;
   const picker = maxScorePickerFactory(`${name}/max-score`, {}, ctx) as Picker;
   const loadPicker = maxScorePickerFactory(`${name}/least-request`, { reason: 'load' }, ctx) as Picker;
+  const load: SubProfile =
+    loadMode === 'round-robin'
+      ? { filters: [], scorers: [], picker: roundRobinPickerFactory(`${name}/round-robin`, {}, ctx) as Picker }
+      : { filters: [], scorers: [{ scorer: leastLoaded, weight: 1 }], picker: loadPicker };
+  const affinity: SubProfile = { filters: [imbalance], scorers: [{ scorer: prefix, weight: 3 }, { scorer: queue, weight: 1 }], picker };
+  // Learning: the affinity profile, whose cold requests go to the load mode's picker. With
+  // least-loaded, the cold pick is the max-score picker over totals that are dominated by
+  // the queue score (the prefix scores are all below the gate), i.e. least loaded as well.
+  const learning: SubProfile = {
+    ...affinity,
+    cold: { scorer: prefix, minScore: learningMinMatch, picker: loadMode === 'round-robin' ? load.picker : loadPicker },
+  };
   const profiles: Record<AutoMode, SubProfile> = {
-    load:
-      loadMode === 'round-robin'
-        ? { filters: [], scorers: [], picker: roundRobinPickerFactory(`${name}/round-robin`, {}, ctx) as Picker }
-        : { filters: [], scorers: [{ scorer: leastLoaded, weight: 1 }], picker: loadPicker },
-    affinity: { filters: [imbalance], scorers: [{ scorer: prefix, weight: 3 }, { scorer: queue, weight: 1 }], picker },
+    learning,
+    load,
+    affinity,
     'cache-aware': {
       filters: hotspot !== undefined ? [hotspot, imbalance] : [imbalance],
       scorers: [

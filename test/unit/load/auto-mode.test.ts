@@ -20,10 +20,19 @@ function selector() {
 }
 
 describe('load/auto-mode selector', () => {
-  it('starts balancing load and waits for enough requests', () => {
+  it('starts learning and waits for enough requests', () => {
     const { sel } = selector();
-    expect(sel.current).to.equal('load');
-    expect(sel.evaluate(0, snap(0.95, 10), 8)).to.equal('load');
+    expect(sel.current).to.equal('learning');
+    expect(sel.evaluate(0, snap(0.95, 10), 8)).to.equal('learning');
+  });
+
+  it('leaves learning at the first confident reading either way, and stays inside the band', () => {
+    expect(selector().sel.evaluate(0, snap(0.05), 8)).to.equal('load');
+    expect(selector().sel.evaluate(0, snap(0.9), 3)).to.equal('affinity');
+    const { sel } = selector();
+    expect(sel.evaluate(0, snap(0.35), 8)).to.equal('learning');
+    expect(sel.evaluate(5000, snap(0.35), 3)).to.equal('learning', 'a pool size change alone does not end learning');
+    expect(sel.switches()).to.have.length(0);
   });
 
   it('decides on the order-independent shared rate, not on "seen before"', () => {
@@ -50,7 +59,7 @@ describe('load/auto-mode selector', () => {
     expect(sel.evaluate(500, snap(0.0), 8)).to.equal('cache-aware');
     expect(sel.evaluate(1000, snap(0.0), 8)).to.equal('load');
     expect(lines.map((l) => [l.msg, l.from, l.to])).to.deep.equal([
-      ['auto strategy switch', 'load', 'cache-aware'],
+      ['auto strategy switch', 'learning', 'cache-aware'],
       ['auto strategy switch', 'cache-aware', 'load'],
     ]);
     expect(lines[0]).to.include({ shared_rate: 0.9, reuse_rate: 0.45, engines: 8, window_requests: 100 });

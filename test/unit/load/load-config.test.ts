@@ -33,13 +33,13 @@ describe('load/config section', () => {
   it('accepts overrides', () => {
     const c = parseConfig({
       ...MINIMAL,
-      load: { unit: 'tokens', tokensPerRequest: 2048, hotspot: { enabled: true, highWater: 10, lowWater: 3 }, boundedLoad: { epsilon: 0.5 }, session: { ttlMs: 1000 }, auto: { fewEngines: 2 } },
+      load: { unit: 'tokens', tokensPerRequest: 2048, hotspot: { enabled: true, highWater: 10, lowWater: 3 }, boundedLoad: { epsilon: 0.5 }, session: { ttlMs: 1000 }, auto: { fewEngines: 2, initial: 'load', learningMinMatch: 0.5 } },
     });
     expect(c.load).to.deep.include({ unit: 'tokens', tokensPerRequest: 2048 });
     expect(c.load?.hotspot).to.include({ highWater: 10, lowWater: 3, enabled: true });
     expect(c.load?.boundedLoad.epsilon).to.equal(0.5);
     expect(c.load?.session.ttlMs).to.equal(1000);
-    expect(c.load?.auto.fewEngines).to.equal(2);
+    expect(c.load?.auto).to.include({ fewEngines: 2, initial: 'load', learningMinMatch: 0.5 });
   });
 
   it('reports every problem with its field path', () => {
@@ -50,7 +50,7 @@ describe('load/config section', () => {
       boundedLoad: { epsilon: -1 },
       session: { overloadRel: 0.5 },
       calibration: { toleranceBlocks: 1.5 },
-      auto: { lowReuse: 0.8, highReuse: 0.4 },
+      auto: { lowReuse: 0.8, highReuse: 0.4, learningMinMatch: 0, initial: 'guess' },
     });
     for (const path of [
       'load.unit',
@@ -61,6 +61,8 @@ describe('load/config section', () => {
       'load.session.overloadRel',
       'load.calibration.toleranceBlocks',
       'load.auto.lowReuse',
+      'load.auto.learningMinMatch',
+      'load.auto.initial',
     ]) {
       expect(msg).to.contain(path);
     }

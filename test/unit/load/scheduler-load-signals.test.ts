@@ -238,7 +238,31 @@ describe('load/scheduler wiring', () => {
       }
     }
 
-    it('starts on load balancing, moves to cache-aware on high reuse with many engines, and back on low reuse; logs switches', () => {
+    it('learns per request before the first reading: cold requests rotate, warm ones follow their prefix', () => {
+      const clock = new ManualClock(0);
+      const s = createScheduler(cfg(4, { strategy: 'auto', load: { auto: { minRequests: 1000 } } }), { clock, rng: seededRng(4) });
+      const cold: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        clock.advance(20);
+        const t = s.route(req(textOf(7000 + i, 1200)));
+        cold.push(t.decision.endpoint.index);
+        expect(t.decision.notes).to.include('auto: cold request balanced');
+        t.finish({ aborted: false });
+      }
+      expect(cold).to.deep.equal([0, 1, 2, 3, 0, 1, 2, 3], 'no reuse: exactly round-robin, as the load mode');
+      // A prompt whose first 1,200 characters one engine holds (the third cold one) goes there.
+      const warm = s.route(req(textOf(7002, 1200) + textOf(99, 200)));
+      expect(warm.decision.endpoint.index).to.equal(2);
+      expect(warm.decision.reason).to.equal('affinity');
+      expect(warm.decision.notes).to.not.include('auto: cold request balanced');
+      warm.finish({ aborted: false });
+      // A short shared head (under learningMinMatch of the prompt) is not enough evidence.
+      const weak = s.route(req(textOf(7002, 128) + textOf(98, 1600)));
+      expect(weak.decision.notes).to.include('auto: cold request balanced');
+      expect(loadSignalStats(s).auto?.mode).to.equal('learning');
+    });
+
+    it('starts learning, moves to cache-aware on high reuse with many engines, and back on low reuse; logs switches', () => {
       const clock = new ManualClock(0);
       const lines: string[] = [];
       const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
@@ -249,7 +273,20 @@ describe('load/scheduler wiring', () => {
       drive(s, clock, false, 800); // 16 s of unique prompts: the window forgets the reuse
       expect(loadSignalStats(s).auto?.mode).to.equal('load');
       const switches = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'auto strategy switch');
-      expect(switches.map((l) => l.to)).to.deep.equal(['cache-aware', 'load']);
+      expect(switches.map((l) => [l.from, l.to])).to.deep.equal([
+        ['learning', 'cache-aware'],
+        ['cache-aware', 'load'],
+      ]);
+    });
+
+    it('load.auto.initial: load brings back the plain load-balancing start', () => {
+      const clock = new ManualClock(0);
+      const s = createScheduler(cfg(4, { strategy: 'auto', load: { auto: { minRequests: 1000, initial: 'load' } } }), { clock, rng: seededRng(4) });
+      const first = s.route(req(textOf(7100, 1200)));
+      first.finish({ aborted: false });
+      const again = s.route(req(textOf(7100, 1200)));
+      expect(loadSignalStats(s).auto?.mode).to.equal('load');
+      expect(again.decision.endpoint.index).to.not.equal(first.decision.endpoint.index, 'round-robin ignores the cached prefix');
     });
 
     it('uses affinity on a small pool', () => {
