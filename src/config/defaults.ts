@@ -61,6 +61,8 @@ export const DEFAULT_WEIGHTS = { prefix: 3, queue: 2, kvUsage: 2 } as const;
 export const DEFAULT_IMBALANCE_ABS = 32;
 /** ...and at least 1.5x its load, so small absolute differences never break affinity. */
 export const DEFAULT_IMBALANCE_REL = 1.5;
+/** The queue scorer's signal in cache-aware (see CacheAwareConfig.queueSignal). */
+export const DEFAULT_QUEUE_SIGNAL: 'effective' | 'prefill' = 'effective';
 
 // --- engineMetrics ---
 /** GIE scrapes engine metrics; without them the router is blind to others' traffic. */

@@ -61,6 +61,12 @@ export interface CacheAwareConfig {
   readonly weights: { readonly prefix: number; readonly queue: number; readonly kvUsage: number };
   /** Imbalance escape: when max-min load > abs AND max > min*rel, overloaded endpoints are dropped. */
   readonly imbalance: { readonly absThreshold: number; readonly relThreshold: number };
+  /**
+   * What the queue scorer counts: `effective` (in flight, raised to the engine's
+   * running + waiting) or `prefill` (not yet past the first byte, raised to the engine's
+   * waiting queue). Optional for configs built before it existed (= the default).
+   */
+  readonly queueSignal?: 'effective' | 'prefill';
 }
 
 export interface EngineMetricsConfig {

@@ -6,6 +6,14 @@
  * are tens of ms old at best), which is what keeps a burst of identical requests from all
  * landing on one engine. Each routed request holds one lease; releasing it is idempotent so
  * a request that ends through two paths (stream end and client abort) is counted once.
+ *
+ * Prefill accounting: a request is also counted as *prefilling* from routing until the edge
+ * reports its first response byte (`firstToken()`; for a streamed answer that is the first
+ * token, so the engine's prefill is done) or until it ends. Why: time to first token is
+ * decided by the prompts queued for prefill ahead of a request, not by how many requests
+ * are decoding — an engine full of long decodes can still start a new prompt at once, and
+ * equalising total in-flight counts (least-request) feeds the engines whose requests happen
+ * to finish sooner with more prompts. Without first-byte reports prefilling equals in flight.
  */
 
 /** One request's claim on an endpoint's in-flight counters. */
@@ -15,15 +23,26 @@ export interface InflightLease {
   /** Gives the claim back. Returns true the first time, false (and does nothing) after. */
   release(): boolean;
   readonly released: boolean;
+  /**
+   * The engine answered its first byte: the request stops counting as prefilling. Returns
+   * true the first time, false after, or once released.
+   */
+  firstToken(): boolean;
+  readonly prefilling: boolean;
 }
 
 export class InflightTracker {
   private reqs: Int32Array;
   private tokens: Float64Array;
+  private pre: Int32Array;
+  private preTokens: Float64Array;
+  private firstTokens = 0;
 
   constructor(endpoints: number) {
     this.reqs = new Int32Array(endpoints);
     this.tokens = new Float64Array(endpoints);
+    this.pre = new Int32Array(endpoints);
+    this.preTokens = new Float64Array(endpoints);
   }
 
   get endpointCount(): number {
@@ -33,12 +52,10 @@ export class InflightTracker {
   /** Grows the tracker to at least `n` endpoints; existing counters are kept. */
   ensureEndpoints(n: number): void {
     if (n <= this.reqs.length) return;
-    const reqs = new Int32Array(n);
-    reqs.set(this.reqs);
-    const tokens = new Float64Array(n);
-    tokens.set(this.tokens);
-    this.reqs = reqs;
-    this.tokens = tokens;
+    this.reqs = grown(this.reqs, new Int32Array(n));
+    this.tokens = grown(this.tokens, new Float64Array(n));
+    this.pre = grown(this.pre, new Int32Array(n));
+    this.preTokens = grown(this.preTokens, new Float64Array(n));
   }
 
   /** Counts one request of `promptTokens` (≥ 0) as in flight on endpoint `index`. */
@@ -47,24 +64,60 @@ export class InflightTracker {
     const tokens = Number.isFinite(promptTokens) && promptTokens > 0 ? promptTokens : 0;
     this.reqs[index] = this.reqs[index]! + 1;
     this.tokens[index] = this.tokens[index]! + tokens;
+    this.pre[index] = this.pre[index]! + 1;
+    this.preTokens[index] = this.preTokens[index]! + tokens;
     let released = false;
+    let prefilling = true;
     const tracker = this;
+    const endPrefill = (): void => {
+      prefilling = false;
+      tracker.pre[index] = tracker.pre[index]! - 1;
+      const left = tracker.pre[index]!;
+      tracker.preTokens[index] = left === 0 ? 0 : Math.max(0, tracker.preTokens[index]! - tokens);
+    };
     return {
       endpointIndex: index,
       promptTokens: tokens,
       get released() {
         return released;
       },
+      get prefilling() {
+        return prefilling;
+      },
       release(): boolean {
         if (released) return false;
         released = true;
+        if (prefilling) endPrefill();
         tracker.reqs[index] = tracker.reqs[index]! - 1;
         // Snap to zero when idle so float drift cannot accumulate.
         const left = tracker.reqs[index]!;
         tracker.tokens[index] = left === 0 ? 0 : Math.max(0, tracker.tokens[index]! - tokens);
         return true;
       },
+      firstToken(): boolean {
+        if (released || !prefilling) return false;
+        endPrefill();
+        tracker.firstTokens++;
+        return true;
+      },
     };
+  }
+
+  /** Requests on `index` that have not answered their first byte yet. */
+  prefillingRequests(index: number): number {
+    this.check(index);
+    return this.pre[index]!;
+  }
+
+  /** Estimated prompt tokens of those requests. */
+  prefillingTokens(index: number): number {
+    this.check(index);
+    return this.preTokens[index]!;
+  }
+
+  /** First-byte reports received so far (0: the edge does not report them). */
+  get firstTokenReports(): number {
+    return this.firstTokens;
   }
 
   requests(index: number): number {
@@ -89,4 +142,9 @@ export class InflightTracker {
       throw new RangeError(`endpoint index ${index} out of range 0..${this.reqs.length - 1}`);
     }
   }
+}
+
+function grown<T extends Int32Array | Float64Array>(from: T, to: T): T {
+  to.set(from);
+  return to;
 }

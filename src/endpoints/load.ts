@@ -9,6 +9,13 @@ export interface LoadSnapshot {
   /** Estimated prompt tokens of those requests (router-side). */
   readonly inflightPromptTokens: number;
   /**
+   * Of those, requests that have not answered their first byte yet: queued for or in
+   * prefill (router-side, exact when the edge reports first bytes; else = inflightRequests).
+   */
+  readonly prefillingRequests?: number;
+  /** Estimated prompt tokens of the prefilling requests. */
+  readonly prefillingTokens?: number;
+  /**
    * Estimated pending work in tokens: uncached prefill tokens not yet done plus expected
    * decode tokens of in-flight requests. Equals inflightPromptTokens until a load model
    * refines it.
@@ -45,5 +52,17 @@ export function effectiveQueue(load: LoadSnapshot, maxMetricsAgeMs: number): num
     const engine = load.waiting + (load.running ?? 0);
     return Math.max(own, engine);
   }
+  return own;
+}
+
+/**
+ * Work queued ahead of a new request's prefill: the router's requests on the endpoint that
+ * have not answered their first byte, raised to the engine's reported waiting queue when
+ * fresh. The signal for time to first token (see inflight.ts for why it differs from the
+ * in-flight count). Without first-byte reports it is the in-flight count.
+ */
+export function prefillQueue(load: LoadSnapshot, maxMetricsAgeMs: number): number {
+  const own = load.prefillingRequests ?? load.inflightRequests;
+  if (load.metricsAgeMs <= maxMetricsAgeMs && load.waiting !== undefined) return Math.max(own, load.waiting);
   return own;
 }

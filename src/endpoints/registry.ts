@@ -186,6 +186,8 @@ export class EndpointRegistry {
     let snap: LoadSnapshot = {
       inflightRequests: this.inflight.requests(i),
       inflightPromptTokens: tokens,
+      prefillingRequests: this.inflight.prefillingRequests(i),
+      prefillingTokens: this.inflight.prefillingTokens(i),
       pendingTokens: tokens,
       metricsAgeMs: Number.POSITIVE_INFINITY,
       healthy: true,

@@ -5,6 +5,7 @@
  * Every profile starts with the eligibility filters (model/subset, then health), so no
  * strategy can route outside Envoy's subset hint or to an endpoint known to be down.
  */
+import { DEFAULT_QUEUE_SIGNAL } from '../config/defaults.js';
 import type { RouterConfig } from '../config/types.js';
 import type { ProfileSpec } from '../scheduling/profile-spec.js';
 import { HEALTH_FILTER } from './filter/health-filter.js';
@@ -62,7 +63,11 @@ export function cacheAwareProfile(config: RouterConfig): ProfileSpec {
       ...hotspotPlugins(config),
       { type: IMBALANCE_ESCAPE_FILTER },
       { type: PREFIX_CACHE_PLUGIN, weight: w.prefix },
-      { type: QUEUE_SCORER, params: { softQueue: config.cacheAware.imbalance.absThreshold }, weight: w.queue },
+      {
+        type: QUEUE_SCORER,
+        params: { softQueue: config.cacheAware.imbalance.absThreshold, signal: config.cacheAware.queueSignal ?? DEFAULT_QUEUE_SIGNAL },
+        weight: w.queue,
+      },
       { type: KV_USAGE_SCORER, weight: w.kvUsage },
       ...loadScorerPlugins(config, { tokenLoad: true }),
       { type: MAX_SCORE_PICKER },

@@ -1,12 +1,13 @@
 /** `cacheAware:` section: prefix blocks, index size, scorer weights, imbalance escape. */
 import type { CacheAwareConfig } from '../types.js';
-import { int, num, type ObjectReader } from '../field-reader.js';
+import { int, num, oneOf, type ObjectReader } from '../field-reader.js';
 import {
   DEFAULT_BLOCK_CHARS,
   DEFAULT_IMBALANCE_ABS,
   DEFAULT_IMBALANCE_REL,
   DEFAULT_INDEX_CAPACITY_BLOCKS,
   DEFAULT_MAX_PREFIX_BLOCKS,
+  DEFAULT_QUEUE_SIGNAL,
   DEFAULT_WEIGHTS,
 } from '../defaults.js';
 
@@ -38,6 +39,7 @@ export function parseCacheAware(r: ObjectReader): CacheAwareConfig {
     relThreshold: im.get('relThreshold', num({ min: 1, max: 1000 }), DEFAULT_IMBALANCE_REL),
   };
   im.done();
+  const queueSignal = r.get('queueSignal', oneOf(['effective', 'prefill']), DEFAULT_QUEUE_SIGNAL);
   r.done();
-  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance };
+  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal };
 }

@@ -2,7 +2,9 @@
  * Queue scorer: prefers endpoints with less queued work.
  *
  * Rule: q = effective queue (router in-flight raised to the engine's running+waiting when
- * fresh), or the router's in-flight count alone with `signal: inflight`. Score =
+ * fresh), or the router's in-flight count alone with `signal: inflight`, or the prefill
+ * queue (requests not past their first byte, raised to the engine's waiting queue when
+ * fresh) with `signal: prefill` — what time to first token waits for. Score =
  * 1 − (q − min) / max(max − min, softQueue) over the candidates: least loaded 1; the most
  * loaded 0 once the spread reaches `softQueue` requests. Neutral value: 1 for everyone when
  * all queues are equal, so the scorer then does not move the decision.
@@ -14,14 +16,15 @@
  * proportion up to the point where the escape takes over. softQueue 1 (the default) is
  * plain min-max for integer queues (least-request).
  */
-import { effectiveQueue } from '../../endpoints/load.js';
+import { effectiveQueue, prefillQueue } from '../../endpoints/load.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
 import { params } from '../plugin-params.js';
 
 export const QUEUE_SCORER = 'queue-scorer';
 
-export type QueueSignal = 'effective' | 'inflight';
+export const QUEUE_SIGNALS = ['effective', 'inflight', 'prefill'] as const;
+export type QueueSignal = (typeof QUEUE_SIGNALS)[number];
 
 export class QueueScorer implements Scorer {
   constructor(
@@ -32,7 +35,14 @@ export class QueueScorer implements Scorer {
   ) {}
 
   queueOf(c: Candidate): number {
-    return this.signal === 'inflight' ? c.load.inflightRequests : effectiveQueue(c.load, this.staleAfterMs);
+    switch (this.signal) {
+      case 'inflight':
+        return c.load.inflightRequests;
+      case 'prefill':
+        return prefillQueue(c.load, this.staleAfterMs);
+      default:
+        return effectiveQueue(c.load, this.staleAfterMs);
+    }
   }
 
   score(_state: CycleState, candidates: readonly Candidate[]): number[] {
@@ -58,7 +68,7 @@ export const queueScorerFactory: PluginFactory = (name, p, ctx) => {
   const r = params(name, p).only('signal', 'staleAfterMs', 'softQueue');
   return new QueueScorer(
     name,
-    r.oneOf<QueueSignal>('signal', 'effective', ['effective', 'inflight']),
+    r.oneOf<QueueSignal>('signal', 'effective', QUEUE_SIGNALS),
     r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }),
     r.number('softQueue', 1, { min: 1 }),
   );

@@ -36,6 +36,7 @@ describe('config/parse-config', () => {
         indexCapacityBlocks: D.DEFAULT_INDEX_CAPACITY_BLOCKS,
         weights: D.DEFAULT_WEIGHTS,
         imbalance: { absThreshold: D.DEFAULT_IMBALANCE_ABS, relThreshold: D.DEFAULT_IMBALANCE_REL },
+        queueSignal: D.DEFAULT_QUEUE_SIGNAL,
       });
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
@@ -169,6 +170,7 @@ describe('config/parse-config', () => {
       ['unknown weight', { cacheAware: { weights: { latency: 1 } } }, 'cacheAware.weights.latency: unknown field'],
       ['abs threshold', { cacheAware: { imbalance: { absThreshold: -1 } } }, 'cacheAware.imbalance.absThreshold'],
       ['rel threshold < 1', { cacheAware: { imbalance: { relThreshold: 0.5 } } }, 'cacheAware.imbalance.relThreshold'],
+      ['queue signal', { cacheAware: { queueSignal: 'tokens' } }, 'cacheAware.queueSignal: expected one of effective, prefill'],
       ['enabled not bool', { engineMetrics: { enabled: 'yes' } }, 'engineMetrics.enabled: expected true or false'],
       ['stale <= poll', { engineMetrics: { pollIntervalMs: 500, staleAfterMs: 500 } }, 'engineMetrics.staleAfterMs: must be greater'],
       ['timeout > stale', { engineMetrics: { timeoutMs: 2000 } }, 'engineMetrics.timeoutMs: must not exceed'],

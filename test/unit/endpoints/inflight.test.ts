@@ -21,6 +21,23 @@ describe('InflightTracker', () => {
     expect(t.totalRequests()).to.equal(1);
   });
 
+  it('counts a request as prefilling until its first byte or its end, once', () => {
+    const t = new InflightTracker(2);
+    const a = t.acquire(0, 100);
+    const b = t.acquire(0, 40);
+    expect([t.prefillingRequests(0), t.prefillingTokens(0)]).to.deep.equal([2, 140]);
+    expect(a.firstToken()).to.equal(true);
+    expect(a.firstToken()).to.equal(false);
+    expect(a.prefilling).to.equal(false);
+    expect([t.prefillingRequests(0), t.prefillingTokens(0), t.requests(0)]).to.deep.equal([1, 40, 2]);
+    expect(b.release()).to.equal(true);
+    expect(b.firstToken()).to.equal(false, 'no first byte after the end');
+    expect([t.prefillingRequests(0), t.prefillingTokens(0)]).to.deep.equal([0, 0]);
+    a.release();
+    expect([t.requests(0), t.prefillingRequests(0)]).to.deep.equal([0, 0]);
+    expect(t.firstTokenReports).to.equal(1);
+  });
+
   it('returns to zero after any interleaving of acquires and (repeated) releases', () => {
     fc.assert(
       fc.property(
@@ -29,11 +46,22 @@ describe('InflightTracker', () => {
         (acquires, releaseOrder) => {
           const t = new InflightTracker(4);
           const leases = acquires.map((a) => t.acquire(a.e, a.tokens));
-          for (const r of releaseOrder) leases[r % Math.max(1, leases.length)]?.release();
+          // Odd entries report a first byte, even ones release: any order, repeats included.
+          for (const r of releaseOrder) {
+            const l = leases[(r >> 1) % Math.max(1, leases.length)];
+            if (r & 1) l?.firstToken();
+            else l?.release();
+          }
+          for (let e = 0; e < 4; e++) {
+            const open = leases.filter((l) => !l.released && l.endpointIndex === e);
+            expect(t.prefillingRequests(e)).to.equal(open.filter((l) => l.prefilling).length);
+          }
           for (const l of leases) l.release();
           for (let e = 0; e < 4; e++) {
             expect(t.requests(e)).to.equal(0);
             expect(t.promptTokens(e)).to.equal(0);
+            expect(t.prefillingRequests(e)).to.equal(0);
+            expect(t.prefillingTokens(e)).to.equal(0);
           }
         },
       ),

@@ -79,7 +79,17 @@ describe('EndpointRegistry', () => {
     const r = EndpointRegistry.fromConfig([{ address: '10.0.0.1:1', pool: 'p', models: [] }, { address: '10.0.0.2:1', pool: 'p', models: [] }], clock);
     const ep = r.byIndex(0)!;
     const lease = r.inflight.acquire(0, 120);
-    expect(r.loadOf(ep)).to.deep.equal({ inflightRequests: 1, inflightPromptTokens: 120, pendingTokens: 120, metricsAgeMs: Infinity, healthy: true });
+    expect(r.loadOf(ep)).to.deep.equal({
+      inflightRequests: 1,
+      inflightPromptTokens: 120,
+      prefillingRequests: 1,
+      prefillingTokens: 120,
+      pendingTokens: 120,
+      metricsAgeMs: Infinity,
+      healthy: true,
+    });
+    lease.firstToken();
+    expect(r.loadOf(ep)).to.include({ inflightRequests: 1, prefillingRequests: 0, prefillingTokens: 0 });
     const seen: number[] = [];
     const metrics: LoadSource = {
       name: 'metrics',
