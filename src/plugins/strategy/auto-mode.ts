@@ -22,8 +22,12 @@
  * prompt, load balancing otherwise (auto-strategy.ts). Starting in 'load' would scatter the
  * first requests of a high-reuse workload over every engine (one cold prefill each, the
  * measured p99 cost of auto's old learning phase); starting in an affinity mode would
- * concentrate a no-reuse workload. 'learning' is left at the first confident reading;
- * inside the hysteresis band it stays (it already serves both kinds of request).
+ * concentrate a no-reuse workload. 'learning' is left for an affinity mode at the first
+ * high-reuse reading, but for 'load' only after it has lasted minDwellMs: early in any
+ * workload with many prefix groups few groups have repeated yet (a warm-up pass over every
+ * system prompt reads as 0% reuse), so "low reuse" needs time to be believed — and
+ * learning costs nothing meanwhile, since with no reuse it routes exactly like 'load'.
+ * Inside the hysteresis band it stays (it already serves both kinds of request).
  */
 import type { Logger } from '../../telemetry/logger.js';
 import type { TrafficSnapshot } from '../../scheduling/traffic-stats.js';
@@ -64,6 +68,7 @@ export interface AutoSwitch {
 export class AutoModeSelector {
   private mode: AutoMode;
   private changedAtMs = Number.NEGATIVE_INFINITY;
+  private firstEvalMs: number | undefined;
   private readonly history: AutoSwitch[] = [];
 
   constructor(
@@ -85,6 +90,7 @@ export class AutoModeSelector {
 
   /** Re-evaluates the mode from fresh statistics; returns the mode to use now. */
   evaluate(nowMs: number, t: TrafficSnapshot, engines: number): AutoMode {
+    this.firstEvalMs ??= nowMs;
     if (t.requests < this.opts.minRequests) return this.mode;
     const reuse = t.sharedRate;
     const affinityMode: AutoMode = engines <= this.opts.fewEngines ? 'affinity' : 'cache-aware';
@@ -101,6 +107,7 @@ export class AutoModeSelector {
       why = `pool size now ${engines} engines`;
     }
     if (target === this.mode || nowMs - this.changedAtMs < this.opts.minDwellMs) return this.mode;
+    if (this.mode === 'learning' && target === 'load' && nowMs - this.firstEvalMs < this.opts.minDwellMs) return this.mode;
     const sw: AutoSwitch = { atMs: nowMs, from: this.mode, to: target, reason: why };
     this.history.push(sw);
     if (this.history.length > 32) this.history.shift();

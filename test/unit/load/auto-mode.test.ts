@@ -26,9 +26,15 @@ describe('load/auto-mode selector', () => {
     expect(sel.evaluate(0, snap(0.95, 10), 8)).to.equal('learning');
   });
 
-  it('leaves learning at the first confident reading either way, and stays inside the band', () => {
-    expect(selector().sel.evaluate(0, snap(0.05), 8)).to.equal('load');
+  it('leaves learning for affinity at once, for load only after minDwellMs, and stays inside the band', () => {
     expect(selector().sel.evaluate(0, snap(0.9), 3)).to.equal('affinity');
+    const low = selector().sel;
+    expect(low.evaluate(0, snap(0.05), 8)).to.equal('learning', 'a warm-up pass over many prompts reads as no reuse');
+    expect(low.evaluate(999, snap(0.05), 8)).to.equal('learning');
+    expect(low.evaluate(1000, snap(0.05), 8)).to.equal('load');
+    const early = selector().sel;
+    expect(early.evaluate(0, snap(0.05), 8)).to.equal('learning');
+    expect(early.evaluate(500, snap(0.9), 8)).to.equal('cache-aware', 'reuse that shows up early is acted on');
     const { sel } = selector();
     expect(sel.evaluate(0, snap(0.35), 8)).to.equal('learning');
     expect(sel.evaluate(5000, snap(0.35), 3)).to.equal('learning', 'a pool size change alone does not end learning');
