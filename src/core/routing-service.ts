@@ -10,6 +10,13 @@ export interface RouteTicket {
   readonly request: RouteRequest;
   readonly decision: RouteDecision;
   finish(outcome: RequestOutcome): void;
+  /**
+   * The engine's first response byte reached the edge — for a streamed answer its first
+   * token, so its prefill is done. Idempotent, ignored after `finish`. Optional: an edge
+   * that cannot see response bodies never calls it, and the core then counts the request
+   * as prefilling until it finishes.
+   */
+  firstByte?(): void;
 }
 
 export interface RoutingService {

@@ -8,7 +8,7 @@
  * a request that ends through two paths (stream end and client abort) is counted once.
  *
  * Prefill accounting: a request is also counted as *prefilling* from routing until the edge
- * reports its first response byte (`firstToken()`; for a streamed answer that is the first
+ * reports its first response byte (`firstByte()`; for a streamed answer that is the first
  * token, so the engine's prefill is done) or until it ends. Why: time to first token is
  * decided by the prompts queued for prefill ahead of a request, not by how many requests
  * are decoding — an engine full of long decodes can still start a new prompt at once, and
@@ -27,7 +27,7 @@ export interface InflightLease {
    * The engine answered its first byte: the request stops counting as prefilling. Returns
    * true the first time, false after, or once released.
    */
-  firstToken(): boolean;
+  firstByte(): boolean;
   readonly prefilling: boolean;
 }
 
@@ -36,7 +36,7 @@ export class InflightTracker {
   private tokens: Float64Array;
   private pre: Int32Array;
   private preTokens: Float64Array;
-  private firstTokens = 0;
+  private firstBytes = 0;
 
   constructor(endpoints: number) {
     this.reqs = new Int32Array(endpoints);
@@ -94,10 +94,10 @@ export class InflightTracker {
         tracker.tokens[index] = left === 0 ? 0 : Math.max(0, tracker.tokens[index]! - tokens);
         return true;
       },
-      firstToken(): boolean {
+      firstByte(): boolean {
         if (released || !prefilling) return false;
         endPrefill();
-        tracker.firstTokens++;
+        tracker.firstBytes++;
         return true;
       },
     };
@@ -116,8 +116,8 @@ export class InflightTracker {
   }
 
   /** First-byte reports received so far (0: the edge does not report them). */
-  get firstTokenReports(): number {
-    return this.firstTokens;
+  get firstByteReports(): number {
+    return this.firstBytes;
   }
 
   requests(index: number): number {

@@ -26,16 +26,16 @@ describe('InflightTracker', () => {
     const a = t.acquire(0, 100);
     const b = t.acquire(0, 40);
     expect([t.prefillingRequests(0), t.prefillingTokens(0)]).to.deep.equal([2, 140]);
-    expect(a.firstToken()).to.equal(true);
-    expect(a.firstToken()).to.equal(false);
+    expect(a.firstByte()).to.equal(true);
+    expect(a.firstByte()).to.equal(false);
     expect(a.prefilling).to.equal(false);
     expect([t.prefillingRequests(0), t.prefillingTokens(0), t.requests(0)]).to.deep.equal([1, 40, 2]);
     expect(b.release()).to.equal(true);
-    expect(b.firstToken()).to.equal(false, 'no first byte after the end');
+    expect(b.firstByte()).to.equal(false, 'no first byte after the end');
     expect([t.prefillingRequests(0), t.prefillingTokens(0)]).to.deep.equal([0, 0]);
     a.release();
     expect([t.requests(0), t.prefillingRequests(0)]).to.deep.equal([0, 0]);
-    expect(t.firstTokenReports).to.equal(1);
+    expect(t.firstByteReports).to.equal(1);
   });
 
   it('returns to zero after any interleaving of acquires and (repeated) releases', () => {
@@ -49,7 +49,7 @@ describe('InflightTracker', () => {
           // Odd entries report a first byte, even ones release: any order, repeats included.
           for (const r of releaseOrder) {
             const l = leases[(r >> 1) % Math.max(1, leases.length)];
-            if (r & 1) l?.firstToken();
+            if (r & 1) l?.firstByte();
             else l?.release();
           }
           for (let e = 0; e < 4; e++) {

@@ -88,7 +88,7 @@ describe('EndpointRegistry', () => {
       metricsAgeMs: Infinity,
       healthy: true,
     });
-    lease.firstToken();
+    lease.firstByte();
     expect(r.loadOf(ep)).to.include({ inflightRequests: 1, prefillingRequests: 0, prefillingTokens: 0 });
     const seen: number[] = [];
     const metrics: LoadSource = {
