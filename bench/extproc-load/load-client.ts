@@ -30,6 +30,11 @@ export interface LoadOptions {
   readonly close?: CloseMode;
   /** Upper bound on recorded latencies (memory bound). */
   readonly maxSamples?: number;
+  /**
+   * Stop opening streams after this many (warm-up included), for fixed-work runs such as
+   * instruction counting under callgrind; the duration still bounds the run.
+   */
+  readonly maxStreams?: number;
 }
 
 export interface LoadResult {
@@ -135,6 +140,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const mode = opts.close ?? 'reset';
   const conns = Array.from({ length: opts.connections }, () => new Connection(`http://${opts.address}`));
   const maxSamples = opts.maxSamples ?? 2_000_000;
+  const maxStreams = opts.maxStreams ?? Number.POSITIVE_INFINITY;
   const samples = new Float64Array(maxSamples);
   let sampleCount = 0;
   let streams = 0;
@@ -232,7 +238,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
 
   const worker = async (w: number): Promise<void> => {
     const conn = conns[w % conns.length]!;
-    while (performance.now() < end) await one(conn);
+    while (performance.now() < end && seq < maxStreams) await one(conn);
   };
   await Promise.all(Array.from({ length: opts.concurrency }, (_, w) => worker(w)));
   const seconds = opts.durationMs / 1000;

@@ -8,11 +8,17 @@
  * - the header and the `envoy.lb` metadata carry the same string (chosen host first, then
  *   the ordered fallbacks); `cacheroute/destination` carries the chosen host alone for
  *   ORIGINAL_DST, which accepts exactly one literal ip:port.
+ *
+ * The answers every routed stream sends (decision, body echo, plain CONTINUEs) carry their
+ * wire bytes (response-encoder.ts), so the server sends them without re-encoding; the
+ * constant ones are shared, frozen objects encoded once by the reference codec.
  */
 import type { RouteDecision } from '../core/types.js';
 import type { RouterError } from '../core/errors.js';
 import { httpStatusOf } from './error-status.js';
+import { referenceEncodeResponse } from './ext-proc-proto.js';
 import type { HeaderMutation, HeaderValueOption, ProcessingResponse, StatusCode, Struct } from './ext-proc-proto.js';
+import { RESPONSE_FIELD, attachWire, encodeDecisionAnswer, encodeStreamedBody } from './response-encoder.js';
 
 export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
 export const LB_METADATA_NAMESPACE = 'envoy.lb';
@@ -20,6 +26,13 @@ export const CACHEROUTE_METADATA_NAMESPACE = 'cacheroute';
 export const CACHEROUTE_DESTINATION_KEY = 'destination';
 /** Error messages are truncated to this many characters (they must stay small). */
 const MAX_ERROR_MESSAGE_CHARS = 200;
+
+const DECISION_NAMES = {
+  headerKey: DESTINATION_HEADER,
+  lbNamespace: LB_METADATA_NAMESPACE,
+  ownNamespace: CACHEROUTE_METADATA_NAMESPACE,
+  ownKey: CACHEROUTE_DESTINATION_KEY,
+} as const;
 
 /** One header to set, replacing any existing values (ext_proc honours only `append`). */
 export function setHeader(key: string, value: string): HeaderValueOption {
@@ -40,13 +53,17 @@ export function routingHeaderMutation(decision: RouteDecision, extra: readonly H
 
 /** Dynamic metadata announcing the decision under `envoy.lb` and `cacheroute`. */
 export function routingMetadata(decision: RouteDecision): Struct {
+  return metadataFor(destinationList(decision), decision.endpoint.id);
+}
+
+function metadataFor(destinations: string, chosen: string): Struct {
   return {
     fields: {
       [LB_METADATA_NAMESPACE]: {
-        structValue: { fields: { [DESTINATION_HEADER]: { stringValue: destinationList(decision) } } },
+        structValue: { fields: { [DESTINATION_HEADER]: { stringValue: destinations } } },
       },
       [CACHEROUTE_METADATA_NAMESPACE]: {
-        structValue: { fields: { [CACHEROUTE_DESTINATION_KEY]: { stringValue: decision.endpoint.id } } },
+        structValue: { fields: { [CACHEROUTE_DESTINATION_KEY]: { stringValue: chosen } } },
       },
     },
   };
@@ -58,27 +75,33 @@ export function routingMetadata(decision: RouteDecision): Struct {
  * response carries a header mutation.
  */
 export function requestHeadersWithDecision(decision: RouteDecision): ProcessingResponse {
-  return {
-    request_headers: {
-      response: { status: 'CONTINUE', header_mutation: routingHeaderMutation(decision), clear_route_cache: true },
-    },
-    dynamic_metadata: routingMetadata(decision),
-  };
+  return withDecision(RESPONSE_FIELD.request_headers, decision, 'request_headers');
 }
 
 /** Answer to a BUFFERED request body that carries the decision (headers are still held). */
 export function requestBodyWithDecision(decision: RouteDecision): ProcessingResponse {
-  return {
-    request_body: {
-      response: { status: 'CONTINUE', header_mutation: routingHeaderMutation(decision), clear_route_cache: true },
+  return withDecision(RESPONSE_FIELD.request_body, decision, 'request_body');
+}
+
+function withDecision(field: number, decision: RouteDecision, member: 'request_headers' | 'request_body'): ProcessingResponse {
+  const destinations = destinationList(decision);
+  const chosen = decision.endpoint.id;
+  const msg: ProcessingResponse = {
+    [member]: {
+      response: {
+        status: 'CONTINUE',
+        header_mutation: { set_headers: [setHeader(DESTINATION_HEADER, destinations)] },
+        clear_route_cache: true,
+      },
     },
-    dynamic_metadata: routingMetadata(decision),
+    dynamic_metadata: metadataFor(destinations, chosen),
   };
+  return attachWire(msg, encodeDecisionAnswer(field, DECISION_NAMES, destinations, chosen));
 }
 
 /** Plain CONTINUE for request headers; optionally removes headers (e.g. a forged destination). */
 export function continueRequestHeaders(removeHeaders: readonly string[] = []): ProcessingResponse {
-  if (removeHeaders.length === 0) return { request_headers: { response: { status: 'CONTINUE' } } };
+  if (removeHeaders.length === 0) return CONTINUE.requestHeaders();
   return {
     request_headers: { response: { status: 'CONTINUE', header_mutation: { remove_headers: [...removeHeaders] } } },
   };
@@ -86,45 +109,68 @@ export function continueRequestHeaders(removeHeaders: readonly string[] = []): P
 
 /** CONTINUE for response headers; optionally sets headers (the decision summary). */
 export function continueResponseHeaders(setHeaders: readonly HeaderValueOption[] = []): ProcessingResponse {
-  if (setHeaders.length === 0) return { response_headers: { response: { status: 'CONTINUE' } } };
+  if (setHeaders.length === 0) return CONTINUE.responseHeaders();
   return { response_headers: { response: { status: 'CONTINUE', header_mutation: { set_headers: [...setHeaders] } } } };
 }
 
 /** CONTINUE for a request body chunk (BUFFERED / STREAMED modes). */
 export function continueRequestBody(): ProcessingResponse {
-  return { request_body: { response: { status: 'CONTINUE' } } };
+  return CONTINUE.requestBody();
 }
 
 /** CONTINUE for a response body chunk (BUFFERED / STREAMED modes). */
 export function continueResponseBody(): ProcessingResponse {
-  return { response_body: { response: { status: 'CONTINUE' } } };
+  return CONTINUE.responseBody();
 }
 
 /** FULL_DUPLEX_STREAMED: give a request body chunk back to Envoy (it drained it). */
 export function streamedRequestBody(body: Uint8Array, endOfStream: boolean): ProcessingResponse {
-  return {
-    request_body: {
-      response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } },
-    },
-  };
+  return streamedBody(RESPONSE_FIELD.request_body, 'request_body', body, endOfStream);
 }
 
 /** FULL_DUPLEX_STREAMED: give a response body chunk back to Envoy. */
 export function streamedResponseBody(body: Uint8Array, endOfStream: boolean): ProcessingResponse {
-  return {
-    response_body: {
-      response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } },
-    },
+  return streamedBody(RESPONSE_FIELD.response_body, 'response_body', body, endOfStream);
+}
+
+function streamedBody(field: number, member: 'request_body' | 'response_body', body: Uint8Array, endOfStream: boolean): ProcessingResponse {
+  const bytes = toBuffer(body);
+  const msg: ProcessingResponse = {
+    [member]: { response: { body_mutation: { streamed_response: { body: bytes, end_of_stream: endOfStream } } } },
   };
+  return attachWire(msg, encodeStreamedBody(field, bytes, endOfStream));
 }
 
 export function continueRequestTrailers(): ProcessingResponse {
-  return { request_trailers: {} };
+  return CONTINUE.requestTrailers();
 }
 
 export function continueResponseTrailers(): ProcessingResponse {
-  return { response_trailers: {} };
+  return CONTINUE.responseTrailers();
 }
+
+/**
+ * A constant answer: deep-frozen (it is shared by every stream) and encoded once by the
+ * reference codec, on first use.
+ */
+function constantAnswer(msg: ProcessingResponse): () => ProcessingResponse {
+  let wired: ProcessingResponse | undefined;
+  return () => (wired ??= deepFreeze(attachWire(msg, referenceEncodeResponse(msg))));
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const v of Object.values(value)) if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) deepFreeze(v as object);
+  return Object.freeze(value);
+}
+
+const CONTINUE = {
+  requestHeaders: constantAnswer({ request_headers: { response: { status: 'CONTINUE' } } }),
+  responseHeaders: constantAnswer({ response_headers: { response: { status: 'CONTINUE' } } }),
+  requestBody: constantAnswer({ request_body: { response: { status: 'CONTINUE' } } }),
+  responseBody: constantAnswer({ response_body: { response: { status: 'CONTINUE' } } }),
+  requestTrailers: constantAnswer({ request_trailers: {} }),
+  responseTrailers: constantAnswer({ response_trailers: {} }),
+};
 
 /** Small JSON error body: `{"error":{"code":"BAD_REQUEST","message":"..."}}`. */
 export function errorBody(err: RouterError): Buffer {
