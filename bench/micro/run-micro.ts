@@ -95,8 +95,18 @@ export function renderMarkdown(r: MicroResults): string {
     '',
     '## Block hashing throughput',
     '',
-    `${r.hash.prompts} prompts × ${r.hash.rounds} rounds of ${r.hash.promptChars} chars, ${r.hash.blockChars}-char blocks:`,
-    `${f1(r.hash.microsPerPrompt)} µs per prompt, ${f1(r.hash.megaCharsPerSecond)} M chars/s, ${Math.round(r.hash.blocksPerSecond)} blocks/s.`,
+    `${r.hash.prompts} prompts of ${r.hash.promptChars} chars, ${r.hash.blockChars}-char blocks; ${r.hash.repetitions} repetitions of ${r.hash.roundsPerRepetition} rounds,`,
+    'alternating between the hashers (µs per prompt: least disturbed repetition / median repetition):',
+    '',
+    '| text | single-state (now) | two-lane (before) | ratio (min) |',
+    '| --- | --- | --- | --- |',
+    ...(['ascii', 'quotes', 'cyrillic'] as const).map((text) => {
+      const now = r.hash.variants.find((v) => v.text === text && v.hasher === 'single-state')!;
+      const before = r.hash.variants.find((v) => v.text === text && v.hasher === 'two-lane (before)')!;
+      return `| ${text} | ${f1(now.microsPerPromptMin)} / ${f1(now.microsPerPromptMedian)} | ${f1(before.microsPerPromptMin)} / ${f1(before.microsPerPromptMedian)} | ${f2(now.microsPerPromptMin / before.microsPerPromptMin)} |`;
+    }),
+    '',
+    `ASCII text with the single-state hasher: ${f1(r.hash.megaCharsPerSecond)} M chars/s, ${Math.round(r.hash.blocksPerSecond)} blocks/s.`,
     '',
   ].join('\n');
 }
@@ -110,7 +120,7 @@ function main(): void {
   const repeat = repIdx >= 0 ? Math.max(1, Number(args[repIdx + 1]) || 1) : quick ? 1 : 3;
   const startedAt = new Date().toISOString();
   const loadavgAtStart = loadavg();
-  const hash = runHashBench(32_768, 64, quick ? 16 : 64, quick ? 5 : 40);
+  const hash = runHashBench(32_768, 64, quick ? 16 : 64, quick ? 2 : 10, quick ? 2 : 6);
   const decisionRuns: DecisionBenchResult[] = [];
   for (let k = 0; k < repeat; k++) {
     decisionRuns.push(runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, decisions: 500 } : DEFAULT_DECISION_BENCH));

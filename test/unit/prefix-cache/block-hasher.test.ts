@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { BlockHasher, copyBlockHashes, type BlockHashes } from '../../../src/prefix-cache/block-hasher.js';
 import { isRouterError } from '../../../src/core/errors.js';
 import { text } from '../scheduling/builders.js';
+import { seededRng } from '../../../src/util/rng.js';
 
 function keys(h: BlockHashes): string[] {
   const out: string[] = [];
@@ -99,14 +100,83 @@ describe('BlockHasher', () => {
     }
   });
 
-  it('gives distinct 64-bit keys to 50k distinct blocks', () => {
+  it('gives distinct 64-bit keys to 10^6 distinct low-entropy blocks; each 32-bit half collides no more often than a random function would', () => {
     const h = new BlockHasher({ blockChars: 16, maxBlocks: 1 });
-    const seen = new Set<string>();
-    for (let i = 0; i < 50_000; i++) {
-      const k = keys(h.hash('m', `block-${i}`.padEnd(16, '.')))[0]!;
-      seen.add(k);
+    const n = 1_000_000;
+    const full = new BigUint64Array(n);
+    const lo = new Uint32Array(n);
+    const hi = new Uint32Array(n);
+    for (let i = 0; i < n; i++) {
+      // Decimal counters: blocks differing in a digit or two, the hard case for a weak mix.
+      const k = h.hash('m', String(i).padStart(16, '0'));
+      lo[i] = k.lo[0]! >>> 0;
+      hi[i] = k.hi[0]! >>> 0;
+      full[i] = (BigInt(hi[i]!) << 32n) | BigInt(lo[i]!);
     }
-    expect(seen.size).to.equal(50_000);
+    const dupes = (a: BigUint64Array | Uint32Array): number => {
+      a.sort();
+      let d = 0;
+      for (let i = 1; i < a.length; i++) if (a[i] === a[i - 1]) d++;
+      return d;
+    };
+    expect(dupes(full)).to.equal(0);
+    // A random function gives n²/2^33 ≈ 116 collisions (Poisson, sd ≈ 11) in 32 bits. Fewer is
+    // fine: blocks differing in a single word never collide in the low half (see the header).
+    for (const half of [lo, hi]) expect(dupes(half)).to.be.at.most(160);
+  });
+
+  it('avalanches: one flipped input bit flips each of the 64 key bits about half the time', () => {
+    for (const wide of [false, true]) {
+      const h = new BlockHasher({ blockChars: 64, maxBlocks: 1 });
+      const rng = seededRng(wide ? 8 : 7);
+      const flips = new Array<number>(64).fill(0);
+      const trials = 3000;
+      for (let t = 0; t < trials; t++) {
+        const units = Array.from({ length: 64 }, () => (wide ? 0x400 : 0x20) + rng.int(0x5f));
+        const a = h.hash('m', String.fromCharCode(...units));
+        const [alo, ahi] = [a.lo[0]!, a.hi[0]!];
+        const pos = rng.int(64);
+        units[pos] = units[pos]! ^ (1 << rng.int(wide ? 10 : 6)); // stays printable ASCII / stays above latin1
+        const b = h.hash('m', String.fromCharCode(...units));
+        for (let bit = 0; bit < 32; bit++) {
+          if (((alo ^ b.lo[0]!) >>> bit) & 1) flips[bit]!++;
+          if (((ahi ^ b.hi[0]!) >>> bit) & 1) flips[32 + bit]!++;
+        }
+      }
+      for (let bit = 0; bit < 64; bit++) expect(flips[bit]! / trials, `${wide ? 'wide' : 'narrow'} key bit ${bit}`).to.be.within(0.44, 0.56);
+    }
+  });
+
+  it('hashes a block by its own content only: latin1 blocks keep their keys when the prompt later turns two-byte', () => {
+    const h = new BlockHasher({ blockChars: 16, maxBlocks: 16 });
+    const head = text(5, 16 * 3) + 'caf\u00e9 cr\u00e8me br\u00fbl\u00e9e!'.slice(0, 16); // 3 ASCII blocks + 1 latin1 block
+    const narrow = keys(copyBlockHashes(h.hash('m', head + text(6, 16 * 4))));
+    // Same head, then a typographic apostrophe (U+2019) in block 5: now a two-byte string.
+    const mixed = keys(copyBlockHashes(h.hash('m', head + text(6, 16) + 'it\u2019s' + text(7, 16 * 3))));
+    expect(mixed.slice(0, 5)).to.deep.equal(narrow.slice(0, 5));
+    expect(mixed[5]).to.not.equal(narrow[5]);
+    // A wide block, then narrow blocks again: a narrow block after a wide one is still hashed narrow.
+    const again = keys(h.hash('m', '\u4e2d'.repeat(16) + text(8, 32)));
+    const again2 = keys(h.hash('m', '\u4e2d'.repeat(16) + text(8, 32) + '\u{1F600}'));
+    expect(again2).to.deep.equal(again);
+  });
+
+  it('does not confuse a code unit above 0xFF with its low byte', () => {
+    const h = new BlockHasher({ blockChars: 8, maxBlocks: 2 });
+    const a = keys(copyBlockHashes(h.hash('m', 'abcdefgA' + 'abcdefgh')));
+    const b = keys(copyBlockHashes(h.hash('m', 'abcdefg\u0141' + 'abcdefgh'))); // Ł = 0x141
+    const c = keys(h.hash('m', 'abcdefg\u00c1' + 'abcdefgh')); // Á = 0xC1, latin1
+    expect(new Set([a[0], b[0], c[0]]).size).to.equal(3);
+    expect(new Set([a[1], b[1], c[1]]).size).to.equal(3);
+  });
+
+  it('hashes the same for block sizes that cannot use packed bytes, on one- and two-byte strings', () => {
+    // blockChars 6 is not a multiple of 4: every block is hashed as UTF-16.
+    const h = new BlockHasher({ blockChars: 6, maxBlocks: 8 });
+    const ascii = keys(copyBlockHashes(h.hash('m', 'abcdefghijkl')));
+    const two = keys(h.hash('m', 'abcdefghijkl\u2019xyzuv'));
+    expect(two.slice(0, 2)).to.deep.equal(ascii);
+    expect(two).to.have.length(3);
   });
 
   it('rejects odd or non-positive block sizes with BAD_CONFIG', () => {
