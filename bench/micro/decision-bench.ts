@@ -3,7 +3,8 @@
  * ~100k blocks with chat conversations, then 32 KB chat prompts routed one after another
  * with a bounded window of requests kept in flight (so load scores vary). Records the
  * scheduler's own decisionMicros (hash + match + score + pick) and the whole route call
- * (plus the index insert of the routed hook), and times hashing and matching alone.
+ * (plus the index insert of the routed hook), and times hashing and matching alone (the
+ * galloping match against the block-by-block walk, checking they agree).
  */
 import { defaultConfig } from '../../src/config/default-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
@@ -53,7 +54,13 @@ export interface DecisionBenchResult {
   readonly routeCpuMicros: Distribution;
   readonly routeMicros: Distribution;
   readonly hashMicros: Distribution;
+  /** Galloping search (what `match` does when every endpoint is prefix-closed). */
   readonly matchMicros: Distribution;
+  /** The walk over every block that `match` used to be, on the same hashes. */
+  readonly walkMatchMicros: Distribution;
+  /** (endpoint, request) pairs where the two disagreed: must be 0. */
+  readonly matchMismatches: number;
+  readonly walkedEndpointsAtEnd: number;
   readonly reasons: Partial<Record<DecisionReason, number>>;
   readonly meanMatchedFraction: number;
 }
@@ -113,19 +120,29 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
   off();
   for (const t of open) t.finish({ aborted: false });
 
-  // Hash and match alone, on the same kind of prompts.
+  // Hash and match alone, on the same kind of prompts. The galloping match and the walk it
+  // replaced run on the same hashes, alternating which goes first; every answer is compared.
   const hasher = new BlockHasher({ blockChars: config.cacheAware.blockChars, maxBlocks: config.cacheAware.maxPrefixBlocks });
   const hashT: number[] = [];
   const matchT: number[] = [];
+  const walkT: number[] = [];
+  let matchMismatches = 0;
+  const walked = new Uint32Array(index.endpointCount);
   for (let k = 0; k < Math.min(2000, o.decisions); k++) {
     const p = wl.next().prompt;
     const t0 = systemClock.nowMicros();
     const h = hasher.hash('bench-model', p);
     const t1 = systemClock.nowMicros();
-    index.match(h);
-    const t2 = systemClock.nowMicros();
     hashT.push(t1 - t0);
-    matchT.push(t2 - t1);
+    for (let pass = 0; pass < 2; pass++) {
+      const walk = (pass + k) % 2 === 0;
+      const a = systemClock.nowMicros();
+      const m = walk ? index.matchByWalk(h) : index.match(h);
+      (walk ? walkT : matchT).push(systemClock.nowMicros() - a);
+      if (walk) walked.set(m);
+    }
+    const m = index.match(h);
+    for (let e = 0; e < walked.length; e++) if (m[e] !== walked[e]) matchMismatches++;
   }
   const st = index.stats();
   return {
@@ -139,6 +156,9 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
     routeMicros: distribution(whole),
     hashMicros: distribution(hashT),
     matchMicros: distribution(matchT),
+    walkMatchMicros: distribution(walkT),
+    matchMismatches,
+    walkedEndpointsAtEnd: st.walkedEndpoints,
     reasons,
     meanMatchedFraction: matchedFrac / o.decisions,
   };

@@ -125,6 +125,83 @@ describe('PrefixIndex', () => {
     }
   });
 
+  it('galloping match equals the walk on long branching prompts, also after removeBlocks leaves orphans (model-based)', () => {
+    // Prompts of up to 40 blocks that share heads of random length: a few stems, then a tail.
+    const longPrompt = fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 40 }))
+      .map(([stem, head, branch, tail]) => [...Array.from({ length: head }, (_, i) => 1000 * stem + i), ...Array.from({ length: tail }, (_, i) => 100_000 + 1000 * branch + i)]);
+    const longOp = (n: number): fc.Arbitrary<Op> => {
+      const e = fc.integer({ min: 0, max: n - 1 });
+      return fc.oneof(
+        { weight: 6, arbitrary: fc.record({ op: fc.constant('insert' as const), e, p: longPrompt }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), e, from: fc.integer({ min: 0, max: 40 }), p: longPrompt }) },
+        { weight: 1, arbitrary: fc.record({ op: fc.constant('cap' as const), e, c: fc.integer({ min: 0, max: 120 }) }) },
+        { weight: 4, arbitrary: fc.record({ op: fc.constant('match' as const), p: longPrompt }) },
+      );
+    };
+    for (const n of [4, 35]) {
+      fc.assert(
+        fc.property(fc.integer({ min: 10, max: 120 }), fc.array(longOp(n), { minLength: 10, maxLength: 120, size: 'max' }), (cap, ops) => {
+          const ix = new PrefixIndex({ endpoints: n, capacityBlocks: cap, initialSlots: 64 });
+          const model = new ModelIndex(n, cap);
+          for (const o of ops) {
+            if (o.op === 'insert') {
+              ix.insert(o.e, chain(o.p));
+              model.insert(o.e, chain(o.p));
+            } else if (o.op === 'remove') {
+              ix.removeBlocks(o.e, o.from, chain(o.p));
+              model.removeBlocks(o.e, o.from, chain(o.p));
+            } else if (o.op === 'cap') {
+              ix.setCapacity(o.e, o.c);
+              model.setCapacity(o.e, o.c);
+            } else if (o.op === 'match') {
+              const want = model.match(chain(o.p));
+              expect(matchOf(ix, chain(o.p))).to.deep.equal(want);
+              expect(Array.from(ix.matchByWalk(chain(o.p)))).to.deep.equal(want);
+            }
+          }
+          ix.checkInvariants();
+        }),
+        { numRuns: 150, seed: 11 },
+      );
+    }
+  });
+
+  it('walks an endpoint whose removeBlocks left orphans until every old entry is touched again', () => {
+    const ix = new PrefixIndex({ endpoints: 2, capacityBlocks: 100 });
+    const x = chain(Array.from({ length: 16 }, (_, i) => i));
+    const y = chain([0, 1, 2, 3, 4, 5, ...Array.from({ length: 10 }, (_, i) => 100 + i)]);
+    ix.insert(0, y);
+    ix.insert(0, x);
+    ix.insert(1, y);
+    expect(ix.stats().walkedEndpoints).to.equal(0);
+    // Calibration: endpoint 0 lacks x from block 5 on. Block 5 is also y's, so y's blocks
+    // 6..15 stay behind without their parent. A search probing 0, 1, 3, 7, 15 would see
+    // them all held and answer 16; the true match is 5.
+    expect(ix.removeBlocks(0, 5, x)).to.equal(11);
+    expect(ix.stats().walkedEndpoints).to.equal(1);
+    expect(matchOf(ix, y)).to.deep.equal([5, 16]);
+    ix.checkInvariants();
+    // Routing y to endpoint 0 again re-inserts its whole prefix: every entry is post-removal.
+    ix.insert(0, y);
+    expect(ix.stats().walkedEndpoints).to.equal(0);
+    expect(matchOf(ix, y)).to.deep.equal([16, 16]);
+    expect(matchOf(ix, x)).to.deep.equal([6, 6]); // block 5 is y's too
+    ix.checkInvariants();
+  });
+
+  it('an endpoint left with only untouched entries becomes searchable again once they are evicted', () => {
+    const ix = new PrefixIndex({ endpoints: 1, capacityBlocks: 8 });
+    const a = chain([1, 2, 3, 4]);
+    ix.insert(0, a);
+    ix.insert(0, chain([7, 7]));
+    ix.removeBlocks(0, 2, a);
+    expect(ix.stats().walkedEndpoints).to.equal(1);
+    for (let k = 0; k < 4; k++) ix.insert(0, chain([50 + k, 60 + k]));
+    expect(ix.size(0)).to.equal(8);
+    expect(ix.stats().walkedEndpoints).to.equal(0);
+    ix.checkInvariants();
+  });
+
   it('a prefix of an inserted prompt always matches fully on that endpoint', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 40 }), fc.nat(), (p, cut) => {
