@@ -206,7 +206,11 @@ export class Scheduler implements RoutingService {
       }
       this.events.emit({ kind: 'finished', request, decision, outcome, durationMs: this.clock.nowMs() - decidedAtMs });
     };
-    return { request, decision, finish };
+    // Prefill accounting only (see inflight.ts): the request keeps its in-flight claim.
+    const firstByte = (): void => {
+      if (!finished) lease.firstByte();
+    };
+    return { request, decision, finish, firstByte };
   }
 }
 

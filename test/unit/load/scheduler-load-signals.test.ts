@@ -229,6 +229,32 @@ describe('load/scheduler wiring', () => {
     });
   });
 
+  describe('prefill queue', () => {
+    it('a ticket reports its first byte once; the load snapshot and the prefill queue signal follow', () => {
+      const s = sched(2, 'cache-aware', { engineMetrics: { enabled: false }, cacheAware: { queueSignal: 'prefill', weights: { kvUsage: 0 } } });
+      const [e0, e1] = s.endpoints();
+      // Three requests decoding on one engine, one still waiting for its first byte on the other.
+      const busy = [0, 1, 2].map((i) => s.route(req(textOf(8000 + i, 900))));
+      const onE0 = busy.filter((t) => t.decision.endpoint.index === 0);
+      const onE1 = busy.filter((t) => t.decision.endpoint.index === 1);
+      const [decoding, prefilling] = onE0.length >= 2 ? [onE0, onE1] : [onE1, onE0];
+      for (const t of decoding) {
+        t.firstByte?.();
+        t.firstByte?.();
+      }
+      const loaded = decoding[0]!.decision.endpoint;
+      expect(s.registry.loadOf(loaded)).to.include({ inflightRequests: decoding.length, prefillingRequests: 0 });
+      const other = loaded === e0 ? e1! : e0!;
+      expect(s.registry.loadOf(other)).to.include({ inflightRequests: prefilling.length, prefillingRequests: prefilling.length });
+      // A cold request goes where nothing waits for prefill, though more requests are in flight there.
+      const cold = s.route(req(textOf(8100, 900)));
+      expect(cold.decision.endpoint).to.equal(loaded);
+      for (const t of [...busy, cold]) t.finish({ aborted: false });
+      cold.firstByte?.();
+      expect(s.registry.loadOf(loaded)).to.include({ inflightRequests: 0, prefillingRequests: 0 });
+    });
+  });
+
   describe('auto', () => {
     function drive(s: Scheduler, clock: ManualClock, reuse: boolean, n: number): void {
       for (let i = 0; i < n; i++) {
