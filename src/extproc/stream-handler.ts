@@ -403,6 +403,9 @@ export class StreamHandler {
     if (this.ticket !== undefined) {
       this.sniffer ??= new UsageSniffer();
       this.sniffer.push(part.body);
+      // The first response byte (for SSE: the first token) ends the request's prefill in the
+      // core's accounting; response headers do not, engines send them before the first token.
+      if (part.body.length > 0) this.ticket.firstByte?.();
     }
     this.send(
       this.responseBodyMode === 'FULL_DUPLEX_STREAMED' ? streamedResponseBody(part.body, part.end_of_stream) : continueResponseBody(),

@@ -25,6 +25,8 @@ export class FakeRoutingService implements RoutingService {
   /** finish() calls including repeated ones (must equal finished.length + ignored repeats). */
   finishCalls = 0;
   inflight = 0;
+  /** firstByte() calls that counted (the first per ticket, before it finished). */
+  firstBytes = 0;
   /** When set, route() throws it. */
   failWith: RouterError | undefined;
   private next = 0;
@@ -56,9 +58,15 @@ export class FakeRoutingService implements RoutingService {
     };
     this.inflight++;
     let done = false;
+    let firstByteSeen = false;
     return {
       request,
       decision,
+      firstByte: () => {
+        if (done || firstByteSeen) return;
+        firstByteSeen = true;
+        this.firstBytes++;
+      },
       finish: (outcome: RequestOutcome) => {
         this.finishCalls++;
         if (done) return;

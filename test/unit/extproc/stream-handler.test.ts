@@ -424,9 +424,15 @@ describe('extproc/stream-handler', () => {
       ];
       const h = s.feed(responseHeaders(200, false, { 'content-type': 'text/event-stream' }, '10.0.0.2:8000'));
       expect(h.map(kindOf)).to.deep.equal(['response_headers']);
-      const out = s.feed(responseBody(sse[0]!, false), responseBody(sse[1]!, false), responseBody(sse[2]!, true));
+      expect(routing.firstBytes).to.equal(0, 'SSE headers come before the first token');
+      s.feed(responseBody('', false));
+      expect(routing.firstBytes).to.equal(0, 'an empty chunk is not a first byte');
+      const first = s.feed(responseBody(sse[0]!, false));
+      expect(routing.firstBytes).to.equal(1, 'the first token ends the prefill');
+      const out = [...first, ...s.feed(responseBody(sse[1]!, false), responseBody(sse[2]!, true))];
       expect(out.map((m) => m.response_body!.response!.body_mutation!.streamed_response!.body.toString())).to.deep.equal(sse);
       expect(out.map((m) => m.response_body!.response!.body_mutation!.streamed_response!.end_of_stream)).to.deep.equal([false, false, true]);
+      expect(routing.firstBytes).to.equal(1);
       expect(routing.inflight).to.equal(0);
       expect(routing.finished).to.have.length(1);
       expect(routing.finished[0]!.outcome).to.deep.include({
