@@ -208,7 +208,15 @@ export class Scheduler implements RoutingService {
     };
     // Prefill accounting only (see inflight.ts): the request keeps its in-flight claim.
     const firstByte = (): void => {
-      if (!finished) lease.firstByte();
+      if (finished || !lease.firstByte()) return;
+      for (const h of this.profile.completedHooks) {
+        if (h.onFirstByte === undefined) continue;
+        try {
+          h.onFirstByte(request, decision);
+        } catch (err) {
+          this.logger.warn('first-byte hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
+        }
+      }
     };
     return { request, decision, finish, firstByte };
   }

@@ -63,6 +63,8 @@ export interface RoutedHook extends Plugin {
 /** Called once when a routed request finishes, however it finishes. */
 export interface CompletedHook extends Plugin {
   onCompleted(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void;
+  /** Optional: the request's first response byte reached the edge (its prefill is done). */
+  onFirstByte?(request: RouteRequest, decision: RouteDecision): void;
 }
 
 /** Called when endpoints are added to or removed from the registry. */

@@ -5,9 +5,9 @@
  *
  * Predicted hit fraction of a routed request = matched blocks × blockChars ÷ prompt chars
  * (what the prefix index believes the chosen engine already holds), clamped to [0,1].
- * The edge may also report the first streamed token through `TokenLoadModel.onFirstToken`
- * (service TOKEN_LOAD_MODEL) so the prefill part leaves the estimate early; without it
- * the prefill part stays until the request completes (a conservative overestimate).
+ * When the edge reports the request's first response byte (RouteTicket.firstByte, the first
+ * streamed token) the prefill part leaves the estimate; without it the prefill part stays
+ * until the request completes (a conservative overestimate).
  */
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../../core/types.js';
 import type { TokenLoadModel } from '../../endpoints/load-model.js';
@@ -42,6 +42,10 @@ export class TokenLoadModelPlugin implements RoutedHook, CompletedHook, Endpoint
 
   onCompleted(request: RouteRequest, _decision: RouteDecision, outcome: RequestOutcome): void {
     this.model.onCompleted(request.requestId, request.model, outcome.completionTokens, outcome.aborted);
+  }
+
+  onFirstByte(request: RouteRequest): void {
+    this.model.onFirstToken(request.requestId);
   }
 
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {

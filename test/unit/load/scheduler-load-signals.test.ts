@@ -145,6 +145,8 @@ describe('load/scheduler wiring', () => {
       const ep = s.endpoints()[0]!;
       const t = s.route(req('y'.repeat(4000), { maxTokens: 500 })); // 1000 prompt tokens, nothing cached
       expect(s.registry.loadOf(ep).pendingTokens).to.equal(1000 + 100);
+      t.firstByte?.(); // the first streamed token: the prefill part leaves the estimate
+      expect(s.registry.loadOf(ep).pendingTokens).to.equal(100);
       t.finish({ aborted: false, completionTokens: 40, promptTokens: 1000, cachedTokens: 0 });
       expect(s.registry.loadOf(ep).pendingTokens).to.equal(0);
       expect(s.service(TOKEN_LOAD_MODEL)!.learner.expected('m')).to.equal(40);
