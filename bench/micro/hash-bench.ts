@@ -1,6 +1,7 @@
 /**
- * Block-hash throughput of whole 32 KB prompts: the current single-state hasher against the
- * previous two-lane one (`two-lane-hasher.ts`), side by side in one process. Repetitions
+ * Block-hash throughput of whole 32 KB prompts: the current single-state hasher (inner loop
+ * in WebAssembly, and the same loop in JavaScript) against the previous two-lane one
+ * (`two-lane-hasher.ts`), side by side in one process. Repetitions
  * alternate between the hashers so machine noise hits both alike; the minimum over
  * repetitions is the least disturbed figure, the median the typical one. Three texts:
  * all ASCII (the usual prompt; latin1 text such as "é" takes the same path), ASCII with a
@@ -13,7 +14,7 @@ import { words } from './chat-workload.js';
 import { TwoLaneBlockHasher } from './two-lane-hasher.js';
 
 export interface HashVariantResult {
-  readonly hasher: 'single-state' | 'two-lane (before)';
+  readonly hasher: 'single-state, wasm' | 'single-state, js' | 'two-lane (before)';
   readonly text: 'ascii' | 'quotes' | 'cyrillic';
   /** µs per prompt: least disturbed repetition and median repetition. */
   readonly microsPerPromptMin: number;
@@ -28,7 +29,7 @@ export interface HashBenchResult {
   readonly roundsPerRepetition: number;
   readonly repetitions: number;
   readonly variants: readonly HashVariantResult[];
-  /** Convenience: single-state on ASCII text (the figure the decision bench pays). */
+  /** Convenience: single-state (wasm) on ASCII text (the figure the decision bench pays). */
   readonly microsPerPrompt: number;
   readonly megaCharsPerSecond: number;
   readonly blocksPerSecond: number;
@@ -64,7 +65,8 @@ function median(xs: number[]): number {
 export function runHashBench(promptChars = 32_768, blockChars = 64, prompts = 64, rounds = 10, repetitions = 6): HashBenchResult {
   const maxBlocks = Math.ceil(promptChars / blockChars);
   const hashers: Array<[HashVariantResult['hasher'], Hasher]> = [
-    ['single-state', new BlockHasher({ blockChars, maxBlocks })],
+    ['single-state, wasm', new BlockHasher({ blockChars, maxBlocks })],
+    ['single-state, js', new BlockHasher({ blockChars, maxBlocks, wasm: false })],
     ['two-lane (before)', new TwoLaneBlockHasher(blockChars, maxBlocks)],
   ];
   const variants: HashVariantResult[] = [];
@@ -87,7 +89,7 @@ export function runHashBench(promptChars = 32_768, blockChars = 64, prompts = 64
     });
   }
   if (sink === 0x7fffffff) console.error(''); // keep `sink` alive
-  const main = variants.find((v) => v.hasher === 'single-state' && v.text === 'ascii')!;
+  const main = variants.find((v) => v.hasher === 'single-state, wasm' && v.text === 'ascii')!;
   return {
     promptChars,
     blockChars,

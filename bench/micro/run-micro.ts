@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_DECISION_BENCH, runDecisionBench, type DecisionBenchResult } from './decision-bench.js';
-import { runHashBench, type HashBenchResult } from './hash-bench.js';
+import { runHashBench, type HashBenchResult, type HashVariantResult } from './hash-bench.js';
 import { DEFAULT_INDEX_MEMORY, runIndexMemoryBench, type IndexMemoryResult } from './index-memory-bench.js';
 
 interface MicroResults {
@@ -101,15 +101,16 @@ export function renderMarkdown(r: MicroResults): string {
     `${r.hash.prompts} prompts of ${r.hash.promptChars} chars, ${r.hash.blockChars}-char blocks; ${r.hash.repetitions} repetitions of ${r.hash.roundsPerRepetition} rounds,`,
     'alternating between the hashers (µs per prompt: least disturbed repetition / median repetition):',
     '',
-    '| text | single-state (now) | two-lane (before) | ratio (min) |',
-    '| --- | --- | --- | --- |',
+    '| text | single-state, wasm (now) | single-state, js | two-lane (before) | now ÷ before (min) |',
+    '| --- | --- | --- | --- | --- |',
     ...(['ascii', 'quotes', 'cyrillic'] as const).map((text) => {
-      const now = r.hash.variants.find((v) => v.text === text && v.hasher === 'single-state')!;
-      const before = r.hash.variants.find((v) => v.text === text && v.hasher === 'two-lane (before)')!;
-      return `| ${text} | ${f1(now.microsPerPromptMin)} / ${f1(now.microsPerPromptMedian)} | ${f1(before.microsPerPromptMin)} / ${f1(before.microsPerPromptMedian)} | ${f2(now.microsPerPromptMin / before.microsPerPromptMin)} |`;
+      const of = (hasher: HashVariantResult['hasher']): HashVariantResult => r.hash.variants.find((v) => v.text === text && v.hasher === hasher)!;
+      const cell = (v: HashVariantResult): string => `${f1(v.microsPerPromptMin)} / ${f1(v.microsPerPromptMedian)}`;
+      const [now, js, before] = [of('single-state, wasm'), of('single-state, js'), of('two-lane (before)')];
+      return `| ${text} | ${cell(now)} | ${cell(js)} | ${cell(before)} | ${f2(now.microsPerPromptMin / before.microsPerPromptMin)} |`;
     }),
     '',
-    `ASCII text with the single-state hasher: ${f1(r.hash.megaCharsPerSecond)} M chars/s, ${Math.round(r.hash.blocksPerSecond)} blocks/s.`,
+    `ASCII text with the single-state hasher (wasm): ${f1(r.hash.megaCharsPerSecond)} M chars/s, ${Math.round(r.hash.blocksPerSecond)} blocks/s.`,
     '',
   ].join('\n');
 }

@@ -40,6 +40,7 @@
  */
 import { RouterError } from '../core/errors.js';
 import { fmix32, hashString32, rotl32 } from './mix32.js';
+import { MIX, wasmBlockKernel, type HashBlocksKernel } from './wasm-block-kernel.js';
 
 /** The chained block hashes of one prefix. Entry i is the 64-bit key (hi:lo) of block i. */
 export interface BlockHashes {
@@ -56,12 +57,12 @@ export interface BlockHasherOptions {
   readonly blockChars: number;
   /** At most this many leading blocks are hashed. */
   readonly maxBlocks: number;
+  /** Run the inner loop as WebAssembly when available (default true; false = JavaScript). */
+  readonly wasm?: boolean;
 }
 
 const SEED_LO = 0x2545f491;
 const SEED_HI = 0x6c8e9cf5;
-/** Stripe multiplier (odd, high-entropy: the golden ratio). */
-const MUL = 0x9e3779b1 | 0;
 /** Finaliser tags: keep narrow (byte) and wide (UTF-16) encodings of a block apart. */
 const TAG_NARROW = 0x4e000000;
 const TAG_WIDE = 0x57000000;
@@ -73,15 +74,22 @@ const ABOVE_LATIN1 = /[^\x00-\xff]/g;
 export class BlockHasher {
   readonly blockChars: number;
   readonly maxBlocks: number;
-  /** Whether ASCII blocks may be hashed as packed bytes (blockChars % 4 === 0). */
+  /** Whether latin1 blocks may be hashed as packed bytes (blockChars % 4 === 0). */
   private readonly narrowBlocks: boolean;
-  /** Bytes [0, unitCap): one byte per code unit. Bytes [2·unitCap, 4·unitCap): UTF-16LE. */
+  /**
+   * One buffer (WebAssembly memory when the kernel runs): bytes [0, unitCap) one byte per
+   * code unit; [2·unitCap, 4·unitCap) UTF-16LE; then the key halves, lo and hi.
+   */
   private readonly bytes: Buffer;
   private readonly words: Int32Array;
   private readonly units: Uint16Array;
   /** Int32 word / uint16 unit offset of the UTF-16LE region. */
   private readonly wideWordBase: number;
   private readonly wideUnitBase: number;
+  /** Byte offsets of the lo / hi key arrays. */
+  private readonly loAddr: number;
+  private readonly hiAddr: number;
+  private readonly kernel: HashBlocksKernel | undefined;
   private readonly out: { count: number; lo: Int32Array; hi: Int32Array };
   private lastModel: string | undefined;
   private modelLo = 0;
@@ -100,13 +108,24 @@ export class BlockHasher {
     this.narrowBlocks = blockChars % 4 === 0;
     // blockChars is even, so the UTF-16 region (from byte 2·unitCap) is int32 aligned.
     const unitCap = Math.max(2, blockChars * maxBlocks);
-    const ab = new ArrayBuffer(unitCap * 4);
+    this.loAddr = unitCap * 4;
+    this.hiAddr = this.loAddr + maxBlocks * 4;
+    const byteLen = this.hiAddr + maxBlocks * 4;
+    const wasm = opts.wasm === false ? undefined : wasmBlockKernel(byteLen);
+    const kernel = wasm?.kernel;
+    const ab = wasm?.buffer ?? new ArrayBuffer(byteLen);
+    this.kernel = kernel;
     this.bytes = Buffer.from(ab);
-    this.words = new Int32Array(ab);
-    this.units = new Uint16Array(ab);
+    this.words = new Int32Array(ab, 0, byteLen >>> 2);
+    this.units = new Uint16Array(ab, 0, byteLen >>> 1);
     this.wideWordBase = unitCap >>> 1;
     this.wideUnitBase = unitCap;
-    this.out = { count: 0, lo: new Int32Array(maxBlocks), hi: new Int32Array(maxBlocks) };
+    this.out = { count: 0, lo: new Int32Array(ab, this.loAddr, maxBlocks), hi: new Int32Array(ab, this.hiAddr, maxBlocks) };
+  }
+
+  /** Whether the inner loop runs as WebAssembly (else JavaScript). */
+  get usesWasm(): boolean {
+    return this.kernel !== undefined;
   }
 
   /** Number of full blocks `hash` would produce for a prefix of this length. */
@@ -132,7 +151,7 @@ export class BlockHasher {
     const bc = this.blockChars;
     if (!this.narrowBlocks) {
       this.writeWide(prefix, units);
-      hashBlocks(this.words, this.wideWordBase, bc >>> 1, 0, n, TAG_WIDE, this.modelLo, this.modelHi, out.lo, out.hi);
+      this.run(this.wideWordBase, bc >>> 1, 0, n, TAG_WIDE, this.modelLo, this.modelHi);
       return out;
     }
     ABOVE_LATIN1.lastIndex = 0;
@@ -141,7 +160,7 @@ export class BlockHasher {
     ABOVE_LATIN1.lastIndex = 0;
     if (firstWide >= units) {
       this.bytes.write(prefix, 0, units, 'latin1');
-      hashBlocks(this.words, 0, bc >>> 2, 0, n, TAG_NARROW, this.modelLo, this.modelHi, out.lo, out.hi);
+      this.run(0, bc >>> 2, 0, n, TAG_NARROW, this.modelLo, this.modelHi);
       return out;
     }
     this.writeWide(prefix, units);
@@ -163,9 +182,9 @@ export class BlockHasher {
       if (narrow) {
         if (!latin1) this.bytes.write(prefix, 0, units, 'latin1');
         latin1 = true;
-        hashBlocks(this.words, 0, narrowWpb, blk, end, TAG_NARROW, seedLo, seedHi, out.lo, out.hi);
+        this.run(0, narrowWpb, blk, end, TAG_NARROW, seedLo, seedHi);
       } else {
-        hashBlocks(this.words, this.wideWordBase, wideWpb, blk, end, TAG_WIDE, seedLo, seedHi, out.lo, out.hi);
+        this.run(this.wideWordBase, wideWpb, blk, end, TAG_WIDE, seedLo, seedHi);
       }
       blk = end;
       narrow = nextNarrow;
@@ -188,6 +207,15 @@ export class BlockHasher {
     return true;
   }
 
+  /** Hashes blocks from..to-1 (`wpb` words each, word `base` = block 0) into `out`. */
+  private run(base: number, wpb: number, from: number, to: number, tag: number, seedLo: number, seedHi: number): void {
+    if (this.kernel !== undefined) {
+      this.kernel((base + from * wpb) * 4, wpb * 4, to - from, tag ^ wpb, seedLo, seedHi, this.loAddr + from * 4, this.hiAddr + from * 4, (wpb - (wpb & 3)) * 4);
+    } else {
+      hashBlocks(this.words, base, wpb, from, to, tag, seedLo, seedHi, this.out.lo, this.out.hi);
+    }
+  }
+
   /** Writes the first `units` code units of `prefix` as UTF-16LE into the wide region. */
   private writeWide(prefix: string, units: number): void {
     const base = this.wideUnitBase;
@@ -201,6 +229,7 @@ export class BlockHasher {
 /**
  * Hashes blocks `from..to-1`, block b being `wpb` int32 words at `base + b·wpb` of `w`;
  * block `from` is seeded with (seedLo, seedHi), each later one with its predecessor's key.
+ * The reference implementation; wasm-block-kernel.ts runs the same steps.
  */
 function hashBlocks(
   w: Int32Array, base: number, wpb: number, from: number, to: number, tag: number,
@@ -216,27 +245,27 @@ function hashBlocks(
     const end = start + wpb;
     let a0 = pl;
     let a1 = ph;
-    let a2 = pl ^ 0x5bd1e995;
-    let a3 = ph ^ 0x68e31da4;
+    let a2 = pl ^ MIX.stripe2;
+    let a3 = ph ^ MIX.stripe3;
     let j = start;
     for (; j < stripeEnd; j += 4) {
-      a0 = Math.imul(a0 ^ w[j]!, MUL);
+      a0 = Math.imul(a0 ^ w[j]!, MIX.mul);
       a0 ^= a0 >>> 15;
-      a1 = Math.imul(a1 ^ w[j + 1]!, MUL);
+      a1 = Math.imul(a1 ^ w[j + 1]!, MIX.mul);
       a1 ^= a1 >>> 15;
-      a2 = Math.imul(a2 ^ w[j + 2]!, MUL);
+      a2 = Math.imul(a2 ^ w[j + 2]!, MIX.mul);
       a2 ^= a2 >>> 15;
-      a3 = Math.imul(a3 ^ w[j + 3]!, MUL);
+      a3 = Math.imul(a3 ^ w[j + 3]!, MIX.mul);
       a3 ^= a3 >>> 15;
     }
     for (; j < end; j++) {
-      a0 = Math.imul(a0 ^ w[j]!, MUL);
+      a0 = Math.imul(a0 ^ w[j]!, MIX.mul);
       a0 ^= a0 >>> 15;
     }
     // Two different read-outs of the 128-bit state: a rotate-and-add sum and a
     // multiply-and-xor combination, each avalanched.
     pl = fmix32(((rotl32(a0, 1) + rotl32(a1, 7) + rotl32(a2, 12) + rotl32(a3, 18)) | 0) ^ lenTag);
-    ph = fmix32(((Math.imul(a0 ^ rotl32(a2, 16), 0x27d4eb2f) + Math.imul(a1 ^ rotl32(a3, 16), 0x165667b1)) | 0) ^ lenTag);
+    ph = fmix32(((Math.imul(a0 ^ rotl32(a2, 16), MIX.hiMul0) + Math.imul(a1 ^ rotl32(a3, 16), MIX.hiMul1)) | 0) ^ lenTag);
     lo[blk] = pl;
     hi[blk] = ph;
   }

@@ -179,6 +179,27 @@ describe('BlockHasher', () => {
     expect(two).to.have.length(3);
   });
 
+  it('gives the same keys with the WebAssembly kernel as with the JavaScript loop', () => {
+    const units = fc.oneof(
+      { weight: 8, arbitrary: fc.integer({ min: 0x20, max: 0x7e }) },
+      { weight: 1, arbitrary: fc.integer({ min: 0x80, max: 0xff }) },
+      { weight: 1, arbitrary: fc.integer({ min: 0x100, max: 0xffff }) },
+    );
+    for (const blockChars of [4, 6, 8, 16, 64, 68]) {
+      const wasm = new BlockHasher({ blockChars, maxBlocks: 40 });
+      const js = new BlockHasher({ blockChars, maxBlocks: 40, wasm: false });
+      expect(wasm.usesWasm).to.equal(true);
+      expect(js.usesWasm).to.equal(false);
+      fc.assert(
+        fc.property(fc.array(units, { maxLength: blockChars * 12 }), fc.string({ maxLength: 12 }), (codes, model) => {
+          const p = String.fromCharCode(...codes);
+          expect(keys(wasm.hash(model, p)), `blockChars ${blockChars}`).to.deep.equal(keys(js.hash(model, p)));
+        }),
+        { numRuns: 150, seed: blockChars },
+      );
+    }
+  });
+
   it('rejects odd or non-positive block sizes with BAD_CONFIG', () => {
     for (const blockChars of [0, 1, 7, 63, 2.5]) {
       let err: unknown;
