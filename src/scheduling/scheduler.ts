@@ -50,6 +50,8 @@ export class Scheduler implements RoutingService {
   private readonly services: ReadonlyMap<string, unknown>;
   private readonly abort = new AbortController();
   private readonly scorerNames: readonly string[];
+  /** Per-plugin timer for runProfile, allocated once. */
+  private readonly timer = (): number => this.clock.nowMicros();
   private state: State = 'new';
 
   constructor(opts: SchedulerOptions) {
@@ -142,7 +144,7 @@ export class Scheduler implements RoutingService {
 
     let run: ReturnType<typeof runProfile>;
     try {
-      run = runProfile(this.profile, state, input, () => this.clock.nowMicros());
+      run = runProfile(this.profile, state, input, this.timer);
     } catch (err) {
       const error = RouterError.from(err);
       this.events.emit({ kind: 'rejected', request, error });
@@ -180,16 +182,19 @@ export class Scheduler implements RoutingService {
 
     const lease = this.registry.inflight.acquire(chosen.index, request.promptTokens);
     const timings: PluginTiming[] = [...run.timings];
+    // One clock read per hook boundary: each hook's end is the next one's start.
+    let th = this.clock.nowMicros();
     for (const h of this.profile.routedHooks) {
-      const th = this.clock.nowMicros();
       try {
         h.onRouted(state, decision);
       } catch (err) {
         this.logger.warn('routed hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
       }
-      timings.push({ plugin: h.name, micros: this.clock.nowMicros() - th });
+      const end = this.clock.nowMicros();
+      timings.push({ plugin: h.name, micros: end - th });
+      th = end;
     }
-    this.events.emit({ kind: 'routed', request, decision, timings, routeMicros: Math.max(0, this.clock.nowMicros() - t0) });
+    this.events.emit({ kind: 'routed', request, decision, timings, routeMicros: Math.max(0, th - t0) });
 
     const decidedAtMs = nowMs;
     let finished = false;
