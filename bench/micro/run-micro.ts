@@ -7,11 +7,11 @@
  * Default output: bench/results/micro/ (relative to the working directory). Bounded: a few
  * thousand decisions and one index filled to 500k entries; ~10-30 s on a shared 2-core box.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_DECISION_BENCH, runDecisionBench, type DecisionBenchResult } from './decision-bench.js';
+import { gitOutput } from './git-output.js';
 import { runHashBench, type HashBenchResult, type HashVariantResult } from './hash-bench.js';
 import { DEFAULT_INDEX_MEMORY, runIndexMemoryBench, type IndexMemoryResult } from './index-memory-bench.js';
 
@@ -31,14 +31,6 @@ interface MicroResults {
   /** Every repetition, in order (fresh scheduler each), to show the machine's noise. */
   readonly decisionRuns: readonly DecisionBenchResult[];
   readonly indexMemory: IndexMemoryResult;
-}
-
-function git(args: string[]): string {
-  try {
-    return execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 const f1 = (v: number | null): string => (v === null ? '—' : v.toFixed(1));
@@ -134,8 +126,8 @@ function main(): void {
   const results: MicroResults = {
     kind: 'cacheroute-micro',
     startedAt,
-    gitCommit: git(['rev-parse', 'HEAD']),
-    gitDirty: git(['status', '--porcelain', '--', 'src', 'bench/micro']) !== '',
+    gitCommit: gitOutput(['rev-parse', 'HEAD']),
+    gitDirty: gitOutput(['status', '--porcelain', '--', 'src', 'bench/micro']) !== '',
     node: process.version,
     cpu: cpus()[0]?.model ?? 'unknown',
     cores: cpus().length,
