@@ -155,6 +155,8 @@ export class Scheduler implements RoutingService {
     const chosen = candidates[order[0]!]!.endpoint;
     const fallbacks: Endpoint[] = [];
     for (let k = 1; k < order.length && fallbacks.length < this.fallbacks; k++) fallbacks.push(candidates[order[k]!]!.endpoint);
+    // Decision compute ends with the pick (steps 1–2); the score report below describes it.
+    const decisionMicros = Math.max(0, this.clock.nowMicros() - t0);
 
     const scorerNames = this.scorerNames;
     const candidateScores: CandidateScore[] = order.map((pos) => {
@@ -176,7 +178,7 @@ export class Scheduler implements RoutingService {
       matchedBlocks,
       totalBlocks,
       candidates: candidateScores,
-      decisionMicros: Math.max(0, this.clock.nowMicros() - t0),
+      decisionMicros,
       ...(state.notes.length > 0 ? { notes: [...state.notes] } : {}),
     };
 
