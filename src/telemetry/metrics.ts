@@ -12,13 +12,19 @@
  * Bounded labels: `endpoint` is only ever a configured endpoint address (anything else is
  * `other`), `reason` is the closed DecisionReason set, `strategy` is a configured strategy
  * name (capped), `kind` is the edge's closed StreamErrorKind set. No prompt text anywhere.
+ *
+ * Cost on the request path: the per-decision and per-stream series are counted into plain
+ * numbers (deferred-counter.ts, hot-path-histogram.ts) and reach prom-client when a scrape
+ * collects the registry, so recording a decision does no label hashing.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { DECISION_REASONS } from '../core/types.js';
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { EdgeStats } from '../extproc/edge-stats.js';
 import { FALLBACK_REASONS } from '../endpoints/staleness.js';
+import { DeferredCounter } from './deferred-counter.js';
+import { HotPathHistogram } from './hot-path-histogram.js';
 
 /** Decision latency buckets in seconds: 10 µs … 100 ms. */
 export const DECISION_LATENCY_BUCKETS = [
@@ -27,6 +33,8 @@ export const DECISION_LATENCY_BUCKETS = [
 
 export const OTHER_LABEL = 'other';
 const MAX_STRATEGY_LABELS = 16;
+const REASONS: ReadonlySet<string> = new Set(DECISION_REASONS);
+const FALLBACKS: ReadonlySet<string> = new Set(FALLBACK_REASONS);
 
 /**
  * `kind` label values of cacheroute_extproc_stream_errors_total: the edge's StreamErrorKind
@@ -83,18 +91,19 @@ export class RouterMetrics implements EdgeStats {
   private scrapes: ScrapeStatsView | undefined;
   private readonly lastScrapeCounts = new Map<string, { scrapes: number; errors: number }>();
 
-  private readonly decisions: Counter<'strategy' | 'endpoint' | 'reason'>;
-  private readonly decisionSeconds: Histogram<'strategy'>;
-  private readonly predictedBlocks: Counter<'endpoint'>;
-  private readonly predictedTokens: Counter<'endpoint'>;
-  private readonly promptBlocks: Counter<'endpoint'>;
-  private readonly engineCached: Counter<'endpoint'>;
-  private readonly enginePrompt: Counter<'endpoint'>;
-  private readonly completed: Counter<'endpoint' | 'outcome'>;
-  private readonly signalFallbacks: Counter<'endpoint' | 'reason'>;
-  private readonly streamsTotal: Counter;
-  private readonly streamsActive: Gauge;
+  private readonly decisions: DeferredCounter<'strategy' | 'endpoint' | 'reason'>;
+  private readonly decisionSeconds: HotPathHistogram<'strategy'>;
+  private readonly predictedBlocks: DeferredCounter<'endpoint'>;
+  private readonly predictedTokens: DeferredCounter<'endpoint'>;
+  private readonly promptBlocks: DeferredCounter<'endpoint'>;
+  private readonly engineCached: DeferredCounter<'endpoint'>;
+  private readonly enginePrompt: DeferredCounter<'endpoint'>;
+  private readonly completed: DeferredCounter<'endpoint' | 'outcome'>;
+  private readonly signalFallbacks: DeferredCounter<'endpoint' | 'reason'>;
   private readonly streamErrors: Counter<'kind'>;
+  /** Streams opened since the last scrape, and open now (read by the collect hooks). */
+  private streamsOpenedPending = 0;
+  private streamsOpen = 0;
 
   constructor(opts: RouterMetricsOptions) {
     this.endpointIds = new Set(opts.endpointIds);
@@ -111,50 +120,50 @@ export class RouterMetrics implements EdgeStats {
       registers,
     }).set({ version: opts.version ?? '0.0.0' }, 1);
 
-    this.decisions = new Counter({
+    this.decisions = new DeferredCounter({
       name: 'cacheroute_decisions_total',
       help: 'Routing decisions, by strategy, chosen endpoint and reason.',
       labelNames: ['strategy', 'endpoint', 'reason'],
       registers,
     });
-    this.decisionSeconds = new Histogram({
-      name: 'cacheroute_decision_duration_seconds',
-      help: 'Time spent choosing an endpoint (scheduler only, not the ext_proc round trip).',
-      labelNames: ['strategy'],
-      buckets: [...DECISION_LATENCY_BUCKETS],
+    this.decisionSeconds = new HotPathHistogram(
+      'cacheroute_decision_duration_seconds',
+      'Time spent choosing an endpoint (scheduler only, not the ext_proc round trip).',
+      'strategy',
+      DECISION_LATENCY_BUCKETS,
       registers,
-    });
-    this.predictedBlocks = new Counter({
+    );
+    this.predictedBlocks = new DeferredCounter({
       name: 'cacheroute_prefix_predicted_hit_blocks_total',
       help: 'Prefix blocks the router predicted the serving endpoint held, for finished requests whose engine reported cached tokens.',
       labelNames: ['endpoint'],
       registers,
     });
-    this.promptBlocks = new Counter({
+    this.promptBlocks = new DeferredCounter({
       name: 'cacheroute_prefix_blocks_total',
       help: 'Prefix blocks considered for matching, for the same requests as cacheroute_prefix_predicted_hit_blocks_total.',
       labelNames: ['endpoint'],
       registers,
     });
-    this.predictedTokens = new Counter({
+    this.predictedTokens = new DeferredCounter({
       name: 'cacheroute_prefix_predicted_hit_tokens_total',
       help: 'Prompt tokens the router predicted would hit the serving endpoint prefix cache (matched blocks x tokens per block, capped by the prompt estimate), same requests as cacheroute_engine_cached_tokens_total.',
       labelNames: ['endpoint'],
       registers,
     });
-    this.engineCached = new Counter({
+    this.engineCached = new DeferredCounter({
       name: 'cacheroute_engine_cached_tokens_total',
       help: 'Prompt tokens the engine reported as served from its prefix cache (usage.prompt_tokens_details.cached_tokens).',
       labelNames: ['endpoint'],
       registers,
     });
-    this.enginePrompt = new Counter({
+    this.enginePrompt = new DeferredCounter({
       name: 'cacheroute_engine_prompt_tokens_total',
       help: 'Prompt tokens the engine reported (usage.prompt_tokens), for requests that reported cached tokens.',
       labelNames: ['endpoint'],
       registers,
     });
-    this.completed = new Counter({
+    this.completed = new DeferredCounter({
       name: 'cacheroute_requests_completed_total',
       help: 'Routed requests that finished, by serving endpoint and outcome (success: 2xx/3xx, error: other status or none, aborted).',
       labelNames: ['endpoint', 'outcome'],
@@ -220,22 +229,29 @@ export class RouterMetrics implements EdgeStats {
       },
     });
 
-    this.signalFallbacks = new Counter({
+    this.signalFallbacks = new DeferredCounter({
       name: 'cacheroute_engine_signal_fallbacks_total',
       help: 'Times a decision ignored an endpoint engine signals and used router-side accounting only, by reason (missing: never scraped, age: older than staleAfterMs, frozen: values stopped moving while requests completed).',
       labelNames: ['endpoint', 'reason'],
       registers,
     });
 
-    this.streamsTotal = new Counter({
+    new Counter({
       name: 'cacheroute_extproc_streams_total',
       help: 'ext_proc gRPC streams opened by Envoy (one per HTTP request).',
       registers,
+      collect() {
+        this.inc(self.streamsOpenedPending);
+        self.streamsOpenedPending = 0;
+      },
     });
-    this.streamsActive = new Gauge({
+    new Gauge({
       name: 'cacheroute_extproc_streams_active',
       help: 'ext_proc gRPC streams currently open.',
       registers,
+      collect() {
+        this.set(self.streamsOpen);
+      },
     });
     this.streamErrors = new Counter({
       name: 'cacheroute_extproc_stream_errors_total',
@@ -273,9 +289,9 @@ export class RouterMetrics implements EdgeStats {
 
   recordDecision(_request: RouteRequest, decision: RouteDecision): void {
     const strategy = this.strategyLabel(decision.strategy);
-    const reason = (DECISION_REASONS as readonly string[]).includes(decision.reason) ? decision.reason : OTHER_LABEL;
-    this.decisions.inc({ strategy, endpoint: this.endpointLabel(decision.endpoint.id), reason });
-    this.decisionSeconds.observe({ strategy }, Math.max(0, decision.decisionMicros) / 1e6);
+    const reason = REASONS.has(decision.reason) ? decision.reason : OTHER_LABEL;
+    this.decisions.cell3(strategy, this.endpointLabel(decision.endpoint.id), reason).pending++;
+    this.decisionSeconds.observe(this.decisionSeconds.cell(strategy), Math.max(0, decision.decisionMicros) / 1e6);
   }
 
   recordOutcome(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {
@@ -286,32 +302,30 @@ export class RouterMetrics implements EdgeStats {
       : outcome.status !== undefined && outcome.status >= 200 && outcome.status < 400
         ? 'success'
         : 'error';
-    this.completed.inc({ endpoint, outcome: result });
+    this.completed.cell2(endpoint, result).pending++;
     if (outcome.cachedTokens === undefined) return;
     // The prediction was about the chosen endpoint; if a retry moved the request, the
     // serving endpoint was predicted to hold nothing.
     const samePlace = servedBy === decision.endpoint.id;
-    const blocks = samePlace ? decision.matchedBlocks : 0;
-    this.predictedBlocks.inc({ endpoint }, blocks);
-    this.promptBlocks.inc({ endpoint }, decision.totalBlocks);
-    this.predictedTokens.inc({ endpoint }, samePlace ? this.predictedHitTokens(request, decision) : 0);
-    this.engineCached.inc({ endpoint }, Math.max(0, outcome.cachedTokens));
-    if (outcome.promptTokens !== undefined) this.enginePrompt.inc({ endpoint }, Math.max(0, outcome.promptTokens));
+    this.predictedBlocks.cell1(endpoint).pending += samePlace ? decision.matchedBlocks : 0;
+    this.promptBlocks.cell1(endpoint).pending += decision.totalBlocks;
+    this.predictedTokens.cell1(endpoint).pending += samePlace ? this.predictedHitTokens(request, decision) : 0;
+    this.engineCached.cell1(endpoint).pending += Math.max(0, outcome.cachedTokens);
+    if (outcome.promptTokens !== undefined) this.enginePrompt.cell1(endpoint).pending += Math.max(0, outcome.promptTokens);
   }
 
   /** Staleness rules fell back to router accounting for an endpoint (src/endpoints/staleness.ts). */
   recordSignalFallback(endpointId: string, reason: string): void {
-    const r = (FALLBACK_REASONS as readonly string[]).includes(reason) ? reason : OTHER_LABEL;
-    this.signalFallbacks.inc({ endpoint: this.endpointLabel(endpointId), reason: r });
+    this.signalFallbacks.cell2(this.endpointLabel(endpointId), FALLBACKS.has(reason) ? reason : OTHER_LABEL).pending++;
   }
 
   // EdgeStats
   streamOpened(): void {
-    this.streamsTotal.inc();
-    this.streamsActive.inc();
+    this.streamsOpenedPending++;
+    this.streamsOpen++;
   }
   streamClosed(): void {
-    this.streamsActive.dec();
+    this.streamsOpen--;
   }
   streamError(kind: string): void {
     const label = kind.toLowerCase();

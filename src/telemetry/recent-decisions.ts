@@ -6,6 +6,11 @@
  * (each record holds at most MAX_EXPLAIN_CANDIDATES candidates and no prompt text). When
  * the request finishes, its outcome (status, engine-reported cached tokens) is attached to
  * the record if it is still in the ring, so predicted and real cache hits sit side by side.
+ *
+ * Cost: recording is on every request's path and reading is rare, so the ring keeps raw
+ * facts in reused slots (the decision object itself — immutable once made — plus the few
+ * request fields shown, never the prompt) and explains them only when read: the candidate
+ * selection, time string and trace id are computed in `latest()`.
  */
 import type { CandidateScore, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import { selectSpanCandidates } from './decision-span.js';
@@ -50,51 +55,39 @@ function explainCandidate(c: CandidateScore): ExplainedCandidate {
   return { endpoint: c.endpointId, scores: { ...c.scores }, total: c.total };
 }
 
-export class RecentDecisions {
-  private readonly ring: (DecisionRecord | undefined)[];
-  private next = 0;
-  private size = 0;
-  private readonly byRequest = new Map<string, DecisionRecord>();
+/** What the ring keeps per decision (a slot is reused when the ring wraps). */
+interface Slot {
+  requestId: string;
+  traceparent: string | undefined;
+  model: string;
+  promptTokens: number;
+  epochMs: number;
+  decision: RouteDecision;
+  outcome: RequestOutcome | undefined;
+}
 
-  constructor(
-    readonly capacity: number,
-    private readonly nowEpochMs: () => number = Date.now,
-  ) {
-    this.ring = new Array<DecisionRecord | undefined>(Math.max(0, Math.floor(capacity)));
-  }
-
-  record(request: RouteRequest, decision: RouteDecision): void {
-    if (this.ring.length === 0) return;
-    const traceId = traceIdOf(request.traceparent);
-    const rec: DecisionRecord = {
-      requestId: decision.requestId,
-      ...(traceId !== undefined ? { traceId } : {}),
-      time: new Date(this.nowEpochMs()).toISOString(),
-      model: request.model,
-      strategy: decision.strategy,
-      reason: decision.reason,
-      endpoint: decision.endpoint.id,
-      fallbacks: decision.fallbacks.map((e) => e.id),
-      matchedBlocks: decision.matchedBlocks,
-      totalBlocks: decision.totalBlocks,
-      promptTokensEstimate: request.promptTokens,
-      decisionMicros: decision.decisionMicros,
-      notes: [...(decision.notes ?? [])],
-      candidateCount: decision.candidates.length,
-      candidates: selectSpanCandidates(decision, MAX_EXPLAIN_CANDIDATES).map(explainCandidate),
-    };
-    const evicted = this.ring[this.next];
-    if (evicted && this.byRequest.get(evicted.requestId) === evicted) this.byRequest.delete(evicted.requestId);
-    this.ring[this.next] = rec;
-    this.byRequest.set(rec.requestId, rec);
-    this.next = (this.next + 1) % this.ring.length;
-    this.size = Math.min(this.size + 1, this.ring.length);
-  }
-
-  /** Attaches the outcome to the request's record if it is still kept. */
-  recordOutcome(requestId: string, outcome: RequestOutcome): void {
-    const rec = this.byRequest.get(requestId);
-    if (!rec) return;
+function explain(slot: Slot): DecisionRecord {
+  const { decision } = slot;
+  const traceId = traceIdOf(slot.traceparent);
+  const rec: DecisionRecord = {
+    requestId: slot.requestId,
+    ...(traceId !== undefined ? { traceId } : {}),
+    time: new Date(slot.epochMs).toISOString(),
+    model: slot.model,
+    strategy: decision.strategy,
+    reason: decision.reason,
+    endpoint: decision.endpoint.id,
+    fallbacks: decision.fallbacks.map((e) => e.id),
+    matchedBlocks: decision.matchedBlocks,
+    totalBlocks: decision.totalBlocks,
+    promptTokensEstimate: slot.promptTokens,
+    decisionMicros: decision.decisionMicros,
+    notes: [...(decision.notes ?? [])],
+    candidateCount: decision.candidates.length,
+    candidates: selectSpanCandidates(decision, MAX_EXPLAIN_CANDIDATES).map(explainCandidate),
+  };
+  const outcome = slot.outcome;
+  if (outcome !== undefined) {
     rec.outcome = {
       aborted: outcome.aborted,
       ...(outcome.status !== undefined ? { status: outcome.status } : {}),
@@ -104,14 +97,56 @@ export class RecentDecisions {
       ...(outcome.completionTokens !== undefined ? { completionTokens: outcome.completionTokens } : {}),
     };
   }
+  return rec;
+}
 
-  /** Up to n most recent records, newest first. */
+export class RecentDecisions {
+  private readonly ring: (Slot | undefined)[];
+  private next = 0;
+  private size = 0;
+  private readonly byRequest = new Map<string, Slot>();
+
+  constructor(
+    readonly capacity: number,
+    private readonly nowEpochMs: () => number = Date.now,
+  ) {
+    this.ring = new Array<Slot | undefined>(Math.max(0, Math.floor(capacity)));
+  }
+
+  record(request: RouteRequest, decision: RouteDecision): void {
+    if (this.ring.length === 0) return;
+    let slot = this.ring[this.next];
+    if (slot === undefined) {
+      slot = { requestId: '', traceparent: undefined, model: '', promptTokens: 0, epochMs: 0, decision, outcome: undefined };
+      this.ring[this.next] = slot;
+    } else if (this.byRequest.get(slot.requestId) === slot) {
+      this.byRequest.delete(slot.requestId);
+    }
+    slot.requestId = decision.requestId;
+    slot.traceparent = request.traceparent;
+    slot.model = request.model;
+    slot.promptTokens = request.promptTokens;
+    slot.epochMs = this.nowEpochMs();
+    slot.decision = decision;
+    slot.outcome = undefined;
+    this.byRequest.set(slot.requestId, slot);
+    this.next = this.next + 1 === this.ring.length ? 0 : this.next + 1;
+    if (this.size < this.ring.length) this.size++;
+  }
+
+  /** Attaches the outcome to the request's record if it is still kept. */
+  recordOutcome(requestId: string, outcome: RequestOutcome): void {
+    const slot = this.byRequest.get(requestId);
+    if (slot !== undefined) slot.outcome = outcome;
+  }
+
+  /** Up to n most recent records, newest first (explained now, from the kept facts). */
   latest(n: number = this.size): DecisionRecord[] {
     const count = Math.max(0, Math.min(Math.floor(n), this.size));
     const out: DecisionRecord[] = [];
     for (let i = 1; i <= count; i++) {
-      const rec = this.ring[(this.next - i + this.ring.length) % this.ring.length];
-      if (rec) out.push(rec);
+      const slot = this.ring[(this.next - i + this.ring.length) % this.ring.length];
+      if (slot) out.push(explain(slot));
     }
     return out;
   }
