@@ -36,6 +36,7 @@
  *   Detecting that is O(1): each endpoint has a generation bumped by `removeBlocks`, every
  *   touch stamps the entry with it, and since touches move entries to the MRU end, all
  *   entries are "post-removal" exactly when the LRU tail carries the current generation.
+ *   Only endpoints with a removal since they were last seen clean are checked at all.
  *
  * Not thread-safe; the router is single-threaded. All methods are synchronous.
  */
@@ -103,6 +104,9 @@ export class PrefixIndex {
   private cap: Int32Array;
   /** Bumped by removeBlocks; see the header ("prefix-closed"). */
   private gen: Int32Array;
+  /** 1 for endpoints that may not be prefix-closed (removeBlocks since last verified). */
+  private suspect: Uint8Array;
+  private suspects = 0;
 
   // Reused match buffers (mask-sized ones have maskWords words).
   private matched: Uint32Array;
@@ -125,6 +129,7 @@ export class PrefixIndex {
     this.count = new Int32Array(this.n);
     this.cap = new Int32Array(this.n).fill(this.defaultCapacity);
     this.gen = new Int32Array(this.n);
+    this.suspect = new Uint8Array(this.n);
     this.matched = new Uint32Array(this.n);
     this.alive = new Int32Array(this.maskWords);
     this.walkAlive = new Int32Array(this.maskWords);
@@ -158,6 +163,9 @@ export class PrefixIndex {
     this.count = growFill(this.count, n, 0);
     this.cap = growFill(this.cap, n, this.defaultCapacity);
     this.gen = growFill(this.gen, n, 0);
+    const suspect = new Uint8Array(n);
+    suspect.set(this.suspect);
+    this.suspect = suspect;
     this.matched = new Uint32Array(n);
     this.n = n;
   }
@@ -174,15 +182,21 @@ export class PrefixIndex {
     const clean = this.alive;
     const dirty = this.walkAlive;
     let anyDirty = 0;
-    clean.fill(0);
+    this.allEndpoints(clean);
     dirty.fill(0);
-    for (let e = 0; e < this.n; e++) {
-      const bit = 1 << (e & 31);
-      if (this.isPrefixClosed(e)) clean[e >>> 5] = clean[e >>> 5]! | bit;
-      else {
-        dirty[e >>> 5] = dirty[e >>> 5]! | bit;
-        anyDirty = 1;
+    // Only endpoints with a removeBlocks since they were last seen prefix-closed need the
+    // check (it reads their LRU tail: a cache miss, so not for every endpoint every time).
+    for (let e = 0; this.suspects > 0 && e < this.n; e++) {
+      if (this.suspect[e] === 0) continue;
+      if (this.isPrefixClosed(e)) {
+        this.suspect[e] = 0;
+        this.suspects--;
+        continue;
       }
+      const bit = 1 << (e & 31);
+      clean[e >>> 5] = clean[e >>> 5]! & ~bit;
+      dirty[e >>> 5] = dirty[e >>> 5]! | bit;
+      anyDirty = 1;
     }
     this.gallop(h, clean, W);
     if (anyDirty !== 0) this.walk(h, dirty, W);
@@ -194,13 +208,9 @@ export class PrefixIndex {
    * until no endpoint is left). The reference for tests and benchmarks.
    */
   matchByWalk(h: BlockHashes): Uint32Array {
-    const W = this.maskWords;
     const alive = this.walkAlive;
-    for (let w = 0; w < W; w++) {
-      const bits = Math.min(32, this.n - w * 32);
-      alive[w] = bits >= 32 ? -1 : bits <= 0 ? 0 : (1 << bits) - 1;
-    }
-    this.walk(h, alive, W);
+    this.allEndpoints(alive);
+    this.walk(h, alive, this.maskWords);
     return this.matched;
   }
 
@@ -252,7 +262,11 @@ export class PrefixIndex {
       removed++;
     }
     // Other prompts branching off the removed blocks may keep deeper blocks (orphans).
-    if (removed > 0) this.gen[e] = (this.gen[e]! + 1) | 0;
+    if (removed > 0) {
+      this.gen[e] = (this.gen[e]! + 1) | 0;
+      if (this.suspect[e] === 0) this.suspects++;
+      this.suspect[e] = 1;
+    }
     return removed;
   }
 
@@ -284,7 +298,7 @@ export class PrefixIndex {
   stats(): PrefixIndexStats {
     const arrays = [
       this.table, this.ents,
-      this.mru, this.lru, this.count, this.cap, this.gen, this.matched, this.alive, this.walkAlive,
+      this.mru, this.lru, this.count, this.cap, this.gen, this.suspect, this.matched, this.alive, this.walkAlive,
     ];
     let walked = 0;
     for (let e = 0; e < this.n; e++) if (!this.isPrefixClosed(e)) walked++;
@@ -349,10 +363,14 @@ export class PrefixIndex {
         if (c > this.ents.length / ENTRY_STRIDE) fail(`LRU cycle for endpoint ${e}`);
       }
       if (prev !== this.lru[e]) fail(`endpoint ${e} LRU tail mismatch`);
+      if (!this.isPrefixClosed(e) && this.suspect[e] === 0) fail(`endpoint ${e} may hold orphans but is not marked for the walk`);
       if (c !== this.count[e]) fail(`endpoint ${e} count ${this.count[e]} but ${c} listed`);
       if (c > this.cap[e]!) fail(`endpoint ${e} over capacity`);
       listed += c;
     }
+    let flagged = 0;
+    for (let e = 0; e < this.n; e++) flagged += this.suspect[e]!;
+    if (flagged !== this.suspects) fail(`suspects ${this.suspects} but ${flagged} flagged`);
     if (listed !== chained || listed !== this.entries) fail(`entries ${this.entries}, listed ${listed}, chained ${chained}`);
   }
 
@@ -361,6 +379,14 @@ export class PrefixIndex {
   private checkEndpoint(e: number): void {
     if (!Number.isInteger(e) || e < 0 || e >= this.n) {
       throw new RouterError('INTERNAL', `prefix index: endpoint index ${e} out of range 0..${this.n - 1}`);
+    }
+  }
+
+  /** Sets `mask` to all endpoints 0..n-1. */
+  private allEndpoints(mask: Int32Array): void {
+    for (let w = 0; w < this.maskWords; w++) {
+      const bits = Math.min(32, this.n - w * 32);
+      mask[w] = bits >= 32 ? -1 : bits <= 0 ? 0 : (1 << bits) - 1;
     }
   }
 
