@@ -179,14 +179,20 @@ let compiled: object | null | undefined;
 export function wasmBlockKernel(bytes: number): { readonly buffer: ArrayBuffer; readonly kernel: HashBlocksKernel } | undefined {
   const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
   if (api === undefined || compiled === null) return undefined;
+  if (compiled === undefined) {
+    try {
+      compiled = new api.Module(moduleBytes());
+    } catch {
+      compiled = null; // the engine refuses the module: never retry
+      return undefined;
+    }
+  }
   try {
-    compiled ??= new api.Module(moduleBytes());
     const pages = Math.max(1, Math.ceil(bytes / 65536));
     const memory = new api.Memory({ initial: pages, maximum: pages });
     const instance = new api.Instance(compiled, { env: { memory } });
     return { buffer: memory.buffer, kernel: instance.exports['hash_blocks'] as HashBlocksKernel };
   } catch {
-    compiled = null;
-    return undefined;
+    return undefined; // e.g. no address space for another memory: this hasher runs JavaScript
   }
 }
