@@ -20,9 +20,15 @@
  *     itself (the excess over its own in-flight count: other routers' traffic,
  *     engine-internal queueing) is scaled by trust = 1 − age/staleAfterMs, so it fades out
  *     as the scrape ages instead of flipping. KV usage, which the router cannot move
- *     forward, is scaled by min(trust, 2^(−age/H)): an old "this engine is full" fades to
- *     the neutral 0 rather than steering traffic away from an engine's cached prefixes
- *     for a whole scrape interval.
+ *     forward by itself, is scaled by min(trust, 2^(−age/H)): an old "this engine is full"
+ *     fades to the neutral 0 rather than steering traffic away from an engine's cached
+ *     prefixes for a whole scrape interval.
+ *  2b. KV gap filling. When the engine reports its cache size (cache_config_info), the KV
+ *     blocks the router's requests will take since the scrape (their uncached prompt
+ *     tokens ÷ cache tokens) are added to the scraped usage. Without it every request
+ *     routed between two scrapes sees the same "least used" engine and they all go there:
+ *     measured at 0% prefix sharing (bench/results/load-cold), the KV-usage scorer alone
+ *     made cache-aware's TTFT p99 several times round-robin's.
  *  3. Fallback. Beyond staleAfterMs, or with no sample at all, only router-side accounting
  *     is used (waiting/running/kvUsage are left unset) and a fallback is counted.
  *  4. Frozen exporter. A page whose load values have not changed although the router saw
@@ -82,6 +88,9 @@ interface Marks {
   /** Σ 2^((routedAt − baseMs)/H) over `since`. */
   sinceSum: number;
   baseMs: number;
+  /** Cumulative uncached prompt tokens routed here, and its value at the last scrape. */
+  kvTokens: number;
+  kvTokensAtScrape: number;
 }
 
 /** Rebase the since-sum before its exponents grow past this many half-lives. */
@@ -108,10 +117,14 @@ export class StalenessTracker {
     this.unsubscribe = store.subscribe((id, sample) => this.onSample(id, sample));
   }
 
-  /** Router accounting: a request was sent to the endpoint. */
-  onRouted(endpointId: string, requestId?: string, atMs: number = this.clock.nowMs()): void {
+  /**
+   * Router accounting: a request was sent to the endpoint.
+   * @param kvTokens prompt tokens it will add to the engine's KV cache (the uncached part).
+   */
+  onRouted(endpointId: string, requestId?: string, atMs: number = this.clock.nowMs(), kvTokens = 0): void {
     const m = this.mark(endpointId);
     m.routed++;
+    if (Number.isFinite(kvTokens) && kvTokens > 0) m.kvTokens += kvTokens;
     if (requestId === undefined) return;
     if (m.since.size === 0) {
       m.baseMs = atMs;
@@ -187,7 +200,11 @@ export class StalenessTracker {
       out.running = running;
       out.waiting = total - running;
     }
-    if (s.kvUsage !== undefined) out.kvUsage = s.kvUsage * Math.min(trust, decay);
+    if (s.kvUsage !== undefined) {
+      const capacity = (s.numBlocks ?? 0) * (s.blockSizeTokens ?? 0);
+      const added = capacity > 0 ? (m.kvTokens - m.kvTokensAtScrape) / capacity : 0;
+      out.kvUsage = Math.min(1, s.kvUsage * Math.min(trust, decay) + added);
+    }
     return out;
   }
 
@@ -211,6 +228,7 @@ export class StalenessTracker {
     const m = this.mark(endpointId);
     m.routedAtScrape = m.routed;
     m.completedAtScrape = m.completed;
+    m.kvTokensAtScrape = m.kvTokens;
     m.since.clear(); // the engine's numbers now include them
     m.sinceSum = 0;
     if (sample.changedAtMs !== m.lastChangedAtMs) {
@@ -248,6 +266,8 @@ export class StalenessTracker {
         since: new Map(),
         sinceSum: 0,
         baseMs: 0,
+        kvTokens: 0,
+        kvTokensAtScrape: 0,
       };
       this.marks.set(id, m);
     }

@@ -36,6 +36,8 @@ export class EngineMetricsPlugin implements RoutedHook, CompletedHook, Endpoints
     readonly staleness: StalenessTracker,
     readonly poller: EngineMetricsPoller | undefined,
     endpoints: readonly Endpoint[],
+    /** Prefix block size in characters, to turn a decision's matched blocks into cached tokens. */
+    private readonly blockChars: number,
   ) {
     this.onEndpointsChanged(endpoints);
   }
@@ -66,7 +68,10 @@ export class EngineMetricsPlugin implements RoutedHook, CompletedHook, Endpoints
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
-    this.staleness.onRouted(decision.endpoint.id, decision.requestId, state.nowMs);
+    // KV the request will take on the engine: its prompt minus what the index predicts cached.
+    const r = state.request;
+    const cached = r.promptChars > 0 ? Math.min(1, (decision.matchedBlocks * this.blockChars) / r.promptChars) : 0;
+    this.staleness.onRouted(decision.endpoint.id, decision.requestId, state.nowMs, r.promptTokens * (1 - cached));
   }
 
   onCompleted(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {
@@ -105,7 +110,7 @@ export const engineMetricsPluginFactory: PluginFactory = (name, p, ctx) => {
         logger: ctx.logger,
       })
     : undefined;
-  plugin = new EngineMetricsPlugin(name, store, staleness, poller, ctx.endpoints.all());
+  plugin = new EngineMetricsPlugin(name, store, staleness, poller, ctx.endpoints.all(), ctx.config.cacheAware.blockChars);
   ctx.endpoints.addLoadSource(plugin);
   return plugin;
 };

@@ -75,6 +75,23 @@ describe('load/staleness', () => {
     expect(t.merge('a', 0).kvUsage).to.be.closeTo(0.4, 1e-9);
   });
 
+  it('adds the KV the router sent since the scrape when the engine reports its cache size', () => {
+    const { store, t } = setup();
+    t.onRouted('a', 'r0', 0, 5000); // before the scrape: in the engine's number already
+    store.recordSuccess('a', { engine: 'vllm', kvUsage: 0.25, numBlocks: 1000, blockSizeTokens: 16 });
+    store.recordSuccess('b', { engine: 'vllm', kvUsage: 0.25 }); // no cache size: nothing to add
+    expect(t.merge('a', 1).kvUsage).to.equal(0.25);
+    t.onRouted('a', 'r1', 0, 1600); // 1,600 uncached tokens = 10% of a 16,000-token cache
+    t.onRouted('a', 'r2', 0, 0); // a full cache hit takes no new blocks
+    t.onRouted('b', 'r3', 0, 1600);
+    expect(t.merge('a', 3).kvUsage).to.be.closeTo(0.35, 1e-9);
+    expect(t.merge('b', 1).kvUsage).to.equal(0.25);
+    for (let i = 0; i < 20; i++) t.onRouted('a', `x${i}`, 0, 1600);
+    expect(t.merge('a', 23).kvUsage).to.equal(1, 'capped at a full cache');
+    store.recordSuccess('a', { engine: 'vllm', kvUsage: 0.5, numBlocks: 1000, blockSizeTokens: 16 });
+    expect(t.merge('a', 23).kvUsage).to.equal(0.5, 'the next scrape includes them');
+  });
+
   it('beyond staleAfterMs uses router accounting only and counts an age fallback', () => {
     const { clock, store, t, hooks } = setup(1000);
     store.recordSuccess('a', { engine: 'vllm', waiting: 10, running: 5, kvUsage: 0.9 });
