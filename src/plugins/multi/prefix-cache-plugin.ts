@@ -5,7 +5,8 @@
  * request has no full block). Neutral value: 0 for everyone on a cold request (nothing
  * cached anywhere, or too short to have a full block), so load alone decides then.
  *
- * The match runs over *all* endpoints in one pass (a bitmask walk), and the per-endpoint
+ * The match answers for *all* endpoints at once (per-block endpoint bitmasks, found by a
+ * galloping search over the chained block keys — see prefix-index.ts), and the per-endpoint
  * counts are published as affinity evidence so the picker can label the decision and see
  * whether a filter removed the best-matching endpoint.
  *
