@@ -24,6 +24,8 @@ import type { LoadResult } from './load-client.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const MAIN = join(REPO, 'dist/src/main.js');
+/** Prototype transport (see lean-http2-server.ts); chosen with --transport lean-http2. */
+const LEAN = join(REPO, 'dist/bench/extproc-load/lean-http2-server.js');
 
 function hasTaskset(): boolean {
   try {
@@ -64,6 +66,8 @@ async function main(): Promise<number> {
       'no-pin': { type: 'boolean', default: false },
       label: { type: 'string', default: '' },
       close: { type: 'string', default: 'reset' },
+      // grpc-js (the product) or lean-http2 (the prototype transport, for comparison).
+      transport: { type: 'string', default: 'grpc-js' },
       out: { type: 'string', default: 'bench/results/extproc-load' },
       // Extra Node.js flags for the router process, e.g. --server-node-arg=--cpu-prof.
       'server-node-arg': { type: 'string', multiple: true, default: [] },
@@ -86,7 +90,8 @@ async function main(): Promise<number> {
 
   const cmd = pin ? 'taskset' : process.execPath;
   const nodeArgs = values['server-node-arg'] ?? [];
-  const serveArgs = [...nodeArgs, MAIN, 'serve', '--config', configPath];
+  const transport = values.transport === 'lean-http2' ? 'lean-http2' : 'grpc-js';
+  const serveArgs = [...nodeArgs, transport === 'lean-http2' ? LEAN : MAIN, 'serve', '--config', configPath];
   const args = pin ? ['-c', '1', process.execPath, ...serveArgs] : serveArgs;
   const server = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OTEL_SDK_DISABLED: 'true' } });
   const exited = new Promise<number | null>((r) => server.on('exit', (c) => r(c)));
@@ -155,6 +160,7 @@ async function main(): Promise<number> {
         meanBodyBytes: Math.round(bodyBytes),
         stream: `request_headers(FDS) + 1 request_body chunk (eos) + response_headers, then ${values.close === 'half-close' ? 'half-close (Envoy ext_proc_graceful_grpc_close)' : 'RST_STREAM (Envoy default)'}`,
         telemetry: 'default (metrics on, tracing off)',
+        transport: transport === 'lean-http2' ? 'lean node:http2 server (PROTOTYPE, bench/extproc-load/lean-http2-server.ts)' : 'grpc-js (cacheroute serve)',
         routerConfig: configText,
       },
       firstPick,
@@ -215,7 +221,7 @@ Machine: ${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}, 1-min 
 
 | setting | value |
 |---|---|
-| router | \`cacheroute serve\` child process, ${s['pinned'] ? 'pinned to CPU 1 (taskset)' : 'not pinned'} |
+| router | ${s['transport'] ?? 'grpc-js (cacheroute serve)'} child process, ${s['pinned'] ? 'pinned to CPU 1 (taskset)' : 'not pinned'} |
 | client | this process${s['pinned'] ? ', pinned to CPU 0' : ''} (raw node:http2, pre-encoded gRPC frames); ${s['connections']} HTTP/2 connections (${res.connectionsOpened} opened in total), ${s['concurrency']} concurrent streams |
 | stream | ${s['stream']} |
 | bodies | 512 seeded chat bodies, mean ${s['meanBodyBytes']} B, 8 shared system prompts |
