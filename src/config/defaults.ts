@@ -63,6 +63,8 @@ export const DEFAULT_IMBALANCE_ABS = 32;
 export const DEFAULT_IMBALANCE_REL = 1.5;
 /** The queue scorer's signal in cache-aware (see CacheAwareConfig.queueSignal). */
 export const DEFAULT_QUEUE_SIGNAL: 'effective' | 'prefill' = 'effective';
+/** Cold requests in cache-aware: see CacheAwareConfig.coldRouting (measured in bench/results/load-cold). */
+export const DEFAULT_COLD_ROUTING: 'scores' | 'prefill-queue' = 'scores';
 
 // --- engineMetrics ---
 /** GIE scrapes engine metrics; without them the router is blind to others' traffic. */

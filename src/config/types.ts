@@ -67,6 +67,12 @@ export interface CacheAwareConfig {
    * waiting queue). Optional for configs built before it existed (= the default).
    */
   readonly queueSignal?: 'effective' | 'prefill';
+  /**
+   * How a cold request (no candidate holds any of its blocks) is placed: by the weighted
+   * load scores like any other (`scores`), or on the shortest prefill queue
+   * (`prefill-queue`). Optional for configs built before it existed (= the default).
+   */
+  readonly coldRouting?: 'scores' | 'prefill-queue';
 }
 
 export interface EngineMetricsConfig {

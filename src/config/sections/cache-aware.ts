@@ -3,6 +3,7 @@ import type { CacheAwareConfig } from '../types.js';
 import { int, num, oneOf, type ObjectReader } from '../field-reader.js';
 import {
   DEFAULT_BLOCK_CHARS,
+  DEFAULT_COLD_ROUTING,
   DEFAULT_IMBALANCE_ABS,
   DEFAULT_IMBALANCE_REL,
   DEFAULT_INDEX_CAPACITY_BLOCKS,
@@ -40,6 +41,7 @@ export function parseCacheAware(r: ObjectReader): CacheAwareConfig {
   };
   im.done();
   const queueSignal = r.get('queueSignal', oneOf(['effective', 'prefill']), DEFAULT_QUEUE_SIGNAL);
+  const coldRouting = r.get('coldRouting', oneOf(['scores', 'prefill-queue']), DEFAULT_COLD_ROUTING);
   r.done();
-  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal };
+  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal, coldRouting };
 }

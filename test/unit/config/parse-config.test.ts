@@ -37,6 +37,7 @@ describe('config/parse-config', () => {
         weights: D.DEFAULT_WEIGHTS,
         imbalance: { absThreshold: D.DEFAULT_IMBALANCE_ABS, relThreshold: D.DEFAULT_IMBALANCE_REL },
         queueSignal: D.DEFAULT_QUEUE_SIGNAL,
+        coldRouting: D.DEFAULT_COLD_ROUTING,
       });
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
@@ -171,6 +172,7 @@ describe('config/parse-config', () => {
       ['abs threshold', { cacheAware: { imbalance: { absThreshold: -1 } } }, 'cacheAware.imbalance.absThreshold'],
       ['rel threshold < 1', { cacheAware: { imbalance: { relThreshold: 0.5 } } }, 'cacheAware.imbalance.relThreshold'],
       ['queue signal', { cacheAware: { queueSignal: 'tokens' } }, 'cacheAware.queueSignal: expected one of effective, prefill'],
+      ['cold routing', { cacheAware: { coldRouting: 'first' } }, 'cacheAware.coldRouting: expected one of scores, prefill-queue'],
       ['enabled not bool', { engineMetrics: { enabled: 'yes' } }, 'engineMetrics.enabled: expected true or false'],
       ['stale <= poll', { engineMetrics: { pollIntervalMs: 500, staleAfterMs: 500 } }, 'engineMetrics.staleAfterMs: must be greater'],
       ['timeout > stale', { engineMetrics: { timeoutMs: 2000 } }, 'engineMetrics.timeoutMs: must not exceed'],
