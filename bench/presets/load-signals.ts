@@ -16,7 +16,9 @@
  * (building-blocks.ts) at time-scale 4 for the 8-engine block, so the 2-core machine
  * carries the fleet (half the SSE event rate per unit of engine load).
  */
-import { BENCH_MODEL, cacheroute, engineSetup, kvBlocksFor } from './building-blocks.js';
+import { BENCH_MODEL, cacheroute, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
+import { PEERS } from './peers.js';
+import { SEED_TABLE } from './seed-table.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import type { ScenarioSpec } from '../workloads/scenario.js';
 import type { MatrixBlock, PresetSpec } from './types.js';
@@ -172,4 +174,60 @@ export const LOAD_AUTO: PresetSpec = {
   ],
 };
 
-export const LOAD_PRESETS: readonly PresetSpec[] = [LOAD_HOTSPOT, LOAD_STALENESS, LOAD_AUTO];
+// --- load-cold: what cache-aware does with requests nothing is cached for ---------------
+/**
+ * cache-aware lost to round-robin at 0% sharing (seed-table: TTFT p50 786 vs 496 ms, p99
+ * 2.93 vs 0.82 s). With no prefix score anywhere, the choice falls to the queue and KV-usage
+ * scorers; this block takes them apart side by side on the same engines, and checks the
+ * 90%-sharing case for regressions.
+ */
+const caVariant = (label: string, routerOverrides: Readonly<Record<string, unknown>>): ContenderSpec => ({
+  kind: 'cacheroute',
+  label,
+  strategy: 'cache-aware',
+  routerOverrides,
+});
+
+const PREFILL = caVariant('ca-prefill', { cacheAware: { queueSignal: 'prefill' } });
+const COLD_QUEUE = caVariant('ca-cold-prefill-queue', { cacheAware: { coldRouting: 'prefill-queue' } });
+const PREFILL_KV0 = caVariant('ca-prefill-kv0', { cacheAware: { queueSignal: 'prefill', weights: { kvUsage: 0 } } });
+
+const LOAD_COLD: PresetSpec = {
+  name: 'load-cold',
+  description: 'cache-aware load scoring: default vs without KV usage vs the prefill-queue signal, with round-robin and least-request, at 0% and 90% sharing on 4 engines; then default vs prefill+no-KV on the hot prefix and on the peers workload at 16 req/s.',
+  seed: 1,
+  model: BENCH_MODEL,
+  estimatedMinutes: 22,
+  budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
+  blocks: [
+    {
+      name: 'cold',
+      engines: engineSetup(`4x-kv${AUTO_KV}`, 4, { 'kv-cache-blocks': AUTO_KV }, 'Seed-table sizing: KV = 1.25 × (hot set ÷ 4) + 4 running prompts.'),
+      scenarios: [sharing(0), sharing(0.9)],
+      contenders: [
+        cacheroute('round-robin'),
+        cacheroute('least-request'),
+        cacheroute('cache-aware'),
+        caVariant('ca-kv0', { cacheAware: { weights: { kvUsage: 0 } } }),
+        PREFILL,
+        PREFILL_KV0,
+        COLD_QUEUE,
+      ],
+    },
+    // The same two load-scoring choices where load decides the tail: seed-table's hot prefix,
+    // and the peers workload at 16 req/s (where cache-aware's p99 trailed the peer routers).
+    {
+      ...SEED_TABLE.blocks.find((b) => b.name === 'hot-prefix')!,
+      name: 'cold-hot-prefix',
+      contenders: [cacheroute('prefix-hash'), cacheroute('cache-aware'), PREFILL, PREFILL_KV0, COLD_QUEUE],
+    },
+    {
+      ...PEERS.blocks[0]!,
+      name: 'cold-peers-16rps',
+      qpsSweep: [16],
+      contenders: [cacheroute('cache-aware'), PREFILL, PREFILL_KV0, COLD_QUEUE, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE],
+    },
+  ],
+};
+
+export const LOAD_PRESETS: readonly PresetSpec[] = [LOAD_HOTSPOT, LOAD_STALENESS, LOAD_AUTO, LOAD_COLD];

@@ -9,8 +9,9 @@
  * configured default (`load`).
  *
  * Cold requests (`coldOrder: prefill-queue`): when the affinity evidence shows that no
- * candidate holds any block of the request, the weighted scores carry no cache information
- * and only load decides; the candidates are then ordered by their prefill queue (requests
+ * candidate holds any block of the request (and it has no session key), the weighted scores
+ * carry no cache information and only load decides; the candidates are then ordered by their
+ * prefill queue (requests
  * not past their first byte, raised to the engine's fresh waiting count; seeded random among
  * equals). Why: a cold request pays a full prefill wherever it goes, so its time to first
  * token is the prefill queue ahead of it. The queue and KV-usage scores count decoding
@@ -40,12 +41,14 @@ export class MaxScorePicker implements Picker {
   ) {}
 
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
+    let order: number[];
     if (this.coldOrder === 'prefill-queue' && isCold(state, candidates)) {
       const q = new Array<number>(candidates.length);
       for (let i = 0; i < candidates.length; i++) q[i] = -prefillQueue(candidates[i]!.load, this.staleAfterMs);
-      return { order: orderByDescending(state, q), reason: 'cold' };
+      order = orderByDescending(state, q);
+    } else {
+      order = orderByDescending(state, totals);
     }
-    const order = orderByDescending(state, totals);
     // A hotspot spill narrows the candidates to the one engine it chose: its label is certain.
     const reason =
       state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
@@ -53,8 +56,12 @@ export class MaxScorePicker implements Picker {
   }
 }
 
-/** True when an affinity scorer ran and no candidate holds any block of the request. */
+/**
+ * True when an affinity scorer ran, no candidate holds any block of the request, and the
+ * request has no session key (a session binding is information the scores carry).
+ */
 function isCold(state: CycleState, candidates: readonly Candidate[]): boolean {
+  if (state.request.sessionKey !== undefined) return false;
   const ev = getScratch(state, AFFINITY_EVIDENCE);
   if (ev === undefined) return false;
   for (const c of candidates) if ((ev.matchedByEndpoint[c.endpoint.index] ?? 0) > 0) return false;

@@ -171,18 +171,45 @@ describe('createScheduler strategies', () => {
       expect(b.decision.matchedBlocks).to.equal(0);
     });
 
-    it('prefers lower KV usage among equally good cold candidates, and never picks an unhealthy endpoint', () => {
+    it('with coldRouting scores, prefers lower KV usage among equally good cold candidates, and never picks an unhealthy endpoint', () => {
       const kv = [0.9, 0.1, 0.5, 0.3];
       const metrics: LoadSource = {
         name: 'fake-metrics',
         enrich: (e, base) => ({ ...base, kvUsage: kv[e.index]!, metricsAgeMs: 10, healthy: e.index !== 1 }),
       };
-      const s = sched(4, 'cache-aware', over, 1, [metrics]);
+      const s = sched(4, 'cache-aware', { ...over, cacheAware: { ...over.cacheAware, coldRouting: 'scores' } }, 1, [metrics]);
       for (let k = 0; k < 10; k++) {
         const t = s.route(request({ prefix: text(700 + k, 256) }));
         expect(t.decision.endpoint.index).to.equal(3);
         t.finish({ aborted: false });
       }
+    });
+
+    it('by default places cold requests on the shortest prefill queue, ignoring KV usage and decoding requests', () => {
+      let waitingOn = -1;
+      const metrics: LoadSource = {
+        name: 'fake-metrics',
+        enrich: (e, base) => ({ ...base, kvUsage: e.index === waitingOn ? 0.05 : 0.9, metricsAgeMs: 10 }),
+      };
+      const s = sched(4, 'cache-aware', over, 1, [metrics]);
+      // One engine has a request waiting for its first byte (and the lowest KV usage); two
+      // requests elsewhere are decoding.
+      const waiting = s.route(request({ prefix: text(800, 256) }));
+      waitingOn = waiting.decision.endpoint.index;
+      const decoding = [s.route(request({ prefix: text(801, 256) })), s.route(request({ prefix: text(802, 256) }))];
+      for (const t of decoding) t.firstByte?.();
+      const seen = new Set<number>();
+      for (let k = 0; k < 12; k++) {
+        const t = s.route(request({ prefix: text(810 + k, 256) }));
+        seen.add(t.decision.endpoint.index);
+        expect(t.decision.reason).to.equal('cold');
+        t.firstByte?.();
+        t.finish({ aborted: false });
+      }
+      expect([...seen]).to.not.include(waitingOn, 'the engine with a prefill waiting is avoided despite its low KV usage');
+      expect(seen.size).to.equal(3);
+      waiting.finish({ aborted: false });
+      for (const t of decoding) t.finish({ aborted: false });
     });
 
     it('only considers endpoints serving the model', () => {

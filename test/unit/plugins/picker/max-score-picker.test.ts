@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { MaxScorePicker } from '../../../../src/plugins/picker/max-score-picker.js';
-import { AFFINITY_EVIDENCE, setScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { AFFINITY_EVIDENCE, IMBALANCE_DROPPED, setScratch } from '../../../../src/scheduling/cycle-scratch.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import { candidate, candidates, cycle } from '../../scheduling/builders.js';
 
@@ -68,6 +68,17 @@ describe('MaxScorePicker', () => {
       const r = cold.pick(withEvidence([0, 0, 0]), cs(), [0, 1, 0.5]);
       expect(r.order).to.deep.equal([0, 1, 2]);
       expect(r.reason).to.equal('cold');
+    });
+
+    it('keeps the imbalance and spill labels, and leaves requests with a session key to the scores', () => {
+      const st = withEvidence([0, 0, 0, 9]);
+      setScratch(st, IMBALANCE_DROPPED, [candidate(3).endpoint]);
+      const r = cold.pick(st, cs(), [0, 1, 0.5]);
+      expect(r.order[0]).to.equal(0, 'the remaining candidates are cold: shortest prefill queue');
+      expect(r.reason).to.equal('imbalance');
+      const session = cycle({ sessionKey: 'conversation-1' });
+      setScratch(session, AFFINITY_EVIDENCE, { matchedByEndpoint: new Uint32Array(3), totalBlocks: 4 });
+      expect(cold.pick(session, cs(), [0, 1, 0.5]).order).to.deep.equal([1, 2, 0]);
     });
 
     it('leaves warm requests and cycles without affinity evidence to the scores', () => {
