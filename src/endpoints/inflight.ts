@@ -35,14 +35,11 @@ export class InflightTracker {
   private reqs: Int32Array;
   private tokens: Float64Array;
   private pre: Int32Array;
-  private preTokens: Float64Array;
-  private firstBytes = 0;
 
   constructor(endpoints: number) {
     this.reqs = new Int32Array(endpoints);
     this.tokens = new Float64Array(endpoints);
     this.pre = new Int32Array(endpoints);
-    this.preTokens = new Float64Array(endpoints);
   }
 
   get endpointCount(): number {
@@ -55,7 +52,6 @@ export class InflightTracker {
     this.reqs = grown(this.reqs, new Int32Array(n));
     this.tokens = grown(this.tokens, new Float64Array(n));
     this.pre = grown(this.pre, new Int32Array(n));
-    this.preTokens = grown(this.preTokens, new Float64Array(n));
   }
 
   /** Counts one request of `promptTokens` (≥ 0) as in flight on endpoint `index`. */
@@ -65,15 +61,12 @@ export class InflightTracker {
     this.reqs[index] = this.reqs[index]! + 1;
     this.tokens[index] = this.tokens[index]! + tokens;
     this.pre[index] = this.pre[index]! + 1;
-    this.preTokens[index] = this.preTokens[index]! + tokens;
     let released = false;
     let prefilling = true;
     const tracker = this;
     const endPrefill = (): void => {
       prefilling = false;
       tracker.pre[index] = tracker.pre[index]! - 1;
-      const left = tracker.pre[index]!;
-      tracker.preTokens[index] = left === 0 ? 0 : Math.max(0, tracker.preTokens[index]! - tokens);
     };
     return {
       endpointIndex: index,
@@ -97,7 +90,6 @@ export class InflightTracker {
       firstByte(): boolean {
         if (released || !prefilling) return false;
         endPrefill();
-        tracker.firstBytes++;
         return true;
       },
     };
@@ -107,17 +99,6 @@ export class InflightTracker {
   prefillingRequests(index: number): number {
     this.check(index);
     return this.pre[index]!;
-  }
-
-  /** Estimated prompt tokens of those requests. */
-  prefillingTokens(index: number): number {
-    this.check(index);
-    return this.preTokens[index]!;
-  }
-
-  /** First-byte reports received so far (0: the edge does not report them). */
-  get firstByteReports(): number {
-    return this.firstBytes;
   }
 
   requests(index: number): number {

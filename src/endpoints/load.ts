@@ -13,8 +13,6 @@ export interface LoadSnapshot {
    * prefill (router-side, exact when the edge reports first bytes; else = inflightRequests).
    */
   readonly prefillingRequests?: number;
-  /** Estimated prompt tokens of the prefilling requests. */
-  readonly prefillingTokens?: number;
   /**
    * Estimated pending work in tokens: uncached prefill tokens not yet done plus expected
    * decode tokens of in-flight requests. Equals inflightPromptTokens until a load model

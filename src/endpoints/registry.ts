@@ -187,7 +187,6 @@ export class EndpointRegistry {
       inflightRequests: this.inflight.requests(i),
       inflightPromptTokens: tokens,
       prefillingRequests: this.inflight.prefillingRequests(i),
-      prefillingTokens: this.inflight.prefillingTokens(i),
       pendingTokens: tokens,
       metricsAgeMs: Number.POSITIVE_INFINITY,
       healthy: true,

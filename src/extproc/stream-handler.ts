@@ -166,6 +166,7 @@ export class StreamHandler {
   private responseBodySeen = false;
   private servedBy: string | undefined;
   private sniffer: UsageSniffer | undefined;
+  private firstByteReported = false;
 
   constructor(
     private readonly ctx: EdgeContext,
@@ -405,7 +406,10 @@ export class StreamHandler {
       this.sniffer.push(part.body);
       // The first response byte (for SSE: the first token) ends the request's prefill in the
       // core's accounting; response headers do not, engines send them before the first token.
-      if (part.body.length > 0) this.ticket.firstByte?.();
+      if (!this.firstByteReported && part.body.length > 0) {
+        this.firstByteReported = true;
+        this.ticket.firstByte?.();
+      }
     }
     this.send(
       this.responseBodyMode === 'FULL_DUPLEX_STREAMED' ? streamedResponseBody(part.body, part.end_of_stream) : continueResponseBody(),

@@ -83,13 +83,12 @@ describe('EndpointRegistry', () => {
       inflightRequests: 1,
       inflightPromptTokens: 120,
       prefillingRequests: 1,
-      prefillingTokens: 120,
       pendingTokens: 120,
       metricsAgeMs: Infinity,
       healthy: true,
     });
     lease.firstByte();
-    expect(r.loadOf(ep)).to.include({ inflightRequests: 1, prefillingRequests: 0, prefillingTokens: 0 });
+    expect(r.loadOf(ep)).to.include({ inflightRequests: 1, prefillingRequests: 0 });
     const seen: number[] = [];
     const metrics: LoadSource = {
       name: 'metrics',
