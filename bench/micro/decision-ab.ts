@@ -15,6 +15,7 @@ import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Distribution } from '../stats/percentiles.js';
+import { arg } from './cli-arg.js';
 import { gitOutput } from './git-output.js';
 
 interface Summary {
@@ -29,11 +30,6 @@ interface Run {
   readonly variant: 'before' | 'now';
   readonly round: number;
   readonly summary: Summary;
-}
-
-function arg(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 function runIn(benchModule: string): Summary {

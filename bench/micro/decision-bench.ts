@@ -65,15 +65,20 @@ export interface DecisionBenchResult {
   readonly meanMatchedFraction: number;
 }
 
-export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENCH): DecisionBenchResult {
+/** The router config of the decision benchmarks (cache-aware, `o.endpoints` endpoints). */
+export function decisionBenchConfig(o: DecisionBenchOptions): RouterConfig {
   // Per-endpoint capacity sized so the index stays near `warmBlocks` once warm (entries
   // exceed distinct blocks because hot system prompts live on several endpoints).
-  const config = defaultConfig({
+  return defaultConfig({
     strategy: 'cache-aware',
     seed: o.seed,
     cacheAware: { indexCapacityBlocks: Math.ceil((1.25 * o.warmBlocks) / o.endpoints) },
     endpoints: Array.from({ length: o.endpoints }, (_, i) => ({ address: `10.0.${i >> 8}.${(i & 255) + 1}:8000` })),
   });
+}
+
+export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENCH): DecisionBenchResult {
+  const config = decisionBenchConfig(o);
   const s = createScheduler(config, { clock: systemClock, rng: seededRng(o.seed) });
   const index = s.service(PREFIX_INDEX)!;
   const wl = new ChatWorkload({ seed: o.seed, ...o.workload });

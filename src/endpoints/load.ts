@@ -31,6 +31,27 @@ export interface LoadSnapshot {
   readonly healthy: boolean;
 }
 
+/** A LoadSnapshot being filled in place (registry.loadInto, LoadSource.enrichInPlace). */
+export type MutableLoadSnapshot = { -readonly [K in keyof LoadSnapshot]: LoadSnapshot[K] };
+
+/**
+ * A snapshot object with every field present (optional ones undefined), so all objects the
+ * hot path fills share one hidden class whatever the load sources set.
+ */
+export function newLoadScratch(): MutableLoadSnapshot {
+  return {
+    inflightRequests: 0,
+    inflightPromptTokens: 0,
+    prefillingRequests: 0,
+    pendingTokens: 0,
+    waiting: undefined,
+    running: undefined,
+    kvUsage: undefined,
+    metricsAgeMs: Number.POSITIVE_INFINITY,
+    healthy: true,
+  };
+}
+
 export const IDLE_LOAD: LoadSnapshot = {
   inflightRequests: 0,
   inflightPromptTokens: 0,

@@ -17,7 +17,7 @@ import { RouterError } from '../core/errors.js';
 import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
 import { InflightTracker } from './inflight.js';
-import type { LoadSnapshot } from './load.js';
+import type { LoadSnapshot, MutableLoadSnapshot } from './load.js';
 
 /**
  * Something that knows more about an endpoint's load than the router's own counters.
@@ -28,6 +28,12 @@ import type { LoadSnapshot } from './load.js';
 export interface LoadSource {
   readonly name: string;
   enrich(endpoint: Endpoint, base: LoadSnapshot, nowMs: number): LoadSnapshot;
+  /**
+   * Optional allocation-free form of `enrich` for the decision path (`loadInto`): the same
+   * refinement, written into `snap` (which holds the snapshot so far) instead of a new
+   * object. Must leave `snap` exactly as `enrich` would have returned it.
+   */
+  enrichInPlace?(endpoint: Endpoint, snap: MutableLoadSnapshot, nowMs: number): void;
 }
 
 /** Parsed form of an `ip:port` / `[ipv6]:port` endpoint address. */
@@ -194,4 +200,45 @@ export class EndpointRegistry {
     for (const s of this.sources) snap = s.enrich(endpoint, snap, nowMs);
     return snap;
   }
+
+  /**
+   * `loadOf` written into `out` (reused by the caller, e.g. one per endpoint for the
+   * scheduler's candidates): the same values, without a new object per endpoint and load
+   * source on every decision. Sources without `enrichInPlace` still work: what they return
+   * is copied into `out`. Returns `out`, valid until the next `loadInto` on it.
+   */
+  loadInto(endpoint: Endpoint, nowMs: number, out: MutableLoadSnapshot): LoadSnapshot {
+    const i = endpoint.index;
+    const tokens = this.inflight.promptTokens(i);
+    out.inflightRequests = this.inflight.requests(i);
+    out.inflightPromptTokens = tokens;
+    out.prefillingRequests = this.inflight.prefillingRequests(i);
+    out.pendingTokens = tokens;
+    out.waiting = undefined;
+    out.running = undefined;
+    out.kvUsage = undefined;
+    out.metricsAgeMs = Number.POSITIVE_INFINITY;
+    out.healthy = true;
+    for (const s of this.sources) {
+      if (s.enrichInPlace !== undefined) {
+        s.enrichInPlace(endpoint, out, nowMs);
+        continue;
+      }
+      const r = s.enrich(endpoint, out, nowMs);
+      if (r !== out) copyLoad(r, out);
+    }
+    return out;
+  }
+}
+
+function copyLoad(from: LoadSnapshot, to: MutableLoadSnapshot): void {
+  to.inflightRequests = from.inflightRequests;
+  to.inflightPromptTokens = from.inflightPromptTokens;
+  to.prefillingRequests = from.prefillingRequests;
+  to.pendingTokens = from.pendingTokens;
+  to.waiting = from.waiting;
+  to.running = from.running;
+  to.kvUsage = from.kvUsage;
+  to.metricsAgeMs = from.metricsAgeMs;
+  to.healthy = from.healthy;
 }

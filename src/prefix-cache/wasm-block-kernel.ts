@@ -172,6 +172,17 @@ interface WasmApi {
 let compiled: object | null | undefined;
 
 /**
+ * V8 (Node 20) calls a WebAssembly export through a generic JS-to-wasm wrapper until that
+ * export has been called about a thousand times, and then compiles a signature-specific
+ * wrapper synchronously, inside the call that crossed the budget — per instance, so once
+ * per hasher. Measured: the ~1000th hash of every new hasher took 0.6–0.9 ms instead of
+ * ~20 µs (one decision in every benchmark repetition, and one request of a fresh router).
+ * Calling the kernel this many times with no blocks at construction (≈ 0.1 ms of calls,
+ * then the wrapper compile) moves that cost to startup.
+ */
+const WRAPPER_WARMUP_CALLS = 1100;
+
+/**
  * A fixed-size WebAssembly memory of at least `bytes` bytes with the kernel bound to it, or
  * undefined where WebAssembly is unavailable (e.g. node --jitless): the hasher then runs
  * its JavaScript loop over a plain ArrayBuffer.
@@ -191,7 +202,10 @@ export function wasmBlockKernel(bytes: number): { readonly buffer: ArrayBuffer; 
     const pages = Math.max(1, Math.ceil(bytes / 65536));
     const memory = new api.Memory({ initial: pages, maximum: pages });
     const instance = new api.Instance(compiled, { env: { memory } });
-    return { buffer: memory.buffer, kernel: instance.exports['hash_blocks'] as HashBlocksKernel };
+    const kernel = instance.exports['hash_blocks'] as HashBlocksKernel;
+    // Pay the JS-to-WebAssembly wrapper compilation now rather than on a request (see WRAPPER_WARMUP_CALLS).
+    for (let i = 0; i < WRAPPER_WARMUP_CALLS; i++) kernel(0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return { buffer: memory.buffer, kernel };
   } catch {
     return undefined; // e.g. no address space for another memory: this hasher runs JavaScript
   }

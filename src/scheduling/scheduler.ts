@@ -12,7 +12,9 @@
 import type { RouterConfig } from '../config/types.js';
 import { RouterError } from '../core/errors.js';
 import type { RoutingService, RouteTicket } from '../core/routing-service.js';
-import type { CandidateScore, Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { InflightLease } from '../endpoints/inflight.js';
+import { newLoadScratch, type MutableLoadSnapshot } from '../endpoints/load.js';
 import type { EndpointRegistry } from '../endpoints/registry.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Clock } from '../util/clock.js';
@@ -20,9 +22,9 @@ import type { Rng } from '../util/rng.js';
 import { AFFINITY_EVIDENCE, cycleBlockHashes, getScratch } from './cycle-scratch.js';
 import { DecisionEmitter, type DecisionListener } from './decision-events.js';
 import type { ServiceKey } from './plugin-registry.js';
-import type { PluginTiming } from './profile-runner.js';
-import { runProfile } from './profile-runner.js';
+import { runProfile, type PluginTiming, type ProfileRun } from './profile-runner.js';
 import { isEndpointsChangedHook, type BuiltProfile, type LifecyclePlugin } from './profile-spec.js';
+import { ScoredDecision } from './scored-decision.js';
 import type { Candidate, CycleState, Profile } from './types.js';
 
 export interface SchedulerOptions {
@@ -51,7 +53,10 @@ export class Scheduler implements RoutingService {
   private readonly abort = new AbortController();
   private readonly scorerNames: readonly string[];
   /** Per-plugin timer for runProfile, allocated once. */
-  private readonly timer = (): number => this.clock.nowMicros();
+  private readonly timer: () => number;
+  private readonly ticketContext: TicketContext;
+  /** One Candidate per endpoint, reused by every cycle (see snapshotCandidates). */
+  private pool: { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[] = [];
   private state: State = 'new';
 
   constructor(opts: SchedulerOptions) {
@@ -65,6 +70,9 @@ export class Scheduler implements RoutingService {
     this.fallbacks = Math.max(0, Math.floor(opts.config.fallbacks));
     this.events = new DecisionEmitter(opts.logger);
     this.scorerNames = this.profile.scorers.map((s) => s.scorer.name);
+    const clock = this.clock;
+    this.timer = () => clock.nowMicros();
+    this.ticketContext = { profile: this.profile, events: this.events, clock, logger: this.logger };
     const all = this.registry.all();
     for (const p of this.plugins) if (isEndpointsChangedHook(p)) p.onEndpointsChanged(all);
   }
@@ -132,101 +140,144 @@ export class Scheduler implements RoutingService {
   }
 
   route(request: RouteRequest): RouteTicket {
-    const t0 = this.clock.nowMicros();
-    const nowMs = this.clock.nowMs();
+    const clock = this.clock;
+    const t0 = clock.nowMicros();
+    const nowMs = clock.nowMs();
     const state: CycleState = { request, nowMs, rng: this.rng, scratch: new Map(), notes: [] };
-    const all = this.registry.all();
-    const input = new Array<Candidate>(all.length);
-    for (let i = 0; i < all.length; i++) {
-      const endpoint = all[i]!;
-      input[i] = { endpoint, load: this.registry.loadOf(endpoint, nowMs) };
-    }
+    const input = this.snapshotCandidates(nowMs);
+    const observed = this.events.size > 0;
+    const timings: PluginTiming[] | undefined = observed ? [] : undefined;
 
-    let run: ReturnType<typeof runProfile>;
+    let run: ProfileRun;
     try {
-      run = runProfile(this.profile, state, input, this.timer);
+      run = runProfile(this.profile, state, input, observed ? this.timer : undefined, timings);
     } catch (err) {
       const error = RouterError.from(err);
-      this.events.emit({ kind: 'rejected', request, error });
+      if (observed) this.events.emit({ kind: 'rejected', request, error });
       throw error;
     }
 
-    const { candidates, order, scores } = run;
+    const { candidates, order } = run;
     const chosen = candidates[order[0]!]!.endpoint;
     const fallbacks: Endpoint[] = [];
     for (let k = 1; k < order.length && fallbacks.length < this.fallbacks; k++) fallbacks.push(candidates[order[k]!]!.endpoint);
-    // Decision compute ends with the pick (steps 1–2); the score report below describes it.
-    const decisionMicros = Math.max(0, this.clock.nowMicros() - t0);
-
-    const scorerNames = this.scorerNames;
-    const candidateScores: CandidateScore[] = order.map((pos) => {
-      const rec: Record<string, number> = {};
-      for (let s = 0; s < scorerNames.length; s++) rec[scorerNames[s]!] = scores[s]![pos]!;
-      return { endpointId: candidates[pos]!.endpoint.id, scores: rec, total: run.totals[pos]! };
-    });
+    // Decision compute ends with the pick (steps 1–2); the score report is built on demand.
+    const decisionMicros = Math.max(0, (observed ? run.endMicros : clock.nowMicros()) - t0);
 
     const evidence = getScratch(state, AFFINITY_EVIDENCE);
     const totalBlocks = evidence?.totalBlocks ?? cycleBlockHashes(state)?.count ?? 0;
     const matchedBlocks = evidence !== undefined ? (evidence.matchedByEndpoint[chosen.index] ?? 0) : 0;
 
-    const decision: RouteDecision = {
-      requestId: request.requestId,
-      endpoint: chosen,
-      fallbacks,
-      strategy: this.profile.name,
-      reason: run.reason,
-      matchedBlocks,
-      totalBlocks,
-      candidates: candidateScores,
-      decisionMicros,
-      ...(state.notes.length > 0 ? { notes: [...state.notes] } : {}),
-    };
+    const decision = new ScoredDecision(
+      { requestId: request.requestId, endpoint: chosen, fallbacks, strategy: this.profile.name, reason: run.reason, matchedBlocks, totalBlocks, decisionMicros },
+      { candidates, order, scores: run.scores, totals: run.totals, scorerNames: this.scorerNames },
+      state.notes.length > 0 ? [...state.notes] : undefined,
+    );
 
     const lease = this.registry.inflight.acquire(chosen.index, request.promptTokens);
-    const timings: PluginTiming[] = [...run.timings];
-    // One clock read per hook boundary: each hook's end is the next one's start.
-    let th = this.clock.nowMicros();
+    // One clock read per hook boundary (only when someone observes the timings).
+    let th = observed ? clock.nowMicros() : 0;
     for (const h of this.profile.routedHooks) {
       try {
         h.onRouted(state, decision);
       } catch (err) {
         this.logger.warn('routed hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
       }
-      const end = this.clock.nowMicros();
-      timings.push({ plugin: h.name, micros: end - th });
-      th = end;
+      if (timings !== undefined) {
+        const end = clock.nowMicros();
+        timings.push({ plugin: h.name, micros: end - th });
+        th = end;
+      }
     }
-    this.events.emit({ kind: 'routed', request, decision, timings, routeMicros: Math.max(0, th - t0) });
-
-    const decidedAtMs = nowMs;
-    let finished = false;
-    const finish = (outcome: RequestOutcome): void => {
-      if (finished) return;
-      finished = true;
-      lease.release();
-      for (const h of this.profile.completedHooks) {
-        try {
-          h.onCompleted(request, decision, outcome);
-        } catch (err) {
-          this.logger.warn('completed hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
-        }
-      }
-      this.events.emit({ kind: 'finished', request, decision, outcome, durationMs: this.clock.nowMs() - decidedAtMs });
-    };
-    // Prefill accounting only (see inflight.ts): the request keeps its in-flight claim.
-    const firstByte = (): void => {
-      if (finished || !lease.firstByte()) return;
-      for (const h of this.profile.completedHooks) {
-        if (h.onFirstByte === undefined) continue;
-        try {
-          h.onFirstByte(request, decision);
-        } catch (err) {
-          this.logger.warn('first-byte hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
-        }
-      }
-    };
-    return { request, decision, finish, firstByte };
+    if (timings !== undefined) this.events.emit({ kind: 'routed', request, decision, timings, routeMicros: Math.max(0, th - t0) });
+    return new Ticket(this.ticketContext, request, decision, lease, nowMs);
   }
+
+  /**
+   * The candidates of this cycle: one reused Candidate per endpoint whose load is refilled
+   * in place (valid for this cycle only; the decision keeps nothing but their endpoints), in
+   * a fresh array (filters and the score report may keep it).
+   */
+  private snapshotCandidates(nowMs: number): Candidate[] {
+    const all = this.registry.all();
+    let pool = this.pool;
+    if (!samePool(pool, all)) {
+      pool = this.pool = all.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
+    }
+    const input = new Array<Candidate>(pool.length);
+    for (let i = 0; i < pool.length; i++) {
+      const c = pool[i]!;
+      this.registry.loadInto(c.endpoint, nowMs, c.load);
+      input[i] = c;
+    }
+    return input;
+  }
+}
+
+/** What every ticket of one scheduler shares (one object per scheduler, not per request). */
+interface TicketContext {
+  readonly profile: Profile;
+  readonly events: DecisionEmitter;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/**
+ * A routed request's handle. A class with methods (one allocation per request) rather than
+ * an object of closures over the route call's variables.
+ */
+class Ticket implements RouteTicket {
+  readonly request: RouteRequest;
+  readonly decision: RouteDecision;
+  #ctx: TicketContext;
+  #lease: InflightLease;
+  #decidedAtMs: number;
+  #finished = false;
+
+  constructor(ctx: TicketContext, request: RouteRequest, decision: RouteDecision, lease: InflightLease, decidedAtMs: number) {
+    this.request = request;
+    this.decision = decision;
+    this.#ctx = ctx;
+    this.#lease = lease;
+    this.#decidedAtMs = decidedAtMs;
+  }
+
+  finish(outcome: RequestOutcome): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#lease.release();
+    const { profile, events, logger } = this.#ctx;
+    const { request, decision } = this;
+    for (const h of profile.completedHooks) {
+      try {
+        h.onCompleted(request, decision, outcome);
+      } catch (err) {
+        logger.warn('completed hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
+      }
+    }
+    if (events.size > 0) events.emit({ kind: 'finished', request, decision, outcome, durationMs: this.#ctx.clock.nowMs() - this.#decidedAtMs });
+  }
+
+  /** Prefill accounting only (see inflight.ts): the request keeps its in-flight claim. */
+  firstByte(): void {
+    if (this.#finished || !this.#lease.firstByte()) return;
+    const { profile, logger } = this.#ctx;
+    const { request, decision } = this;
+    for (const h of profile.completedHooks) {
+      if (h.onFirstByte === undefined) continue;
+      try {
+        h.onFirstByte(request, decision);
+      } catch (err) {
+        logger.warn('first-byte hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
+      }
+    }
+  }
+}
+
+function samePool(pool: readonly { readonly endpoint: Endpoint }[], all: readonly Endpoint[]): boolean {
+  if (pool.length !== all.length) return false;
+  for (let i = 0; i < all.length; i++) if (pool[i]!.endpoint !== all[i]) return false;
+  return true;
 }
 
 function errText(err: unknown): string {

@@ -34,10 +34,14 @@ export interface ImbalanceThresholds {
 }
 
 export class ImbalanceEscapeFilter implements Filter {
+  private readonly measure: LoadMeasure;
+
   constructor(
     readonly name: string,
     private readonly t: ImbalanceThresholds,
-  ) {}
+  ) {
+    this.measure = t.measure ?? { unit: 'requests', tokensPerRequest: 1, maxMetricsAgeMs: t.staleAfterMs };
+  }
 
   /** True when a load of `load` counts as overloaded against the minimum `min`. */
   overloaded(load: number, min: number): boolean {
@@ -46,21 +50,22 @@ export class ImbalanceEscapeFilter implements Filter {
 
   filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
     if (candidates.length < 2) return candidates;
-    const m = this.t.measure ?? { unit: 'requests', tokensPerRequest: 1, maxMetricsAgeMs: this.t.staleAfterMs };
-    const loads = candidates.map((c) => loadIn(m, c.load));
+    const m = this.measure;
+    // Min and max first, without per-call arrays: most decisions keep every candidate.
     let min = Infinity;
     let max = -Infinity;
-    for (const l of loads) {
+    for (let i = 0; i < candidates.length; i++) {
+      const l = loadIn(m, candidates[i]!.load);
       if (l < min) min = l;
       if (l > max) max = l;
     }
     if (!this.overloaded(max, min)) return candidates;
     const kept: Candidate[] = [];
     const dropped: Endpoint[] = [];
-    candidates.forEach((c, i) => {
-      if (this.overloaded(loads[i]!, min)) dropped.push(c.endpoint);
+    for (const c of candidates) {
+      if (this.overloaded(loadIn(m, c.load), min)) dropped.push(c.endpoint);
       else kept.push(c);
-    });
+    }
     if (kept.length === 0) return candidates;
     setScratch(state, IMBALANCE_DROPPED, dropped);
     state.notes.push(`imbalance escape: dropped ${dropped.length} of ${candidates.length} endpoints (load min ${min}, max ${max})`);

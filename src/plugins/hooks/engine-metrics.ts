@@ -16,7 +16,7 @@ import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../.
 import { EngineMetricsPoller } from '../../endpoints/engine-metrics-poller.js';
 import type { PollerStats, ScrapeTarget } from '../../endpoints/engine-metrics-poller.js';
 import type { EngineSignalStore } from '../../endpoints/engine-metrics-store.js';
-import type { LoadSnapshot } from '../../endpoints/load.js';
+import type { LoadSnapshot, MutableLoadSnapshot } from '../../endpoints/load.js';
 import type { LoadSource } from '../../endpoints/registry.js';
 import type { StalenessTracker } from '../../endpoints/staleness.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
@@ -88,6 +88,15 @@ export class EngineMetricsPlugin implements RoutedHook, CompletedHook, Endpoints
     if (m.running !== undefined) out.running = m.running;
     if (m.kvUsage !== undefined) out.kvUsage = m.kvUsage;
     return out;
+  }
+
+  enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot): void {
+    const m = this.staleness.merge(endpoint.id, snap.inflightRequests);
+    if (m.fallback !== undefined && snap.metricsAgeMs === m.metricsAgeMs) return;
+    snap.metricsAgeMs = m.metricsAgeMs;
+    if (m.waiting !== undefined) snap.waiting = m.waiting;
+    if (m.running !== undefined) snap.running = m.running;
+    if (m.kvUsage !== undefined) snap.kvUsage = m.kvUsage;
   }
 }
 

@@ -11,7 +11,7 @@
  */
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../../core/types.js';
 import type { TokenLoadModel } from '../../endpoints/load-model.js';
-import type { LoadSnapshot } from '../../endpoints/load.js';
+import type { LoadSnapshot, MutableLoadSnapshot } from '../../endpoints/load.js';
 import type { LoadSource } from '../../endpoints/registry.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../../scheduling/types.js';
@@ -36,7 +36,7 @@ export class TokenLoadModelPlugin implements RoutedHook, CompletedHook, Endpoint
       model: r.model,
       promptTokens: r.promptTokens,
       predictedHitFraction: hit,
-      ...(r.maxTokens !== undefined ? { maxTokens: r.maxTokens } : {}),
+      maxTokens: r.maxTokens,
     });
   }
 
@@ -54,6 +54,10 @@ export class TokenLoadModelPlugin implements RoutedHook, CompletedHook, Endpoint
 
   enrich(endpoint: Endpoint, base: LoadSnapshot): LoadSnapshot {
     return { ...base, pendingTokens: this.model.pendingTokens(endpoint.id) };
+  }
+
+  enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot): void {
+    snap.pendingTokens = this.model.pendingTokens(endpoint.id);
   }
 }
 

@@ -47,19 +47,18 @@ export class QueueScorer implements Scorer {
 
   score(_state: CycleState, candidates: readonly Candidate[]): number[] {
     const n = candidates.length;
-    const q = new Array<number>(n);
     let min = Infinity;
     let max = -Infinity;
     for (let i = 0; i < n; i++) {
       const v = this.queueOf(candidates[i]!);
-      q[i] = v;
       if (v < min) min = v;
       if (v > max) max = v;
     }
     const out = new Array<number>(n);
     const span = max - min;
     const denom = Math.max(span, this.softQueue);
-    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (q[i]! - min) / denom : 1;
+    // queueOf is a few field reads: reading it again is cheaper than a per-call array.
+    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (this.queueOf(candidates[i]!) - min) / denom : 1;
     return out;
   }
 }

@@ -1,0 +1,88 @@
+/**
+ * The RouteDecision the scheduler returns, with its per-candidate score report built on
+ * first read instead of on every decision.
+ *
+ * Why: the report (one object per candidate, each with a scorer-name → score record) was
+ * the largest allocation of a routing decision (≈ 2.7 KB of ≈ 16 KB for 16 endpoints,
+ * bench/results/micro/route-alloc.md), and only tracing spans and the explain endpoint
+ * read it. The decision keeps the arrays the profile run produced anyway (candidates,
+ * order, clamped scores, totals) and turns them into the same `CandidateScore[]` when
+ * `candidates` is first read; later reads return that array. `toJSON` includes it, so a
+ * serialised decision looks as before.
+ */
+import type { CandidateScore, Endpoint, DecisionReason, RouteDecision } from '../core/types.js';
+import type { Candidate } from './types.js';
+
+/** Everything of a decision but the score report and the notes. */
+export type DecisionFields = Omit<RouteDecision, 'candidates' | 'notes'>;
+
+/** What the score report is built from (a profile run's output; kept unmodified). */
+export interface ScoreSource {
+  /** Only `endpoint` of each candidate is read (candidates' loads may be reused later). */
+  readonly candidates: readonly Candidate[];
+  readonly order: readonly number[];
+  readonly scores: readonly (readonly number[])[];
+  readonly totals: readonly number[];
+  readonly scorerNames: readonly string[];
+}
+
+export class ScoredDecision implements RouteDecision {
+  readonly requestId: string;
+  readonly endpoint: Endpoint;
+  readonly fallbacks: readonly Endpoint[];
+  readonly strategy: string;
+  readonly reason: DecisionReason;
+  readonly matchedBlocks: number;
+  readonly totalBlocks: number;
+  readonly decisionMicros: number;
+  /** Present only when the cycle left notes (as with the plain object it replaces). */
+  declare readonly notes?: readonly string[];
+  #source: ScoreSource | undefined;
+  #report: readonly CandidateScore[] | undefined;
+
+  constructor(f: DecisionFields, source: ScoreSource, notes: readonly string[] | undefined) {
+    this.requestId = f.requestId;
+    this.endpoint = f.endpoint;
+    this.fallbacks = f.fallbacks;
+    this.strategy = f.strategy;
+    this.reason = f.reason;
+    this.matchedBlocks = f.matchedBlocks;
+    this.totalBlocks = f.totalBlocks;
+    this.decisionMicros = f.decisionMicros;
+    if (notes !== undefined) (this as { notes?: readonly string[] }).notes = notes;
+    this.#source = source;
+  }
+
+  /** Every candidate that reached the picker, best first, with raw scores and weighted total. */
+  get candidates(): readonly CandidateScore[] {
+    if (this.#report === undefined) {
+      this.#report = scoreReport(this.#source!);
+      this.#source = undefined;
+    }
+    return this.#report;
+  }
+
+  toJSON(): RouteDecision {
+    return {
+      requestId: this.requestId,
+      endpoint: this.endpoint,
+      fallbacks: this.fallbacks,
+      strategy: this.strategy,
+      reason: this.reason,
+      matchedBlocks: this.matchedBlocks,
+      totalBlocks: this.totalBlocks,
+      candidates: this.candidates,
+      decisionMicros: this.decisionMicros,
+      ...(this.notes !== undefined ? { notes: this.notes } : {}),
+    };
+  }
+}
+
+function scoreReport(s: ScoreSource): CandidateScore[] {
+  const names = s.scorerNames;
+  return s.order.map((pos) => {
+    const rec: Record<string, number> = {};
+    for (let k = 0; k < names.length; k++) rec[names[k]!] = s.scores[k]![pos]!;
+    return { endpointId: s.candidates[pos]!.endpoint.id, scores: rec, total: s.totals[pos]! };
+  });
+}
