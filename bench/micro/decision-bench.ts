@@ -5,6 +5,16 @@
  * scheduler's own decisionMicros (hash + match + score + pick) and the whole route call
  * (plus the index insert of the routed hook), and times hashing and matching alone (the
  * galloping match against the block-by-block walk, checking they agree).
+ *
+ * Steady state: after the index is warm the scheduler routes `warmRoutes` more requests
+ * before anything is measured. Why: the first ~1000–2000 decisions of a process run while
+ * V8 is still optimising the routing path (≈ 180 TurboFan compiles, some of them 20–60 ms
+ * of CPU on the compiler thread, which on a pinned core competes with the router), and the
+ * prefix index's eviction paths first run once endpoints reach capacity. A production router
+ * that holds a warm 100k-block index and has served a few thousand requests (about a second
+ * at the measured ext_proc rate) is past that; the p99 target is about that state. The
+ * warm-up decisions are still recorded (`warmupDecisionMicros`): the cold-start tail of a
+ * fresh process, reported beside the steady state rather than hidden.
  */
 import { defaultConfig } from '../../src/config/default-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
@@ -21,6 +31,8 @@ import { ChatWorkload, type ChatWorkloadOptions } from './chat-workload.js';
 export interface DecisionBenchOptions {
   readonly endpoints: number;
   readonly warmBlocks: number;
+  /** Requests routed after the index is warm and before measuring (see the header). */
+  readonly warmRoutes: number;
   readonly decisions: number;
   readonly inflightWindow: number;
   readonly seed: number;
@@ -30,6 +42,7 @@ export interface DecisionBenchOptions {
 export const DEFAULT_DECISION_BENCH: DecisionBenchOptions = {
   endpoints: 16,
   warmBlocks: 100_000,
+  warmRoutes: 3000,
   decisions: 5000,
   inflightWindow: 64,
   seed: 42,
@@ -47,6 +60,8 @@ export interface DecisionBenchResult {
   readonly options: DecisionBenchOptions;
   readonly config: Pick<RouterConfig, 'strategy' | 'cacheAware' | 'fallbacks'>;
   readonly indexBlocksAtStart: number;
+  /** Decisions made while warming (index fill + warmRoutes): includes JIT warm-up in a fresh process. */
+  readonly warmupDecisionMicros: Distribution;
   readonly indexBlocksAtEnd: number;
   readonly indexEntriesAtEnd: number;
   readonly decisionMicros: Distribution;
@@ -99,9 +114,12 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
     return t;
   };
 
-  // Warm-up: every conversation once, then random traffic until the index is warm.
-  for (let c = 0; c < o.workload.conversations && index.stats().blocks < o.warmBlocks; c++) route(wl.conversation(c));
-  for (let k = 0; k < 20_000 && index.stats().blocks < o.warmBlocks; k++) route(wl.next().prompt);
+  // Warm-up: every conversation once, random traffic until the index is warm, then
+  // warmRoutes more requests (steady state, see the header).
+  const warm: number[] = [];
+  for (let c = 0; c < o.workload.conversations && index.stats().blocks < o.warmBlocks; c++) warm.push(route(wl.conversation(c)).decision.decisionMicros);
+  for (let k = 0; k < 20_000 && index.stats().blocks < o.warmBlocks; k++) warm.push(route(wl.next().prompt).decision.decisionMicros);
+  for (let k = 0; k < o.warmRoutes; k++) warm.push(route(wl.next().prompt).decision.decisionMicros);
   const indexBlocksAtStart = index.stats().blocks;
 
   const decision: number[] = [];
@@ -154,6 +172,7 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
     options: o,
     config: { strategy: config.strategy, cacheAware: config.cacheAware, fallbacks: config.fallbacks },
     indexBlocksAtStart,
+    warmupDecisionMicros: distribution(warm),
     indexBlocksAtEnd: st.blocks,
     indexEntriesAtEnd: st.entries,
     decisionMicros: distribution(decision),

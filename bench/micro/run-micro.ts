@@ -14,6 +14,7 @@ import { DEFAULT_DECISION_BENCH, runDecisionBench, type DecisionBenchResult } fr
 import { gitOutput } from './git-output.js';
 import { runHashBench, type HashBenchResult, type HashVariantResult } from './hash-bench.js';
 import { DEFAULT_INDEX_MEMORY, runIndexMemoryBench, type IndexMemoryResult } from './index-memory-bench.js';
+import { DEFAULT_ROUTE_ALLOC, runRouteAllocBench, type RouteAllocResult } from './route-alloc-bench.js';
 
 interface MicroResults {
   readonly kind: 'cacheroute-micro';
@@ -31,6 +32,7 @@ interface MicroResults {
   /** Every repetition, in order (fresh scheduler each), to show the machine's noise. */
   readonly decisionRuns: readonly DecisionBenchResult[];
   readonly indexMemory: IndexMemoryResult;
+  readonly routeAlloc: RouteAllocResult;
 }
 
 const f1 = (v: number | null): string => (v === null ? '—' : v.toFixed(1));
@@ -55,6 +57,10 @@ export function renderMarkdown(r: MicroResults): string {
       r.decisionRuns.map((x) => `${f1(x.decisionMicros.p50)} / ${f1(x.decisionMicros.p90)} / ${f1(x.decisionMicros.p99)}`).join('; ') +
       '. Details below are for the least disturbed run (lowest p99).',
     '',
+    `Each repetition first fills the index, then routes ${d.options.warmRoutes} more requests before measuring (steady state: a router past JIT warm-up, see decision-bench.ts).`,
+    `Decisions during the first repetition's warm-up (the cold start of a fresh process, ${r.decisionRuns[0]!.warmupDecisionMicros.count} decisions): p50 / p90 / p99 ${f1(r.decisionRuns[0]!.warmupDecisionMicros.p50)} / ${f1(r.decisionRuns[0]!.warmupDecisionMicros.p90)} / ${f1(r.decisionRuns[0]!.warmupDecisionMicros.p99)} µs.`,
+    `Target met (p99 ≤ ${r.targets.decisionP99Micros} µs) in ${r.decisionRuns.filter((x) => (x.decisionMicros.p99 ?? Infinity) <= r.targets.decisionP99Micros).length} of ${r.decisionRuns.length} repetitions; worst p99 ${f1(Math.max(...r.decisionRuns.map((x) => x.decisionMicros.p99 ?? Infinity)))} µs.`,
+    '',
     `Index warmed to ${d.indexBlocksAtStart} blocks (${d.indexBlocksAtEnd} blocks / ${d.indexEntriesAtEnd} entries at the end);`,
     `${d.options.inflightWindow} requests kept in flight; ${Math.round(d.options.workload.coldShare * 100)}% cold prompts;`,
     `blockChars ${d.config.cacheAware.blockChars}, maxPrefixBlocks ${d.config.cacheAware.maxPrefixBlocks}, capacity ${d.config.cacheAware.indexCapacityBlocks} blocks/endpoint.`,
@@ -72,6 +78,10 @@ export function renderMarkdown(r: MicroResults): string {
     `Galloping match vs walk on the same ${d.matchMicros.count} requests: ${d.matchMismatches} disagreements; endpoints needing the walk at the end: ${d.walkedEndpointsAtEnd}.`,
     '',
     `Target decision p99 ≤ ${r.targets.decisionP99Micros} µs: ${pass((d.decisionMicros.p99 ?? Infinity) <= r.targets.decisionP99Micros)}.`,
+    '',
+    '## Allocation per routed request',
+    '',
+    `route() ${f1(r.routeAlloc.routeBytes)} B + firstByte/finish ${f1(r.routeAlloc.completeBytes)} B = ${f1(r.routeAlloc.lifecycleBytes)} B per request (mean of ${r.routeAlloc.options.batches} GC-free batches of ${r.routeAlloc.options.batch}; batch range ${f1(r.routeAlloc.lifecycleBytesRange[0])}–${f1(r.routeAlloc.lifecycleBytesRange[1])}); ${r.routeAlloc.scavengesPer1000.toFixed(1)} scavenges per 1000 requests. Details and the before/after: route-alloc.md.`,
     '',
     '## Prefix index memory',
     '',
@@ -107,7 +117,7 @@ export function renderMarkdown(r: MicroResults): string {
   ].join('\n');
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const outIdx = args.indexOf('--out');
   const out = outIdx >= 0 && args[outIdx + 1] !== undefined ? args[outIdx + 1]! : join('bench', 'results', 'micro');
@@ -119,10 +129,11 @@ function main(): void {
   const hash = runHashBench(32_768, 64, quick ? 16 : 64, quick ? 2 : 10, quick ? 2 : 6);
   const decisionRuns: DecisionBenchResult[] = [];
   for (let k = 0; k < repeat; k++) {
-    decisionRuns.push(runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, decisions: 500 } : DEFAULT_DECISION_BENCH));
+    decisionRuns.push(runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, warmRoutes: 300, decisions: 500 } : DEFAULT_DECISION_BENCH));
   }
   const decision = decisionRuns.reduce((a, b) => ((b.decisionMicros.p99 ?? Infinity) < (a.decisionMicros.p99 ?? Infinity) ? b : a));
   const indexMemory = runIndexMemoryBench(quick ? { ...DEFAULT_INDEX_MEMORY, capacityBlocks: 2000 } : DEFAULT_INDEX_MEMORY);
+  const routeAlloc = await runRouteAllocBench(quick ? { ...DEFAULT_ROUTE_ALLOC, batches: 8, steadyLifecycles: 500 } : DEFAULT_ROUTE_ALLOC);
   const results: MicroResults = {
     kind: 'cacheroute-micro',
     startedAt,
@@ -137,6 +148,7 @@ function main(): void {
     decision,
     decisionRuns,
     indexMemory,
+    routeAlloc,
   };
   mkdirSync(out, { recursive: true });
   const base = quick ? 'micro-quick' : 'micro';
@@ -146,4 +158,4 @@ function main(): void {
   process.stdout.write(md);
 }
 
-main();
+await main();
