@@ -13,6 +13,7 @@
  */
 import { RouterError } from '../core/errors.js';
 import type { DecisionReason } from '../core/types.js';
+import type { Clock } from '../util/clock.js';
 import type { Candidate, CycleState, Profile } from './types.js';
 
 export interface PluginTiming {
@@ -41,25 +42,33 @@ let seen = new Uint8Array(64);
 
 /**
  * @param timer microsecond clock for per-plugin timings; omit to skip timing.
- * @param timings where the timings go (appended; default a new array) — lets the caller
- *   add its own (hooks) to the same array.
  * @throws RouterError NO_ENDPOINT when there are no candidates or a filter leaves none;
  *   INTERNAL when the picker returns no valid position.
  */
-export function runProfile(
+export function runProfile(profile: Profile, state: CycleState, input: readonly Candidate[], timer?: () => number): ProfileRun {
+  return runProfileTimed(profile, state, input, timer !== undefined ? { nowMs: timer, nowMicros: timer } : undefined, []);
+}
+
+/**
+ * `runProfile` timed with `clock.nowMicros()` (the scheduler's clock, one object for the
+ * life of the process, so this call site stays monomorphic), appending timings to `timings`
+ * so the caller can add its own (hooks) to the same array.
+ */
+export function runProfileTimed(
   profile: Profile,
   state: CycleState,
   input: readonly Candidate[],
-  timer?: () => number,
-  timings: PluginTiming[] = [],
+  clock: Clock | undefined,
+  timings: PluginTiming[],
 ): ProfileRun {
   if (input.length === 0) throw new RouterError('NO_ENDPOINT', 'no endpoints configured');
-  let t = timer !== undefined ? timer() : 0;
+  const timer = clock;
+  let t = timer !== undefined ? timer.nowMicros() : 0;
   let candidates = input;
   for (const f of profile.filters) {
     candidates = f.filter(state, candidates);
     if (timer !== undefined) {
-      const end = timer();
+      const end = timer.nowMicros();
       timings.push({ plugin: f.name, micros: end - t });
       t = end;
     }
@@ -74,7 +83,7 @@ export function runProfile(
   for (const { scorer, weight } of profile.scorers) {
     const raw = scorer.score(state, candidates);
     if (timer !== undefined) {
-      const end = timer();
+      const end = timer.nowMicros();
       timings.push({ plugin: scorer.name, micros: end - t });
       t = end;
     }
@@ -90,7 +99,7 @@ export function runProfile(
 
   const picked = profile.picker.pick(state, candidates, totals);
   if (timer !== undefined) {
-    const end = timer();
+    const end = timer.nowMicros();
     timings.push({ plugin: profile.picker.name, micros: end - t });
     t = end;
   }

@@ -22,7 +22,7 @@ import type { Rng } from '../util/rng.js';
 import { AFFINITY_EVIDENCE, cycleBlockHashes, getScratch } from './cycle-scratch.js';
 import { DecisionEmitter, type DecisionListener } from './decision-events.js';
 import type { ServiceKey } from './plugin-registry.js';
-import { runProfile, type PluginTiming, type ProfileRun } from './profile-runner.js';
+import { runProfileTimed, type PluginTiming, type ProfileRun } from './profile-runner.js';
 import { isEndpointsChangedHook, type BuiltProfile, type LifecyclePlugin } from './profile-spec.js';
 import { ScoredDecision } from './scored-decision.js';
 import type { Candidate, CycleState, Profile } from './types.js';
@@ -52,8 +52,6 @@ export class Scheduler implements RoutingService {
   private readonly services: ReadonlyMap<string, unknown>;
   private readonly abort = new AbortController();
   private readonly scorerNames: readonly string[];
-  /** Per-plugin timer for runProfile, allocated once. */
-  private readonly timer: () => number;
   private readonly ticketContext: TicketContext;
   /** One Candidate per endpoint, reused by every cycle (see snapshotCandidates). */
   private pool: { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[] = [];
@@ -70,9 +68,7 @@ export class Scheduler implements RoutingService {
     this.fallbacks = Math.max(0, Math.floor(opts.config.fallbacks));
     this.events = new DecisionEmitter(opts.logger);
     this.scorerNames = this.profile.scorers.map((s) => s.scorer.name);
-    const clock = this.clock;
-    this.timer = () => clock.nowMicros();
-    this.ticketContext = { profile: this.profile, events: this.events, clock, logger: this.logger };
+    this.ticketContext = { profile: this.profile, events: this.events, clock: this.clock, logger: this.logger };
     const all = this.registry.all();
     for (const p of this.plugins) if (isEndpointsChangedHook(p)) p.onEndpointsChanged(all);
   }
@@ -150,7 +146,7 @@ export class Scheduler implements RoutingService {
 
     let run: ProfileRun;
     try {
-      run = runProfile(this.profile, state, input, observed ? this.timer : undefined, timings);
+      run = runProfileTimed(this.profile, state, input, timings !== undefined ? clock : undefined, timings ?? NO_TIMINGS);
     } catch (err) {
       const error = RouterError.from(err);
       if (observed) this.events.emit({ kind: 'rejected', request, error });
@@ -273,6 +269,9 @@ class Ticket implements RouteTicket {
     }
   }
 }
+
+/** Timings sink when nobody observes (runProfileTimed appends only with a clock). */
+const NO_TIMINGS: PluginTiming[] = [];
 
 function samePool(pool: readonly { readonly endpoint: Endpoint }[], all: readonly Endpoint[]): boolean {
   if (pool.length !== all.length) return false;
