@@ -11,7 +11,8 @@ import type { RoutingService } from './core/routing-service.js';
 import { createScheduler } from './scheduling/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
 import { AdminServer } from './admin/admin-server.js';
-import { ExtProcServer } from './extproc/ext-proc-server.js';
+import { createExtProcServer } from './extproc/create-ext-proc-server.js';
+import type { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
 import type { PromptExtractor } from './extproc/stream-handler.js';
 import type { EdgeStats } from './extproc/edge-stats.js';
@@ -117,11 +118,12 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
   });
-  const extProc = new ExtProcServer({
+  const extProc = createExtProcServer(config.server.transport, {
     address: config.server.grpcAddress,
     maxReceiveMessageBytes: config.server.maxReceiveMessageBytes,
     edge,
     logger,
+    keepalive: { timeMs: config.server.keepaliveTimeMs, timeoutMs: config.server.keepaliveTimeoutMs },
   });
 
   let state: AppState = 'new';

@@ -13,6 +13,17 @@ export const DEFAULT_GRPC_ADDRESS = '127.0.0.1:9002';
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:9003';
 /** Long enough for most in-flight streams to finish their ext_proc exchange on SIGTERM. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+/**
+ * node:http2 serving the one Process method directly: ≈0.6× grpc-js' CPU per stream on the
+ * ext_proc load benchmark (docs/extproc.md); grpc-js remains selectable.
+ */
+export const DEFAULT_TRANSPORT = 'node-http2' as const;
+/**
+ * gRPC's own server keepalive defaults (2 h / 20 s): a dead Envoy connection is noticed and
+ * its streams' in-flight accounting released without pinging healthy, busy connections.
+ */
+export const DEFAULT_KEEPALIVE_TIME_MS = 2 * 60 * 60 * 1000;
+export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
 /** Headroom over the largest body for the surrounding protobuf/gRPC framing. */
 export const GRPC_FRAMING_HEADROOM_BYTES = 1024 * 1024;
 

@@ -22,8 +22,14 @@ export interface ServerConfig {
   readonly adminAddress: string;
   /** On SIGTERM: how long open streams may finish before being cut. */
   readonly drainTimeoutMs: number;
-  /** grpc-js max receive message size (must exceed the largest BUFFERED body). */
+  /** Largest gRPC message accepted (must exceed the largest BUFFERED body). */
   readonly maxReceiveMessageBytes: number;
+  /** gRPC server implementation: node-http2 (default, ≈0.6× the CPU per stream) or grpc-js. */
+  readonly transport: 'node-http2' | 'grpc-js';
+  /** Server keepalive PING interval per Envoy connection; 0 = off. */
+  readonly keepaliveTimeMs: number;
+  /** A keepalive PING not acknowledged within this closes the connection. */
+  readonly keepaliveTimeoutMs: number;
 }
 
 export interface RequestsConfig {

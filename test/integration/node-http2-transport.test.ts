@@ -1,0 +1,285 @@
+/**
+ * The node:http2 ext_proc transport at the wire level, driven by a raw HTTP/2 client so the
+ * tests can send what a gRPC library never would: split and coalesced frames, compressed
+ * or oversized messages, garbage protobuf, wrong methods and content types, deadlines, a
+ * peer that never answers PINGs, and random bytes. (ext-proc-server.test.ts runs the same
+ * conversation tests over both transports with a grpc-js client.)
+ */
+import { expect } from 'chai';
+import fc from 'fast-check';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { defaultConfig } from '../../src/config/loader.js';
+import { extractPrompt } from '../../src/request/extract-prompt.js';
+import { EdgeContext } from '../../src/extproc/stream-handler.js';
+import { NodeHttp2ExtProcServer } from '../../src/extproc/node-http2-ext-proc-server.js';
+import type { ExtProcServerOptions } from '../../src/extproc/ext-proc-server.js';
+import { extProcServiceDefinition, PROCESS_METHOD_PATH } from '../../src/extproc/ext-proc-proto.js';
+import type { ProcessingRequest, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';
+import { systemClock } from '../../src/util/clock.js';
+import { silentLogger } from '../../src/telemetry/logger.js';
+import { FakeRoutingService } from '../helpers/fake-routing-service.js';
+import { eventually } from '../helpers/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseHeaders } from '../helpers/ext-proc-messages.js';
+
+const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
+const codec = extProcServiceDefinition().Process;
+
+function framed(msg: ProcessingRequest, flag = 0): Buffer {
+  const body = codec.requestSerialize(msg);
+  const out = Buffer.alloc(5 + body.length);
+  out[0] = flag;
+  out.writeUInt32BE(body.length, 1);
+  body.copy(out, 5);
+  return out;
+}
+
+interface RawResult {
+  status: number | undefined;
+  grpcStatus: string | undefined;
+  grpcMessage: string | undefined;
+  messages: ProcessingResponse__Output[];
+}
+
+/**
+ * A raw gRPC stream: write bytes, collect decoded answers and the final status. Like a gRPC
+ * client it closes its side when the status arrives, unless `lingers` (a misbehaving peer).
+ */
+class RawCall {
+  readonly result: RawResult = { status: undefined, grpcStatus: undefined, grpcMessage: undefined, messages: [] };
+  readonly closed: Promise<RawResult>;
+  private pending = Buffer.alloc(0);
+
+  constructor(
+    readonly req: http2.ClientHttp2Stream,
+    lingers = false,
+  ) {
+    const done = (): void => {
+      if (!lingers && !req.closed) req.close(http2.constants.NGHTTP2_CANCEL);
+    };
+    req.on('response', (h) => {
+      this.result.status = Number(h[':status']);
+      if (h['grpc-status'] !== undefined) this.result.grpcStatus = String(h['grpc-status']);
+      if (h['grpc-message'] !== undefined) this.result.grpcMessage = decodeURIComponent(String(h['grpc-message']));
+      if (h['grpc-status'] !== undefined || this.result.status !== 200) done();
+    });
+    req.on('trailers', (t) => {
+      this.result.grpcStatus = String(t['grpc-status']);
+      if (t['grpc-message'] !== undefined) this.result.grpcMessage = decodeURIComponent(String(t['grpc-message']));
+      done();
+    });
+    req.on('data', (chunk: Buffer) => {
+      this.pending = Buffer.concat([this.pending, chunk]);
+      while (this.pending.length >= 5 && this.pending.length >= 5 + this.pending.readUInt32BE(1)) {
+        const len = this.pending.readUInt32BE(1);
+        this.result.messages.push(codec.responseDeserialize(this.pending.subarray(5, 5 + len)));
+        this.pending = this.pending.subarray(5 + len);
+      }
+    });
+    req.on('error', () => {});
+    this.closed = new Promise((resolve) => req.on('close', () => resolve(this.result)));
+  }
+
+  async waitFor(n: number, timeoutMs = 5000): Promise<ProcessingResponse__Output[]> {
+    await eventually(() => this.result.messages.length >= n || this.req.closed, `${n} answers`, timeoutMs);
+    return this.result.messages;
+  }
+}
+
+describe('integration: node:http2 ext_proc transport on the wire', function () {
+  this.timeout(30000);
+  let server: NodeHttp2ExtProcServer;
+  let routing: FakeRoutingService;
+  let client: http2.ClientHttp2Session;
+  let port: number;
+
+  async function startWith(extra: Partial<ExtProcServerOptions> = {}): Promise<void> {
+    const config = defaultConfig();
+    routing = new FakeRoutingService();
+    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger });
+    server = new NodeHttp2ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: 64 * 1024, edge, logger: silentLogger, ...extra });
+    port = (await server.start()).port;
+    client = http2.connect(`http://127.0.0.1:${port}`);
+    client.on('error', () => {});
+  }
+
+  function call(headers: http2.OutgoingHttpHeaders = {}, lingers = false): RawCall {
+    return new RawCall(client.request({ ':method': 'POST', ':path': PROCESS_METHOD_PATH, 'content-type': 'application/grpc', te: 'trailers', ...headers }), lingers);
+  }
+
+  afterEach(async () => {
+    client?.destroy();
+    await server?.stop({ graceMs: 0 });
+  });
+
+  it('reassembles a message split into 1-byte DATA frames, and several messages in one frame', async () => {
+    await startWith();
+    const c = call();
+    const bytes = Buffer.concat([framed(requestHeaders(FDS)), framed(requestBody(chatBody('split'), true))]);
+    for (let i = 0; i < 40; i++) c.req.write(bytes.subarray(i, i + 1));
+    c.req.write(bytes.subarray(40));
+    const out = await c.waitFor(2);
+    expect(out.map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
+    expect(routing.requests).to.have.length(1);
+    // Response headers and the half-close in one write: answer, then OK trailers.
+    c.req.end(framed(responseHeaders(200)));
+    const r = await c.closed;
+    expect(r.messages.map(kindOf)).to.deep.equal(['request_headers', 'request_body', 'response_headers']);
+    expect(r.grpcStatus).to.equal('0');
+    await eventually(() => server.openStreams() === 0, 'released');
+    expect(routing.inflight).to.equal(0);
+  });
+
+  it('refuses wrong method, content type and path the way gRPC servers do', async () => {
+    await startWith();
+    const get = await new RawCall(client.request({ ':method': 'GET', ':path': PROCESS_METHOD_PATH, 'content-type': 'application/grpc' })).closed;
+    expect(get.status).to.equal(405);
+    const json = await call({ 'content-type': 'application/json' }).closed;
+    expect(json.status).to.equal(415);
+    const c = call({ ':path': '/envoy.service.ext_proc.v3.ExternalProcessor/Nope' });
+    c.req.end();
+    const unknown = await c.closed;
+    expect(unknown.status).to.equal(200);
+    expect(unknown.grpcStatus).to.equal(String(GrpcStatus.UNIMPLEMENTED));
+    expect(unknown.grpcMessage).to.contain('unknown method');
+    expect(routing.requests).to.have.length(0);
+  });
+
+  it('answers a compressed message with UNIMPLEMENTED and an oversized one with RESOURCE_EXHAUSTED before buffering it', async () => {
+    await startWith();
+    const z = call();
+    z.req.write(framed(requestHeaders(FDS), 1));
+    const compressed = await z.closed;
+    expect(compressed.grpcStatus).to.equal(String(GrpcStatus.UNIMPLEMENTED));
+    const big = call();
+    // Only the 5-byte prefix announcing 1 MiB (limit 64 KiB): refused without waiting for the rest.
+    const prefix = Buffer.from([0, 0, 0x10, 0, 0]);
+    big.req.write(prefix);
+    const tooLarge = await big.closed;
+    expect(tooLarge.grpcStatus).to.equal(String(GrpcStatus.RESOURCE_EXHAUSTED));
+    expect(tooLarge.grpcMessage).to.match(/1048576/);
+    await eventually(() => server.openStreams() === 0, 'released');
+  });
+
+  it('answers undecodable protobuf with INTERNAL, a stream ending inside a message likewise, and keeps serving', async () => {
+    await startWith();
+    const garbage = call();
+    garbage.req.write(Buffer.concat([Buffer.from([0, 0, 0, 0, 4]), Buffer.from([0xff, 0xff, 0xff, 0xff])]));
+    const g = await garbage.closed;
+    expect(g.grpcStatus).to.equal(String(GrpcStatus.INTERNAL));
+    const cut = call();
+    cut.req.end(framed(requestHeaders(FDS)).subarray(0, 12));
+    const c = await cut.closed;
+    expect(c.grpcStatus).to.equal(String(GrpcStatus.INTERNAL));
+    expect(c.grpcMessage).to.contain('inside a message');
+    const fine = call();
+    fine.req.write(Buffer.concat([framed(requestHeaders(FDS)), framed(requestBody(chatBody('after'), true))]));
+    expect((await fine.waitFor(2)).map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
+    fine.req.close(http2.constants.NGHTTP2_CANCEL);
+    await eventually(() => server.openStreams() === 0, 'released');
+    expect(routing.inflight).to.equal(0);
+  });
+
+  it('ends a stream past its grpc-timeout with DEADLINE_EXCEEDED and finishes the ticket as aborted', async () => {
+    await startWith();
+    const c = call({ 'grpc-timeout': '150m' });
+    c.req.write(Buffer.concat([framed(requestHeaders(FDS)), framed(requestBody(chatBody('slow'), true))]));
+    await c.waitFor(2);
+    expect(routing.inflight).to.equal(1);
+    const r = await c.closed;
+    expect(r.grpcStatus).to.equal(String(GrpcStatus.DEADLINE_EXCEEDED));
+    await eventually(() => server.openStreams() === 0, 'released');
+    expect(routing.inflight).to.equal(0);
+    expect(routing.finished[0]!.outcome.aborted).to.equal(true);
+    const bad = call({ 'grpc-timeout': '12x' });
+    expect((await bad.closed).grpcStatus).to.equal(String(GrpcStatus.INTERNAL));
+  });
+
+  it('resets a stream whose peer keeps its side open after our status, once the grace period is over', async () => {
+    await startWith({ peerCloseGraceMs: 200 });
+    const c = call({}, true);
+    c.req.write(Buffer.concat([framed(requestHeaders(FDS)), framed(requestBody(chatBody('x'), true))]));
+    await c.waitFor(2);
+    c.req.write(framed(requestHeaders(FDS))); // a second request_headers: protocol violation
+    await eventually(() => c.result.grpcStatus !== undefined, 'the status arrived');
+    expect(c.result.grpcStatus).to.equal(String(GrpcStatus.INVALID_ARGUMENT));
+    expect(c.req.closed).to.equal(false);
+    const r = await c.closed;
+    expect(c.req.rstCode).to.equal(http2.constants.NGHTTP2_NO_ERROR);
+    expect(r.messages.map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
+    await eventually(() => server.openStreams() === 0, 'released');
+    expect(routing.inflight).to.equal(0);
+  });
+
+  it('percent-encodes grpc-message so any detail text survives the header', async () => {
+    await startWith();
+    const c = call();
+    // A protocol violation whose detail the handler writes: response headers first.
+    c.req.write(framed(responseHeaders(200)));
+    const r = await c.closed;
+    expect(r.grpcStatus).to.equal(String(GrpcStatus.INVALID_ARGUMENT));
+    expect(r.grpcMessage).to.be.a('string').and.not.match(/%[0-9A-F]{2}/);
+    expect(r.grpcMessage!.length).to.be.greaterThan(5);
+  });
+
+  it('closes a connection whose peer never acknowledges keepalive PINGs', async () => {
+    await startWith({ keepalive: { timeMs: 100, timeoutMs: 100 } });
+    // A bare TCP peer: HTTP/2 preface and an empty SETTINGS frame, then silence (no SETTINGS ACK, no PING ACK).
+    const sock = net.connect(port, '127.0.0.1');
+    sock.on('error', () => {});
+    sock.on('data', () => {});
+    await new Promise<void>((r) => sock.once('connect', () => r()));
+    sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    const start = Date.now();
+    await new Promise<void>((r) => sock.once('close', () => r()));
+    expect(Date.now() - start).to.be.below(5000);
+    // A live client (Node acknowledges PINGs) keeps its connection across several intervals.
+    const c = call();
+    c.req.write(framed(requestHeaders(FDS)));
+    await new Promise((r) => setTimeout(r, 600));
+    expect(client.closed || client.destroyed).to.equal(false);
+    c.req.write(framed(requestBody(chatBody('alive'), true)));
+    expect((await c.waitFor(2)).map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
+  });
+
+  it('refuses streams with UNAVAILABLE while draining and lets the open one finish', async () => {
+    await startWith();
+    const open = call();
+    open.req.write(Buffer.concat([framed(requestHeaders(FDS)), framed(requestBody(chatBody('drain'), true))]));
+    await open.waitFor(2);
+    const stopped = server.stop({ graceMs: 5000 });
+    await new Promise((r) => setTimeout(r, 50));
+    open.req.end(framed(responseHeaders(200)));
+    const r = await open.closed;
+    expect(r.grpcStatus).to.equal('0');
+    expect(r.messages.map(kindOf)).to.deep.equal(['request_headers', 'request_body', 'response_headers']);
+    await stopped;
+    expect(routing.inflight).to.equal(0);
+  });
+
+  it('random bytes on random streams never crash the server, never disturb a control stream, and leak nothing', async () => {
+    await startWith();
+    const valid = [framed(requestHeaders(FDS)), framed(requestBody(chatBody('fuzz'), true)), framed(responseHeaders(200))];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.constantFrom(...valid).map((b) => new Uint8Array(b))), { maxLength: 6 }),
+        fc.constantFrom('cancel', 'end'),
+        async (chunks, ending) => {
+          const noisy = call();
+          const control = call();
+          for (const ch of chunks) noisy.req.write(Buffer.from(ch));
+          control.req.write(Buffer.concat([valid[0]!, valid[1]!]));
+          expect((await control.waitFor(2)).map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
+          control.req.close(http2.constants.NGHTTP2_CANCEL);
+          if (ending === 'end') noisy.req.end();
+          else noisy.req.close(http2.constants.NGHTTP2_CANCEL);
+          await noisy.closed;
+          await eventually(() => server.openStreams() === 0, 'all streams released');
+          expect(routing.inflight).to.equal(0);
+        },
+      ),
+      { seed: 11, numRuns: 80 },
+    );
+  });
+});
