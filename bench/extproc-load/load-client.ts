@@ -10,7 +10,7 @@
  * server under test, capping what can be measured. Here gRPC framing is done by hand
  * (5-byte prefix + pre-encoded protobuf) and answers are counted, not decoded, like a lean
  * C++ proxy would. It follows GOAWAY (opens a fresh connection for new streams), as Envoy
- * does. Bounded by a deadline; latencies are kept in a fixed-size array.
+ * does. Bounded by a deadline and a per-stream timeout; latencies are kept in a fixed-size array.
  */
 import http2 from 'node:http2';
 import { extProcServiceDefinition, PROCESS_METHOD_PATH } from '../../src/extproc/ext-proc-proto.js';
@@ -30,6 +30,8 @@ export interface LoadOptions {
   readonly close?: CloseMode;
   /** Upper bound on recorded latencies (memory bound). */
   readonly maxSamples?: number;
+  /** A stream not finished after this long is abandoned (reset) and counted as an error. Default 10 s. */
+  readonly streamTimeoutMs?: number;
   /**
    * Stop opening streams after this many (warm-up included), for fixed-work runs such as
    * instruction counting under callgrind; the duration still bounds the run.
@@ -159,9 +161,16 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
       let header = 0; // prefix bytes seen of the current message
       let done = false;
       let ok = false;
+      let halfClosed = false;
+      const watchdog = setTimeout(() => {
+        ok = false;
+        finish(`timed out after ${answers} answers${halfClosed ? ', half-closed' : ''}`);
+        req.close(http2.constants.NGHTTP2_CANCEL);
+      }, opts.streamTimeoutMs ?? 10_000);
       const finish = (why?: string): void => {
         if (done) return;
         done = true;
+        clearTimeout(watchdog);
         const now = performance.now();
         if (now >= measureStart && now <= end) {
           if (ok) {
@@ -190,6 +199,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
             req.close(http2.constants.NGHTTP2_CANCEL);
             finish();
           } else {
+            halfClosed = true;
             req.end();
           }
         }

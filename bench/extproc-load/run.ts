@@ -4,7 +4,8 @@
  *
  *   npm run build && node dist/bench/extproc-load/run.js [--duration-s 10] [--warmup-s 3]
  *       [--concurrency 64] [--connections 2] [--strategy cache-aware] [--endpoints 8]
- *       [--no-pin] [--label text] [--out bench/results/extproc-load]
+ *       [--no-pin] [--label text] [--close reset|half-close] [--transport node-http2|grpc-js]
+ *       [--out bench/results/extproc-load]
  *       [--server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof]
  *
  * The router runs as the real CLI (`cacheroute serve`) in a child process pinned to CPU 1
@@ -24,8 +25,6 @@ import type { LoadResult } from './load-client.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const MAIN = join(REPO, 'dist/src/main.js');
-/** Prototype transport (see lean-http2-server.ts); chosen with --transport lean-http2. */
-const LEAN = join(REPO, 'dist/bench/extproc-load/lean-http2-server.js');
 
 function hasTaskset(): boolean {
   try {
@@ -66,8 +65,8 @@ async function main(): Promise<number> {
       'no-pin': { type: 'boolean', default: false },
       label: { type: 'string', default: '' },
       close: { type: 'string', default: 'reset' },
-      // grpc-js (the product) or lean-http2 (the prototype transport, for comparison).
-      transport: { type: 'string', default: 'grpc-js' },
+      // server.transport: node-http2 (the default) or grpc-js.
+      transport: { type: 'string', default: 'node-http2' },
       out: { type: 'string', default: 'bench/results/extproc-load' },
       // Extra Node.js flags for the router process, e.g. --server-node-arg=--cpu-prof.
       'server-node-arg': { type: 'string', multiple: true, default: [] },
@@ -83,15 +82,15 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-load-'));
   const configPath = join(dir, 'router.yaml');
   const endpoints = Array.from({ length: endpointCount }, (_, i) => `  - 10.0.0.${i + 1}:8000`).join('\n');
+  const transport = values.transport === 'grpc-js' ? 'grpc-js' : 'node-http2';
   const configText =
-    `apiVersion: cacheroute/v1\nserver:\n  grpcAddress: 127.0.0.1:0\n  adminAddress: 127.0.0.1:0\n  drainTimeoutMs: 2000\n` +
+    `apiVersion: cacheroute/v1\nserver:\n  grpcAddress: 127.0.0.1:0\n  adminAddress: 127.0.0.1:0\n  drainTimeoutMs: 2000\n  transport: ${transport}\n` +
     `strategy: ${values.strategy}\nendpoints:\n${endpoints}\nengineMetrics:\n  enabled: false\ntelemetry:\n  logLevel: error\n`;
   writeFileSync(configPath, configText);
 
   const cmd = pin ? 'taskset' : process.execPath;
   const nodeArgs = values['server-node-arg'] ?? [];
-  const transport = values.transport === 'lean-http2' ? 'lean-http2' : 'grpc-js';
-  const serveArgs = [...nodeArgs, transport === 'lean-http2' ? LEAN : MAIN, 'serve', '--config', configPath];
+  const serveArgs = [...nodeArgs, MAIN, 'serve', '--config', configPath];
   const args = pin ? ['-c', '1', process.execPath, ...serveArgs] : serveArgs;
   const server = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OTEL_SDK_DISABLED: 'true' } });
   const exited = new Promise<number | null>((r) => server.on('exit', (c) => r(c)));
@@ -160,7 +159,7 @@ async function main(): Promise<number> {
         meanBodyBytes: Math.round(bodyBytes),
         stream: `request_headers(FDS) + 1 request_body chunk (eos) + response_headers, then ${values.close === 'half-close' ? 'half-close (Envoy ext_proc_graceful_grpc_close)' : 'RST_STREAM (Envoy default)'}`,
         telemetry: 'default (metrics on, tracing off)',
-        transport: transport === 'lean-http2' ? 'lean node:http2 server (PROTOTYPE, bench/extproc-load/lean-http2-server.ts)' : 'grpc-js (cacheroute serve)',
+        transport: `cacheroute serve, server.transport ${transport}`,
         routerConfig: configText,
       },
       firstPick,
@@ -221,7 +220,7 @@ Machine: ${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}, 1-min 
 
 | setting | value |
 |---|---|
-| router | ${s['transport'] ?? 'grpc-js (cacheroute serve)'} child process, ${s['pinned'] ? 'pinned to CPU 1 (taskset)' : 'not pinned'} |
+| router | ${s['transport'] ?? 'cacheroute serve'} child process, ${s['pinned'] ? 'pinned to CPU 1 (taskset)' : 'not pinned'} |
 | client | this process${s['pinned'] ? ', pinned to CPU 0' : ''} (raw node:http2, pre-encoded gRPC frames); ${s['connections']} HTTP/2 connections (${res.connectionsOpened} opened in total), ${s['concurrency']} concurrent streams |
 | stream | ${s['stream']} |
 | bodies | 512 seeded chat bodies, mean ${s['meanBodyBytes']} B, 8 shared system prompts |
