@@ -12,6 +12,7 @@ import { parse } from 'yaml';
 import {
   buildEnvoyConfig,
   ENVOY_VARIANTS,
+  GRACEFUL_GRPC_CLOSE_KEY,
   renderEnvoyConfig,
   usesRouter,
   type EnvoyRenderOptions,
@@ -161,6 +162,23 @@ describe('e2e: Envoy configs', function () {
       const thresholds = at(doc, 'static_resources', 'clusters', 'name=cacheroute_extproc', 'circuit_breakers', 'thresholds', '0') as Record<string, number>;
       expect(thresholds['max_requests']).to.be.greaterThan(1024);
     }
+  });
+
+  it('gracefulGrpcClose flips the ext_proc graceful-close runtime flag (and Envoy accepts both)', async () => {
+    const flagOf = (doc: unknown): unknown =>
+      (at(doc, 'layered_runtime', 'layers', 'name=static', 'static_layer') as Record<string, unknown>)[GRACEFUL_GRPC_CLOSE_KEY];
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      expect(flagOf(buildEnvoyConfig({ variant })), `${variant} canonical`).to.equal(true);
+      for (const gracefulGrpcClose of [false, true]) {
+        const text = renderEnvoyConfig({ variant, listenerPort: 0, adminPort: 0, gracefulGrpcClose });
+        expect(flagOf(parse(text)), `${variant} ${gracefulGrpcClose}`).to.equal(gracefulGrpcClose);
+        const file = join(runDir(), `validate-${variant}-graceful-${gracefulGrpcClose}.yaml`);
+        writeFileSync(file, text);
+        const res = await validate(file);
+        expect(res.ok, res.output).to.equal(true);
+      }
+    }
+    expect(() => buildEnvoyConfig({ variant: 'envoy-only-least-request', gracefulGrpcClose: false })).to.throw(/no ext_proc/);
   });
 
   it('refuses router options for Envoy-only variants and empty engine lists', () => {

@@ -1,9 +1,9 @@
 /**
  * Renders variants of the canonical Envoy configs in envoy/ for tests, benchmarks and the
  * demo. The checked-in YAML stays the single source of the Envoy logic; this file only
- * patches addresses, the engine list and the failure mode on named objects (listener
- * `ingress`, clusters `cacheroute_extproc` / `engines` / `otel_collector`, the ext_proc
- * filter). A patch whose target is missing throws, so a renamed object in the YAML
+ * patches addresses, the engine list, the failure mode and the ext_proc graceful-close
+ * runtime flag on named objects (listener `ingress`, clusters `cacheroute_extproc` /
+ * `engines` / `otel_collector`, the ext_proc filter, the runtime layer `static`). A patch whose target is missing throws, so a renamed object in the YAML
  * fails loudly instead of silently rendering the demo ports.
  */
 import { readFileSync } from 'node:fs';
@@ -40,7 +40,16 @@ export interface EnvoyRenderOptions {
   readonly otelCollector?: string;
   /** ext_proc `message_timeout` in ms (router variants). */
   readonly messageTimeoutMs?: number;
+  /**
+   * Runtime flag `envoy.reloadable_features.ext_proc_graceful_grpc_close` in the static
+   * runtime layer (router variants): false makes Envoy reset every ext_proc stream at the
+   * end of its request (RST_STREAM) instead of half-closing it. Default: keep the file's.
+   */
+  readonly gracefulGrpcClose?: boolean;
 }
+
+/** The runtime key that makes Envoy half-close ext_proc streams instead of resetting them. */
+export const GRACEFUL_GRPC_CLOSE_KEY = 'envoy.reloadable_features.ext_proc_graceful_grpc_close';
 
 export function envoyConfigPath(variant: EnvoyVariant): string {
   return join(REPO_ROOT, 'envoy', `${variant}.yaml`);
@@ -111,6 +120,12 @@ function httpConnectionManager(doc: Obj): Obj {
   throw new Error('envoy config: listener ingress has no http_connection_manager');
 }
 
+/** The `static_layer` of the runtime layer named `static` (where the canonical files keep flags). */
+function staticRuntimeLayer(doc: Obj): Obj {
+  const runtime = obj(doc['layered_runtime'], 'layered_runtime');
+  return obj(byName(runtime['layers'], 'static', 'runtime layer')['static_layer'], 'runtime layer static.static_layer');
+}
+
 function durationText(ms: number): string {
   return `${(ms / 1000).toFixed(3)}s`;
 }
@@ -138,7 +153,8 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     opts.routerAddress !== undefined ||
     opts.failureModeAllow !== undefined ||
     opts.otelCollector !== undefined ||
-    opts.messageTimeoutMs !== undefined;
+    opts.messageTimeoutMs !== undefined ||
+    opts.gracefulGrpcClose !== undefined;
   if (routerOpts && !usesRouter(opts.variant)) {
     throw new Error(`envoy config: variant ${opts.variant} has no ext_proc router`);
   }
@@ -153,6 +169,11 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
     if (opts.failureModeAllow !== undefined) extProc['failure_mode_allow'] = opts.failureModeAllow;
     if (opts.messageTimeoutMs !== undefined) extProc['message_timeout'] = durationText(opts.messageTimeoutMs);
+  }
+  if (opts.gracefulGrpcClose !== undefined) {
+    const layer = staticRuntimeLayer(doc);
+    if (!(GRACEFUL_GRPC_CLOSE_KEY in layer)) throw new Error(`envoy config: static runtime layer has no ${GRACEFUL_GRPC_CLOSE_KEY}`);
+    layer[GRACEFUL_GRPC_CLOSE_KEY] = opts.gracefulGrpcClose;
   }
   return doc;
 }
