@@ -41,6 +41,9 @@ const SHARED_PREFIXES = 4;
 const PREFIX_TOKENS = 64;
 const ENGINES = 2;
 const RETIRE_LOG = 'retiring ext_proc connection before the HTTP/2 reset limit';
+/** A failure this soon after a logged retirement counts as "at a retirement". */
+const NEAR_RETIREMENT_MS = 250;
+const MAX_RECORDED_FAILURES = 2000;
 
 interface Counts {
   /** HTTP status → responses. */
@@ -66,6 +69,14 @@ interface CellResult {
   readonly warmup: Counts;
   /** Router log lines 'retiring ext_proc connection ...' (whole cell, warm-up included). */
   readonly routerRetirements: number;
+  /** ms from the load's start to each logged retirement (negative: during the warm-up). */
+  readonly retirementAtMs: number[];
+  /** ms from the load's start to each failed response or error (first MAX_RECORDED_FAILURES). */
+  readonly failureAtMs: number[];
+  /** For each recorded failure: ms since the latest retirement logged before it (null: none before). */
+  readonly failureMsAfterRetirement: Array<number | null>;
+  /** Recorded failures within NEAR_RETIREMENT_MS after a logged retirement. */
+  readonly failuresNearRetirement: number;
   /** Router warn/error log lines by message. */
   readonly routerWarnings: Record<string, number>;
   /** Envoy access-log entries of failed requests by `status flags details`. */
@@ -95,10 +106,19 @@ function bump(m: Record<string, number>, key: string, by = 1): void {
 }
 
 /** Sends `bodies` with at most `concurrency` in flight, stopping new sends at `deadline`. */
-async function sendAll(url: string, bodies: readonly string[], concurrency: number, deadline: number, agent: Agent): Promise<Counts & { sent: number; seconds: number }> {
+async function sendAll(
+  url: string,
+  bodies: readonly string[],
+  concurrency: number,
+  deadline: number,
+  agent: Agent,
+): Promise<Counts & { sent: number; seconds: number; startedAt: number; failureAt: number[] }> {
   const statuses: Record<string, number> = {};
   const errors: Record<string, number> = {};
+  const failureAt: number[] = [];
+  const fail = (): void => void (failureAt.length < MAX_RECORDED_FAILURES && failureAt.push(Date.now()));
   let next = 0;
+  const startedAt = Date.now();
   const started = performance.now();
   const worker = async (): Promise<void> => {
     while (next < bodies.length && Date.now() < deadline) {
@@ -112,13 +132,15 @@ async function sendAll(url: string, bodies: readonly string[], concurrency: numb
           timeoutMs: Math.max(1000, Math.min(REQUEST_TIMEOUT_MS, deadline + REQUEST_TIMEOUT_MS - Date.now())),
         });
         bump(statuses, String(res.status));
+        if (res.status < 200 || res.status >= 300) fail();
       } catch (err) {
         bump(errors, err instanceof Error ? err.message.slice(0, 160) : String(err));
+        fail();
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, bodies.length) }, worker));
-  return { statuses, errors, sent: next, seconds: (performance.now() - started) / 1000 };
+  return { statuses, errors, sent: next, seconds: (performance.now() - started) / 1000, startedAt, failureAt };
 }
 
 /** Envoy counters whose names match `regex` (admin /stats?filter=). */
@@ -173,10 +195,10 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: nu
     const routerMetrics = routerStreamSamples(await router.metrics());
     await stack.stop();
     await sleep(300); // let the log streams flush after exit
-    let routerRetirements = 0;
+    const retiredAt: number[] = [];
     const routerWarnings: Record<string, number> = {};
     for (const rec of jsonLines(router.logFile)) {
-      if (rec['msg'] === RETIRE_LOG) routerRetirements++;
+      if (rec['msg'] === RETIRE_LOG) retiredAt.push(Date.parse(String(rec['ts'])));
       if (rec['level'] === 'warn' || rec['level'] === 'error') bump(routerWarnings, `${String(rec['level'])}: ${String(rec['msg'])}`);
     }
     const envoyFailures: Record<string, number> = {};
@@ -189,6 +211,11 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: nu
     const ok = Object.entries(load.statuses).filter(([s]) => s.startsWith('2')).reduce((a, [, n]) => a + n, 0);
     const non2xx = Object.values(nonOkByStatus).reduce((a, n) => a + n, 0);
     const errors = Object.values(load.errors).reduce((a, n) => a + n, 0);
+    retiredAt.sort((a, b) => a - b);
+    const failureMsAfterRetirement = load.failureAt.map((t) => {
+      const before = retiredAt.filter((r) => r <= t);
+      return before.length === 0 ? null : t - before[before.length - 1]!;
+    });
     return {
       transport,
       gracefulGrpcClose,
@@ -204,7 +231,11 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: nu
       seconds: load.seconds,
       requestsPerSecond: load.sent / load.seconds,
       warmup: { statuses: warm.statuses, errors: warm.errors },
-      routerRetirements,
+      routerRetirements: retiredAt.length,
+      retirementAtMs: retiredAt.map((t) => t - load.startedAt),
+      failureAtMs: load.failureAt.map((t) => t - load.startedAt),
+      failureMsAfterRetirement,
+      failuresNearRetirement: failureMsAfterRetirement.filter((d) => d !== null && d <= NEAR_RETIREMENT_MS).length,
       routerWarnings,
       envoyFailures,
       envoyStats,
@@ -214,6 +245,17 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: nu
     agent.destroy();
     await stack.stop();
   }
+}
+
+/** ` (ms after the retirement: min–max)` over the recorded failures that followed one. */
+function nearSummary(c: CellResult): string {
+  const ds = c.failureMsAfterRetirement.filter((d): d is number => d !== null);
+  if (ds.length === 0) return '';
+  const perRetirement = c.retirementAtMs.map((r, i) => {
+    const nextAt = c.retirementAtMs[i + 1] ?? Infinity;
+    return c.failureAtMs.filter((t) => t >= r && t < nextAt).length;
+  });
+  return ` (ms after the latest retirement: ${Math.min(...ds)}–${Math.max(...ds)}; failures after each retirement in turn: ${perRetirement.join(', ')})`;
 }
 
 function fmtMap(m: Record<string, number>): string {
@@ -247,7 +289,8 @@ function markdown(result: { commit: string; dirty: readonly string[]; date: stri
       lines.push(
         `- rep ${c.rep}, ${c.transport}, graceful close ${c.gracefulGrpcClose}: ${c.non2xx} non-2xx, ${c.errors} client errors; ` +
           `Envoy access log (status flags details, warm-up included): ${fmtMap(c.envoyFailures)}; ` +
-          `client errors: ${fmtMap(c.errorMessages)}; router retirements logged: ${c.routerRetirements}; ` +
+          `client errors: ${fmtMap(c.errorMessages)}; router retirements logged: ${c.routerRetirements} (at ${c.retirementAtMs.map((t) => `${(t / 1000).toFixed(2)} s`).join(', ') || '–'} into the load); ` +
+          `failures within ${NEAR_RETIREMENT_MS} ms after a logged retirement: ${c.failuresNearRetirement} of ${c.failureMsAfterRetirement.length} recorded${nearSummary(c)}; ` +
           `router warnings: ${fmtMap(c.routerWarnings)}; router stream counters: ${fmtMap(c.routerMetrics)}.`,
       );
     }
