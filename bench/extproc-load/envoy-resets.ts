@@ -11,7 +11,8 @@
  *   npx tsc -p tsconfig.json && node dist/bench/extproc-load/envoy-resets.js [--requests 4000] [--concurrency 64] [--reps 1]
  *       [--time-scale 0.05] [--out bench/results/extproc-load]
  *
- * Matrix: transport {node-http2, grpc-js} × graceful close {false, true}, the four cells
+ * Matrix per transport {node-http2, grpc-js}: graceful close off without and with the
+ * refused-stream retry of the shipped configs, and graceful close on (with retry); the cells
  * alternately per repetition, each on a fresh stack. Bounded: requests ≤ 20000,
  * concurrency ≤ 256, reps ≤ 10, each cell's load ≤ 120 s (requests not sent by then are
  * reported as unsent). Router logs at info so its connection retirements can be counted.
@@ -31,7 +32,6 @@ import { gitOutput } from '../micro/git-output.js';
 
 const TRANSPORTS = ['node-http2', 'grpc-js'] as const;
 type Transport = (typeof TRANSPORTS)[number];
-const GRACEFUL = [false, true] as const;
 
 const MAX_REQUESTS = 20_000;
 const CELL_LOAD_LIMIT_MS = 120_000;
@@ -55,6 +55,8 @@ interface Counts {
 interface CellResult {
   readonly transport: Transport;
   readonly gracefulGrpcClose: boolean;
+  /** The ext_proc grpc_service retry_policy (refused-stream) left in place. */
+  readonly retry: boolean;
   readonly rep: number;
   readonly requests: number;
   readonly sent: number;
@@ -178,11 +180,11 @@ function jsonLines(file: string): Array<Record<string, unknown>> {
   return out;
 }
 
-async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: number, requests: number, concurrency: number, timeScale: number): Promise<CellResult> {
+async function runCell(transport: Transport, gracefulGrpcClose: boolean, retry: boolean, rep: number, requests: number, concurrency: number, timeScale: number): Promise<CellResult> {
   const stack: Stack = await startStack({
     engines: { count: ENGINES, flags: { 'time-scale': timeScale } },
     router: { name: `router-${transport}`, config: { server: { transport }, telemetry: { logLevel: 'info' } } },
-    envoys: [{ variant: 'original-dst', gracefulGrpcClose, name: `envoy-${transport}-graceful-${gracefulGrpcClose}` }],
+    envoys: [{ variant: 'original-dst', gracefulGrpcClose, refusedStreamRetry: retry, name: `envoy-${transport}-graceful-${gracefulGrpcClose}-retry-${retry}` }],
   });
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   try {
@@ -191,7 +193,7 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: nu
     const url = `${envoy.url}${CHAT_PATH}`;
     const warm = await sendAll(url, requestBodies(WARMUP_REQUESTS), 8, Date.now() + 30_000, agent);
     const load = await sendAll(url, requestBodies(requests), concurrency, Date.now() + CELL_LOAD_LIMIT_MS, agent);
-    const envoyStats = await envoyCounters(envoy.adminUrl, '(ext_proc\\.|cluster\\.cacheroute_extproc\\.(upstream_cx_total|upstream_cx_destroy|upstream_rq_total|upstream_rq_reset|upstream_rq_tx_reset|upstream_cx_protocol_error))');
+    const envoyStats = await envoyCounters(envoy.adminUrl, '(ext_proc\\.|cluster\\.cacheroute_extproc\\.(upstream_cx_total|upstream_cx_destroy|upstream_rq_total|upstream_rq_reset|upstream_rq_tx_reset|upstream_rq_retry|upstream_rq_retry_success|upstream_cx_protocol_error))');
     const routerMetrics = routerStreamSamples(await router.metrics());
     await stack.stop();
     await sleep(300); // let the log streams flush after exit
@@ -219,6 +221,7 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, rep: nu
     return {
       transport,
       gracefulGrpcClose,
+      retry,
       rep,
       requests,
       sent: load.sent,
@@ -274,11 +277,11 @@ function markdown(result: { commit: string; dirty: readonly string[]; date: stri
       `Each cell on a fresh stack: ${WARMUP_REQUESTS} warm-up requests (8 in flight, not in the table), then ${String(result.setup['requests'])} non-streaming chat completions (max_tokens 4, ${SHARED_PREFIXES} shared ${PREFIX_TOKENS}-token system prompts) over HTTP/1.1 keep-alive with ${String(result.setup['concurrency'])} in flight. ` +
       `Cells alternate per repetition; ${String(result.setup['reps'])} repetition(s). \`graceful close\` = runtime flag \`envoy.reloadable_features.ext_proc_graceful_grpc_close\` (false: Envoy sends RST_STREAM at the end of every ext_proc stream).`,
     '',
-    '| rep | transport | graceful close | requests | non-2xx (by status) | errors | req/s | ext_proc streams reset by Envoy | router connection retirements | Envoy → router connections |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| rep | transport | graceful close | refused-stream retry | requests | non-2xx (by status) | errors | req/s | ext_proc streams reset by Envoy | ext_proc streams retried by Envoy | router connection retirements | Envoy → router connections |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...cells.map(
       (c) =>
-        `| ${c.rep} | ${c.transport} | ${c.gracefulGrpcClose} | ${c.sent}${c.unsent > 0 ? ` (${c.unsent} unsent)` : ''} | ${c.non2xx}${c.non2xx > 0 ? ` (${fmtMap(c.nonOkByStatus)})` : ''} | ${c.errors} | ${c.requestsPerSecond.toFixed(0)} | ${c.envoyStats['cluster.cacheroute_extproc.upstream_rq_tx_reset'] ?? '?'} | ${c.routerRetirements} | ${c.envoyStats['cluster.cacheroute_extproc.upstream_cx_total'] ?? '?'} |`,
+        `| ${c.rep} | ${c.transport} | ${c.gracefulGrpcClose} | ${c.retry ? 'on' : 'off'} | ${c.sent}${c.unsent > 0 ? ` (${c.unsent} unsent)` : ''} | ${c.non2xx}${c.non2xx > 0 ? ` (${fmtMap(c.nonOkByStatus)})` : ''} | ${c.errors} | ${c.requestsPerSecond.toFixed(0)} | ${c.envoyStats['cluster.cacheroute_extproc.upstream_rq_tx_reset'] ?? '?'} | ${c.envoyStats['cluster.cacheroute_extproc.upstream_rq_retry'] ?? '?'} | ${c.routerRetirements} | ${c.envoyStats['cluster.cacheroute_extproc.upstream_cx_total'] ?? '?'} |`,
     ),
     '',
   ];
@@ -287,7 +290,7 @@ function markdown(result: { commit: string; dirty: readonly string[]; date: stri
     lines.push('## Failures', '');
     for (const c of failed) {
       lines.push(
-        `- rep ${c.rep}, ${c.transport}, graceful close ${c.gracefulGrpcClose}: ${c.non2xx} non-2xx, ${c.errors} client errors; ` +
+        `- rep ${c.rep}, ${c.transport}, graceful close ${c.gracefulGrpcClose}, retry ${c.retry ? 'on' : 'off'}: ${c.non2xx} non-2xx, ${c.errors} client errors; ` +
           `Envoy access log (status flags details, warm-up included): ${fmtMap(c.envoyFailures)}; ` +
           `client errors: ${fmtMap(c.errorMessages)}; router retirements logged: ${c.routerRetirements} (at ${c.retirementAtMs.map((t) => `${(t / 1000).toFixed(2)} s`).join(', ') || '–'} into the load); ` +
           `failures within ${NEAR_RETIREMENT_MS} ms after a logged retirement: ${c.failuresNearRetirement} of ${c.failureMsAfterRetirement.length} recorded${nearSummary(c)}; ` +
@@ -326,15 +329,16 @@ async function main(): Promise<void> {
   const dirty = dirtyOut === 'unknown' || dirtyOut === '' ? [] : dirtyOut.split('\n').map((l) => l.replace(/^\s*\S{1,2}\s+/, '')).filter((p) => !p.startsWith('bench/results/'));
   const loadavgBefore = loadavg();
   const cells: CellResult[] = [];
-  const matrix = TRANSPORTS.flatMap((t) => GRACEFUL.map((g) => [t, g] as const));
+  // Per transport: resets without and with Envoy's refused-stream retry, and graceful close (with retry, as shipped).
+  const matrix = TRANSPORTS.flatMap((t) => [[t, false, false], [t, false, true], [t, true, true]] as const);
   for (let rep = 1; rep <= reps; rep++) {
     // Alternate the order each repetition so no cell always runs first.
     const order = rep % 2 === 1 ? matrix : [...matrix].reverse();
-    for (const [transport, graceful] of order) {
-      const cell = await runCell(transport, graceful, rep, requests, concurrency, timeScale);
+    for (const [transport, graceful, retry] of order) {
+      const cell = await runCell(transport, graceful, retry, rep, requests, concurrency, timeScale);
       cells.push(cell);
       process.stderr.write(
-        `rep ${rep} ${transport} graceful=${graceful}: ${cell.sent} sent, ${cell.non2xx} non-2xx ${JSON.stringify(cell.nonOkByStatus)}, ${cell.errors} errors, ${cell.requestsPerSecond.toFixed(0)} req/s, ${cell.routerRetirements} retirements\n`,
+        `rep ${rep} ${transport} graceful=${graceful} retry=${retry}: ${cell.sent} sent, ${cell.non2xx} non-2xx ${JSON.stringify(cell.nonOkByStatus)}, ${cell.errors} errors, ${cell.requestsPerSecond.toFixed(0)} req/s, ${cell.routerRetirements} retirements\n`,
       );
     }
   }

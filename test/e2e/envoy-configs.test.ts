@@ -181,6 +181,17 @@ describe('e2e: Envoy configs', function () {
     expect(() => buildEnvoyConfig({ variant: 'envoy-only-least-request', gracefulGrpcClose: false })).to.throw(/no ext_proc/);
   });
 
+  it('both router variants retry an ext_proc stream the router refused, and refusedStreamRetry: false removes it', () => {
+    const grpcOf = (doc: unknown): Record<string, unknown> =>
+      at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config', 'grpc_service') as Record<string, unknown>;
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      const retry = grpcOf(buildEnvoyConfig({ variant }))['retry_policy'] as Record<string, unknown>;
+      expect(retry, variant).to.deep.include({ retry_on: 'refused-stream' });
+      expect(retry['num_retries'], variant).to.be.at.least(1);
+      expect(grpcOf(buildEnvoyConfig({ variant, refusedStreamRetry: false }))).to.not.have.property('retry_policy');
+    }
+  });
+
   it('refuses router options for Envoy-only variants and empty engine lists', () => {
     expect(() => buildEnvoyConfig({ variant: 'envoy-only-round-robin', failureModeAllow: true })).to.throw(/no ext_proc/);
     expect(() => buildEnvoyConfig({ variant: 'override-host', engines: [] })).to.throw(/empty/);

@@ -46,6 +46,8 @@ export interface EnvoyRenderOptions {
    * end of its request (RST_STREAM) instead of half-closing it. Default: keep the file's.
    */
   readonly gracefulGrpcClose?: boolean;
+  /** false removes the ext_proc grpc_service `retry_policy` (refused streams); router variants. */
+  readonly refusedStreamRetry?: boolean;
 }
 
 /** The runtime key that makes Envoy half-close ext_proc streams instead of resetting them. */
@@ -154,7 +156,8 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     opts.failureModeAllow !== undefined ||
     opts.otelCollector !== undefined ||
     opts.messageTimeoutMs !== undefined ||
-    opts.gracefulGrpcClose !== undefined;
+    opts.gracefulGrpcClose !== undefined ||
+    opts.refusedStreamRetry !== undefined;
   if (routerOpts && !usesRouter(opts.variant)) {
     throw new Error(`envoy config: variant ${opts.variant} has no ext_proc router`);
   }
@@ -164,11 +167,16 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   if (opts.otelCollector !== undefined) {
     setClusterEndpoints(byName(clusters, 'otel_collector', 'cluster'), [opts.otelCollector]);
   }
-  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined) {
+  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined) {
     const hcm = httpConnectionManager(doc);
     const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
     if (opts.failureModeAllow !== undefined) extProc['failure_mode_allow'] = opts.failureModeAllow;
     if (opts.messageTimeoutMs !== undefined) extProc['message_timeout'] = durationText(opts.messageTimeoutMs);
+    if (opts.refusedStreamRetry === false) {
+      const grpc = obj(extProc['grpc_service'], 'ext_proc grpc_service');
+      if (!('retry_policy' in grpc)) throw new Error('envoy config: ext_proc grpc_service has no retry_policy');
+      delete grpc['retry_policy'];
+    }
   }
   if (opts.gracefulGrpcClose !== undefined) {
     const layer = staticRuntimeLayer(doc);
