@@ -103,7 +103,7 @@ class Http2Call implements ProcessStream, MessageSink {
     });
     stream.on('data', (chunk: Buffer) => this.reader.push(chunk, this));
     stream.on('end', () => this.onPeerEnd());
-    stream.on('error', (err: unknown) => this.handler.onTransportError(err));
+    stream.on('error', (err: unknown) => this.onStreamError(err));
     stream.on('close', () => this.release());
     if (timeoutMs !== undefined) {
       this.deadline = setTimeout(() => this.onDeadline(), timeoutMs);
@@ -171,6 +171,16 @@ class Http2Call implements ProcessStream, MessageSink {
     this.ended = true;
     if (!this.stream.destroyed) this.stream.close(NGHTTP2_CANCEL);
     this.release();
+  }
+
+  /**
+   * Node reports a peer's RST_STREAM with any code but NO_ERROR/CANCEL as a stream error.
+   * Envoy ends every ext_proc stream with such a reset when graceful close is off, so a
+   * peer reset is a cancellation (as grpc-js reports it), not a transport failure.
+   */
+  private onStreamError(err: unknown): void {
+    if ((err as { code?: unknown } | null)?.code === 'ERR_HTTP2_STREAM_ERROR') this.handler.onCancel();
+    else this.handler.onTransportError(err);
   }
 
   private onPeerEnd(): void {

@@ -21,7 +21,7 @@ import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { FakeRoutingService } from '../helpers/fake-routing-service.js';
 import { eventually } from '../helpers/ext-proc-client.js';
-import { chatBody, kindOf, requestBody, requestHeaders, responseHeaders } from '../helpers/ext-proc-messages.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
 const codec = extProcServiceDefinition().Process;
@@ -94,10 +94,14 @@ describe('integration: node:http2 ext_proc transport on the wire', function () {
   let client: http2.ClientHttp2Session;
   let port: number;
 
+  let streamErrors: string[];
+
   async function startWith(extra: Partial<ExtProcServerOptions> = {}): Promise<void> {
     const config = defaultConfig();
     routing = new FakeRoutingService();
-    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger });
+    streamErrors = [];
+    const stats = { streamOpened: () => {}, streamClosed: () => {}, streamError: (kind: string) => streamErrors.push(kind) };
+    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger, stats });
     server = new NodeHttp2ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: 64 * 1024, edge, logger: silentLogger, ...extra });
     port = (await server.start()).port;
     client = http2.connect(`http://127.0.0.1:${port}`);
@@ -129,6 +133,24 @@ describe('integration: node:http2 ext_proc transport on the wire', function () {
     expect(r.grpcStatus).to.equal('0');
     await eventually(() => server.openStreams() === 0, 'released');
     expect(routing.inflight).to.equal(0);
+  });
+
+  it('finishes the ticket, not aborted, when the peer resets with any code after the response (e2e stream-endings checks the error count through Envoy)', async () => {
+    await startWith();
+    for (const code of [http2.constants.NGHTTP2_CANCEL, http2.constants.NGHTTP2_INTERNAL_ERROR, http2.constants.NGHTTP2_NO_ERROR]) {
+      const c = call();
+      const fdsBoth = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
+      c.req.write(Buffer.concat([framed(requestHeaders(fdsBoth)), framed(requestBody(chatBody(`reset ${code}`), true))]));
+      await c.waitFor(2);
+      c.req.write(Buffer.concat([framed(responseHeaders(200)), framed(responseBody('{"usage":{}}', true))]));
+      await c.waitFor(4);
+      c.req.close(code);
+      await eventually(() => server.openStreams() === 0, 'released');
+    }
+    expect(routing.inflight).to.equal(0);
+    expect(routing.finished).to.have.length(3);
+    expect(routing.finished.map((f) => f.outcome.aborted)).to.deep.equal([false, false, false]);
+    expect(streamErrors.filter((k) => k === 'TRANSPORT')).to.deep.equal([]);
   });
 
   it('refuses wrong method, content type and path the way gRPC servers do', async () => {
