@@ -14,6 +14,7 @@ import { constants as http2Constants } from 'node:http2';
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '../telemetry/logger.js';
 import { ResetBudget } from './reset-budget.js';
+import type { EdgeContext } from './stream-handler.js';
 
 /** GOAWAY last-stream-id meaning "every stream may still finish" (first half of a graceful drain). */
 export const MAX_STREAM_ID = 2 ** 31 - 1;
@@ -33,6 +34,8 @@ export interface ConnectionRecyclerOptions {
   readonly logger: Logger;
   /** Recycling stops once the server is draining (the drain closes connections anyway). */
   readonly isRunning: () => boolean;
+  /** Called once per retired connection (metrics). */
+  readonly onRetired?: () => void;
   readonly nowMs?: () => number;
 }
 
@@ -44,13 +47,15 @@ export class ConnectionRecycler {
 
   /** The recycler of a server built from ExtProcServerOptions-like settings. */
   static forServer(
-    opts: { readonly resetBudgetMargin?: number; readonly logger: Logger; readonly nowMs?: () => number },
+    opts: { readonly resetBudgetMargin?: number; readonly logger: Logger; readonly nowMs?: () => number; readonly edge: EdgeContext },
     isRunning: () => boolean,
   ): ConnectionRecycler {
+    const stats = opts.edge.stats;
     return new ConnectionRecycler({
       margin: opts.resetBudgetMargin ?? DEFAULT_RESET_BUDGET_MARGIN,
       logger: opts.logger,
       isRunning,
+      ...(stats.connectionRetired !== undefined ? { onRetired: () => stats.connectionRetired!() } : {}),
       ...(opts.nowMs !== undefined ? { nowMs: opts.nowMs } : {}),
     });
   }
@@ -89,6 +94,7 @@ export class ConnectionRecycler {
     if (session.closed || session.destroyed) return;
     state.retiring = true;
     this.retired++;
+    this.options.onRetired?.();
     this.options.logger.info('retiring ext_proc connection before the HTTP/2 reset limit', { open_streams: state.open, budget_left: left });
     gracefulGoaway(session);
   }

@@ -15,6 +15,8 @@ export interface EdgeStats {
   streamOpened(): void;
   streamClosed(): void;
   streamError(kind: string): void;
+  /** An Envoy connection was retired before Node's HTTP/2 reset limit (connection-recycler.ts). */
+  connectionRetired?(): void;
 }
 
 export const noopEdgeStats: EdgeStats = {

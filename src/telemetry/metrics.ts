@@ -103,6 +103,7 @@ export class RouterMetrics implements EdgeStats {
   private readonly streamErrors: Counter<'kind'>;
   /** Streams opened since the last scrape, and open now (read by the collect hooks). */
   private streamsOpenedPending = 0;
+  private connectionsRetiredPending = 0;
   private streamsOpen = 0;
 
   constructor(opts: RouterMetricsOptions) {
@@ -253,6 +254,15 @@ export class RouterMetrics implements EdgeStats {
         this.set(self.streamsOpen);
       },
     });
+    new Counter({
+      name: 'cacheroute_extproc_connections_retired_total',
+      help: "Envoy connections the ext_proc server retired (graceful GOAWAY) before Node's HTTP/2 reset limit; non-zero when Envoy resets ext_proc streams (ext_proc_graceful_grpc_close off).",
+      registers,
+      collect() {
+        this.inc(self.connectionsRetiredPending);
+        self.connectionsRetiredPending = 0;
+      },
+    });
     this.streamErrors = new Counter({
       name: 'cacheroute_extproc_stream_errors_total',
       help: 'ext_proc stream errors, by kind.',
@@ -326,6 +336,9 @@ export class RouterMetrics implements EdgeStats {
   }
   streamClosed(): void {
     this.streamsOpen--;
+  }
+  connectionRetired(): void {
+    this.connectionsRetiredPending++;
   }
   streamError(kind: string): void {
     const label = kind.toLowerCase();

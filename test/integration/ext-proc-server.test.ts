@@ -207,10 +207,12 @@ for (const transport of TRANSPORTS) {
   describe(`integration: ext_proc connection recycling under Envoy-style resets (${transport})`, function () {
     this.timeout(60000);
 
-    async function cancelMany(recycle: boolean, n: number): Promise<{ errors: number; seconds: number; recycled: number; inflight: number }> {
+    async function cancelMany(recycle: boolean, n: number): Promise<{ errors: number; seconds: number; recycled: number; retiredReported: number; inflight: number }> {
       const config = defaultConfig();
       const routing = new FakeRoutingService();
-      const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger });
+      let retiredReported = 0;
+      const stats = { streamOpened: () => {}, streamClosed: () => {}, streamError: () => {}, connectionRetired: () => void retiredReported++ };
+      const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger, stats });
       const server = createExtProcServer(transport, { address: '127.0.0.1:0', maxReceiveMessageBytes: 1 << 24, edge, logger: silentLogger, resetBudgetMargin: recycle ? 100 : 0 });
       const { port } = await server.start();
       const client = connect(port);
@@ -232,7 +234,7 @@ for (const transport of TRANSPORTS) {
           );
         }
         await eventually(() => server.openStreams() === 0, 'released');
-        return { errors, seconds: (Date.now() - start) / 1000, recycled: server.recycledConnections(), inflight: routing.inflight };
+        return { errors, seconds: (Date.now() - start) / 1000, recycled: server.recycledConnections(), retiredReported, inflight: routing.inflight };
       } finally {
         client.close();
         await server.stop({ graceMs: 0 });
@@ -243,6 +245,7 @@ for (const transport of TRANSPORTS) {
       const r = await cancelMany(true, 1600);
       expect(r.errors).to.equal(0);
       expect(r.recycled).to.be.at.least(1);
+      expect(r.retiredReported, 'each retirement reported to the stats (metrics)').to.equal(r.recycled);
       expect(r.inflight).to.equal(0);
     });
 

@@ -70,6 +70,8 @@ function build() {
   m.streamError('NO_ENDPOINT');
   m.streamError('ABORTED');
   m.streamError('something-new');
+  m.connectionRetired();
+  m.connectionRetired();
   // Staleness fallbacks (src/endpoints/staleness.ts reasons).
   m.recordSignalFallback(e1.id, 'age');
   m.recordSignalFallback(e1.id, 'age');
@@ -89,6 +91,14 @@ describe('metrics', () => {
     const text = normalise(await m.text());
     if (process.env['UPDATE_GOLDEN'] === '1' || !existsSync(GOLDEN)) writeFileSync(GOLDEN, text);
     expect(text).to.equal(readFileSync(GOLDEN, 'utf8'));
+  });
+
+  it('counts retired ext_proc connections once per retirement, across scrapes', async () => {
+    const { m } = build();
+    expect(sample(await m.text(), 'cacheroute_extproc_connections_retired_total')).to.equal(2);
+    m.connectionRetired();
+    expect(sample(await m.text(), 'cacheroute_extproc_connections_retired_total')).to.equal(3);
+    expect(sample(await m.text(), 'cacheroute_extproc_connections_retired_total')).to.equal(3);
   });
 
   it('counts decisions by strategy, endpoint and reason with bounded endpoint labels', async () => {
