@@ -16,7 +16,7 @@
  * (building-blocks.ts) at time-scale 4 for the 8-engine block, so the 2-core machine
  * carries the fleet (half the SSE event rate per unit of engine load).
  */
-import { BENCH_MODEL, cacheroute, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
+import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_FLIPPED, cacheroute, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
 import { PEERS } from './peers.js';
 import { SEED_TABLE } from './seed-table.js';
 import type { ContenderSpec } from '../contenders/types.js';
@@ -40,12 +40,6 @@ const hotPrefix = (label: string, qps: number, durationS: number): ScenarioSpec 
   arrival: { kind: 'poisson', qps },
 });
 
-const withHotspot: ContenderSpec = {
-  kind: 'cacheroute',
-  label: 'cacheroute-cache-aware+hotspot',
-  strategy: 'cache-aware',
-  routerOverrides: { load: { hotspot: { enabled: true } } },
-};
 
 // --- load-hotspot: 8 engines ---------------------------------------------------------
 /**
@@ -58,7 +52,7 @@ const withHotspot: ContenderSpec = {
 const HOT8_KV = kvBlocksFor({ hotSetTokens: 8 * SYSTEM, engines: 8, factor: 8, inflightTokens: 8 * PROMPT });
 /** Eviction regime: room for 8 running prompts and only 2 system prompts per engine. */
 const HOT8_EVICT_KV = kvBlocksFor({ hotSetTokens: 8 * SYSTEM, engines: 8, factor: 2, inflightTokens: 8 * PROMPT });
-const HOT8_CONTENDERS = [cacheroute('prefix-hash'), cacheroute('cache-aware'), withHotspot, cacheroute('bounded-load-hash'), cacheroute('round-robin')];
+const HOT8_CONTENDERS = [cacheroute('prefix-hash'), cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_FLIPPED, cacheroute('bounded-load-hash'), cacheroute('round-robin')];
 
 export const LOAD_HOTSPOT: PresetSpec = {
   name: 'load-hotspot',

@@ -13,7 +13,7 @@
  */
 import { scaleShape, GSP_DEFAULT_SHAPE } from '../workloads/shared-prefix.js';
 import type { ScenarioSpec } from '../workloads/scenario.js';
-import { BENCH_MODEL, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
+import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_FLIPPED, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
 import type { MatrixBlock, PresetSpec } from './types.js';
 
 const ALL_STRATEGIES = [cacheroute('round-robin'), cacheroute('random'), cacheroute('least-request'), cacheroute('prefix-hash'), cacheroute('cache-aware')];
@@ -129,10 +129,10 @@ const HOT_KV = kvBlocksFor({ hotSetTokens: 32 * PROMPT, engines: 4, factor: 1.25
 
 export const PEERS_HOT: PresetSpec = {
   name: 'peers-hot',
-  description: 'Hot prefix (60% of traffic on one system prompt, 12 req/s, 4 engines; seed-table shape): cacheroute prefix-hash and cache-aware vs sglang-router and vllm-router (cache_aware).',
+  description: 'Hot prefix (60% of traffic on one system prompt, 12 req/s, 4 engines; seed-table shape): cacheroute prefix-hash and cache-aware (defaults and with hotspot replication flipped) vs sglang-router and vllm-router (cache_aware).',
   seed: 1,
   model: BENCH_MODEL,
-  estimatedMinutes: 3,
+  estimatedMinutes: 4,
   budget: { requestTimeoutMs: 60_000, maxRunMs: 120_000 },
   blocks: [
     {
@@ -141,7 +141,7 @@ export const PEERS_HOT: PresetSpec = {
       scenarios: [
         { kind: 'hot-prefix', label: 'hot-60', groups: 8, hotShare: 0.6, requests: 240, systemPromptTokens: 1024, questionTokens: 512, outputTokens: 32, warmupPerGroup: 1, arrival: { kind: 'poisson', qps: 12 } },
       ],
-      contenders: [cacheroute('prefix-hash'), cacheroute('cache-aware'), ...PEER_ROUTERS],
+      contenders: [cacheroute('prefix-hash'), cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_FLIPPED, ...PEER_ROUTERS],
     },
   ],
 };
