@@ -60,7 +60,7 @@ export interface RunningContender {
 export function contenderDescription(spec: ContenderSpec): string {
   switch (spec.kind) {
     case 'cacheroute':
-      return `cacheroute (strategy ${spec.strategy}) behind Envoy ${spec.envoyVariant ?? 'override-host'}`;
+      return `cacheroute (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}`;
     case 'envoy-only':
       return `Envoy alone, lb ${spec.lb}`;
     case 'sglang-router':

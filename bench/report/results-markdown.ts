@@ -9,6 +9,7 @@ import type { Chart } from './charts.js';
 import { fmtMs, fmtNum, fmtPct, fmtRatio, mdTable, NA } from './format.js';
 import type { RunInfo } from './run-info.js';
 import { addedLatency, checkTargets } from './targets.js';
+import { variantRatios } from './variants.js';
 
 const ROW_HEADER = [
   'scenario', 'req/s offered', 'contender', 'success', 'TTFT p50', 'TTFT p90', 'TTFT p99', 'e2e p50', 'e2e p99',
@@ -105,6 +106,20 @@ export function resultsMarkdown(input: MarkdownInput): string {
     out.push(mdTable(ROW_HEADER, rs.map(row)));
     out.push('');
     for (const c of input.charts.filter((c) => c.block === block)) out.push(`![${c.title}](${c.file})`);
+    out.push('');
+  }
+
+  const variants = variantRatios(results);
+  if (variants.length > 0) {
+    out.push('## Variants side by side');
+    out.push('');
+    out.push('Each cacheroute contender against the first contender of the same strategy in its block, same scenario and rate (variant ÷ base; hit rates as a difference in points):');
+    out.push('');
+    const pts = (v: number | null): string => (v === null ? NA : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}`);
+    out.push(mdTable(
+      ['where', 'req/s', 'variant ÷ base', 'TTFT p50', 'TTFT p99', 'success', 'req/s done', 'engine tok hit', 'req hit (points)'],
+      variants.map((v) => [v.where, v.qps === null ? 'trace' : String(v.qps), `${v.variant} ÷ ${v.base}`, fmtRatio(v.ttftP50), fmtRatio(v.ttftP99), fmtRatio(v.successRate), fmtRatio(v.reqPerS), `${fmtRatio(v.engineTokenHit)} (${pts(v.engineTokenHitDelta)})`, pts(v.requestHitDelta)]),
+    ));
     out.push('');
   }
 

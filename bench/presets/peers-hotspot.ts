@@ -1,0 +1,37 @@
+/**
+ * `peers-hotspot`: hot-prefix replication (`load.hotspot`) variants side by side on the two
+ * workloads that decide whether it can be the default: the `peers` Moreh-scaled workload
+ * (48 evenly spread groups) at 8 and 16 req/s, where `peers` measured replication turning
+ * busy-but-even engines into a cascade of misses, and the `peers-hot` hot prefix, where it
+ * is meant to help. Variants: the shipped default, replication on at its defaults, with a
+ * higher high-water mark (12 requests in flight), and measuring load in tokens (pending
+ * prefill work rather than requests decoding). Opt-in; results in bench/results/peers-hotspot/.
+ */
+import type { ContenderSpec, RouterOverrides } from '../contenders/types.js';
+import { cacheroute, CACHE_AWARE_HOTSPOT_ON } from './building-blocks.js';
+import { PEERS_HOT } from './long-sweeps.js';
+import { PEERS } from './peers.js';
+import type { PresetSpec } from './types.js';
+
+function hotspot(label: string, hotspotOverrides: Readonly<Record<string, unknown>>, load: RouterOverrides = {}): ContenderSpec {
+  return { kind: 'cacheroute', label, strategy: 'cache-aware', routerOverrides: { load: { ...load, hotspot: { enabled: true, ...hotspotOverrides } } } };
+}
+
+const VARIANTS: readonly ContenderSpec[] = [
+  cacheroute('cache-aware'),
+  CACHE_AWARE_HOTSPOT_ON,
+  hotspot('cacheroute-cache-aware+hotspot-hw12', { highWater: 12, lowWater: 4 }),
+  hotspot('cacheroute-cache-aware+hotspot-tokens', {}, { unit: 'tokens' }),
+];
+
+export const PEERS_HOTSPOT: PresetSpec = {
+  ...PEERS,
+  name: 'peers-hotspot',
+  description: 'cache-aware with hot-prefix replication off (default) / on / on with highWater 12 / on in token units, on the peers workload at 8 and 16 req/s and on the peers-hot hot prefix.',
+  estimatedMinutes: 9,
+  budget: PEERS_HOT.budget,
+  blocks: [
+    { ...PEERS.blocks[0]!, name: 'peers-8-16rps', qpsSweep: [8, 16], contenders: VARIANTS, contenderMaxQps: {} },
+    { ...PEERS_HOT.blocks[0]!, name: 'hot-prefix', contenders: VARIANTS },
+  ],
+};
