@@ -4,8 +4,8 @@
  * (48 evenly spread groups) at 8 and 16 req/s, where `peers` measured replication turning
  * busy-but-even engines into a cascade of misses, and the `peers-hot` hot prefix, where it
  * is meant to help. Variants: the shipped default, replication on at its defaults, with a
- * higher high-water mark (12 requests in flight), and measuring load in tokens (pending
- * prefill work rather than requests decoding). Opt-in; results in bench/results/peers-hotspot/.
+ * higher high-water mark (12 requests in flight), and with `load.unit: tokens` (pending
+ * prefill work rather than requests decoding) without and with replication. Opt-in; results in bench/results/peers-hotspot/.
  */
 import type { ContenderSpec, RouterOverrides } from '../contenders/types.js';
 import { cacheroute, CACHE_AWARE_HOTSPOT_ON } from './building-blocks.js';
@@ -21,14 +21,17 @@ const VARIANTS: readonly ContenderSpec[] = [
   cacheroute('cache-aware'),
   CACHE_AWARE_HOTSPOT_ON,
   hotspot('cacheroute-cache-aware+hotspot-hw12', { highWater: 12, lowWater: 4 }),
+  // load.unit is global (the imbalance escape and the queue comparisons change unit too),
+  // so token units are measured with and without replication.
+  { kind: 'cacheroute', label: 'cacheroute-cache-aware-tokens', strategy: 'cache-aware', routerOverrides: { load: { unit: 'tokens' } } },
   hotspot('cacheroute-cache-aware+hotspot-tokens', {}, { unit: 'tokens' }),
 ];
 
 export const PEERS_HOTSPOT: PresetSpec = {
   ...PEERS,
   name: 'peers-hotspot',
-  description: 'cache-aware with hot-prefix replication off (default) / on / on with highWater 12 / on in token units, on the peers workload at 8 and 16 req/s and on the peers-hot hot prefix.',
-  estimatedMinutes: 9,
+  description: 'cache-aware with hot-prefix replication off (default) / on / on with highWater 12 / token units off and on, on the peers workload at 8 and 16 req/s and on the peers-hot hot prefix.',
+  estimatedMinutes: 11,
   budget: PEERS_HOT.budget,
   blocks: [
     { ...PEERS.blocks[0]!, name: 'peers-8-16rps', qpsSweep: [8, 16], contenders: VARIANTS, contenderMaxQps: {} },

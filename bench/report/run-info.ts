@@ -29,6 +29,18 @@ export interface RunInfo {
   readonly loadAvgAtStart: readonly number[];
 }
 
+/**
+ * Paths from `git status --porcelain` output (bench/results/ left out). The output may come
+ * trimmed, so the first line can have lost the leading space of its two-letter status.
+ */
+export function dirtyPaths(porcelain: string): string[] {
+  return porcelain
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => l.replace(/^.{0,2}\s/, ''))
+    .filter((p) => !p.startsWith('bench/results/'));
+}
+
 export function collectRunInfo(repoRoot: string): RunInfo {
   const py = join(repoRoot, '.venv', 'bin', 'python');
   const pkgVersion = (name: string): string | null =>
@@ -37,7 +49,7 @@ export function collectRunInfo(repoRoot: string): RunInfo {
   const dirty = tryRun('git', ['status', '--porcelain', '--', 'src', 'bench'], repoRoot);
   return {
     gitCommit: tryRun('git', ['rev-parse', 'HEAD'], repoRoot),
-    gitDirty: dirty ? dirty.split('\n').map((l) => l.slice(3)).filter((p) => !p.startsWith('bench/results/')) : [],
+    gitDirty: dirty ? dirtyPaths(dirty) : [],
     node: process.version,
     envoy: envoyOut ? (/version: \S*?\/(\d+\.\d+\.\d+)\//.exec(envoyOut)?.[1] ?? envoyOut.split('\n')[0] ?? null) : null,
     sglangRouter: pkgVersion('sglang-router'),
