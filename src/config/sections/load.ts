@@ -23,8 +23,11 @@ export const DEFAULT_TRAFFIC_WINDOW_MS = 60_000;
 // --- hotspot ---
 /**
  * Off by default: cache-aware's imbalance escape already spills a hot prefix (and the
- * escaped engine learns it); replication bounds where the overflow goes. See
- * docs/load-signals.md for the measured comparison.
+ * escaped engine learns it); replication bounds where the overflow goes and helps on a hot
+ * prefix (p99 0.85× on peers-hot, 0.42–0.50× on load-hotspot), but it grows on engine load,
+ * not on the group's own traffic, so on evenly spread busy traffic (`peers`, 8–24 req/s) it
+ * replicates every group whose engine passes high water: p99 3.9× at 8 req/s, 42× at 16.
+ * docs/load-signals.md §4 and §10 have the measurements.
  */
 export const DEFAULT_HOTSPOT_ENABLED = false;
 /** 256 chars ≈ 64 tokens: a system prompt's head identifies its group. */
