@@ -150,6 +150,18 @@ export interface HotspotConfig {
   readonly maxReplicas: number;
   readonly idleTtlMs: number;
   readonly maxPrefixes: number;
+  /**
+   * Grow only when the group's own arrivals are at least this share [0,1] of all arrivals on
+   * its engines (the group causes the load); 0 = off (grow on engine load alone).
+   */
+  readonly minGroupShare: number;
+  /**
+   * Grow only when the least loaded member carries at least this multiple of the mean load of
+   * the non-members (relative imbalance, not absolute busyness); 0 = off.
+   */
+  readonly minLoadRatio: number;
+  /** Half-life of the decayed arrival counts behind `minGroupShare`. */
+  readonly shareHalfLifeMs: number;
 }
 
 export interface SessionConfig {

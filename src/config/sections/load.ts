@@ -30,6 +30,8 @@ export const DEFAULT_TRAFFIC_WINDOW_MS = 60_000;
  * docs/load-signals.md §4 and §10 have the measurements.
  */
 export const DEFAULT_HOTSPOT_ENABLED = false;
+// (The group-level trigger below — minGroupShare, minLoadRatio — is the fix for that
+// cascade; whether it makes replication a safe default is measured in load-signals.md §10.)
 /** 256 chars ≈ 64 tokens: a system prompt's head identifies its group. */
 export const DEFAULT_HOTSPOT_KEY_CHARS = 256;
 /** Grow a hot group's set when every member has this many requests in flight. */
@@ -40,6 +42,21 @@ export const DEFAULT_HOTSPOT_LOW_WATER = 2;
 export const DEFAULT_HOTSPOT_GROW_INTERVAL_MS = 0;
 /** 10 s of calm before giving a replica back, so a bursty group does not flap. */
 export const DEFAULT_HOTSPOT_MIN_DWELL_MS = 10_000;
+/**
+ * Group-level trigger: a group grows only when it brings at least half of its engines'
+ * arrivals. On evenly spread traffic (48 groups on 4 engines) a group brings ~1/12 of its
+ * engine's arrivals, so busy-but-even engines no longer replicate every group homed there
+ * (the cascade measured on `peers`); a hot prefix brings most of its engine's traffic.
+ */
+export const DEFAULT_HOTSPOT_MIN_GROUP_SHARE = 0.5;
+/**
+ * And only when its engines are clearly busier than the rest (least loaded member ≥ 1.5 ×
+ * the non-members' mean): growing onto an engine about as busy as the members gains nothing
+ * and costs a prefill miss there.
+ */
+export const DEFAULT_HOTSPOT_MIN_LOAD_RATIO = 1.5;
+/** 5 s: at 8–16 req/s that is tens of arrivals per engine, enough for a stable share. */
+export const DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS = 5_000;
 export const DEFAULT_HOTSPOT_MAX_REPLICAS = 0;
 export const DEFAULT_HOTSPOT_IDLE_TTL_MS = 120_000;
 export const DEFAULT_HOTSPOT_MAX_PREFIXES = 10_000;
@@ -104,6 +121,9 @@ export const DEFAULT_LOAD_CONFIG: LoadConfig = Object.freeze({
     maxReplicas: DEFAULT_HOTSPOT_MAX_REPLICAS,
     idleTtlMs: DEFAULT_HOTSPOT_IDLE_TTL_MS,
     maxPrefixes: DEFAULT_HOTSPOT_MAX_PREFIXES,
+    minGroupShare: DEFAULT_HOTSPOT_MIN_GROUP_SHARE,
+    minLoadRatio: DEFAULT_HOTSPOT_MIN_LOAD_RATIO,
+    shareHalfLifeMs: DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS,
   }),
   boundedLoad: Object.freeze({ epsilon: DEFAULT_BOUNDED_LOAD_EPSILON, keyChars: DEFAULT_HOTSPOT_KEY_CHARS }),
   session: Object.freeze({
@@ -161,6 +181,9 @@ export function parseLoad(r: ObjectReader): LoadConfig {
     maxReplicas: h.get('maxReplicas', int({ min: 0, max: 100_000 }), d.hotspot.maxReplicas),
     idleTtlMs: h.get('idleTtlMs', int({ min: 1, max: 86_400_000 }), d.hotspot.idleTtlMs),
     maxPrefixes: h.get('maxPrefixes', int({ min: 1, max: 10_000_000 }), d.hotspot.maxPrefixes),
+    minGroupShare: h.get('minGroupShare', FRACTION, d.hotspot.minGroupShare),
+    minLoadRatio: h.get('minLoadRatio', num({ min: 0, max: 1000 }), d.hotspot.minLoadRatio),
+    shareHalfLifeMs: h.get('shareHalfLifeMs', int({ min: 1, max: 3_600_000 }), d.hotspot.shareHalfLifeMs),
   };
   if (hotspot.lowWater >= hotspot.highWater) {
     h.report('lowWater', `must be below highWater (${hotspot.highWater}), or the set would flap`);

@@ -20,6 +20,16 @@
  *    loaded member, the least loaded non-member (random among equals) joins S and gets
  *    this request alone (reason `spill`), which warms its cache for the group. Growth is
  *    one engine at a time: the next step needs the newcomer above highWater too.
+ *  - Group-level trigger (why: busy engines alone are no evidence of a hot group; on evenly
+ *    spread busy traffic every group's engines pass high water, and growing every group
+ *    sent cache misses everywhere, which made every engine busier — a cascade measured at
+ *    34–42× p99 on `peers`). Growth additionally needs
+ *      (a) the group's own arrivals on its members ≥ minGroupShare of all arrivals on those
+ *          members (exponentially decayed counts, half-life shareHalfLifeMs): the group is
+ *          the cause of its engines' load, not one of many tenants; and
+ *      (b) the least loaded member ≥ minLoadRatio × the non-members' mean load: the
+ *          members are busy relative to the rest of the fleet, not just busy.
+ *    Either gate at 0 is off; both at 0 give the original engine-load trigger.
  *  - A group with two or more engines is hot: candidates are narrowed to S, so the
  *    overflow of a hot prefix stays on the engines that already hold it instead of
  *    scattering over the pool; the scorers weigh prefix and load inside the set.
@@ -39,7 +49,12 @@
  * through equal scores, and never scattered across the whole pool.
  */
 import type { RouteDecision } from '../../core/types.js';
-import { loadConfigOf } from '../../config/sections/load.js';
+import {
+  DEFAULT_HOTSPOT_MIN_GROUP_SHARE,
+  DEFAULT_HOTSPOT_MIN_LOAD_RATIO,
+  DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS,
+  loadConfigOf,
+} from '../../config/sections/load.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, EndpointsChangedHook, Filter, RoutedHook } from '../../scheduling/types.js';
 import type { Endpoint } from '../../core/types.js';
@@ -68,6 +83,12 @@ export interface HotspotOptions extends LoadMeasure {
   readonly idleTtlMs: number;
   /** At most this many groups are tracked (default 10 000). */
   readonly maxPrefixes: number;
+  /** Group arrivals ÷ all arrivals on its members needed to grow; 0/absent = off. */
+  readonly minGroupShare?: number;
+  /** Least loaded member ÷ non-members' mean load needed to grow; 0/absent = off. */
+  readonly minLoadRatio?: number;
+  /** Half-life of the arrival counts (default 5 s). */
+  readonly shareHalfLifeMs?: number;
 }
 
 /** Per-group state, exported for the stats accessor and tests. */
@@ -86,6 +107,16 @@ export interface HotspotStats {
   readonly largestSet: number;
   readonly grows: number;
   readonly shrinks: number;
+  /** Growth steps refused because the group brought too small a share of its members' arrivals. */
+  readonly heldByShare: number;
+  /** Growth steps refused because the members were not busier than the rest by minLoadRatio. */
+  readonly heldByImbalance: number;
+}
+
+/** An exponentially decayed count: value as of atMs. */
+interface Decayed {
+  value: number;
+  atMs: number;
 }
 
 interface Entry {
@@ -93,6 +124,8 @@ interface Entry {
   members: string[];
   changedAtMs: number;
   lastSeenMs: number;
+  /** The group's own decayed arrivals per endpoint id. */
+  arrivals: Map<string, Decayed>;
 }
 
 const SCRATCH = 'hotspot';
@@ -107,12 +140,51 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
   private readonly groups = new Map<number, Entry>();
   private grows = 0;
   private shrinks = 0;
+  private heldByShare = 0;
+  private heldByImbalance = 0;
+  /** Decayed arrivals of every routed request per endpoint id (the denominator of the share). */
+  private readonly engineArrivals = new Map<string, Decayed>();
+  private readonly minGroupShare: number;
+  private readonly minLoadRatio: number;
+  private readonly halfLifeMs: number;
 
   constructor(
     readonly name: string,
     private readonly opts: HotspotOptions,
   ) {
     if (!(opts.lowWater < opts.highWater)) throw new RangeError('hotspot lowWater must be below highWater');
+    this.minGroupShare = opts.minGroupShare ?? 0;
+    this.minLoadRatio = opts.minLoadRatio ?? 0;
+    this.halfLifeMs = opts.shareHalfLifeMs ?? 5_000;
+    if (!(this.minGroupShare >= 0 && this.minGroupShare <= 1)) throw new RangeError('hotspot minGroupShare must be in [0, 1]');
+    if (!(this.minLoadRatio >= 0)) throw new RangeError('hotspot minLoadRatio must be >= 0');
+    if (!(this.halfLifeMs > 0)) throw new RangeError('hotspot shareHalfLifeMs must be > 0');
+  }
+
+  private decayedAt(d: Decayed | undefined, nowMs: number): number {
+    if (d === undefined) return 0;
+    const dt = nowMs - d.atMs;
+    return dt <= 0 ? d.value : d.value * Math.pow(2, -dt / this.halfLifeMs);
+  }
+
+  private bump(m: Map<string, Decayed>, id: string, nowMs: number): void {
+    const d = m.get(id);
+    if (d === undefined) m.set(id, { value: 1, atMs: nowMs });
+    else {
+      d.value = this.decayedAt(d, nowMs) + 1;
+      d.atMs = Math.max(d.atMs, nowMs);
+    }
+  }
+
+  /** The group's share of all arrivals on its members (1 when nothing was counted yet). */
+  private groupShare(e: Entry, nowMs: number): number {
+    let own = 0;
+    let all = 0;
+    for (const m of e.members) {
+      own += this.decayedAt(e.arrivals.get(m), nowMs);
+      all += this.decayedAt(this.engineArrivals.get(m), nowMs);
+    }
+    return all <= 0 ? 1 : Math.min(1, own / all);
   }
 
   filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
@@ -163,7 +235,31 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
           ties.push(i);
         } else if (l === best) ties.push(i);
       }
-      if (ties.length > 0 && best < minMember) {
+      let held = false;
+      if (ties.length > 0 && best < minMember && this.minLoadRatio > 0) {
+        let outside = 0;
+        let n = 0;
+        for (let i = 0; i < candidates.length; i++) {
+          if (memberIdx.includes(i)) continue;
+          outside += loads[i] as number;
+          n++;
+        }
+        const mean = n === 0 ? 0 : outside / n;
+        if (minMember < this.minLoadRatio * mean) {
+          held = true;
+          this.heldByImbalance++;
+          state.notes.push(`hotspot: members busy but not ${this.minLoadRatio}× the rest (${minMember.toFixed(1)} vs mean ${mean.toFixed(1)} ${this.opts.unit}): no growth`);
+        }
+      }
+      if (!held && ties.length > 0 && best < minMember && this.minGroupShare > 0) {
+        const share = this.groupShare(e, now);
+        if (share < this.minGroupShare) {
+          held = true;
+          this.heldByShare++;
+          state.notes.push(`hotspot: members busy but the group brings ${(share * 100).toFixed(0)}% of their arrivals (< ${(this.minGroupShare * 100).toFixed(0)}%): no growth`);
+        }
+      }
+      if (!held && ties.length > 0 && best < minMember) {
         const pick = ties.length === 1 ? (ties[0] as number) : (ties[state.rng.int(ties.length)] as number);
         e.members.push(candidates[pick]!.endpoint.id);
         e.changedAtMs = now;
@@ -195,17 +291,27 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
-    const p = state.scratch.get(SCRATCH) as Pending | undefined;
-    if (p === undefined || p.mode === 'none') return;
     const now = state.nowMs;
     const id = decision.endpoint.id;
+    const counting = this.minGroupShare > 0;
+    if (counting) this.bump(this.engineArrivals, id, now);
+    const p = state.scratch.get(SCRATCH) as Pending | undefined;
+    if (p === undefined) return;
+    if (p.mode !== 'seed' && counting) {
+      const e = this.groups.get(p.key);
+      if (e !== undefined) this.bump(e.arrivals, id, now);
+    }
+    if (p.mode === 'none') return;
     if (p.mode === 'follow') {
       const e = this.groups.get(p.key);
       if (e !== undefined && e.members.length === 1 && e.members[0] !== id) e.members[0] = id;
       return;
     }
+    const prev = this.groups.get(p.key);
     this.groups.delete(p.key);
-    this.groups.set(p.key, { key: p.key, members: [id], changedAtMs: now, lastSeenMs: now });
+    const arrivals = prev?.arrivals ?? new Map<string, Decayed>();
+    if (counting) this.bump(arrivals, id, now);
+    this.groups.set(p.key, { key: p.key, members: [id], changedAtMs: now, lastSeenMs: now, arrivals });
     while (this.groups.size > this.opts.maxPrefixes) {
       const oldest = this.groups.keys().next();
       if (oldest.done) break;
@@ -223,7 +329,9 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     for (const [k, e] of this.groups) {
       e.members = e.members.filter((m) => keep.has(m));
       if (e.members.length === 0) this.groups.delete(k);
+      else for (const id of e.arrivals.keys()) if (!keep.has(id)) e.arrivals.delete(id);
     }
+    for (const id of this.engineArrivals.keys()) if (!keep.has(id)) this.engineArrivals.delete(id);
   }
 
   /** The set of one prefix group, if tracked (tests, explain). */
@@ -239,7 +347,15 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
       if (e.members.length > 1) replicated++;
       if (e.members.length > largest) largest = e.members.length;
     }
-    return { trackedPrefixes: this.groups.size, replicated, largestSet: largest, grows: this.grows, shrinks: this.shrinks };
+    return {
+      trackedPrefixes: this.groups.size,
+      replicated,
+      largestSet: largest,
+      grows: this.grows,
+      shrinks: this.shrinks,
+      heldByShare: this.heldByShare,
+      heldByImbalance: this.heldByImbalance,
+    };
   }
 }
 
@@ -247,7 +363,7 @@ export const HOTSPOT_FILTER = 'hotspot-replication-filter';
 
 /** Params override `load.hotspot` field by field, plus `unit` (default `load.unit`). */
 export const hotspotFilterFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('unit', 'keyChars', 'highWater', 'lowWater', 'growIntervalMs', 'minDwellMs', 'maxReplicas', 'idleTtlMs', 'maxPrefixes');
+  const r = params(name, p).only('unit', 'keyChars', 'highWater', 'lowWater', 'growIntervalMs', 'minDwellMs', 'maxReplicas', 'idleTtlMs', 'maxPrefixes', 'minGroupShare', 'minLoadRatio', 'shareHalfLifeMs');
   const h = loadConfigOf(ctx.config).hotspot;
   const highWater = r.number('highWater', h.highWater, { min: 0 });
   const lowWater = r.number('lowWater', h.lowWater, { min: 0, max: Math.max(0, highWater - 1e-9) });
@@ -262,5 +378,8 @@ export const hotspotFilterFactory: PluginFactory = (name, p, ctx) => {
     maxReplicas: r.number('maxReplicas', h.maxReplicas, { min: 0, integer: true }),
     idleTtlMs: r.number('idleTtlMs', h.idleTtlMs, { min: 1 }),
     maxPrefixes: r.number('maxPrefixes', h.maxPrefixes, { min: 1, integer: true }),
+    minGroupShare: r.number('minGroupShare', h.minGroupShare ?? DEFAULT_HOTSPOT_MIN_GROUP_SHARE, { min: 0, max: 1 }),
+    minLoadRatio: r.number('minLoadRatio', h.minLoadRatio ?? DEFAULT_HOTSPOT_MIN_LOAD_RATIO, { min: 0 }),
+    shareHalfLifeMs: r.number('shareHalfLifeMs', h.shareHalfLifeMs ?? DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS, { min: 1 }),
   });
 };
