@@ -55,3 +55,15 @@ export function decision(req: RouteRequest, ep: Endpoint): RouteDecision {
     decisionMicros: 0,
   };
 }
+
+/** A least-loaded picker (random among ties) over the candidates a filter left, like a profile's picker. */
+export function leastLoaded(left: readonly Candidate[], rng: Rng): Candidate {
+  let best = Infinity;
+  let ties: Candidate[] = [];
+  for (const c of left) {
+    const l = c.load.inflightRequests;
+    if (l < best) [best, ties] = [l, [c]];
+    else if (l === best) ties.push(c);
+  }
+  return ties[rng.int(ties.length)]!;
+}

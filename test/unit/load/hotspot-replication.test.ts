@@ -5,7 +5,7 @@ import { prefixKeyOf } from '../../../src/plugins/shared/prefix-key.js';
 import type { Candidate, CycleState } from '../../../src/scheduling/types.js';
 import { seededRng } from '../../../src/util/rng.js';
 import type { Rng } from '../../../src/util/rng.js';
-import { candidates, decision, request, state } from './builders.js';
+import { candidates, decision, leastLoaded, request, state } from './builders.js';
 
 const OPTS: HotspotOptions = {
   keyChars: 256,
@@ -28,14 +28,7 @@ function route(f: HotspotReplicationFilter, loads: number[], nowMs: number, rng:
   const st = state(request({ prefix }), nowMs, rng);
   const cs = candidates(loads);
   const left = f.filter(st, cs);
-  let best = Infinity;
-  let ties: Candidate[] = [];
-  for (const c of left) {
-    const l = c.load.inflightRequests;
-    if (l < best) [best, ties] = [l, [c]];
-    else if (l === best) ties.push(c);
-  }
-  const pick = ties[rng.int(ties.length)]!;
+  const pick = leastLoaded(left, rng);
   f.onRouted(st, decision(st.request, pick.endpoint));
   return { chosen: pick.endpoint.index, st, allowed: left.map((c) => c.endpoint.index) };
 }

@@ -13,7 +13,7 @@ import { prefixKeyOf } from '../../../../src/plugins/shared/prefix-key.js';
 import type { Candidate } from '../../../../src/scheduling/types.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import type { Rng } from '../../../../src/util/rng.js';
-import { candidates, decision, request, state } from '../../load/builders.js';
+import { candidates, decision, leastLoaded, request, state } from '../../load/builders.js';
 
 const LEGACY: HotspotOptions = {
   keyChars: 256,
@@ -48,17 +48,7 @@ class Pipeline {
     const st = state(request({ prefix: groupPrefix(g) }), nowMs, this.rng);
     const left = this.f.filter(st, candidates(loads));
     const aff = this.last.get(g);
-    let pick: Candidate | undefined = left.find((c) => c.endpoint.index === aff);
-    if (pick === undefined) {
-      let best = Infinity;
-      let ties: Candidate[] = [];
-      for (const c of left) {
-        const l = c.load.inflightRequests;
-        if (l < best) [best, ties] = [l, [c]];
-        else if (l === best) ties.push(c);
-      }
-      pick = ties[this.rng.int(ties.length)]!;
-    }
+    const pick: Candidate = left.find((c) => c.endpoint.index === aff) ?? leastLoaded(left, this.rng);
     this.f.onRouted(st, decision(st.request, pick.endpoint));
     this.last.set(g, pick.endpoint.index);
     return { allowed: left.map((c) => c.endpoint.index), chosen: pick.endpoint.index };
