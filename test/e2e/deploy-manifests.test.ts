@@ -165,6 +165,7 @@ describe('e2e: deploy/ mesh manifests', function () {
     it('health-checks the router cluster with panic routing off (fail-open works with FDS)', () => {
       const cp = patches.find((p) => p['applyTo'] === 'CLUSTER' && get(p, 'match', 'cluster', 'portNumber') === 9002);
       expect(get(cp, 'patch', 'value', 'common_lb_config', 'healthy_panic_threshold', 'value')).to.equal(0);
+      expect(get(cp, 'patch', 'value', 'common_lb_config', 'update_merge_window')).to.equal('0s');
       expect(get(cp, 'patch', 'value', 'health_checks', 0, 'tcp_health_check')).to.deep.equal({});
     });
 
