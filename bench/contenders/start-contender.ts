@@ -56,6 +56,7 @@ async function startCacheroute(spec: Extract<ContenderSpec, { kind: 'cacheroute'
       // Fail closed: a router failure must show up as failed requests, not as silent
       // fallback to Envoy's own balancing.
       failureModeAllow: false,
+      ...(spec.envoyResponseBody ? { responseBodyMode: spec.envoyResponseBody } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   } catch (err) {

@@ -26,6 +26,8 @@ export type ContenderSpec =
       readonly strategy: StrategyName;
       /** Envoy host-pinning variant (default override-host). */
       readonly envoyVariant?: 'override-host' | 'original-dst';
+      /** `NONE`: response bodies do not stream through the router (default: the config's FDS). */
+      readonly envoyResponseBody?: 'NONE';
       readonly routerOverrides?: RouterOverrides;
     }
   | { readonly kind: 'envoy-only'; readonly label: string; readonly lb: 'round-robin' | 'least-request' }
@@ -60,7 +62,7 @@ export interface RunningContender {
 export function contenderDescription(spec: ContenderSpec): string {
   switch (spec.kind) {
     case 'cacheroute':
-      return `cacheroute (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}`;
+      return `cacheroute (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.envoyResponseBody === 'NONE' ? ' (response_body_mode NONE)' : ''}`;
     case 'envoy-only':
       return `Envoy alone, lb ${spec.lb}`;
     case 'sglang-router':

@@ -192,6 +192,24 @@ describe('e2e: Envoy configs', function () {
     }
   });
 
+  it('responseBodyMode NONE stops streaming response bodies and trailers through the router', () => {
+    const modeOf = (doc: unknown): Record<string, unknown> =>
+      at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config', 'processing_mode') as Record<string, unknown>;
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      expect(modeOf(buildEnvoyConfig({ variant })), variant).to.deep.include({ response_body_mode: 'FULL_DUPLEX_STREAMED', response_trailer_mode: 'SEND' });
+      const none = modeOf(buildEnvoyConfig({ variant, responseBodyMode: 'NONE' }));
+      expect(none, variant).to.deep.include({ response_body_mode: 'NONE', response_trailer_mode: 'SKIP', request_body_mode: 'FULL_DUPLEX_STREAMED' });
+    }
+    expect(() => buildEnvoyConfig({ variant: 'envoy-only-round-robin', responseBodyMode: 'NONE' })).to.throw(/no ext_proc/);
+  });
+
+  it('both router variants push router health changes to the workers at once (update_merge_window 0s)', () => {
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      const cluster = at(buildEnvoyConfig({ variant }), 'static_resources', 'clusters', 'name=cacheroute_extproc') as Record<string, unknown>;
+      expect(at(cluster, 'common_lb_config', 'update_merge_window'), variant).to.equal('0s');
+    }
+  });
+
   it('refuses router options for Envoy-only variants and empty engine lists', () => {
     expect(() => buildEnvoyConfig({ variant: 'envoy-only-round-robin', failureModeAllow: true })).to.throw(/no ext_proc/);
     expect(() => buildEnvoyConfig({ variant: 'override-host', engines: [] })).to.throw(/empty/);

@@ -48,6 +48,11 @@ export interface EnvoyRenderOptions {
   readonly gracefulGrpcClose?: boolean;
   /** false removes the ext_proc grpc_service `retry_policy` (refused streams); router variants. */
   readonly refusedStreamRetry?: boolean;
+  /**
+   * `NONE` stops streaming response bodies through the router (response trailers `SKIP`
+   * too); router variants. Default: keep the file's (FULL_DUPLEX_STREAMED / SEND).
+   */
+  readonly responseBodyMode?: 'NONE';
 }
 
 /** The runtime key that makes Envoy half-close ext_proc streams instead of resetting them. */
@@ -157,7 +162,8 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     opts.otelCollector !== undefined ||
     opts.messageTimeoutMs !== undefined ||
     opts.gracefulGrpcClose !== undefined ||
-    opts.refusedStreamRetry !== undefined;
+    opts.refusedStreamRetry !== undefined ||
+    opts.responseBodyMode !== undefined;
   if (routerOpts && !usesRouter(opts.variant)) {
     throw new Error(`envoy config: variant ${opts.variant} has no ext_proc router`);
   }
@@ -167,7 +173,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   if (opts.otelCollector !== undefined) {
     setClusterEndpoints(byName(clusters, 'otel_collector', 'cluster'), [opts.otelCollector]);
   }
-  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined) {
+  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined || opts.responseBodyMode !== undefined) {
     const hcm = httpConnectionManager(doc);
     const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
     if (opts.failureModeAllow !== undefined) extProc['failure_mode_allow'] = opts.failureModeAllow;
@@ -176,6 +182,11 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
       const grpc = obj(extProc['grpc_service'], 'ext_proc grpc_service');
       if (!('retry_policy' in grpc)) throw new Error('envoy config: ext_proc grpc_service has no retry_policy');
       delete grpc['retry_policy'];
+    }
+    if (opts.responseBodyMode === 'NONE') {
+      const mode = obj(extProc['processing_mode'], 'ext_proc processing_mode');
+      mode['response_body_mode'] = 'NONE';
+      mode['response_trailer_mode'] = 'SKIP';
     }
   }
   if (opts.gracefulGrpcClose !== undefined) {
