@@ -22,16 +22,15 @@ export const DEFAULT_TOKEN_LOAD_WEIGHT = 0;
 export const DEFAULT_TRAFFIC_WINDOW_MS = 60_000;
 // --- hotspot ---
 /**
- * Off by default: cache-aware's imbalance escape already spills a hot prefix (and the
- * escaped engine learns it); replication bounds where the overflow goes and helps on a hot
- * prefix (p99 0.85× on peers-hot, 0.42–0.50× on load-hotspot), but it grows on engine load,
- * not on the group's own traffic, so on evenly spread busy traffic (`peers`, 8–24 req/s) it
- * replicates every group whose engine passes high water: p99 3.9× at 8 req/s, 42× at 16.
- * docs/load-signals.md §4 and §10 have the measurements.
+ * On by default since the group-level trigger (minGroupShare, minLoadRatio) stopped the
+ * cascade the first trigger caused on evenly spread busy traffic. Side by side with it off
+ * (bench/results/hotspot-default, peers-hotspot-group-trigger*): seed-table 0/50/90%
+ * sharing p50 0.97–1.01×, p99 0.99–1.01× (one 1.14× at 90%, 0.99× on a second seed); peers
+ * at 8–24 req/s within ±5%; mixed hot/warm (30% on one of 16 prompts) p50 1.03× / p99
+ * 0.95×; the 60% hot prefix p50 0.56× / p99 0.67× (4 engines), p99 0.39× on 8 engines.
+ * docs/load-signals.md §4 and §10.
  */
-export const DEFAULT_HOTSPOT_ENABLED = false;
-// (The group-level trigger below — minGroupShare, minLoadRatio — is the fix for that
-// cascade; whether it makes replication a safe default is measured in load-signals.md §10.)
+export const DEFAULT_HOTSPOT_ENABLED = true;
 /** 256 chars ≈ 64 tokens: a system prompt's head identifies its group. */
 export const DEFAULT_HOTSPOT_KEY_CHARS = 256;
 /** Grow a hot group's set when every member has this many requests in flight. */

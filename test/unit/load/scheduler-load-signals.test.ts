@@ -157,7 +157,8 @@ describe('load/scheduler wiring', () => {
     });
 
     it('the imbalance escape can count tokens: one huge prompt weighs more than several small ones', () => {
-      const over = { load: { unit: 'tokens' as const, tokensPerRequest: 100 }, cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } };
+      // Replication (on by default) off: this is about the escape's unit.
+      const over = { load: { unit: 'tokens' as const, tokensPerRequest: 100, hotspot: { enabled: false } }, cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } };
       const s = sched(2, 'cache-aware', over);
       const sys = textOf(9, 256);
       const first = s.route(req(sys + textOf(10, 8000))); // ~2064 tokens ≈ 20 request-equivalents

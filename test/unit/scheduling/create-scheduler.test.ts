@@ -101,7 +101,9 @@ describe('createScheduler strategies', () => {
   });
 
   describe('cache-aware', () => {
-    const over: Over = { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } };
+    // The core profile (docs/scheduling.md): hot-prefix replication, a load-signal add-on that
+    // is on by default, is switched off so the imbalance escape is tested on its own.
+    const over: Over = { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } }, load: { hotspot: { enabled: false } } };
 
     it('routes a repeated prefix back to the endpoint that has it (affinity)', () => {
       const s = sched(4, 'cache-aware', over);
@@ -157,6 +159,24 @@ describe('createScheduler strategies', () => {
       expect(next.decision.endpoint.index).to.equal(escaped.decision.endpoint.index);
       expect(next.decision.reason).to.equal('affinity');
       for (const l of leases) l.release();
+    });
+
+    it('with the shipped defaults, replicates a hot prefix (spill) long before the imbalance escape', () => {
+      const s = sched(4, 'cache-aware');
+      const system = text(33, 1024);
+      const held: RouteTicket[] = [s.route(request({ prefix: system }))];
+      const home = held[0]!.decision.endpoint.index;
+      let spilled: RouteTicket | undefined;
+      for (let k = 0; k < 31 && !spilled; k++) {
+        const t = s.route(request({ prefix: system }));
+        held.push(t);
+        if (t.decision.endpoint.index !== home) spilled = t;
+      }
+      expect(spilled, 'the hot group grew onto a second engine').to.not.equal(undefined);
+      expect(spilled!.decision.reason).to.equal('spill');
+      // Grown once its home passed high water (6 in flight), far below the escape's 32.
+      expect(held.length - 1).to.be.within(6, 8);
+      for (const t of held) t.finish({ aborted: false });
     });
 
     it('labels "load" when queue weight outweighs a partial match', () => {
