@@ -10,7 +10,7 @@ import { startContender } from '../contenders/start-contender.js';
 import type { Experiment, RunBudget } from '../presets/types.js';
 import { counterDelta, type EngineCounters } from '../stats/engine-counters.js';
 import { histogramDelta, histogramMean, histogramQuantile, readHistogram, type HistogramData } from '../stats/histogram-delta.js';
-import { parsePrometheusText } from '../stats/prometheus-text.js';
+import { parsePrometheusText, type Sample } from '../stats/prometheus-text.js';
 import { summarizeRun, type RunSummary } from '../stats/summarize.js';
 import { buildWorkload } from '../workloads/scenario.js';
 import { idealReuse, type BenchRequest } from '../workloads/types.js';
@@ -26,6 +26,11 @@ export interface DecisionTime {
   readonly meanUs: number | null;
   readonly p50Us: number | null;
   readonly p99Us: number | null;
+  /** Router event-loop delay over the measured run (`cacheroute_event_loop_delay_seconds`), ms. */
+  readonly loopDelayP99Ms?: number | null;
+  readonly loopDelayMaxMs?: number | null;
+  /** Router process CPU over the measured run (`cacheroute_process_cpu_seconds_total`) per request sent, ms. */
+  readonly cpuMsPerRequest?: number | null;
 }
 
 export interface ExperimentResult {
@@ -61,7 +66,12 @@ export interface ExperimentContext {
   readonly log: (msg: string) => void;
 }
 
-async function scrapeHistogram(url: string | undefined): Promise<{ name: string; data: HistogramData } | undefined> {
+interface RouterScrape {
+  readonly hist: { name: string; data: HistogramData } | undefined;
+  readonly samples: readonly Sample[];
+}
+
+async function scrapeRouter(url: string | undefined): Promise<RouterScrape | undefined> {
   if (url === undefined) return undefined;
   try {
     const res = await httpText(url, 'GET', 3000);
@@ -69,12 +79,18 @@ async function scrapeHistogram(url: string | undefined): Promise<{ name: string;
     const samples = parsePrometheusText(res.text);
     for (const name of DECISION_HISTOGRAMS) {
       const data = readHistogram(samples, name);
-      if (data) return { name, data };
+      if (data) return { hist: { name, data }, samples };
     }
+    return { hist: undefined, samples };
   } catch {
     // a router without (reachable) metrics simply has no decision time
   }
   return undefined;
+}
+
+function sampleValue(samples: readonly Sample[] | undefined, name: string, labels: Readonly<Record<string, string>> = {}): number | null {
+  const s = samples?.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+  return s === undefined ? null : s.value;
 }
 
 async function waitIdle(engines: readonly EngineHandle[], maxMs: number): Promise<boolean> {
@@ -159,7 +175,7 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
       await waitIdle(ctx.engines, 15_000);
     }
     const before = await scrapeEngineCounters(ctx.engines);
-    const histBefore = await scrapeHistogram(contender.routerMetricsUrl);
+    const routerBefore = await scrapeRouter(contender.routerMetricsUrl);
     actionTimers = (exp.engineActions ?? []).map((a) =>
       setTimeout(() => {
         void postToEngines(ctx.engines, a.path).then((bad) => {
@@ -186,11 +202,25 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     if (metricsDelay > 0) await new Promise((r) => setTimeout(r, metricsDelay + 200));
     const after = await scrapeEngineCounters(ctx.engines);
     deltas = new Map(engineIds.map((id) => [id, counterDelta(before.get(id) as EngineCounters, after.get(id) as EngineCounters)] as const));
-    const histAfter = await scrapeHistogram(contender.routerMetricsUrl);
+    const routerAfter = await scrapeRouter(contender.routerMetricsUrl);
+    const histAfter = routerAfter?.hist;
     if (histAfter) {
-      const d = histogramDelta(histBefore?.data, histAfter.data);
+      const d = histogramDelta(routerBefore?.hist?.data, histAfter.data);
       const us = (v: number | null): number | null => (v === null ? null : v * 1e6);
-      decision = { metric: histAfter.name, count: d.count, meanUs: us(histogramMean(d)), p50Us: us(histogramQuantile(d, 0.5)), p99Us: us(histogramQuantile(d, 0.99)) };
+      const ms = (v: number | null): number | null => (v === null ? null : v * 1e3);
+      const cpuBefore = sampleValue(routerBefore?.samples, 'cacheroute_process_cpu_seconds_total');
+      const cpuAfter = sampleValue(routerAfter.samples, 'cacheroute_process_cpu_seconds_total');
+      decision = {
+        metric: histAfter.name,
+        count: d.count,
+        meanUs: us(histogramMean(d)),
+        p50Us: us(histogramQuantile(d, 0.5)),
+        p99Us: us(histogramQuantile(d, 0.99)),
+        // The delay gauges cover the window since the previous scrape: the measured run.
+        loopDelayP99Ms: ms(sampleValue(routerAfter.samples, 'cacheroute_event_loop_delay_seconds', { quantile: '0.99' })),
+        loopDelayMaxMs: ms(sampleValue(routerAfter.samples, 'cacheroute_event_loop_delay_seconds', { quantile: '1' })),
+        cpuMsPerRequest: cpuBefore === null || cpuAfter === null || measured.length === 0 ? null : ((cpuAfter - cpuBefore) * 1e3) / measured.length,
+      };
     }
     const noEngineHeader = records.filter((r) => r.outcome === 'ok' && r.engine === null).length;
     if (noEngineHeader > 0) notes.push(`${noEngineHeader} successful responses carried no x-engine-id header`);

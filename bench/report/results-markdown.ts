@@ -135,12 +135,14 @@ export function resultsMarkdown(input: MarkdownInput): string {
       out.push('');
     }
     if (decisions.length > 0) {
-      out.push('Router-reported decision time (`cacheroute_decision_duration_seconds`, histogram estimate):');
+      out.push('Router-reported decision time (`cacheroute_decision_duration_seconds`, histogram estimate), and the router process over the measured run: event-loop delay (`cacheroute_event_loop_delay_seconds`) and CPU per request sent (`cacheroute_process_cpu_seconds_total`):');
       out.push('');
-      out.push(mdTable(['run', 'decisions', 'mean', 'p50', 'p99'], decisions.map((r) => {
+      out.push(mdTable(['run', 'decisions', 'mean', 'p50', 'p99', 'loop delay p99', 'loop delay max', 'router CPU / req'], decisions.map((r) => {
         const d = r.routerDecision as NonNullable<ExperimentResult['routerDecision']>;
         const us = (v: number | null): string => (v === null ? NA : `${v.toFixed(0)} µs`);
-        return [r.id, String(d.count), us(d.meanUs), us(d.p50Us), us(d.p99Us)];
+        const ms = (v: number | null | undefined): string => (v === null || v === undefined ? NA : `${v.toFixed(1)} ms`);
+        const cpu = (v: number | null | undefined): string => (v === null || v === undefined ? NA : `${(v * 1000).toFixed(0)} µs`);
+        return [r.id, String(d.count), us(d.meanUs), us(d.p50Us), us(d.p99Us), ms(d.loopDelayP99Ms), ms(d.loopDelayMaxMs), cpu(d.cpuMsPerRequest)];
       })));
       out.push('');
     }

@@ -22,6 +22,7 @@ import type { DecisionSpanRecorder } from './decision-span.js';
 import type { Logger } from './logger.js';
 import { RouterMetrics } from './metrics.js';
 import type { ScrapeStatsLike, ScrapeStatsView } from './metrics.js';
+import { ProcessMetrics } from './process-metrics.js';
 import { RecentDecisions } from './recent-decisions.js';
 import type { Tracing } from './tracing.js';
 
@@ -63,6 +64,7 @@ export class RouterTelemetry {
   private readonly spans: DecisionSpanRecorder | undefined;
   private unsubscribe: (() => void) | undefined;
   private scrapes: ScrapeStatsView | undefined;
+  private readonly process: ProcessMetrics;
 
   constructor(private readonly opts: RouterTelemetryOptions) {
     const { config, sources } = opts;
@@ -75,6 +77,8 @@ export class RouterTelemetry {
       ...(sources.loadOf ? { loads: { list: () => sources.endpoints().map((endpoint) => ({ endpoint, load: sources.loadOf!(endpoint) })) } } : {}),
       scrapes: { stats: () => this.scrapes?.stats() ?? [] },
     });
+    this.process = new ProcessMetrics([this.metrics.registry]);
+    this.process.start();
     this.recent = new RecentDecisions(config.telemetry.recentDecisions);
     if (opts.tracing?.enabled) {
       const byId = new Map(sources.endpoints().map((e) => [e.id, e] as const));
@@ -152,10 +156,11 @@ export class RouterTelemetry {
     registerDebugRoutes(admin, { recent: this.recent, endpoints: () => this.explainEndpoints() });
   }
 
-  /** Unsubscribes from the scheduler. Idempotent. */
+  /** Unsubscribes from the scheduler and stops the event-loop sampler. Idempotent. */
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.process.stop();
   }
 }
 

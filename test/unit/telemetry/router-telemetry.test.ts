@@ -33,6 +33,9 @@ function req(i: number, prompt: string, extra: Partial<RouteRequest> = {}): Rout
   };
 }
 
+/** Every telemetry a test built, stopped after it (each runs an event-loop sampler). */
+const built: RouterTelemetry[] = [];
+
 function fixture(opts: { tracing?: boolean; recent?: number } = {}) {
   const config = defaultConfig({ strategy: 'cache-aware', telemetry: { recentDecisions: opts.recent ?? 8 } });
   const clock = new ManualClock(1000);
@@ -51,6 +54,7 @@ function fixture(opts: { tracing?: boolean; recent?: number } = {}) {
       loadOf: (e) => scheduler.registry.loadOf(e),
     },
   });
+  built.push(telemetry);
   return { config, clock, scheduler, telemetry, exporter };
 }
 
@@ -60,6 +64,9 @@ async function get(port: number, path: string): Promise<{ status: number; type: 
 }
 
 describe('router-telemetry', () => {
+  afterEach(() => {
+    for (const t of built.splice(0)) t.stop();
+  });
   it('turns scheduler decisions into metrics, explain records and spans', async () => {
     const { scheduler, telemetry, exporter } = fixture({ tracing: true });
     const tickets = [0, 1, 2, 3].map((i) => scheduler.route(req(i, SYSTEM + `question ${i}`)));
@@ -125,6 +132,8 @@ describe('router-telemetry', () => {
       expect(r.type).to.match(/^text\/plain; version=0\.0\.4/);
       expect(r.body).to.match(/^cacheroute_decisions_total\{strategy="cache-aware",endpoint="127\.0\.0\.1:800\d",reason="[a-z-]+"\} 1$/m);
       expect(r.body).to.include('cacheroute_build_info{version="test"} 1');
+      expect(r.body).to.match(/^cacheroute_process_cpu_seconds_total \d/m);
+      expect(r.body).to.match(/^cacheroute_process_resident_memory_bytes \d/m);
     });
 
     it('GET /debug/endpoints shows each configured endpoint with its load', async () => {
