@@ -4,11 +4,13 @@
  * spread peers workload and helpful on hot prefixes; this runs replication off and on side
  * by side on seed-table's own scenarios (0/50/90% sharing, the 60% hot prefix) and on mixed
  * hot/warm traffic: one prompt with 30% of the traffic among 16 groups, which is busy
- * enough to tempt replication but not more than one engine can serve. Opt-in; results in
- * bench/results/hotspot-default/.
+ * enough to tempt replication but not more than one engine can serve; and on the two
+ * conversation workloads (mooncake trace, multi-turn chat), where many sessions share one
+ * system prompt. Opt-in; results in bench/results/hotspot-default/.
  */
 import type { ScenarioSpec } from '../workloads/scenario.js';
 import { CACHE_AWARE_HOTSPOT_OFF, CACHE_AWARE_HOTSPOT_ON } from './building-blocks.js';
+import { MOONCAKE, MULTI_TURN } from './long-sweeps.js';
 import { SEED_TABLE } from './seed-table.js';
 import type { PresetSpec } from './types.js';
 
@@ -24,9 +26,14 @@ export const HOTSPOT_DEFAULT: PresetSpec = {
   ...SEED_TABLE,
   name: 'hotspot-default',
   description: 'cache-aware with hot-prefix replication off and on, side by side, on seed-table (0/50/90% sharing, 60% hot prefix) and on mixed hot/warm traffic (30% on one of 16 prompts).',
-  estimatedMinutes: 12,
+  estimatedMinutes: 18,
+  budget: { requestTimeoutMs: 60_000, maxRunMs: 150_000 },
   blocks: [
     { ...SWEEP, contenders: VARIANTS },
     { ...HOT, scenarios: [HOT_60, MIXED], contenders: VARIANTS },
+    // Conversations: every session shares a system prompt (the replication group key) but
+    // its own history is much longer; run alone with --only trace/ or --only chat/.
+    { ...MOONCAKE.blocks[0]!, contenders: VARIANTS },
+    { ...MULTI_TURN.blocks[0]!, contenders: VARIANTS },
   ],
 };

@@ -22,15 +22,15 @@ export const DEFAULT_TOKEN_LOAD_WEIGHT = 0;
 export const DEFAULT_TRAFFIC_WINDOW_MS = 60_000;
 // --- hotspot ---
 /**
- * On by default since the group-level trigger (minGroupShare, minLoadRatio) stopped the
- * cascade the first trigger caused on evenly spread busy traffic. Side by side with it off
- * (bench/results/hotspot-default, peers-hotspot-group-trigger*): seed-table 0/50/90%
- * sharing p50 0.97–1.01×, p99 0.99–1.01× (one 1.14× at 90%, 0.99× on a second seed); peers
- * at 8–24 req/s within ±5%; mixed hot/warm (30% on one of 16 prompts) p50 1.03× / p99
- * 0.95×; the 60% hot prefix p50 0.56× / p99 0.67× (4 engines), p99 0.39× on 8 engines.
- * docs/load-signals.md §4 and §10.
+ * Off by default (opt-in). With the group-level trigger (minGroupShare, minLoadRatio) it is
+ * harmless on evenly spread busy traffic and on seed-table's 0/50/90% sharing, and it cuts
+ * a hot prefix's tail (p99 0.67× on 4 engines, 0.39× on 8) — but on conversation traffic
+ * the group key (a shared system prompt) is much shorter than what each session has cached,
+ * and every growth step moves a session away from its history: mooncake trace, side by
+ * side, 3.2 points less token hit and p99 1.32× (bench/results/hotspot-default). Turn it on
+ * for workloads whose reuse is the shared prompt itself. docs/load-signals.md §4 and §10.
  */
-export const DEFAULT_HOTSPOT_ENABLED = true;
+export const DEFAULT_HOTSPOT_ENABLED = false;
 /** 256 chars ≈ 64 tokens: a system prompt's head identifies its group. */
 export const DEFAULT_HOTSPOT_KEY_CHARS = 256;
 /** Grow a hot group's set when every member has this many requests in flight. */

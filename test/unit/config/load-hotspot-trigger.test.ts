@@ -10,7 +10,7 @@ import {
 import { MINIMAL, problemsOf } from './config-helpers.js';
 
 describe('config: load.hotspot group-level trigger', () => {
-  it('fills the gates from their named defaults and turns replication on', () => {
+  it('fills the gates from their named defaults and keeps replication off', () => {
     const h = parseConfig(MINIMAL).load!.hotspot;
     expect(h).to.include({
       enabled: DEFAULT_HOTSPOT_ENABLED,
@@ -18,8 +18,8 @@ describe('config: load.hotspot group-level trigger', () => {
       minLoadRatio: DEFAULT_HOTSPOT_MIN_LOAD_RATIO,
       shareHalfLifeMs: DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS,
     });
-    expect(h.enabled).to.equal(true);
-    expect(parseConfig({ ...MINIMAL, load: { hotspot: { enabled: false } } }).load!.hotspot.enabled).to.equal(false);
+    expect(h.enabled).to.equal(false);
+    expect(parseConfig({ ...MINIMAL, load: { hotspot: { enabled: true } } }).load!.hotspot.enabled).to.equal(true);
     expect(h.minGroupShare).to.be.greaterThan(0);
     expect(h.minLoadRatio).to.be.greaterThan(1);
   });

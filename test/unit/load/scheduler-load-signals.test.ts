@@ -157,7 +157,7 @@ describe('load/scheduler wiring', () => {
     });
 
     it('the imbalance escape can count tokens: one huge prompt weighs more than several small ones', () => {
-      // Replication (on by default) off: this is about the escape's unit.
+      // Replication off explicitly: this is about the escape's unit.
       const over = { load: { unit: 'tokens' as const, tokensPerRequest: 100, hotspot: { enabled: false } }, cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } };
       const s = sched(2, 'cache-aware', over);
       const sys = textOf(9, 256);

@@ -101,8 +101,8 @@ describe('createScheduler strategies', () => {
   });
 
   describe('cache-aware', () => {
-    // The core profile (docs/scheduling.md): hot-prefix replication, a load-signal add-on that
-    // is on by default, is switched off so the imbalance escape is tested on its own.
+    // The core profile (docs/scheduling.md): hot-prefix replication, a load-signal add-on
+    // (opt-in), is switched off explicitly so the imbalance escape is tested on its own.
     const over: Over = { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } }, load: { hotspot: { enabled: false } } };
 
     it('routes a repeated prefix back to the endpoint that has it (affinity)', () => {
@@ -161,8 +161,8 @@ describe('createScheduler strategies', () => {
       for (const l of leases) l.release();
     });
 
-    it('with the shipped defaults, replicates a hot prefix (spill) long before the imbalance escape', () => {
-      const s = sched(4, 'cache-aware');
+    it('with replication on, spills a hot prefix at high water, long before the imbalance escape', () => {
+      const s = sched(4, 'cache-aware', { load: { hotspot: { enabled: true } } });
       const system = text(33, 1024);
       const held: RouteTicket[] = [s.route(request({ prefix: system }))];
       const home = held[0]!.decision.endpoint.index;
