@@ -82,6 +82,13 @@ export const DEFAULT_QUEUE_SIGNAL: 'effective' | 'prefill' = 'effective';
  * within run-to-run noise of the scores.
  */
 export const DEFAULT_COLD_ROUTING: 'scores' | 'prefill-queue' = 'prefill-queue';
+/**
+ * Break equal prefill queues by the fewest recent cold placements (CacheAwareConfig.coldSpread).
+ * Why: on an idle fleet every queue is 0 and a random pick put the first sessions of three of
+ * four system prompts on one engine (bench/results/multi-turn); a cold request starts a prefix
+ * group that later requests follow, so spreading cold picks spreads groups.
+ */
+export const DEFAULT_COLD_SPREAD = true;
 
 // --- engineMetrics ---
 /** GIE scrapes engine metrics; without them the router is blind to others' traffic. */

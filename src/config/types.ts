@@ -79,6 +79,12 @@ export interface CacheAwareConfig {
    * (`prefill-queue`). Optional for configs built before it existed (= the default).
    */
   readonly coldRouting?: 'scores' | 'prefill-queue';
+  /**
+   * With `coldRouting: prefill-queue`, equal prefill queues are broken by the fewest recent
+   * cold placements (decayed) before the random tie-break, so new prefix groups spread over
+   * the engines instead of piling up by chance on an idle fleet. Optional (= the default).
+   */
+  readonly coldSpread?: boolean;
 }
 
 export interface EngineMetricsConfig {

@@ -5,7 +5,7 @@
  * Every profile starts with the eligibility filters (model/subset, then health), so no
  * strategy can route outside Envoy's subset hint or to an endpoint known to be down.
  */
-import { DEFAULT_COLD_ROUTING, DEFAULT_QUEUE_SIGNAL } from '../config/defaults.js';
+import { DEFAULT_COLD_ROUTING, DEFAULT_COLD_SPREAD, DEFAULT_QUEUE_SIGNAL } from '../config/defaults.js';
 import type { RouterConfig } from '../config/types.js';
 import type { ProfileSpec } from '../scheduling/profile-spec.js';
 import { HEALTH_FILTER } from './filter/health-filter.js';
@@ -70,7 +70,7 @@ export function cacheAwareProfile(config: RouterConfig): ProfileSpec {
       },
       { type: KV_USAGE_SCORER, weight: w.kvUsage },
       ...loadScorerPlugins(config, { tokenLoad: true }),
-      { type: MAX_SCORE_PICKER, params: { coldOrder: config.cacheAware.coldRouting ?? DEFAULT_COLD_ROUTING } },
+      { type: MAX_SCORE_PICKER, params: { coldOrder: config.cacheAware.coldRouting ?? DEFAULT_COLD_ROUTING, coldSpread: config.cacheAware.coldSpread ?? DEFAULT_COLD_SPREAD } },
       ...signals(config, true),
     ],
   };

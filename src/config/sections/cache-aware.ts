@@ -1,9 +1,10 @@
 /** `cacheAware:` section: prefix blocks, index size, scorer weights, imbalance escape. */
 import type { CacheAwareConfig } from '../types.js';
-import { int, num, oneOf, type ObjectReader } from '../field-reader.js';
+import { bool, int, num, oneOf, type ObjectReader } from '../field-reader.js';
 import {
   DEFAULT_BLOCK_CHARS,
   DEFAULT_COLD_ROUTING,
+  DEFAULT_COLD_SPREAD,
   DEFAULT_IMBALANCE_ABS,
   DEFAULT_IMBALANCE_REL,
   DEFAULT_INDEX_CAPACITY_BLOCKS,
@@ -42,6 +43,7 @@ export function parseCacheAware(r: ObjectReader): CacheAwareConfig {
   im.done();
   const queueSignal = r.get('queueSignal', oneOf(['effective', 'prefill']), DEFAULT_QUEUE_SIGNAL);
   const coldRouting = r.get('coldRouting', oneOf(['scores', 'prefill-queue']), DEFAULT_COLD_ROUTING);
+  const coldSpread = r.get('coldSpread', bool(), DEFAULT_COLD_SPREAD);
   r.done();
-  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal, coldRouting };
+  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal, coldRouting, coldSpread };
 }

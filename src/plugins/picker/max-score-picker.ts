@@ -18,6 +18,14 @@
  * requests too (KV usage is in-flight tokens by another name) and behave like least-request,
  * which measured p50 1.4–1.7× and p99 ~3× round-robin's TTFT with no prefix sharing
  * (bench/results/load-cold).
+ *
+ * Cold spread (`coldSpread`, on by default with prefill-queue): equal prefill queues are
+ * broken by the fewest recent cold placements (counts decayed with a 60 s half-life) before
+ * the random tie-break. Why: a cold request starts a prefix group that its followers join
+ * by affinity, so where cold requests land is where groups live. On an idle fleet every
+ * queue is 0 and a random pick put three of four system prompts, and so three quarters of a
+ * chat workload, on one engine (bench/results/multi-turn); counting recent cold picks
+ * spreads new groups like a round robin while the prefill queue still decides under load.
  */
 import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
 import { prefillQueue } from '../../endpoints/load.js';
@@ -32,20 +40,39 @@ export const MAX_SCORE_PICKER = 'max-score-picker';
 export const COLD_ORDERS = ['scores', 'prefill-queue'] as const;
 export type ColdOrder = (typeof COLD_ORDERS)[number];
 
+/** Half-life of the recent-cold-placement counts (cold spread). */
+export const COLD_SPREAD_HALF_LIFE_MS = 60_000;
+
+/** A count decayed to `atMs`. */
+interface ColdCount {
+  value: number;
+  atMs: number;
+}
+
 export class MaxScorePicker implements Picker {
+  /** Recent cold placements per endpoint id (cold spread). */
+  private readonly coldPicks = new Map<string, ColdCount>();
+
   constructor(
     readonly name: string,
     private readonly defaultReason: DecisionReason,
     private readonly coldOrder: ColdOrder = 'scores',
     private readonly staleAfterMs = 1000,
+    private readonly coldSpread = false,
   ) {}
 
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
     let order: number[];
     if (this.coldOrder === 'prefill-queue' && isCold(state, candidates)) {
       const q = new Array<number>(candidates.length);
-      for (let i = 0; i < candidates.length; i++) q[i] = -prefillQueue(candidates[i]!.load, this.staleAfterMs);
+      for (let i = 0; i < candidates.length; i++) {
+        // The spread term is in [0, 1) against the queue × 1024: it only breaks ties (engine
+        // waiting counts can be fractional once faded by age, so not just whole requests).
+        const recent = this.coldSpread ? this.recentColdPicks(candidates[i]!.endpoint.id, state.nowMs) : 0;
+        q[i] = -prefillQueue(candidates[i]!.load, this.staleAfterMs) * 1024 - recent / (1 + recent);
+      }
       order = orderByDescending(state, q);
+      if (this.coldSpread) this.countColdPick(candidates[order[0]!]!.endpoint.id, state.nowMs);
     } else {
       order = orderByDescending(state, totals);
     }
@@ -53,6 +80,23 @@ export class MaxScorePicker implements Picker {
     const reason =
       state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
     return { order, reason };
+  }
+
+  private recentColdPicks(id: string, nowMs: number): number {
+    const c = this.coldPicks.get(id);
+    if (c === undefined) return 0;
+    const dt = nowMs - c.atMs;
+    return dt <= 0 ? c.value : c.value * Math.pow(2, -dt / COLD_SPREAD_HALF_LIFE_MS);
+  }
+
+  private countColdPick(id: string, nowMs: number): void {
+    const value = this.recentColdPicks(id, nowMs) + 1;
+    const c = this.coldPicks.get(id);
+    if (c === undefined) this.coldPicks.set(id, { value, atMs: nowMs });
+    else {
+      c.value = value;
+      c.atMs = Math.max(c.atMs, nowMs);
+    }
   }
 }
 
@@ -93,13 +137,17 @@ function orderByDescending(state: CycleState, totals: ArrayLike<number>): number
   return order;
 }
 
-/** Params: `reason` (default load), `coldOrder` (scores | prefill-queue, default scores). */
+/**
+ * Params: `reason` (default load), `coldOrder` (scores | prefill-queue, default scores),
+ * `coldSpread` (default false here; cache-aware passes `cacheAware.coldSpread`).
+ */
 export const maxScorePickerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('reason', 'coldOrder');
+  const r = params(name, p).only('reason', 'coldOrder', 'coldSpread');
   return new MaxScorePicker(
     name,
     r.oneOf<DecisionReason>('reason', 'load', DECISION_REASONS),
     r.oneOf<ColdOrder>('coldOrder', 'scores', COLD_ORDERS),
     ctx.config.engineMetrics.staleAfterMs,
+    r.boolean('coldSpread', false),
   );
 };

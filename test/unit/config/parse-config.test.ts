@@ -41,6 +41,7 @@ describe('config/parse-config', () => {
         imbalance: { absThreshold: D.DEFAULT_IMBALANCE_ABS, relThreshold: D.DEFAULT_IMBALANCE_REL },
         queueSignal: D.DEFAULT_QUEUE_SIGNAL,
         coldRouting: D.DEFAULT_COLD_ROUTING,
+        coldSpread: D.DEFAULT_COLD_SPREAD,
       });
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
@@ -179,6 +180,7 @@ describe('config/parse-config', () => {
       ['rel threshold < 1', { cacheAware: { imbalance: { relThreshold: 0.5 } } }, 'cacheAware.imbalance.relThreshold'],
       ['queue signal', { cacheAware: { queueSignal: 'tokens' } }, 'cacheAware.queueSignal: expected one of effective, prefill'],
       ['cold routing', { cacheAware: { coldRouting: 'first' } }, 'cacheAware.coldRouting: expected one of scores, prefill-queue'],
+      ['cold spread not bool', { cacheAware: { coldSpread: 'yes' } }, 'cacheAware.coldSpread: expected true or false'],
       ['enabled not bool', { engineMetrics: { enabled: 'yes' } }, 'engineMetrics.enabled: expected true or false'],
       ['stale <= poll', { engineMetrics: { pollIntervalMs: 500, staleAfterMs: 500 } }, 'engineMetrics.staleAfterMs: must be greater'],
       ['timeout > stale', { engineMetrics: { timeoutMs: 2000 } }, 'engineMetrics.timeoutMs: must not exceed'],

@@ -122,18 +122,46 @@ describe('createScheduler strategies', () => {
 
     it('spreads cold requests over the least loaded endpoints, never always the first', () => {
       const s = sched(4, 'cache-aware', over);
-      // Finished one by one: all idle each time, so ties are broken at random.
+      // Finished one by one: all idle each time, so the recent cold picks break the ties.
       const seq = Array.from({ length: 40 }, (_, k) => {
         const t = s.route(request({ prefix: text(500 + k, 256) }));
         t.finish({ aborted: false });
         expect(t.decision.reason).to.equal('cold');
         return t;
       });
-      for (const c of counts(s, seq)) expect(c).to.be.within(3, 20);
+      expect(counts(s, seq)).to.deep.equal([10, 10, 10, 10]);
+      expect(new Set(seq.slice(0, 4).map((t) => t.decision.endpoint.index)).size, 'the first four groups on four engines').to.equal(4);
+      // Without cold spread the ties are broken at random: uneven, but never all on one.
+      const r = sched(4, 'cache-aware', { ...over, cacheAware: { ...over.cacheAware, coldSpread: false } });
+      const rand = Array.from({ length: 40 }, (_, k) => {
+        const t = r.route(request({ prefix: text(500 + k, 256) }));
+        t.finish({ aborted: false });
+        return t;
+      });
+      for (const c of counts(r, rand)) expect(c).to.be.within(3, 20);
+      expect(counts(r, rand)).to.not.deep.equal([10, 10, 10, 10]);
       // Kept open: each cold request goes to a least-loaded endpoint, so counts stay level.
       const s2 = sched(4, 'cache-aware', over);
       const open = Array.from({ length: 20 }, (_, k) => s2.route(request({ prefix: text(900 + k, 256) })));
       expect(counts(s2, open)).to.deep.equal([5, 5, 5, 5]);
+    });
+
+    it('cold spread only breaks ties: a shorter prefill queue wins over fewer placements', () => {
+      const s = sched(2, 'cache-aware', over, 3);
+      // Three cold picks alternate over two idle engines: 0/1 get 2 and 1 (or 1 and 2).
+      const first = Array.from({ length: 3 }, (_, k) => {
+        const t = s.route(request({ prefix: text(700 + k, 256) }));
+        t.finish({ aborted: false });
+        return t.decision.endpoint.index;
+      });
+      const busier = first.filter((i) => i === first[0]).length === 2 ? first[0]! : 1 - first[0]!;
+      // A request in prefill on the less-used engine: the busier-by-placements one is now the shorter queue.
+      const held = s.route(request({ prefix: text(800, 256) }));
+      expect(held.decision.endpoint.index, 'tie broken towards fewer placements').to.equal(1 - busier);
+      const next = s.route(request({ prefix: text(801, 256) }));
+      expect(next.decision.endpoint.index, 'prefill queue 0 beats fewer placements').to.equal(busier);
+      held.finish({ aborted: false });
+      next.finish({ aborted: false });
     });
 
     it('keeps affinity under moderate load and escapes only past both imbalance thresholds', () => {
