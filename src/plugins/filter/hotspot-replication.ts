@@ -62,6 +62,7 @@ import { loadMeasureOf } from '../load-signal-services.js';
 import { params } from '../plugin-params.js';
 import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
 import type { LoadMeasure } from '../shared/load-units.js';
+import { DecayedCounts } from '../shared/decayed-counts.js';
 import { prefixKeyOf } from '../shared/prefix-key.js';
 
 export interface HotspotOptions extends LoadMeasure {
@@ -113,19 +114,13 @@ export interface HotspotStats {
   readonly heldByImbalance: number;
 }
 
-/** An exponentially decayed count: value as of atMs. */
-interface Decayed {
-  value: number;
-  atMs: number;
-}
-
 interface Entry {
   key: number;
   members: string[];
   changedAtMs: number;
   lastSeenMs: number;
   /** The group's own decayed arrivals per endpoint id. */
-  arrivals: Map<string, Decayed>;
+  arrivals: DecayedCounts;
 }
 
 const SCRATCH = 'hotspot';
@@ -143,7 +138,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
   private heldByShare = 0;
   private heldByImbalance = 0;
   /** Decayed arrivals of every routed request per endpoint id (the denominator of the share). */
-  private readonly engineArrivals = new Map<string, Decayed>();
+  private readonly engineArrivals: DecayedCounts;
   private readonly minGroupShare: number;
   private readonly minLoadRatio: number;
   private readonly halfLifeMs: number;
@@ -159,21 +154,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     if (!(this.minGroupShare >= 0 && this.minGroupShare <= 1)) throw new RangeError('hotspot minGroupShare must be in [0, 1]');
     if (!(this.minLoadRatio >= 0)) throw new RangeError('hotspot minLoadRatio must be >= 0');
     if (!(this.halfLifeMs > 0)) throw new RangeError('hotspot shareHalfLifeMs must be > 0');
-  }
-
-  private decayedAt(d: Decayed | undefined, nowMs: number): number {
-    if (d === undefined) return 0;
-    const dt = nowMs - d.atMs;
-    return dt <= 0 ? d.value : d.value * Math.pow(2, -dt / this.halfLifeMs);
-  }
-
-  private bump(m: Map<string, Decayed>, id: string, nowMs: number): void {
-    const d = m.get(id);
-    if (d === undefined) m.set(id, { value: 1, atMs: nowMs });
-    else {
-      d.value = this.decayedAt(d, nowMs) + 1;
-      d.atMs = Math.max(d.atMs, nowMs);
-    }
+    this.engineArrivals = new DecayedCounts(this.halfLifeMs);
   }
 
   /** The group's share of all arrivals on its members (1 when nothing was counted yet). */
@@ -181,8 +162,8 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     let own = 0;
     let all = 0;
     for (const m of e.members) {
-      own += this.decayedAt(e.arrivals.get(m), nowMs);
-      all += this.decayedAt(this.engineArrivals.get(m), nowMs);
+      own += e.arrivals.valueAt(m, nowMs);
+      all += this.engineArrivals.valueAt(m, nowMs);
     }
     return all <= 0 ? 1 : Math.min(1, own / all);
   }
@@ -294,12 +275,12 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     const now = state.nowMs;
     const id = decision.endpoint.id;
     const counting = this.minGroupShare > 0;
-    if (counting) this.bump(this.engineArrivals, id, now);
+    if (counting) this.engineArrivals.add(id, now);
     const p = state.scratch.get(SCRATCH) as Pending | undefined;
     if (p === undefined) return;
     if (p.mode !== 'seed' && counting) {
       const e = this.groups.get(p.key);
-      if (e !== undefined) this.bump(e.arrivals, id, now);
+      if (e !== undefined) e.arrivals.add(id, now);
     }
     if (p.mode === 'none') return;
     if (p.mode === 'follow') {
@@ -309,8 +290,8 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     }
     const prev = this.groups.get(p.key);
     this.groups.delete(p.key);
-    const arrivals = prev?.arrivals ?? new Map<string, Decayed>();
-    if (counting) this.bump(arrivals, id, now);
+    const arrivals = prev?.arrivals ?? new DecayedCounts(this.halfLifeMs);
+    if (counting) arrivals.add(id, now);
     this.groups.set(p.key, { key: p.key, members: [id], changedAtMs: now, lastSeenMs: now, arrivals });
     while (this.groups.size > this.opts.maxPrefixes) {
       const oldest = this.groups.keys().next();
@@ -329,9 +310,9 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     for (const [k, e] of this.groups) {
       e.members = e.members.filter((m) => keep.has(m));
       if (e.members.length === 0) this.groups.delete(k);
-      else for (const id of e.arrivals.keys()) if (!keep.has(id)) e.arrivals.delete(id);
+      else e.arrivals.retain(keep);
     }
-    for (const id of this.engineArrivals.keys()) if (!keep.has(id)) this.engineArrivals.delete(id);
+    this.engineArrivals.retain(keep);
   }
 
   /** The set of one prefix group, if tracked (tests, explain). */

@@ -34,6 +34,7 @@ import { AFFINITY_EVIDENCE, getScratch } from '../../scheduling/cycle-scratch.js
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
 import { params } from '../plugin-params.js';
+import { DecayedCounts } from '../shared/decayed-counts.js';
 
 export const MAX_SCORE_PICKER = 'max-score-picker';
 
@@ -43,15 +44,9 @@ export type ColdOrder = (typeof COLD_ORDERS)[number];
 /** Half-life of the recent-cold-placement counts (cold spread). */
 export const COLD_SPREAD_HALF_LIFE_MS = 60_000;
 
-/** A count decayed to `atMs`. */
-interface ColdCount {
-  value: number;
-  atMs: number;
-}
-
 export class MaxScorePicker implements Picker {
   /** Recent cold placements per endpoint id (cold spread). */
-  private readonly coldPicks = new Map<string, ColdCount>();
+  private readonly coldPicks = new DecayedCounts(COLD_SPREAD_HALF_LIFE_MS);
 
   constructor(
     readonly name: string,
@@ -68,11 +63,11 @@ export class MaxScorePicker implements Picker {
       for (let i = 0; i < candidates.length; i++) {
         // The spread term is in [0, 1) against the queue × 1024: it only breaks ties (engine
         // waiting counts can be fractional once faded by age, so not just whole requests).
-        const recent = this.coldSpread ? this.recentColdPicks(candidates[i]!.endpoint.id, state.nowMs) : 0;
+        const recent = this.coldSpread ? this.coldPicks.valueAt(candidates[i]!.endpoint.id, state.nowMs) : 0;
         q[i] = -prefillQueue(candidates[i]!.load, this.staleAfterMs) * 1024 - recent / (1 + recent);
       }
       order = orderByDescending(state, q);
-      if (this.coldSpread) this.countColdPick(candidates[order[0]!]!.endpoint.id, state.nowMs);
+      if (this.coldSpread) this.coldPicks.add(candidates[order[0]!]!.endpoint.id, state.nowMs);
     } else {
       order = orderByDescending(state, totals);
     }
@@ -80,23 +75,6 @@ export class MaxScorePicker implements Picker {
     const reason =
       state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
     return { order, reason };
-  }
-
-  private recentColdPicks(id: string, nowMs: number): number {
-    const c = this.coldPicks.get(id);
-    if (c === undefined) return 0;
-    const dt = nowMs - c.atMs;
-    return dt <= 0 ? c.value : c.value * Math.pow(2, -dt / COLD_SPREAD_HALF_LIFE_MS);
-  }
-
-  private countColdPick(id: string, nowMs: number): void {
-    const value = this.recentColdPicks(id, nowMs) + 1;
-    const c = this.coldPicks.get(id);
-    if (c === undefined) this.coldPicks.set(id, { value, atMs: nowMs });
-    else {
-      c.value = value;
-      c.atMs = Math.max(c.atMs, nowMs);
-    }
   }
 }
 
