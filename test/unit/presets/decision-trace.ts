@@ -6,7 +6,7 @@
  */
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
-import { createScheduler } from '../../../src/scheduling/create-scheduler.js';
+import { createScheduler } from '../../../src/compose/create-scheduler.js';
 import type { RouterConfig } from '../../../src/config/types.js';
 import type { RouteTicket } from '../../../src/core/routing-service.js';
 
