@@ -22,8 +22,8 @@
  *    one engine at a time: the next step needs the newcomer above highWater too.
  *  - Group-level trigger (why: busy engines alone are no evidence of a hot group; on evenly
  *    spread busy traffic every group's engines pass high water, and growing every group
- *    sent cache misses everywhere, which made every engine busier — a cascade measured at
- *    34–42× p99 on `peers`). Growth additionally needs
+ *    sends cache misses everywhere, which makes every engine busier — a cascade). Growth
+ *    additionally needs
  *      (a) the group's own arrivals on its members ≥ minGroupShare of all arrivals on those
  *          members (exponentially decayed counts, half-life shareHalfLifeMs): the group is
  *          the cause of its engines' load, not one of many tenants; and
