@@ -9,8 +9,8 @@
  * the package's own published WebAssembly module (`workerd/xxhash.wasm`, the build its
  * workerd entry loads) directly on an `Xxh64Arena`: the caller writes its bytes once into
  * the module's memory and hashes ranges of it. The API's wrapper would copy every block
- * into that memory again and allocate two BigInts per call, about three times the time
- * per prompt (docs/decisions/0201-block-hash-library.md). The exports used (`mem`, `xxh64`)
+ * into that memory again and allocate two BigInts per call, which dominates for 128-byte
+ * inputs (docs/decisions/0201-block-hash-library.md). The exports used (`mem`, `xxh64`)
  * are that module's interface, so the package version is pinned exactly, and the reference
  * vectors in test/unit/prefix-cache/xxhash.test.ts check both ways in against each other.
  */
@@ -59,8 +59,8 @@ function wasmModule(): object {
  * V8 (Node 20) calls a WebAssembly export through a generic JS-to-wasm wrapper until that
  * export has been called about a thousand times, then compiles a signature-specific wrapper
  * synchronously inside the call that crossed the budget — per instance, so once per arena.
- * Calling it this often on an empty range at construction moves that cost (≈ 1 ms) from a
- * request to startup.
+ * Calling it this often on an empty range at construction moves that cost from a request
+ * to startup.
  */
 const WRAPPER_WARMUP_CALLS = 1100;
 
