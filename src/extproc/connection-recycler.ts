@@ -28,7 +28,7 @@
  */
 import { constants as http2Constants } from 'node:http2';
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 /** nghttp2's reset burst per connection and its refill rate. */
 export const NGHTTP2_RESET_BURST = 1000;

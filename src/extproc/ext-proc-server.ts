@@ -14,7 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ConnectionRecycler, DEFAULT_RESET_BUDGET_MARGIN } from './connection-recycler.js';
 import { extProcServiceDefinition } from './ext-proc-proto.js';
 import type { ProcessingRequest__Output, ProcessingResponse } from './ext-proc-proto.js';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { EdgeContext, ProcessStream, StreamHandler } from './stream-handler.js';
 
 /** Server keepalive (grpc-js' `grpc.keepalive_time_ms` / `grpc.keepalive_timeout_ms`). */

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { BlockHasher, blockKeyAt, chainTokenBlocks, copyBlockHashes, modelKey, tokenBlockKey, type BlockHashes } from '../../../src/prefix-cache/block-hasher.js';
 import { xxh64, xxh64String } from '../../../src/prefix-cache/xxhash.js';
 import { isRouterError } from '../../../src/core/errors.js';
-import { text } from '../scheduling/builders.js';
+import { text } from '../builders.js';
 import { seededRng } from '../../../src/util/rng.js';
 
 function keys(h: BlockHashes): string[] {
