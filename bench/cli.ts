@@ -7,6 +7,8 @@
  *   npm run bench -- --preset <name> --engine-flags kv-cache-blocks=900,time-scale=3   (override simulator flags)
  *   npm run bench -- --rerender <dir>   (rewrite results.md and charts of a finished run from its
  *                                        results.json and run.json with the current report code)
+ *   npm run bench -- bars --baseline <commit-or-dir> [...]   (the protocol-layer bars side by side
+ *                                        with a baseline build: bench/bars/run-bars.ts)
  *
  * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts, records/).
  */
@@ -59,6 +61,7 @@ function rerender(dir: string): number {
 }
 
 function main(): Promise<number> | number {
+  if (process.argv[2] === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars(process.argv.slice(3)));
   const { values } = parseArgs({
     options: {
       preset: { type: 'string' },
