@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from '../test/helpers/repo-paths.js';
+import { REPO_ROOT } from './harness/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
 import type { ExperimentResult } from './harness/run-experiment.js';
 import { findPreset, PRESETS } from './presets/index.js';

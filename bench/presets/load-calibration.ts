@@ -30,7 +30,7 @@ import { loadSignalStats } from '../../src/plugins/load-signal-stats.js';
 import { createScheduler } from '../../src/scheduling/create-scheduler.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
-import { REPO_ROOT } from '../../test/helpers/repo-paths.js';
+import { REPO_ROOT } from '../harness/repo-paths.js';
 import { resetEngines, startEngineFleet } from '../harness/engines.js';
 import type { EngineHandle } from '../contenders/types.js';
 import { collectRunInfo } from '../report/run-info.js';

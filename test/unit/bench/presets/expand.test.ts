@@ -3,7 +3,7 @@ import { expandPreset } from '../../../../bench/presets/expand.js';
 import { PRESETS } from '../../../../bench/presets/index.js';
 import type { PresetSpec } from '../../../../bench/presets/types.js';
 import { buildWorkload } from '../../../../bench/workloads/scenario.js';
-import { REPO_ROOT } from '../../../helpers/repo-paths.js';
+import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
 
 const preset: PresetSpec = {
   name: 'p',

@@ -1,39 +1,23 @@
 /**
  * Runs the `tiny` preset end to end (real Envoy, the compiled router, simulated engines),
- * writing to a temporary directory. Skipped with a message when a component is missing.
+ * writing to a temporary directory. Needs Envoy and the builds (require-component.ts).
  */
 import { expect } from 'chai';
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runPreset } from '../../../../bench/harness/run-preset.js';
 import type { ExperimentResult } from '../../../../bench/harness/run-experiment.js';
 import { TINY } from '../../../../bench/presets/tiny.js';
-import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../../helpers/repo-paths.js';
-
-function missingComponents(): string[] {
-  const missing: string[] = [];
-  try {
-    accessSync(ENVOY_BIN, constants.X_OK);
-  } catch {
-    missing.push(`Envoy (${ENVOY_BIN}; run scripts/setup.sh)`);
-  }
-  if (!existsSync(ROUTER_MAIN)) missing.push(`router build (${ROUTER_MAIN})`);
-  const sim = join(REPO_ROOT, 'dist', 'bench', 'sim-engine', 'main.js');
-  if (!existsSync(sim)) missing.push(`engine simulator build (${sim})`);
-  return missing;
-}
+import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../../../helpers/require-component.js';
 
 describe('bench preset tiny (end to end)', function () {
   this.timeout(180_000);
   let outDir: string;
 
   before(function () {
-    const missing = missingComponents();
-    if (missing.length > 0) {
-      console.log(`    skipped: missing ${missing.join(', ')}`);
-      this.skip();
-    }
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     outDir = mkdtempSync(join(tmpdir(), 'bench-tiny-'));
   });
 

@@ -199,6 +199,6 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
 
 /** Renders the variant as YAML text (with a header naming its source). */
 export function renderEnvoyConfig(opts: EnvoyRenderOptions): string {
-  const header = `# Rendered from envoy/${opts.variant}.yaml by test/helpers/envoy-config.ts; do not edit.\n`;
+  const header = `# Rendered from envoy/${opts.variant}.yaml by bench/harness/envoy-config.ts; do not edit.\n`;
   return header + stringify(buildEnvoyConfig(opts), { lineWidth: 0 });
 }

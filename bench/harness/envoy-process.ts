@@ -3,8 +3,10 @@
  * Listener and admin ports default to 0 (ephemeral) and are read back from the admin API,
  * so parallel runs never collide; each Envoy gets its own --base-id.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { renderEnvoyConfig, type EnvoyRenderOptions } from './envoy-config.js';
 import { httpRequest, isHttpOk } from './http-client.js';
 import { runDir, sleep, startProcess, type ManagedProcess } from './managed-process.js';
@@ -31,6 +33,17 @@ export interface EnvoyProcess extends ManagedProcess {
   hostHealth(cluster: string): Promise<string[]>;
   /** Polls hostHealth until every host is healthy (`true`) or none is (`false`). */
   waitForClusterHealth(cluster: string, healthy: boolean, timeoutMs?: number): Promise<void>;
+}
+
+/** `envoy --mode validate` on a config file: ok, and Envoy's output (or the error). */
+export async function validateEnvoyConfig(file: string): Promise<{ ok: boolean; output: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], { timeout: 20_000 });
+    return { ok: true, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}${e.message}` };
+  }
 }
 
 let baseIdCounter = 0;

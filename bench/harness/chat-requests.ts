@@ -3,7 +3,7 @@
  * requests with deterministic text (bench/workloads/synthetic-text.ts), the serving engine
  * from `x-engine-id`, and SSE event parsing.
  */
-import { syntheticTokens } from '../../bench/workloads/synthetic-text.js';
+import { syntheticTokens } from '../workloads/synthetic-text.js';
 import type { HttpResult } from './http-client.js';
 
 export const CHAT_PATH = '/v1/chat/completions';
