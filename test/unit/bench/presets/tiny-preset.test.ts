@@ -44,7 +44,9 @@ describe('bench preset tiny (end to end)', function () {
     const files = readdirSync(outDir);
     for (const f of ['results.md', 'results.json', 'run.json']) expect(files).to.include(f);
     expect(files.filter((f) => f.endsWith('.svg')).length).to.be.at.least(4);
-    expect(readdirSync(join(outDir, 'records'))).to.have.length(6);
+    expect(files, 'per-request records stay out of the committed directory').to.not.include('records');
+    const rawDir = join(outDir, 'raw');
+    expect(readdirSync(rawDir)).to.have.length(6);
     const run = JSON.parse(readFileSync(join(outDir, 'run.json'), 'utf8')) as { seed: number; node: string; preset: { name: string } };
     expect(run.seed).to.equal(1);
     expect(run.preset.name).to.equal('tiny');
@@ -52,7 +54,7 @@ describe('bench preset tiny (end to end)', function () {
     const md = readFileSync(join(outDir, 'results.md'), 'utf8');
     expect(md).to.contain('| sharing-90 | 8 | cacheroute-cache-aware |');
     // records carry no prompt text
-    const line = readFileSync(join(outDir, 'records', readdirSync(join(outDir, 'records'))[0] as string), 'utf8').split('\n')[0] as string;
+    const line = readFileSync(join(rawDir, readdirSync(rawDir)[0] as string), 'utf8').split('\n')[0] as string;
     expect(Object.keys(JSON.parse(line) as object)).to.not.include('prompt');
   });
 });
