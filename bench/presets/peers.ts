@@ -58,10 +58,10 @@ export const PEERS: PresetSpec = {
         },
       ],
       qpsSweep: [...PEERS_SWEEP_QPS],
-      // cache-aware at the shipped defaults and with hot-prefix replication flipped, side by side
-      // (bench/results/peers: whether replication is harmless on evenly spread prefixes).
+      // cache-aware at the shipped defaults and with hot-prefix replication on, side by side:
+      // whether replication stays harmless on evenly spread prefixes.
       contenders: [cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_ON, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, ENVOY_RR, ENVOY_LR],
-      // Envoy alone saturates below 8 req/s on this shape; 16 already shows its collapse.
+      // Envoy alone saturates well inside the sweep; 16 req/s already shows its collapse.
       contenderMaxQps: { [ENVOY_RR.label]: 16, [ENVOY_LR.label]: 16 },
     },
     {
