@@ -27,5 +27,5 @@ export function newBlockHasher(config: RouterConfig): BlockHasher {
 }
 
 export function newPrefixIndex(config: RouterConfig, endpoints: EndpointRegistry): PrefixIndex {
-  return new PrefixIndex({ endpoints: endpoints.size, capacityBlocks: config.cacheAware.indexCapacityBlocks });
+  return new PrefixIndex({ endpoints: endpoints.indexCapacity, capacityBlocks: config.cacheAware.indexCapacityBlocks });
 }

@@ -15,7 +15,7 @@ import type { RoutingService, RouteTicket } from '../core/routing-service.js';
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { InflightLease } from '../endpoints/inflight.js';
 import { newLoadScratch, type MutableLoadSnapshot } from '../endpoints/load.js';
-import type { EndpointRegistry } from '../endpoints/registry.js';
+import type { EndpointRegistry, MembershipChange } from '../endpoints/registry.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';
@@ -68,9 +68,28 @@ export class Scheduler implements RoutingService {
     this.fallbacks = Math.max(0, Math.floor(opts.config.fallbacks));
     this.events = new DecisionEmitter(opts.logger);
     this.scorerNames = this.profile.scorers.map((s) => s.scorer.name);
-    this.ticketContext = { profile: this.profile, events: this.events, clock: this.clock, logger: this.logger };
+    this.ticketContext = { profile: this.profile, events: this.events, clock: this.clock, logger: this.logger, registry: this.registry };
     const all = this.registry.all();
     for (const p of this.plugins) if (isEndpointsChangedHook(p)) p.onEndpointsChanged(all);
+    this.registry.onMembershipChange((change) => this.onMembership(change));
+  }
+
+  /** Forwards a registry membership change to every plugin's membership hook. */
+  private onMembership(change: MembershipChange): void {
+    for (const p of this.plugins) {
+      if (!isEndpointsChangedHook(p)) continue;
+      try {
+        p.onEndpointsChanged(change.endpoints, change);
+      } catch (err) {
+        this.logger.warn('membership hook failed', { plugin: p.name, error: errText(err) });
+      }
+    }
+    this.logger.info('endpoints changed', {
+      added: change.added.map((e) => e.id).join(','),
+      removed: change.removed.map((e) => e.id).join(','),
+      updated: change.updated.map((e) => e.id).join(','),
+      members: change.endpoints.length,
+    });
   }
 
   /** Strategy (profile) name, as reported in decisions. */
@@ -212,6 +231,7 @@ export class Scheduler implements RoutingService {
 
 /** What every ticket of one scheduler shares (one object per scheduler, not per request). */
 interface TicketContext {
+  readonly registry: EndpointRegistry;
   readonly profile: Profile;
   readonly events: DecisionEmitter;
   readonly clock: Clock;
@@ -242,9 +262,12 @@ class Ticket implements RouteTicket {
     if (this.#finished) return;
     this.#finished = true;
     this.#lease.release();
-    const { profile, events, logger } = this.#ctx;
+    const { profile, events, logger, registry } = this.#ctx;
     const { request, decision } = this;
-    for (const h of profile.completedHooks) {
+    // An engine that left while this request ran has no state any more: its late outcome
+    // must not recreate some (the accounting above is all that still applies).
+    const member = registry.isMember(decision.endpoint);
+    for (const h of member ? profile.completedHooks : NO_HOOKS) {
       try {
         h.onCompleted(request, decision, outcome);
       } catch (err) {
@@ -257,8 +280,9 @@ class Ticket implements RouteTicket {
   /** Prefill accounting only (see inflight.ts): the request keeps its in-flight claim. */
   firstByte(): void {
     if (this.#finished || !this.#lease.firstByte()) return;
-    const { profile, logger } = this.#ctx;
+    const { profile, logger, registry } = this.#ctx;
     const { request, decision } = this;
+    if (!registry.isMember(decision.endpoint)) return;
     for (const h of profile.completedHooks) {
       if (h.onFirstByte === undefined) continue;
       try {
@@ -269,6 +293,8 @@ class Ticket implements RouteTicket {
     }
   }
 }
+
+const NO_HOOKS: Profile['completedHooks'] = [];
 
 /** Timings sink when nobody observes (runProfileTimed appends only with a clock). */
 const NO_TIMINGS: PluginTiming[] = [];

@@ -27,12 +27,12 @@
  * chat workload, on one engine (bench/results/multi-turn); counting recent cold picks
  * spreads new groups like a round robin while the prefill queue still decides under load.
  */
-import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
+import { DECISION_REASONS, type DecisionReason, type Endpoint } from '../../core/types.js';
 import { prefillQueue } from '../../endpoints/load.js';
 import { affinityReason } from '../../scheduling/affinity-reason.js';
 import { AFFINITY_EVIDENCE, getScratch } from '../../scheduling/cycle-scratch.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import type { Candidate, CycleState, EndpointsChangedHook, Picker, PickResult } from '../../scheduling/types.js';
 import { params } from '../plugin-params.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
 
@@ -44,7 +44,7 @@ export type ColdOrder = (typeof COLD_ORDERS)[number];
 /** Half-life of the recent-cold-placement counts (cold spread). */
 export const COLD_SPREAD_HALF_LIFE_MS = 60_000;
 
-export class MaxScorePicker implements Picker {
+export class MaxScorePicker implements Picker, EndpointsChangedHook {
   /** Recent cold placements per endpoint id (cold spread). */
   private readonly coldPicks = new DecayedCounts(COLD_SPREAD_HALF_LIFE_MS);
 
@@ -55,6 +55,11 @@ export class MaxScorePicker implements Picker {
     private readonly staleAfterMs = 1000,
     private readonly coldSpread = false,
   ) {}
+
+  /** A departed engine's recent cold placements go with it. */
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    this.coldPicks.retain(new Set(endpoints.map((e) => e.id)));
+  }
 
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
     let order: number[];

@@ -33,7 +33,7 @@ import { HotspotReplicationFilter, hotspotFilterFactory } from '../filter/hotspo
 import { sharedTrafficStats } from '../load-signal-services.js';
 import { prefixCachePluginFactory, type PrefixCachePlugin } from '../multi/prefix-cache-plugin.js';
 import { params } from '../plugin-params.js';
-import { maxScorePickerFactory } from '../picker/max-score-picker.js';
+import { maxScorePickerFactory, type MaxScorePicker } from '../picker/max-score-picker.js';
 import { roundRobinPickerFactory } from '../picker/round-robin-picker.js';
 import { kvUsageScorerFactory } from '../scorer/kv-usage-scorer.js';
 import { queueScorerFactory } from '../scorer/queue-scorer.js';
@@ -208,6 +208,7 @@ function buildSubProfiles(
   };
   // The hotspot hook only acts on cycles its filter ran in; the index learns every decision.
   const routedHooks: RoutedHook[] = hotspot !== undefined ? [hotspot, prefix] : [prefix];
-  const changedHooks: EndpointsChangedHook[] = hotspot !== undefined ? [prefix, hotspot] : [prefix];
+  const changedHooks: EndpointsChangedHook[] = [prefix, picker as MaxScorePicker, loadPicker as MaxScorePicker];
+  if (hotspot !== undefined) changedHooks.push(hotspot);
   return { profiles, routedHooks, changedHooks };
 }
