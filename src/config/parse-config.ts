@@ -16,6 +16,7 @@ import { parseCacheAware } from './sections/cache-aware.js';
 import { parseEngineMetrics } from './sections/engine-metrics.js';
 import { parseTelemetry } from './sections/telemetry.js';
 import { parseLoad } from './sections/load.js';
+import { DEFAULT_DISCOVERY, parseDiscoverySection } from './sections/discovery.js';
 
 export interface ParseOptions {
   /** Environment for CACHEROUTE_* overrides; none are applied when omitted. */
@@ -44,7 +45,10 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   const requests = parseRequests(root.section('requests'));
   const server = parseServer(root.section('server'), requests.maxBodyBytes);
   const engineMetrics = parseEngineMetrics(root.section('engineMetrics'));
-  const endpoints = parseEndpoints(root, engineMetrics.enabled);
+  const discoveryParsed = parseDiscoverySection(root.raw('discovery'));
+  if ('problems' in discoveryParsed) for (const p of discoveryParsed.problems) problems.add(p.path, p.message);
+  const discovery = 'config' in discoveryParsed ? discoveryParsed.config : DEFAULT_DISCOVERY;
+  const endpoints = parseEndpoints(root, engineMetrics.enabled, discovery.sources.length > 0);
   const strategy = root.get('strategy', oneOf(STRATEGIES), DEFAULT_STRATEGY);
   const fallbacks = root.get('fallbacks', int({ min: 0, max: 16 }), DEFAULT_FALLBACKS);
   const seed = root.get('seed', int({ min: 0, max: 2 ** 32 - 1 }), DEFAULT_SEED);
@@ -66,6 +70,7 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
     engineMetrics,
     telemetry,
     load,
+    discovery,
   };
   return deepFreeze(config);
 }

@@ -3,6 +3,8 @@
  * Defaults and validation live in src/config/ (loader); this file is the contract.
  */
 
+import type { DiscoveryConfig } from './sections/discovery.js';
+
 export const STRATEGIES = [
   'round-robin',
   'random',
@@ -135,6 +137,8 @@ export interface RouterConfig {
    * always fills it (use `loadConfigOf(config)` from src/config/sections/load.ts to read it).
    */
   readonly load?: LoadConfig;
+  /** Endpoint discovery (src/config/sections/discovery.ts); parseConfig always fills it. */
+  readonly discovery?: DiscoveryConfig;
 }
 
 /** What "load" means for the load-aware plugins. */

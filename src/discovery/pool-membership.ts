@@ -23,6 +23,8 @@ export interface PoolMembershipOptions {
   /** The metrics URL of a discovered engine (undefined = not polled). */
   readonly metricsUrl?: (id: string) => string | undefined;
   readonly log: SourceLog;
+  /** false: follow the sources but leave the registry alone until `activate()` (a reload's standby). */
+  readonly active?: boolean;
 }
 
 export class PoolMembership {
@@ -31,8 +33,17 @@ export class PoolMembership {
   private started = false;
   private readonly syncWaiters: (() => void)[] = [];
   private readonly reportedConflicts = new Set<string>();
+  private active: boolean;
 
-  constructor(private readonly opts: PoolMembershipOptions) {}
+  constructor(private readonly opts: PoolMembershipOptions) {
+    this.active = opts.active ?? true;
+  }
+
+  /** Takes over the registry (applies the current union at once). */
+  activate(): void {
+    this.active = true;
+    this.apply();
+  }
 
   sources(): EndpointSource[] {
     return this.opts.pools.flatMap((p) => [...p.sources]);
@@ -116,6 +127,7 @@ export class PoolMembership {
 
   /** Pushes the desired set into the registry (no-op when unchanged). */
   apply(): void {
+    if (!this.active) return;
     try {
       this.opts.registry.replace(this.desired());
     } catch (err) {

@@ -19,6 +19,7 @@ import type { EndpointConfig } from '../config/types.js';
 import { RouterError } from '../core/errors.js';
 import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
+import { isHostName, parseHostPort } from '../util/host-port.js';
 import { InflightTracker } from './inflight.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from './load.js';
 
@@ -230,10 +231,13 @@ export class EndpointRegistry {
     return change;
   }
 
-  /** Builds the registry from the `endpoints` section of the config. */
+  /**
+   * Builds the registry from the `endpoints` section of the config. Host-name entries are
+   * left to discovery (src/discovery/), which resolves them and adds their addresses.
+   */
   static fromConfig(configs: readonly EndpointConfig[], clock: Clock): EndpointRegistry {
     return new EndpointRegistry(
-      configs.map((c) => {
+      configs.filter((c) => !isHostNameEntry(c.address)).map((c) => {
         const a = parseEndpointAddress(c.address);
         return {
           id: a.id,
@@ -359,6 +363,12 @@ export class EndpointRegistry {
     }
     return out;
   }
+}
+
+/** True for `name:port` entries (resolved by discovery, not members by themselves). */
+export function isHostNameEntry(address: string): boolean {
+  const hp = parseHostPort(address);
+  return typeof hp !== 'string' && isHostName(hp.host);
 }
 
 function checkUnique(endpoints: readonly EndpointSpec[]): void {

@@ -19,6 +19,7 @@ import type { ScrapeStatsView } from './metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
 import type { TelemetrySources } from './router-telemetry.js';
 import { startTracing } from './tracing.js';
+import { registerDiscoveryMetrics } from '../discovery/discovery-metrics.js';
 import type { Tracing } from './tracing.js';
 
 export interface TelemetryInstrumentOptions {
@@ -34,7 +35,7 @@ export interface TelemetryInstrumentOptions {
 /** The scheduler capabilities telemetry uses when present (src/scheduling/scheduler.ts). */
 interface ObservableScheduler {
   onDecision?(listener: DecisionListener): () => void;
-  registry?: { loadOf(endpoint: Endpoint): LoadSnapshot };
+  registry?: { loadOf(endpoint: Endpoint): LoadSnapshot; onMembershipChange?(l: (c: { endpoints: readonly Endpoint[] }) => void): () => void };
   service?<T>(key: ServiceKey<T>): T | undefined;
 }
 
@@ -87,10 +88,13 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     // Count staleness fallbacks (the hook object is the plugins' designated telemetry seam).
     const staleness = typeof s.service === 'function' ? s.service(STALENESS_HOOKS_KEY) : undefined;
     if (staleness) staleness.onFallback = (id, reason) => telemetry.metrics.recordSignalFallback(id, reason);
+    const offMembership = registry?.onMembershipChange?.((c) => telemetry.onEndpointsChanged(c.endpoints));
+    if (parts.discovery !== undefined) registerDiscoveryMetrics(telemetry.metrics.registry, parts.discovery);
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,
       async stop() {
+        offMembership?.();
         telemetry.stop();
         await ownTracing?.shutdown();
       },

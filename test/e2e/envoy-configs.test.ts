@@ -4,7 +4,7 @@
  * what it claims to change.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -18,6 +18,7 @@ import {
   type EnvoyRenderOptions,
 } from '../helpers/envoy-config.js';
 import { runDir } from '../helpers/managed-process.js';
+import { edsDocument } from '../../src/discovery/eds-file-writer.js';
 import { ENVOY_BIN, REPO_ROOT } from '../helpers/repo-paths.js';
 
 const run = promisify(execFile);
@@ -72,9 +73,24 @@ describe('e2e: Envoy configs', function () {
     for (const v of ENVOY_VARIANTS) expect(files).to.include(`${v}.yaml`);
   });
 
+  /** An EDS file (empty assignment) Envoy can read, for the EDS variant. */
+  const edsFile = (): string => {
+    const dir = join(runDir(), 'eds');
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, 'engines.json');
+    writeFileSync(path, edsDocument('engines', [], 1));
+    return path;
+  };
+
   for (const file of files) {
     it(`envoy --mode validate accepts envoy/${file}`, async () => {
-      const res = await validate(join(REPO_ROOT, 'envoy', file));
+      let path = join(REPO_ROOT, 'envoy', file);
+      if (file === 'override-host-eds.yaml') {
+        // The EDS file must exist: validate the shipped file with only its path moved.
+        path = join(runDir(), 'validate-shipped-override-host-eds.yaml');
+        writeFileSync(path, renderEnvoyConfig({ variant: 'override-host-eds', edsPath: edsFile() }));
+      }
+      const res = await validate(path);
       expect(res.ok, res.output).to.equal(true);
       expect(res.output).to.include('OK');
     });
@@ -106,6 +122,7 @@ describe('e2e: Envoy configs', function () {
             failureModeAllow,
             otelCollector: '127.0.0.1:14317',
             messageTimeoutMs: 1500,
+            ...(variant === 'override-host-eds' ? { edsPath: edsFile() } : {}),
           },
         });
       }
@@ -123,6 +140,8 @@ describe('e2e: Envoy configs', function () {
       const engineCluster = at(doc, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
       if (engineCluster['type'] === 'ORIGINAL_DST') {
         expect(engineCluster['load_assignment']).to.equal(undefined);
+      } else if (engineCluster['type'] === 'EDS') {
+        expect(at(engineCluster, 'eds_cluster_config', 'eds_config', 'path_config_source', 'path')).to.equal(opts.edsPath);
       } else {
         expect(endpointsOf(doc, 'engines')).to.deep.equal(opts.engines);
       }
@@ -140,8 +159,23 @@ describe('e2e: Envoy configs', function () {
     });
   }
 
+  it('override-host-eds.yaml is override-host.yaml with only the engine cluster fed by EDS', () => {
+    const plain = buildEnvoyConfig({ variant: 'override-host' });
+    const eds = buildEnvoyConfig({ variant: 'override-host-eds' });
+    expect(eds['node']).to.deep.equal({ id: 'cacheroute-envoy', cluster: 'cacheroute' });
+    const strip = (doc: Record<string, unknown>): unknown => {
+      const copy = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
+      delete copy['node'];
+      const engines = at(copy, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
+      for (const k of ['type', 'load_assignment', 'eds_cluster_config']) delete engines[k];
+      return copy;
+    };
+    expect(strip(eds)).to.deep.equal(strip(plain));
+    expect(at(eds, 'static_resources', 'clusters', 'name=engines', 'type')).to.equal('EDS');
+  });
+
   it('keeps the ext_proc settings the router depends on', () => {
-    for (const variant of ['override-host', 'original-dst'] as const) {
+    for (const variant of ['override-host', 'override-host-eds', 'original-dst'] as const) {
       const doc = buildEnvoyConfig({ variant });
       const extProc = extProcOf(doc);
       expect(extProc['processing_mode']).to.deep.include({

@@ -1,13 +1,17 @@
 /** Checks shared by several config sections. */
+import { isHostName, parseHostPort } from '../../util/host-port.js';
 import { fail, ok, type Check } from '../field-reader.js';
 import { parseIpPort } from '../ip-port.js';
 
-/** Endpoint address: literal ip:port, port 1-65535, returned in canonical form. */
+/** Endpoint address: literal ip:port (returned in canonical form) or host:port, port 1-65535. */
 export const endpointAddress: Check<string> = (v) => {
   if (Array.isArray(v)) return fail('ip:port (quote IPv6 addresses in YAML: "[::1]:8000")');
   if (typeof v !== 'string') return fail('ip:port');
   const p = parseIpPort(v);
-  return p ? ok(p.id) : fail('ip:port (IPv4 or [IPv6] literal, port 1-65535; hostnames are not allowed)');
+  if (p) return ok(p.id);
+  // A host name is resolved (and re-resolved) by discovery to every address it has.
+  const hp = parseHostPort(v);
+  return typeof hp !== 'string' && isHostName(hp.host) ? ok(v) : fail('ip:port or host:port (IPv4 or [IPv6] literal or a DNS name, port 1-65535)');
 };
 
 /** Listen address: literal ip:port or localhost:port, port 0 (ephemeral) allowed. */

@@ -3,25 +3,26 @@ import type { EndpointConfig } from '../types.js';
 import { describe, listOf, str, ObjectReader, joinPath } from '../field-reader.js';
 import { DEFAULT_POOL } from '../defaults.js';
 import { endpointAddress, httpUrl, labelName } from './common-checks.js';
+import { parseIpPort } from '../ip-port.js';
 
 /**
  * An entry is either a mapping `{address, pool?, models?, metricsUrl?}` or just the
  * address string. When engine metrics are polled, metricsUrl defaults to
  * `http://<address>/metrics`.
  */
-export function parseEndpoints(root: ObjectReader, metricsEnabled: boolean): EndpointConfig[] {
+export function parseEndpoints(root: ObjectReader, metricsEnabled: boolean, discovered = false): EndpointConfig[] {
   const path = root.fieldPath('endpoints');
   const raw = root.raw('endpoints');
   const problems = root.problems;
   if (raw === undefined) {
-    problems.add(path, 'required (at least one endpoint)');
+    if (!discovered) problems.add(path, 'required (at least one endpoint, or discovery.sources)');
     return [];
   }
   if (!Array.isArray(raw)) {
     problems.add(path, `expected a list of endpoints, got ${describe(raw)}`);
     return [];
   }
-  if (raw.length === 0) problems.add(path, 'at least one endpoint is required');
+  if (raw.length === 0 && !discovered) problems.add(path, 'at least one endpoint is required (or discovery.sources)');
 
   const out: EndpointConfig[] = [];
   const seen = new Map<string, number>();
@@ -39,7 +40,8 @@ export function parseEndpoints(root: ObjectReader, metricsEnabled: boolean): End
       return;
     }
     seen.set(address, i);
-    if (metricsUrl === undefined && metricsEnabled) metricsUrl = `http://${address}/metrics`;
+    // Host-name entries get their metrics URL per resolved address (src/discovery/).
+    if (metricsUrl === undefined && metricsEnabled && parseIpPort(address) !== undefined) metricsUrl = `http://${address}/metrics`;
     const ep: { address: string; pool: string; models: string[]; metricsUrl?: string } = { address, pool, models };
     if (metricsUrl !== undefined) ep.metricsUrl = metricsUrl;
     out.push(ep);
