@@ -8,9 +8,9 @@
 import type { RouterConfig } from './config/types.js';
 import type { Endpoint } from './core/types.js';
 import type { RoutingService } from './core/routing-service.js';
-import { createScheduler } from './scheduling/create-scheduler.js';
+import { createScheduler } from './compose/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
-import { AdminServer } from './admin/admin-server.js';
+import { AdminServer, sendJson } from './admin/admin-server.js';
 import { createExtProcServer } from './extproc/create-ext-proc-server.js';
 import type { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
@@ -21,8 +21,8 @@ import { systemClock } from './util/clock.js';
 import type { Clock } from './util/clock.js';
 import { seededRng } from './util/rng.js';
 import type { Rng } from './util/rng.js';
-import { createLogger } from './telemetry/logger.js';
-import type { Logger } from './telemetry/logger.js';
+import { createLogger } from './logging/logger.js';
+import type { Logger } from './logging/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
 import { changedSections, RELOADABLE_SECTIONS, ReloadCounts, type ReloadOutcome } from './config/config-reloader.js';
 import { DEFAULT_POOL } from './config/defaults.js';
@@ -133,6 +133,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     deps.scheduler === undefined && scheduler.registry !== undefined
       ? new DiscoveryService(discoveryInput(config), { registry: scheduler.registry, log: logger.child({ component: 'discovery' }), ...deps.discovery })
       : undefined;
+  if (discovery !== undefined) {
+    admin.addRoute('GET', '/debug/discovery', (_req, res) => sendJson(res, 200, { sources: discovery.status(), reloads: reloads.snapshot() }));
+  }
   const discoveryView: DiscoveryView | undefined =
     discovery !== undefined ? { status: () => discovery.status(), reloads: () => reloads.snapshot() } : undefined;
   // Default telemetry: metrics, /debug/*, decision spans when OTEL_* configures an exporter.

@@ -11,8 +11,8 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import type { DiscoveryConfig, DiscoverySourceConfig } from '../config/sections/discovery.js';
 import type { EndpointConfig } from '../config/types.js';
-import { isHostNameEntry, parseEndpointAddress, type EndpointRegistry, type EndpointSpec } from '../endpoints/registry.js';
-import { parseHostPort } from '../util/host-port.js';
+import { parseEndpointAddress, type EndpointRegistry, type EndpointSpec } from '../endpoints/registry.js';
+import { isHostNameEntry, parseHostPort } from '../util/host-port.js';
 import { DnsSource } from './dns-source.js';
 import { EdsFileWriter } from './eds-file-writer.js';
 import type { EndpointSource, SourceLog, SourceStatus } from './endpoint-source.js';

@@ -19,7 +19,7 @@ import type { EndpointConfig } from '../config/types.js';
 import { RouterError } from '../core/errors.js';
 import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
-import { isHostName, parseHostPort } from '../util/host-port.js';
+import { isHostNameEntry } from '../util/host-port.js';
 import { InflightTracker } from './inflight.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from './load.js';
 
@@ -363,12 +363,6 @@ export class EndpointRegistry {
     }
     return out;
   }
-}
-
-/** True for `name:port` entries (resolved by discovery, not members by themselves). */
-export function isHostNameEntry(address: string): boolean {
-  const hp = parseHostPort(address);
-  return typeof hp !== 'string' && isHostName(hp.host);
 }
 
 function checkUnique(endpoints: readonly EndpointSpec[]): void {

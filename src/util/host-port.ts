@@ -32,3 +32,9 @@ export function parseHostPort(text: string): { host: string; port: number } | st
   if (port < 1 || port > 65535) return 'port out of range 1..65535';
   return { host, port };
 }
+
+/** True for `name:port` entries (resolved by discovery; not members by themselves). */
+export function isHostNameEntry(address: string): boolean {
+  const hp = parseHostPort(address);
+  return typeof hp !== 'string' && isHostName(hp.host);
+}

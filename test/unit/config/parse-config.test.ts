@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { parseConfig } from '../../../src/config/parse-config.js';
 import * as D from '../../../src/config/defaults.js';
+import * as S from '../../../src/plugins/presets/shorthand.js';
 import { STRATEGIES } from '../../../src/config/types.js';
 import { MINIMAL, problemsOf } from './config-helpers.js';
 
@@ -34,14 +35,14 @@ describe('config/parse-config', () => {
       expect(c.fallbacks).to.equal(D.DEFAULT_FALLBACKS);
       expect(c.seed).to.equal(D.DEFAULT_SEED);
       expect(c.cacheAware).to.deep.equal({
-        blockChars: D.DEFAULT_BLOCK_CHARS,
-        maxPrefixBlocks: D.DEFAULT_MAX_PREFIX_BLOCKS,
-        indexCapacityBlocks: D.DEFAULT_INDEX_CAPACITY_BLOCKS,
-        weights: D.DEFAULT_WEIGHTS,
-        imbalance: { absThreshold: D.DEFAULT_IMBALANCE_ABS, relThreshold: D.DEFAULT_IMBALANCE_REL },
-        queueSignal: D.DEFAULT_QUEUE_SIGNAL,
-        coldRouting: D.DEFAULT_COLD_ROUTING,
-        coldSpread: D.DEFAULT_COLD_SPREAD,
+        blockChars: S.DEFAULT_BLOCK_CHARS,
+        maxPrefixBlocks: S.DEFAULT_MAX_PREFIX_BLOCKS,
+        indexCapacityBlocks: S.DEFAULT_INDEX_CAPACITY_BLOCKS,
+        weights: S.DEFAULT_WEIGHTS,
+        imbalance: { absThreshold: S.DEFAULT_IMBALANCE_ABS, relThreshold: S.DEFAULT_IMBALANCE_REL },
+        queueSignal: S.DEFAULT_QUEUE_SIGNAL,
+        coldRouting: S.DEFAULT_COLD_ROUTING,
+        coldSpread: S.DEFAULT_COLD_SPREAD,
       });
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
@@ -62,9 +63,9 @@ describe('config/parse-config', () => {
     it('the documented default values', () => {
       expect(D.DEFAULT_GRPC_ADDRESS.endsWith(':9002')).to.equal(true);
       expect(D.DEFAULT_ADMIN_ADDRESS.endsWith(':9003')).to.equal(true);
-      expect(D.DEFAULT_BLOCK_CHARS).to.equal(64);
-      expect(D.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
-      expect([D.DEFAULT_IMBALANCE_ABS, D.DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
+      expect(S.DEFAULT_BLOCK_CHARS).to.equal(64);
+      expect(S.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
+      expect([S.DEFAULT_IMBALANCE_ABS, S.DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
       expect([D.DEFAULT_POLL_INTERVAL_MS, D.DEFAULT_STALE_AFTER_MS]).to.deep.equal([100, 1000]);
       expect(D.DEFAULT_FALLBACKS).to.equal(2);
       expect(D.DEFAULT_MAX_BODY_BYTES).to.equal(16 * 1024 * 1024);
@@ -75,7 +76,7 @@ describe('config/parse-config', () => {
     it('null sections and fields count as unset', () => {
       const c = parseConfig(doc({ server: null, cacheAware: { weights: null }, strategy: null }));
       expect(c.server.grpcAddress).to.equal(D.DEFAULT_GRPC_ADDRESS);
-      expect(c.cacheAware.weights).to.deep.equal(D.DEFAULT_WEIGHTS);
+      expect(c.cacheAware.weights).to.deep.equal(S.DEFAULT_WEIGHTS);
       expect(c.strategy).to.equal(D.DEFAULT_STRATEGY);
     });
 

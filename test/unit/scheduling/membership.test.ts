@@ -7,12 +7,12 @@ import { expect } from 'chai';
 import type { StrategyName } from '../../../src/config/types.js';
 import type { EndpointSpec } from '../../../src/endpoints/registry.js';
 import { SessionAffinityScorer } from '../../../src/plugins/scorer/session-affinity.js';
-import { PREFIX_INDEX } from '../../../src/plugins/shared-services.js';
-import { createScheduler } from '../../../src/scheduling/create-scheduler.js';
+import { PREFIX_INDEX } from '../../../src/plugins/multi/prefix-cache-plugin.js';
+import { createScheduler } from '../../../src/compose/create-scheduler.js';
 import type { Scheduler } from '../../../src/scheduling/scheduler.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
-import { config, request, text } from './builders.js';
+import { config, request, text } from '../builders.js';
 
 type Over = Parameters<typeof config>[1];
 
