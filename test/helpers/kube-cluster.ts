@@ -38,8 +38,8 @@ export interface KubeCluster {
   /** `https://127.0.0.1:<port>` */
   readonly server: string;
   readonly kubeconfigPath: string;
-  /** A client config for the admin user. */
-  kubeConfig(): KubeConfig;
+  /** A client config for the admin user, or for one of the extra `users` (no groups, RBAC applies). */
+  kubeConfig(user?: string): KubeConfig;
   readonly core: CoreV1Api;
   readonly custom: CustomObjectsApi;
   /** A new namespace `<prefix>-<n>` (namespaces never finish deleting here: use one per test). */
@@ -99,7 +99,7 @@ async function waitPortFree(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-export async function startKubeCluster(opts: { name?: string } = {}): Promise<KubeCluster> {
+export async function startKubeCluster(opts: { name?: string; users?: readonly string[] } = {}): Promise<KubeCluster> {
   const reason = kubeUnavailableReason();
   if (reason !== undefined) throw new Error(reason);
   const name = `${opts.name ?? 'kube'}-${++seq}`;
@@ -133,7 +133,11 @@ export async function startKubeCluster(opts: { name?: string } = {}): Promise<Ku
   writeFileSync(saPub, publicKey.export({ type: 'spki', format: 'pem' }));
   const token = randomBytes(16).toString('hex');
   const tokenFile = join(dir, 'tokens.csv');
-  writeFileSync(tokenFile, `${token},admin,admin-uid,"system:masters"\n`);
+  const userTokens = new Map((opts.users ?? []).map((u) => [u, randomBytes(16).toString('hex')] as const));
+  writeFileSync(
+    tokenFile,
+    [`${token},admin,admin-uid,"system:masters"`, ...[...userTokens].map(([u, t]) => `${t},${u},${u}-uid`)].join('\n') + '\n',
+  );
 
   const apiArgs = [
     `--etcd-servers=http://127.0.0.1:${etcdPort}`,
@@ -189,9 +193,18 @@ export async function startKubeCluster(opts: { name?: string } = {}): Promise<Ku
       '',
     ].join('\n'),
   );
-  const kubeConfig = (): KubeConfig => {
+  const kubeConfig = (user?: string): KubeConfig => {
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfigPath);
+    if (user === undefined) return kc;
+    const t = userTokens.get(user);
+    if (t === undefined) throw new Error(`no test user ${user}`);
+    kc.loadFromOptions({
+      clusters: kc.clusters,
+      users: [{ name: user, token: t }],
+      contexts: [{ name: user, cluster: 'test', user }],
+      currentContext: user,
+    });
     return kc;
   };
   const kc = kubeConfig();

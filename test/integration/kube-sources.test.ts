@@ -5,6 +5,11 @@
  * the watch surviving an API server restart. One cluster for the whole suite.
  */
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { REPO_ROOT } from '../helpers/repo-paths.js';
 import { endpointKey, type EndpointSource, type SourceLog } from '../../src/discovery/endpoint-source.js';
 import { InferencePoolSource } from '../../src/discovery/inference-pool-source.js';
 import { KubePodsSource } from '../../src/discovery/kube-pods-source.js';
@@ -38,7 +43,7 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
       console.log(`      skipped: ${reason}`);
       this.skip();
     }
-    cluster = await startKubeCluster({ name: 'kube-sources' });
+    cluster = await startKubeCluster({ name: 'kube-sources', users: ['cacheroute-router'] });
   });
 
   after(async () => {
@@ -121,6 +126,40 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
 
     await cluster.custom.deleteNamespacedCustomObject({ group: 'inference.networking.k8s.io', version: 'v1', namespace: ns, plural: 'inferencepools', name: 'llama-pool' });
     await until('pool deleted', () => ids(src).length === 0);
+  });
+
+  it('the shipped Role (deploy/kubernetes/cacheroute.yaml) is enough to discover, and no more', async () => {
+    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'kubernetes', 'cacheroute.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>);
+    const role = docs.find((d) => d['kind'] === 'Role')!;
+    const binding = docs.find((d) => d['kind'] === 'RoleBinding')!;
+    const ns = await cluster.createNamespace('rbac');
+    const rbac = cluster.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({ namespace: ns, body: { ...role, metadata: { ...role['metadata'], namespace: ns } } });
+    // Bound to a test user instead of the ServiceAccount (this API server has no token controller).
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: { roleRef: binding['roleRef'], metadata: { ...binding['metadata'], namespace: ns }, subjects: [{ kind: 'User', name: 'cacheroute-router', apiGroup: 'rbac.authorization.k8s.io' }] },
+    });
+    await cluster.createReadyPod(ns, 'a', { app: 'vllm' }, '127.0.0.2');
+    const kc = cluster.kubeConfig('cacheroute-router');
+    const src = new KubePodsSource({ kubeConfig: kc, namespace: ns, selector: 'app=vllm', ports: [8000], resyncMs: 60_000, log: quiet });
+    running.push(src);
+    src.start(ac.signal);
+    await until('list as the router user', () => ids(src).length === 1);
+    expect(src.status().errors.watch).to.equal(0);
+    let forbidden: unknown;
+    try {
+      await kc.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: ns });
+    } catch (err) {
+      forbidden = err;
+    }
+    expect(String((forbidden as { code?: unknown } | undefined)?.code)).to.equal('403');
+    // Another namespace is out of reach: the source reports the failure, keeps nothing.
+    const other = new KubePodsSource({ kubeConfig: kc, namespace: 'default', selector: 'app=vllm', ports: [8000], resyncMs: 60_000, log: quiet });
+    running.push(other);
+    other.start(ac.signal);
+    await until('forbidden namespace reported', () => other.status().errors.watch > 0);
+    expect(other.status().lastError).to.match(/403|Forbidden/i);
   });
 
   it('keeps the last set while the API server is down and catches up after it returns', async () => {
