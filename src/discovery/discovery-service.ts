@@ -8,7 +8,7 @@
  * passed) do they take over the registry and the old ones stop, so a reload never empties
  * the fleet while a Kubernetes watch is still listing.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { DiscoveryConfig, DiscoverySourceConfig } from '../config/sections/discovery.js';
 import type { EndpointConfig } from '../config/types.js';
 import { parseEndpointAddress, type EndpointRegistry, type EndpointSpec } from '../endpoints/registry.js';
@@ -18,8 +18,6 @@ import { EdsFileWriter } from './eds-file-writer.js';
 import type { EndpointSource, SourceLog, SourceStatus } from './endpoint-source.js';
 import { FileSource } from './file-source.js';
 import { systemResolver, type HostResolver } from './host-resolver.js';
-import { InferencePoolSource } from './inference-pool-source.js';
-import { KubePodsSource } from './kube-pods-source.js';
 import { PoolMembership, type PoolSources } from './pool-membership.js';
 import { StaticSource } from './static-source.js';
 
@@ -64,7 +62,7 @@ export class DiscoveryService {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    const m = this.build(this.input);
+    const m = await this.build(this.input);
     this.membership = m;
     m.start();
     this.startEds(this.input.discovery);
@@ -91,7 +89,7 @@ export class DiscoveryService {
         this.input = input;
         return;
       }
-      const fresh = this.build(input, false);
+      const fresh = await this.build(input, false);
       fresh.start();
       await fresh.waitSynced(input.discovery.initialSyncTimeoutMs);
       if (!this.running) {
@@ -123,12 +121,12 @@ export class DiscoveryService {
     this.eds.start();
   }
 
-  private build(input: DiscoveryInput, active = true): PoolMembership {
+  private async build(input: DiscoveryInput, active = true): Promise<PoolMembership> {
     const d = input.discovery;
     const resolver = this.deps.resolver ?? systemResolver({ servers: d.dnsServers });
     const log = this.deps.log;
     let kc: KubeConfig | undefined;
-    const kube = (): KubeConfig => (kc ??= (this.deps.kubeConfig ?? (() => loadKubeConfig(d.kubeconfig)))());
+    const kube = async (): Promise<KubeConfig> => (kc ??= this.deps.kubeConfig !== undefined ? this.deps.kubeConfig() : await loadKubeConfig(d.kubeconfig));
 
     const fixed: EndpointSpec[] = [];
     const byPool = new Map<string, { models: readonly string[]; sources: EndpointSource[] }>();
@@ -160,7 +158,7 @@ export class DiscoveryService {
     for (const s of d.sources) {
       const pool = s.pool ?? (s.type === 'inference-pool' ? s.name : input.defaultPool);
       const models = s.models.length > 0 ? { models: s.models } : {};
-      poolOf(pool).sources.push(makeSource(s, { resolver, log, kube, resyncMs: d.kubeResyncMs, models }));
+      poolOf(pool).sources.push(await makeSource(s, { resolver, log, kube, resyncMs: d.kubeResyncMs, models }));
     }
 
     const pools: PoolSources[] = [...byPool.entries()].map(([pool, p]) => ({ pool, models: p.models, sources: p.sources }));
@@ -175,18 +173,20 @@ export class DiscoveryService {
   }
 }
 
-function makeSource(
+async function makeSource(
   s: DiscoverySourceConfig,
-  ctx: { resolver: HostResolver; log: SourceLog; kube: () => KubeConfig; resyncMs: number; models: { models?: readonly string[] } },
-): EndpointSource {
+  ctx: { resolver: HostResolver; log: SourceLog; kube: () => Promise<KubeConfig>; resyncMs: number; models: { models?: readonly string[] } },
+): Promise<EndpointSource> {
   switch (s.type) {
     case 'file':
       return new FileSource({ path: s.path, resolver: ctx.resolver, pollIntervalMs: s.pollIntervalMs, log: ctx.log });
     case 'dns':
       return new DnsSource({ name: s.name, record: s.record, ...(s.port !== undefined ? { port: s.port } : {}), intervalMs: s.intervalMs, resolver: ctx.resolver, log: ctx.log, ...ctx.models });
-    case 'kubernetes':
+    case 'kubernetes': {
+      // Loaded only when configured: the Kubernetes client takes seconds to import.
+      const { KubePodsSource } = await import('./kube-pods-source.js');
       return new KubePodsSource({
-        kubeConfig: ctx.kube(),
+        kubeConfig: await ctx.kube(),
         namespace: s.namespace,
         selector: s.selector,
         ports: [typeof s.port === 'number' ? s.port : { name: s.port }],
@@ -194,14 +194,18 @@ function makeSource(
         log: ctx.log,
         ...ctx.models,
       });
-    case 'inference-pool':
-      return new InferencePoolSource({ kubeConfig: ctx.kube(), namespace: s.namespace, pool: s.name, resyncMs: ctx.resyncMs, log: ctx.log, ...ctx.models });
+    }
+    case 'inference-pool': {
+      const { InferencePoolSource } = await import('./inference-pool-source.js');
+      return new InferencePoolSource({ kubeConfig: await ctx.kube(), namespace: s.namespace, pool: s.name, resyncMs: ctx.resyncMs, log: ctx.log, ...ctx.models });
+    }
   }
 }
 
 /** A kubeconfig file when given, else $KUBECONFIG, ~/.kube/config or the in-cluster service account. */
-export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new KubeConfig();
+export async function loadKubeConfig(path?: string): Promise<KubeConfig> {
+  const { KubeConfig: Config } = await import('@kubernetes/client-node');
+  const kc = new Config();
   if (path !== undefined) kc.loadFromFile(path);
   else kc.loadFromDefault();
   return kc;

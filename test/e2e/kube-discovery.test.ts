@@ -8,17 +8,13 @@
  */
 import { expect } from 'chai';
 import { runKubeMembership } from '../../bench/discovery/kube-membership.js';
-import { kubeUnavailableReason } from '../helpers/kube-cluster.js';
+import { envoyBinary, kubeBinaries, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 
 describe('e2e: Kubernetes discovery through Envoy (real kube-apiserver)', function () {
   this.timeout(180_000);
 
   before(function () {
-    const reason = kubeUnavailableReason();
-    if (reason === undefined) return;
-    if (process.env['CI'] === 'true') throw new Error(`kube-apiserver/etcd required under CI: ${reason}`);
-    console.log(`      skipped: ${reason}`);
-    this.skip();
+    requireComponents(this, ...kubeBinaries(), envoyBinary(), routerBuild(), simEngineBuild());
   });
 
   it('scale 2 -> 4, delete one, restart the API server: traffic follows within the bounds', async () => {

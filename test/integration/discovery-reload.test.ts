@@ -12,8 +12,8 @@ import { stringify } from 'yaml';
 import { createRouterApp, type RouterApp } from '../../src/app.js';
 import { parseConfig } from '../../src/config/parse-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
-import { httpRequest } from '../helpers/http-client.js';
-import { startRouter, type RouterProcess } from '../helpers/processes.js';
+import { httpRequest } from '../../bench/harness/http-client.js';
+import { startRouter, type RouterProcess } from '../../bench/harness/processes.js';
 
 const ids = (app: RouterApp): string[] => app.scheduler.endpoints().map((e) => e.id);
 

@@ -9,11 +9,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../helpers/repo-paths.js';
+import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
 import { endpointKey, type EndpointSource, type SourceLog } from '../../src/discovery/endpoint-source.js';
 import { InferencePoolSource } from '../../src/discovery/inference-pool-source.js';
 import { KubePodsSource } from '../../src/discovery/kube-pods-source.js';
-import { kubeUnavailableReason, startKubeCluster, type KubeCluster } from '../helpers/kube-cluster.js';
+import { startKubeCluster, type KubeCluster } from '../../bench/harness/kube-cluster.js';
+import { kubeBinaries, requireComponents } from '../helpers/require-component.js';
 
 const quiet: SourceLog = { warn: () => {}, info: () => {} };
 
@@ -37,12 +38,7 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
   const ac = new AbortController();
 
   before(async function () {
-    const reason = kubeUnavailableReason();
-    if (reason !== undefined) {
-      if (process.env['CI'] === 'true') throw new Error(`kube-apiserver/etcd required under CI: ${reason}`);
-      console.log(`      skipped: ${reason}`);
-      this.skip();
-    }
+    requireComponents(this, ...kubeBinaries());
     cluster = await startKubeCluster({ name: 'kube-sources', users: ['cacheroute-router'] });
   });
 
