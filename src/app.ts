@@ -32,7 +32,7 @@ import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from './dis
 import type { SourceStatus } from './discovery/endpoint-source.js';
 import type { EndpointRegistry } from './endpoints/registry.js';
 
-/** What the app needs from the scheduler (src/scheduling/create-scheduler.ts). */
+/** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
   start(): void;
   stop(): void;

@@ -126,7 +126,7 @@ export class RouterTelemetry {
       case 'routed':
         this.metrics.recordDecision(event.request, event.decision);
         this.recent.record(event.request, event.decision);
-        this.spans?.record(event.request, event.decision);
+        this.spans?.record(event.request, event.decision, event.timings);
         return;
       case 'finished':
         this.metrics.recordOutcome(event.request, event.decision, event.outcome);

@@ -7,6 +7,12 @@ import { MINIMAL, problemsOf } from './config-helpers.js';
 
 const doc = (extra: Record<string, unknown>): Record<string, unknown> => ({ ...MINIMAL, ...extra });
 
+/** A minimal explicit graph: one random picker. */
+const GRAPH = {
+  plugins: [{ type: 'random-picker' }] as Record<string, unknown>[],
+  schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker' }] }] as Record<string, unknown>[],
+};
+
 describe('config/parse-config', () => {
   describe('defaults', () => {
     it('fills every field of a minimal document from the named defaults', () => {
@@ -127,6 +133,17 @@ describe('config/parse-config', () => {
     });
   });
 
+  describe('plugin graph', () => {
+    it('expands the strategy shorthand to its preset, or keeps an explicit graph with its profile as label', () => {
+      const c = parseConfig(doc({ strategy: 'round-robin' }));
+      expect(c.plugins.map((p) => p.type)).to.deep.equal(['model-subset-filter', 'health-filter', 'round-robin-picker']);
+      expect(c.schedulingProfiles.map((p) => p.name)).to.deep.equal(['round-robin']);
+      const e = parseConfig(doc(GRAPH));
+      expect(e.strategy).to.equal('p');
+      expect(e.plugins).to.deep.equal([{ type: 'random-picker' }]);
+    });
+  });
+
   describe('validation errors name the field path', () => {
     const table: [string, Record<string, unknown>, string][] = [
       ['apiVersion missing', { apiVersion: undefined }, 'apiVersion: required'],
@@ -189,6 +206,14 @@ describe('config/parse-config', () => {
       ['log level', { telemetry: { logLevel: 'loud' } }, 'telemetry.logLevel: expected one of debug, info, warn, error'],
       ['decision header', { telemetry: { decisionHeader: 1 } }, 'telemetry.decisionHeader'],
       ['recent decisions', { telemetry: { recentDecisions: -1 } }, 'telemetry.recentDecisions'],
+      ['plugin parameter type', { ...GRAPH, plugins: [...GRAPH.plugins, { type: 'queue-scorer', name: 'q', parameters: { softQueue: 'x' } }] }, 'plugins[1].parameters.softQueue: expected number in [1, 1000000], got "x"'],
+      ['plugin parameter typo', { ...GRAPH, plugins: [{ type: 'random-picker', parameters: { sed: 1 } }] }, 'plugins[0].parameters.sed: unknown field'],
+      ['unknown plugin type', { ...GRAPH, plugins: [{ type: 'fastest-picker' }] }, 'plugins[0].type: unknown plugin type "fastest-picker"'],
+      ['plugin without type', { ...GRAPH, plugins: [{ name: 'x' }] }, 'plugins[0].type: required'],
+      ['misspelt pluginRef', { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ plugin: 'x' }] }] }, 'schedulingProfiles[0].plugins[0].plugin: unknown field'],
+      ['negative weight', { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker', weight: -1 }] }] }, 'schedulingProfiles[0].plugins[0].weight'],
+      ['strategy and plugins', { ...GRAPH, strategy: 'random' }, 'strategy: a shorthand for plugins + schedulingProfiles'],
+      ['plugins without profiles', { plugins: GRAPH.plugins }, 'schedulingProfiles: required with plugins'],
     ];
     for (const [name, extra, expected] of table) {
       it(`${name} → ${expected}`, () => {

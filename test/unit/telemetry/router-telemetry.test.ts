@@ -232,3 +232,36 @@ describe('router-telemetry', () => {
     }
   });
 });
+
+describe('router-telemetry with the auto profile handler', () => {
+  it('shows the chosen profile and the handler time on spans and metrics, and every plugin at /debug/plugins', async () => {
+    const config = defaultConfig({ strategy: 'auto' });
+    const clock = new ManualClock(1000);
+    const scheduler = createScheduler(config, { clock, rng: seededRng(1) });
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const tracing: Tracing = { enabled: true, tracer: provider.getTracer('t'), forceFlush: async () => {}, shutdown: async () => {} };
+    const admin = new AdminServer({ address: '127.0.0.1:0', logger: silentLogger });
+    const parts = { config, scheduler, admin, clock, logger: silentLogger } as unknown as AppParts;
+    let telemetry: RouterTelemetry | undefined;
+    const inst = instrumentTelemetry({ tracing, onTelemetry: (t) => (telemetry = t) })(parts);
+    const { port } = await admin.start();
+    try {
+      scheduler.route(req(1, SYSTEM)).finish({ aborted: false });
+      const span = exporter.getFinishedSpans()[0]!;
+      expect(span.attributes[ATTR.strategy]).to.equal('auto');
+      expect(span.attributes[ATTR.profile]).to.equal('learning');
+      expect(span.attributes[`${ATTR.pluginMicrosPrefix}auto`], 'the handler is timed').to.be.a('number');
+      expect(span.attributes[`${ATTR.pluginMicrosPrefix}prefix-cache`]).to.be.a('number');
+      const m = await telemetry!.metrics.text();
+      expect(m).to.include('cacheroute_profile_decisions_total{strategy="auto",profile="learning"} 1');
+      const dbg = JSON.parse((await get(port, '/debug/plugins')).body) as { plugins: { name: string; type: string; state?: { mode?: string } }[]; dataLayer: { traffic: { requests: number } } };
+      expect(dbg.plugins.find((p) => p.type === 'auto-profile-handler')?.state?.mode).to.equal('learning');
+      expect(dbg.plugins.map((p) => p.name)).to.include.members(['prefix-cache', 'learning-cold', 'imbalance']);
+      expect(dbg.dataLayer.traffic.requests).to.equal(1);
+    } finally {
+      await inst.stop?.();
+      await admin.stop();
+    }
+  });
+});
