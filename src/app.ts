@@ -10,7 +10,7 @@ import type { Endpoint } from './core/types.js';
 import type { RoutingService } from './core/routing-service.js';
 import { createScheduler } from './scheduling/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
-import { AdminServer } from './admin/admin-server.js';
+import { AdminServer, sendJson } from './admin/admin-server.js';
 import { createExtProcServer } from './extproc/create-ext-proc-server.js';
 import type { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
@@ -24,6 +24,9 @@ import type { Rng } from './util/rng.js';
 import { createLogger } from './telemetry/logger.js';
 import type { Logger } from './telemetry/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
+import { attachEngineHealth, isHealthHost, type AttachedHealth } from './health/attach-engine-health.js';
+import { AdmissionController } from './admission/admission-controller.js';
+import { FleetSaturation } from './admission/saturation.js';
 
 /** What the app needs from the scheduler (src/scheduling/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
@@ -86,6 +89,12 @@ export interface RouterApp {
   readonly admin: AdminServer;
   readonly extProc: ExtProcServer;
   readonly logger: Logger;
+  /** Engine health (undefined when `health.enabled` is false or the scheduler is a test double). */
+  readonly health?: AttachedHealth;
+  /** Admission control (undefined when `admission.mode` is off). */
+  readonly admission?: AdmissionController;
+  /** The ext_proc edge (open streams, idle expiry). */
+  readonly edge: EdgeContext;
   start(): Promise<StartedAddresses>;
   /**
    * Readiness off, then drain the ext_proc server (open streams get `graceMs`, default
@@ -107,6 +116,18 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger });
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
+  const host = isHealthHost(scheduler) ? scheduler : undefined;
+  const health = host !== undefined ? attachEngineHealth(config.health, host, { clock, logger }) : undefined;
+  const admission =
+    config.admission.mode !== 'off' && host !== undefined
+      ? new AdmissionController({
+          routing,
+          saturation: new FleetSaturation(host.registry, config.admission.saturation, config.engineMetrics.staleAfterMs),
+          config: config.admission,
+          clock,
+          logger,
+        })
+      : undefined;
 
   const edge = new EdgeContext({
     routing,
@@ -115,6 +136,10 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     decisionHeader: config.telemetry.decisionHeader,
     clock,
     logger,
+    idle: { requestMs: config.server.requestIdleTimeoutMs, responseMs: config.server.responseIdleTimeoutMs },
+    ...(admission !== undefined ? { admission } : {}),
+    ...(config.admission.tenantHeader !== undefined ? { tenantHeader: config.admission.tenantHeader } : {}),
+    ...(config.admission.priorityHeader !== undefined ? { priorityHeader: config.admission.priorityHeader } : {}),
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
   });
@@ -126,12 +151,21 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     keepalive: { timeMs: config.server.keepaliveTimeMs, timeoutMs: config.server.keepaliveTimeoutMs },
   });
 
+  if (health !== undefined) admin.addRoute('GET', '/debug/health', (_req, res) => sendJson(res, 200, health.monitor.stats()));
+  if (admission !== undefined) admin.addRoute('GET', '/debug/admission', (_req, res) => sendJson(res, 200, admission.stats()));
+  admin.addRoute('GET', '/debug/streams', (_req, res) =>
+    sendJson(res, 200, { open: edge.openStreams, expiredIdle: edge.expiredStreams, logLinesSuppressed: edge.logLimiter.suppressed }),
+  );
+
   let state: AppState = 'new';
   let schedulerStarted = false;
 
   const stopAll = async (graceMs: number): Promise<void> => {
     admin.setReady(false);
     await extProc.stop({ graceMs });
+    admission?.stop();
+    edge.stop();
+    health?.stop();
     if (schedulerStarted) {
       schedulerStarted = false;
       scheduler.stop();
@@ -146,6 +180,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     admin,
     extProc,
     logger,
+    edge,
+    ...(health !== undefined ? { health } : {}),
+    ...(admission !== undefined ? { admission } : {}),
     async start() {
       if (state !== 'new') throw new Error(`router app cannot start in state ${state}`);
       state = 'starting';
@@ -153,6 +190,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         const a = await admin.start();
         scheduler.start();
         schedulerStarted = true;
+        health?.start();
+        edge.start();
         const g = await extProc.start();
         admin.setReady(true);
         state = 'running';

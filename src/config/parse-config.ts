@@ -16,6 +16,8 @@ import { parseCacheAware } from './sections/cache-aware.js';
 import { parseEngineMetrics } from './sections/engine-metrics.js';
 import { parseTelemetry } from './sections/telemetry.js';
 import { parseLoad } from './sections/load.js';
+import { parseHealth } from './sections/health.js';
+import { parseAdmission } from './sections/admission.js';
 
 export interface ParseOptions {
   /** Environment for CACHEROUTE_* overrides; none are applied when omitted. */
@@ -51,6 +53,8 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   const cacheAware = parseCacheAware(root.section('cacheAware'));
   const telemetry = parseTelemetry(root.section('telemetry'));
   const load = parseLoad(root.section('load'));
+  const health = parseHealth(root.section('health'));
+  const admission = parseAdmission(root.section('admission'), server.requestIdleTimeoutMs);
   root.done();
 
   problems.throwIfAny();
@@ -66,6 +70,8 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
     engineMetrics,
     telemetry,
     load,
+    health,
+    admission,
   };
   return deepFreeze(config);
 }

@@ -2,6 +2,8 @@
  * Typed router configuration (the validated form of the YAML document).
  * Defaults and validation live in src/config/ (loader); this file is the contract.
  */
+import type { HealthConfig } from '../health/health-config.js';
+import type { AdmissionConfig } from '../admission/admission-config.js';
 
 export const STRATEGIES = [
   'round-robin',
@@ -30,6 +32,10 @@ export interface ServerConfig {
   readonly keepaliveTimeMs: number;
   /** A keepalive PING not acknowledged within this closes the connection. */
   readonly keepaliveTimeoutMs: number;
+  /** An ext_proc stream with no message for this long before its request was answered expires. */
+  readonly requestIdleTimeoutMs: number;
+  /** …and after it (must outlast the quietest legitimate response). */
+  readonly responseIdleTimeoutMs: number;
 }
 
 export interface RequestsConfig {
@@ -129,6 +135,10 @@ export interface RouterConfig {
   readonly cacheAware: CacheAwareConfig;
   readonly engineMetrics: EngineMetricsConfig;
   readonly telemetry: TelemetryConfig;
+  /** Engine health: active checks, outlier ejection, restart detection (src/health/). */
+  readonly health: HealthConfig;
+  /** Admission control: saturation, tenant-fair queue, 429 (src/admission/). */
+  readonly admission: AdmissionConfig;
   /**
    * Load signals, hotspots, session stickiness, index calibration and the auto strategy
    * (docs/load-signals.md). Optional in the type for backward compatibility; parseConfig

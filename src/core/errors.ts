@@ -14,12 +14,15 @@ export type ErrorCode =
 
 export class RouterError extends Error {
   override readonly name = 'RouterError';
+  /** OVERLOADED: when the client may try again (the edge sends it as `Retry-After`). */
+  readonly retryAfterMs?: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
+    if (options?.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
 
   /** Wraps anything thrown into a RouterError (INTERNAL unless it already is one). */

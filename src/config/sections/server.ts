@@ -10,6 +10,8 @@ import {
   DEFAULT_TRANSPORT,
   DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
   GRPC_FRAMING_HEADROOM_BYTES,
+  DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
+  DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
 } from '../defaults.js';
 import { listenAddress } from './common-checks.js';
 
@@ -31,6 +33,18 @@ export function parseServer(r: ObjectReader, maxBodyBytes: number): ServerConfig
   const keepaliveTimeMs = r.get('keepaliveTimeMs', int({ min: 0, max: 24 * 60 * 60 * 1000 }), DEFAULT_KEEPALIVE_TIME_MS);
   const keepaliveTimeoutMs = r.get('keepaliveTimeoutMs', int({ min: 1, max: 10 * 60 * 1000 }), DEFAULT_KEEPALIVE_TIMEOUT_MS);
   if (keepaliveTimeMs > 0 && keepaliveTimeMs < 1000) r.report('keepaliveTimeMs', 'must be 0 (off) or at least 1000 ms');
+  const requestIdleTimeoutMs = r.get('requestIdleTimeoutMs', int({ min: 100, max: 3_600_000 }), DEFAULT_REQUEST_IDLE_TIMEOUT_MS);
+  const responseIdleTimeoutMs = r.get('responseIdleTimeoutMs', int({ min: 100, max: 24 * 3_600_000 }), DEFAULT_RESPONSE_IDLE_TIMEOUT_MS);
   r.done();
-  return { grpcAddress, adminAddress, drainTimeoutMs, maxReceiveMessageBytes, transport, keepaliveTimeMs, keepaliveTimeoutMs };
+  return {
+    grpcAddress,
+    adminAddress,
+    drainTimeoutMs,
+    maxReceiveMessageBytes,
+    transport,
+    keepaliveTimeMs,
+    keepaliveTimeoutMs,
+    requestIdleTimeoutMs,
+    responseIdleTimeoutMs,
+  };
 }
