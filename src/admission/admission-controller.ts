@@ -16,8 +16,8 @@
 import { RouterError } from '../core/errors.js';
 import type { AdmissionService, RouteTicket, RoutingService } from '../core/routing-service.js';
 import type { RequestOutcome, RouteRequest } from '../core/types.js';
-import type { Logger } from '../telemetry/logger.js';
-import { RateLimitedLog } from '../telemetry/rate-limited-log.js';
+import type { Logger } from '../logging/logger.js';
+import { RateLimitedLog } from '../logging/rate-limited-log.js';
 import type { Clock } from '../util/clock.js';
 import type { AdmissionConfig } from './admission-config.js';
 import type { SaturationCheck } from './saturation.js';

@@ -7,11 +7,10 @@
 import type { Endpoint } from '../core/types.js';
 import type { EndpointRegistry } from '../endpoints/registry.js';
 import type { EngineSignalStore } from '../endpoints/engine-metrics-store.js';
-import { ENGINE_SIGNAL_STORE } from '../plugins/load-signal-services.js';
-import { PREFIX_INDEX } from '../plugins/shared-services.js';
+import { PREFIX_INDEX } from '../plugins/multi/prefix-cache-plugin.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
-import type { ServiceKey } from '../scheduling/plugin-registry.js';
-import type { Logger } from '../telemetry/logger.js';
+import type { ServiceKey } from '../scheduling/plugin-api.js';
+import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import { EngineHealthMonitor } from './engine-health-monitor.js';
 import type { HealthConfig } from './health-config.js';
@@ -19,6 +18,8 @@ import type { HealthConfig } from './health-config.js';
 /** The parts of the scheduler health attaches to (src/scheduling/scheduler.ts has them). */
 export interface HealthHost {
   readonly registry: EndpointRegistry;
+  /** The data layer's engine-signal store (when engine metrics are polled). */
+  readonly dataLayer?: { readonly store: EngineSignalStore | undefined } | undefined;
   onDecision(listener: DecisionListener): () => void;
   service<T>(key: ServiceKey<T>): T | undefined;
 }
@@ -37,7 +38,7 @@ export interface AttachedHealth {
 export function attachEngineHealth(config: HealthConfig, host: HealthHost, deps: { clock: Clock; logger: Logger }): AttachedHealth | undefined {
   if (!config.enabled) return undefined;
   const registry = host.registry;
-  const store: EngineSignalStore | undefined = host.service(ENGINE_SIGNAL_STORE);
+  const store = host.dataLayer?.store;
   const monitor = new EngineHealthMonitor({
     config,
     endpoints: () => registry.all(),

@@ -16,24 +16,45 @@
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
-import type { PrefixIndex } from '../../prefix-cache/prefix-index.js';
-import { AFFINITY_EVIDENCE, requestBlockHashes, setScratch } from '../../scheduling/cycle-scratch.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
-import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
-import { sharedBlockHasher, sharedPrefixIndex } from '../shared-services.js';
+import { PrefixIndex } from '../../prefix-cache/prefix-index.js';
+import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
+import { definePlugin, serviceKey } from '../../scheduling/plugin-api.js';
+import type {
+  Candidate,
+  CycleState,
+  DecisionAnnotation,
+  DecisionAnnotator,
+  EndpointsChangedHook,
+  RoutedHook,
+  Scorer,
+} from '../../scheduling/types.js';
+import { int, section } from '../../util/schema.js';
+import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '../shared/cycle-keys.js';
+import { blockParams, sharedBlockHasher } from '../shared/params.js';
 
 export const PREFIX_CACHE_PLUGIN = 'prefix-cache';
 
-export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook {
+/** The first prefix-cache instance's index, for telemetry (index size per endpoint). */
+export const PREFIX_INDEX = serviceKey<PrefixIndex>('prefix-index');
+
+/** GIE's sizing: Llama-3-8B on an H100-80GB holds ≈500k KV tokens ≈ 31,250 blocks of 64 chars. */
+export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
+
+export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook, DecisionAnnotator {
   private present = new Set<number>();
   private zeros = new Uint32Array(0);
+  /** This instance's evidence of the current cycle (annotate reports only what it scored). */
+  private readonly own: ScratchKey<AffinityEvidence>;
 
   constructor(
     readonly name: string,
     readonly hasher: BlockHasher,
     readonly index: PrefixIndex,
-  ) {}
+    /** The configured per-endpoint capacity (the ceiling without engine data). */
+    readonly capacityBlocks: number = DEFAULT_INDEX_CAPACITY_BLOCKS,
+  ) {
+    this.own = scratchKey<AffinityEvidence>(`prefix-cache/${name}`);
+  }
 
   score(state: CycleState, candidates: readonly Candidate[]): number[] {
     const hashes = requestBlockHashes(state, this.hasher);
@@ -42,13 +63,32 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
     if (total === 0) {
       out.fill(0);
       if (this.zeros.length !== this.index.endpointCount) this.zeros = new Uint32Array(this.index.endpointCount);
-      setScratch(state, AFFINITY_EVIDENCE, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
+      this.publish(state, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
       return out;
     }
     const matched = this.index.match(hashes);
-    setScratch(state, AFFINITY_EVIDENCE, { matchedByEndpoint: matched, totalBlocks: total });
+    this.publish(state, { matchedByEndpoint: matched, totalBlocks: total });
     for (let i = 0; i < candidates.length; i++) out[i] = (matched[candidates[i]!.endpoint.index] ?? 0) / total;
     return out;
+  }
+
+  /** Matched blocks on the chosen endpoint, when this plugin scored the cycle. */
+  annotate(state: CycleState, chosen: Candidate): DecisionAnnotation | undefined {
+    const ev = getScratch(state, this.own);
+    if (ev === undefined) return undefined;
+    const matchedBlocks = ev.matchedByEndpoint[chosen.endpoint.index] ?? 0;
+    return { matchedBlocks, totalBlocks: ev.totalBlocks, matchedChars: matchedBlocks * this.hasher.blockChars };
+  }
+
+  debugState(): unknown {
+    const endpoints = [];
+    for (let i = 0; i < this.index.endpointCount; i++) endpoints.push({ index: i, blocks: this.index.size(i), capacityBlocks: this.index.capacity(i) });
+    return { blockChars: this.hasher.blockChars, endpoints };
+  }
+
+  private publish(state: CycleState, ev: AffinityEvidence): void {
+    setScratch(state, AFFINITY_EVIDENCE, ev);
+    setScratch(state, this.own, ev);
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
@@ -69,7 +109,22 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
   }
 }
 
-export const prefixCachePluginFactory: PluginFactory = (name, p, ctx) => {
-  params(name, p).only();
-  return new PrefixCachePlugin(name, sharedBlockHasher(ctx), sharedPrefixIndex(ctx));
-};
+/** The index size (also `cacheAware.indexCapacityBlocks` of the shorthand). */
+export const INDEX_CAPACITY_PARAM = int({ min: 1, max: 100_000_000 })
+  .default(DEFAULT_INDEX_CAPACITY_BLOCKS)
+  .describe('Per-endpoint LRU capacity of the approximate index, in blocks.');
+
+export const prefixCache = definePlugin({
+  type: PREFIX_CACHE_PLUGIN,
+  description:
+    "Scores each endpoint by the share of the request's leading prefix blocks it is believed to hold (approximate index, one LRU per endpoint), inserts the request's blocks into the chosen endpoint's index and annotates the decision with the match.",
+  parameters: section({
+    ...blockParams,
+    indexCapacityBlocks: INDEX_CAPACITY_PARAM,
+  }),
+  create: (name, p, handle) => {
+    const index = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });
+    handle.shared(PREFIX_INDEX, () => index);
+    return new PrefixCachePlugin(name, sharedBlockHasher(handle, p), index, p.indexCapacityBlocks);
+  },
+});

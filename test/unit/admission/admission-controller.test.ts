@@ -5,7 +5,7 @@ import type { SaturationCheck } from '../../../src/admission/saturation.js';
 import { RouterError } from '../../../src/core/errors.js';
 import type { RouteTicket } from '../../../src/core/routing-service.js';
 import type { RouteRequest } from '../../../src/core/types.js';
-import { silentLogger } from '../../../src/telemetry/logger.js';
+import { silentLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
 import { FakeRoutingService } from '../../helpers/fake-routing-service.js';

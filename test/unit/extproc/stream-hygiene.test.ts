@@ -10,7 +10,7 @@ import type { AdmissionService, RouteTicket } from '../../../src/core/routing-se
 import type { RouteRequest } from '../../../src/core/types.js';
 import { EdgeContext, parsePriority, type EdgeOptions } from '../../../src/extproc/stream-handler.js';
 import { extractPrompt } from '../../../src/request/extract-prompt.js';
-import { createLogger } from '../../../src/telemetry/logger.js';
+import { createLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
 import { chatBody, headerValues, kindOf, requestBody, requestHeaders, responseHeaders } from '../../helpers/ext-proc-messages.js';
