@@ -45,7 +45,7 @@ export interface StackOptions {
   readonly engineFlags?: Record<string, string | number | boolean>;
 }
 
-interface Stack {
+export interface FleetStack {
   readonly engines: SimEngineFleet[];
   readonly addresses: string[];
   readonly router: RouterProcess;
@@ -53,7 +53,7 @@ interface Stack {
   stop(): Promise<void>;
 }
 
-async function startFleetStack(o: StackOptions): Promise<Stack> {
+export async function startFleetStack(o: StackOptions): Promise<FleetStack> {
   const fleets: SimEngineFleet[] = [];
   for (let i = 0; i < o.engines; i++) fleets.push(await startEngines({ count: 1, flags: { 'time-scale': o.timeScale, ...o.engineFlags } }));
   const addresses = fleets.map((f) => engineAddress(f.engines[0]!));

@@ -52,7 +52,7 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   const endpoints = parsed.endpoints.map((e) =>
     e.metricsUrl === undefined && parsed.engineMetrics.enabled ? { ...e, metricsUrl: `http://${e.address}/metrics` } : e,
   );
-  if (parsed.admission.queue.maxWaitMs >= server.requestIdleTimeoutMs) {
+  if (parsed.admission.mode === 'queue' && parsed.admission.queue.maxWaitMs >= server.requestIdleTimeoutMs) {
     problems.push(`admission.queue.maxWaitMs: must be below server.requestIdleTimeoutMs (${server.requestIdleTimeoutMs})`);
   }
   const graph = resolveGraph(parsed, problems);
