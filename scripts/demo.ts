@@ -17,8 +17,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { seededRng, type Rng } from '../src/util/rng.js';
 import { syntheticTokens } from '../bench/workloads/synthetic-text.js';
-import { CHAT_PATH, chatRequest, mapLimit, servedBy, systemPrompt } from '../test/helpers/chat-requests.js';
-import { httpRequest, postJson } from '../test/helpers/http-client.js';
+import { CHAT_PATH, chatRequest, mapLimit, servedBy, systemPrompt } from '../bench/harness/chat-requests.js';
+import { httpRequest, postJson } from '../bench/harness/http-client.js';
 import {
   engineAddress,
   mergeDoc,
@@ -29,9 +29,9 @@ import {
   type EnvoyProcess,
   type RouterProcess,
   type SimEngineFleet,
-} from '../test/helpers/processes.js';
-import { sumSamples } from '../test/helpers/prometheus-text.js';
-import { REPO_ROOT } from '../test/helpers/repo-paths.js';
+} from '../bench/harness/processes.js';
+import { sumSamples } from '../bench/stats/prometheus-text.js';
+import { REPO_ROOT } from '../bench/harness/repo-paths.js';
 
 const MODEL = 'sim-llama'; // the model examples/router.yaml assigns to its engines
 const DEMO_PORTS = { engines: 8001, grpc: 9002, admin: 9003, envoyAdmin: 9901, listener: 10000 };

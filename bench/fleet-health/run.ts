@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../test/helpers/repo-paths.js';
+import { REPO_ROOT } from '../harness/repo-paths.js';
 import {
   runAbandoned,
   runFairness,

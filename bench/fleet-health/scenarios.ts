@@ -15,10 +15,8 @@
  * `routerMain` runs another checkout's router build (side-by-side with main).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { chatRequest, systemPrompt } from '../../test/helpers/chat-requests.js';
-import { connect, open } from '../../test/helpers/ext-proc-client.js';
-import { chatBody, requestBody, requestHeaders } from '../../test/helpers/ext-proc-messages.js';
-import { httpRequest } from '../../test/helpers/http-client.js';
+import { chatRequest, systemPrompt } from '../harness/chat-requests.js';
+import { httpRequest } from '../harness/http-client.js';
 import {
   engineAddress,
   routerConfigDoc,
@@ -30,7 +28,8 @@ import {
   type EnvoyProcess,
   type RouterProcess,
   type SimEngineFleet,
-} from '../../test/helpers/processes.js';
+} from '../harness/processes.js';
+import { AbandoningClient } from './abandoning-client.js';
 import { distribution, type Distribution } from '../stats/percentiles.js';
 import { runSseLoad, type SseRecord } from './sse-load.js';
 
@@ -379,7 +378,7 @@ export async function runAbandoned(o: AbandonedOptions): Promise<AbandonedResult
     config: routerConfigDoc(addresses, { telemetry: { logLevel: 'info' }, ...o.stack.router }),
     ...(o.stack.routerMain !== undefined ? { main: o.stack.routerMain } : {}),
   });
-  const client = connect(Number(router.grpcAddress.slice(router.grpcAddress.lastIndexOf(':') + 1)));
+  const client = new AbandoningClient(router.grpcAddress);
   try {
     const sum = async () => {
       const v = await endpointsView(router);
@@ -388,19 +387,9 @@ export async function runAbandoned(o: AbandonedOptions): Promise<AbandonedResult
         tokens: v.reduce((s, e) => s + (e.load?.inflightPromptTokens ?? 0), 0),
       };
     };
-    const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
-    const convs = [];
-    for (let i = 0; i < o.streams; i++) {
-      const c = open(client);
-      // Half of them get a decision (headers + whole body) and are left; half stop mid-upload.
-      if (i % 2 === 0) {
-        c.send(requestHeaders({ ...FDS, headers: { 'x-request-id': `abandoned-${i}` } }), requestBody(chatBody(`abandoned prompt ${i} ${'y'.repeat(800)}`), true));
-      } else {
-        c.send(requestHeaders({ ...FDS, headers: { 'x-request-id': `abandoned-${i}` } }), requestBody('{"model":"sim-model","messages":[', false));
-      }
-      convs.push(c);
-    }
-    await Promise.all(convs.filter((_, i) => i % 2 === 0).map((c) => c.waitFor(1, 10_000).catch(() => [])));
+    // Half of them get a decision (headers + whole body) and are left; half stop mid-upload.
+    const streams = Array.from({ length: o.streams }, (_, i) => client.abandon(`abandoned-${i}`, i % 2 === 0));
+    await Promise.all(streams.filter((_, i) => i % 2 === 0).map((s) => Promise.race([s.answeredOrEnded, sleep(10_000)])));
     const start = await sum();
     const t0 = performance.now();
     let backToZeroMs = -1;
@@ -413,14 +402,11 @@ export async function runAbandoned(o: AbandonedOptions): Promise<AbandonedResult
       }
       await sleep(100);
     }
-    for (const c of convs) c.cancel();
+    for (const s of streams) s.cancel();
 
     const before = logLineCount(router.logFile);
-    for (let i = 0; i < o.badStreams; i++) {
-      const c = open(client);
-      c.send(requestBody('x', true)); // body before headers: a protocol violation
-      c.halfClose();
-      if (i % 100 === 99) await Promise.race([c.finished, sleep(2000)]);
+    for (let i = 0; i < o.badStreams; i += 100) {
+      await Promise.all(Array.from({ length: Math.min(100, o.badStreams - i) }, () => client.protocolViolation()));
     }
     await sleep(1500);
     const logLines = logLineCount(router.logFile) - before;

@@ -4,15 +4,20 @@
  * holds the excess and admits it as engines free up, nobody timing out.
  */
 import { expect } from 'chai';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 import { startFleetStack } from '../../bench/fleet-health/scenarios.js';
 import { runSseLoad } from '../../bench/fleet-health/sse-load.js';
-import { chatRequest, systemPrompt } from '../helpers/chat-requests.js';
-import { httpRequest } from '../helpers/http-client.js';
+import { chatRequest, systemPrompt } from '../../bench/harness/chat-requests.js';
+import { httpRequest } from '../../bench/harness/http-client.js';
 
 const body = (i: number) => chatRequest(systemPrompt(`admission-${i}`, 800), `q ${i}`, { stream: true, maxTokens: 8, ignoreEos: true });
 
 describe('e2e: admission control', function () {
   this.timeout(90_000);
+
+  before(function () {
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
+  });
 
   it('reject: 429 with Retry-After once every engine is saturated; the rest is served', async () => {
     const stack = await startFleetStack({

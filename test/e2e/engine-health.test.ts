@@ -6,10 +6,15 @@
  * longer and side by side with main (bench/results/fleet-health/).
  */
 import { expect } from 'chai';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 import { runSigkill } from '../../bench/fleet-health/scenarios.js';
 
 describe('e2e: engine SIGKILL under load', function () {
   this.timeout(90_000);
+
+  before(function () {
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
+  });
 
   it('stops picking the dead engine within 1 s, fails nothing else, re-admits it empty after restart', async () => {
     const r = await runSigkill({ stack: { name: 'e2e-sigkill', timeScale: 0.1 }, ratePerSec: 20, beforeKillMs: 2500, afterKillMs: 3000, afterRestartMs: 2500 });

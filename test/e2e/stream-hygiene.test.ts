@@ -4,10 +4,15 @@
  * accounting returns to 0; a flood of bad streams writes a bounded number of log lines.
  */
 import { expect } from 'chai';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 import { runAbandoned } from '../../bench/fleet-health/scenarios.js';
 
 describe('e2e: abandoned ext_proc streams', function () {
   this.timeout(60_000);
+
+  before(function () {
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
+  });
 
   it('releases the accounting of 200 abandoned streams within the idle timeout and rate-limits bad-stream logs', async () => {
     const r = await runAbandoned({
