@@ -8,6 +8,9 @@
 #                          vllm-router==0.1.17 (optional: warn if a wheel cannot install)
 #   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
 #                          (optional outside CI: without it the tracing e2e test skips and says why; under CI=true it fails)
+#   .bin/kube-apiserver    kube-apiserver v1.37.2 + etcd v3.7.0 from tools/kube, built once per
+#   .bin/etcd              machine into ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/kube-1.37.2/
+#                          (scripts/setup-kube.sh; required under CI=true)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
 # CACHEROUTE_SKIP_JAEGER=1 to skip the Go build.
@@ -111,4 +114,5 @@ else
   fi
   exec 9>&-
 fi
+bash scripts/setup-kube.sh
 say "done"

@@ -27,12 +27,21 @@ import { instrumentTelemetry } from './telemetry/instrument-app.js';
 import { attachEngineHealth, isHealthHost, type AttachedHealth } from './health/attach-engine-health.js';
 import { AdmissionController } from './admission/admission-controller.js';
 import { FleetSaturation } from './admission/saturation.js';
+import { changedSections, RELOADABLE_SECTIONS, ReloadCounts, type ReloadOutcome } from './config/config-reloader.js';
+import { DEFAULT_POOL } from './config/defaults.js';
+import { DEFAULT_DISCOVERY } from './config/sections/discovery.js';
+import type { DiscoveryView } from './discovery/discovery-metrics.js';
+import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from './discovery/discovery-service.js';
+import type { SourceStatus } from './discovery/endpoint-source.js';
+import type { EndpointRegistry } from './endpoints/registry.js';
 
 /** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
   start(): void;
   stop(): void;
   endpoints(): readonly Endpoint[];
+  /** The member set discovery keeps current (absent on test doubles). */
+  readonly registry?: EndpointRegistry;
 }
 
 /** The parts an instrumentation hook may observe or wrap. */
@@ -42,6 +51,8 @@ export interface AppParts {
   readonly admin: AdminServer;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Endpoint discovery and config reload status (when the app runs discovery). */
+  readonly discovery?: DiscoveryView;
 }
 
 /**
@@ -73,6 +84,8 @@ export interface RouterAppDeps {
   readonly instrument?: (parts: AppParts) => Instrumentation;
   /** Body mode assumed when Envoy sends no protocol_config (default FULL_DUPLEX_STREAMED). */
   readonly assumedBodyMode?: BodySendMode;
+  /** Name resolution / Kubernetes client for discovery (tests); defaults from config. */
+  readonly discovery?: Pick<DiscoveryDeps, 'resolver' | 'kubeConfig'>;
 }
 
 export interface StartedAddresses {
@@ -84,6 +97,7 @@ export interface StartedAddresses {
 }
 
 export interface RouterApp {
+  /** The running config (after reloads: their reloadable sections). */
   readonly config: RouterConfig;
   readonly scheduler: AppScheduler;
   readonly admin: AdminServer;
@@ -96,6 +110,16 @@ export interface RouterApp {
   /** The ext_proc edge (open streams, idle expiry). */
   readonly edge: EdgeContext;
   start(): Promise<StartedAddresses>;
+  /**
+   * Applies a reloaded, validated config: `endpoints` and `discovery` take effect at once
+   * (engines join and leave without a restart); other changed sections are reported as
+   * needing a restart and keep their running values.
+   */
+  reload(next: RouterConfig): Promise<ReloadOutcome>;
+  /** Reload counts by result (the config reloader records them; metrics read them). */
+  readonly reloads: ReloadCounts;
+  /** Endpoint sources and their state (empty when the app runs no discovery). */
+  discoveryStatus(): readonly SourceStatus[];
   /**
    * Readiness off, then drain the ext_proc server (open streams get `graceMs`, default
    * config.server.drainTimeoutMs), then stop the scheduler, telemetry and admin server.
@@ -111,9 +135,21 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const rng = deps.rng ?? seededRng(config.seed);
   const scheduler: AppScheduler = deps.scheduler ?? createScheduler(config, { clock, rng, logger });
   const admin = new AdminServer({ address: config.server.adminAddress, logger });
+  const reloads = new ReloadCounts();
+  let running = config;
+  // Discovery keeps the registry of a scheduler built here from config (a test double's is its own).
+  const discovery =
+    deps.scheduler === undefined && scheduler.registry !== undefined
+      ? new DiscoveryService(discoveryInput(config), { registry: scheduler.registry, log: logger.child({ component: 'discovery' }), ...deps.discovery })
+      : undefined;
+  if (discovery !== undefined) {
+    admin.addRoute('GET', '/debug/discovery', (_req, res) => sendJson(res, 200, { sources: discovery.status(), reloads: reloads.snapshot() }));
+  }
+  const discoveryView: DiscoveryView | undefined =
+    discovery !== undefined ? { status: () => discovery.status(), reloads: () => reloads.snapshot() } : undefined;
   // Default telemetry: metrics, /debug/*, decision spans when OTEL_* configures an exporter.
   const instrument = deps.instrument ?? instrumentTelemetry({ tracing: 'env' });
-  const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger });
+  const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger, ...(discoveryView !== undefined ? { discovery: discoveryView } : {}) });
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
   const host = isHealthHost(scheduler) ? scheduler : undefined;
@@ -163,6 +199,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const stopAll = async (graceMs: number): Promise<void> => {
     admin.setReady(false);
     await extProc.stop({ graceMs });
+    await discovery?.stop();
     admission?.stop();
     edge.stop();
     health?.stop();
@@ -175,7 +212,22 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   };
 
   return {
-    config,
+    get config() {
+      return running;
+    },
+    reloads,
+    discoveryStatus: () => discovery?.status() ?? [],
+    async reload(next) {
+      const changed = changedSections(running, next);
+      const applied = changed.filter((k) => (RELOADABLE_SECTIONS as readonly string[]).includes(k));
+      const restartRequired = changed.filter((k) => !applied.includes(k));
+      if (applied.length > 0) {
+        if (discovery === undefined) throw new Error('this router runs no endpoint discovery: endpoints cannot change at run time');
+        await discovery.reconfigure(discoveryInput(next, running));
+        running = Object.freeze({ ...running, endpoints: next.endpoints, discovery: next.discovery });
+      }
+      return { result: applied.length > 0 ? 'applied' : 'unchanged', applied, restartRequired };
+    },
     scheduler,
     admin,
     extProc,
@@ -192,6 +244,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         schedulerStarted = true;
         health?.start();
         edge.start();
+        await discovery?.start();
         const g = await extProc.start();
         admin.setReady(true);
         state = 'running';
@@ -218,6 +271,16 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
       await stopAll(opts.graceMs ?? config.server.drainTimeoutMs);
       state = 'stopped';
     },
+  };
+}
+
+/** What discovery reads from a config (engine-metrics polling as it runs, from `base`). */
+function discoveryInput(config: RouterConfig, base: RouterConfig = config): DiscoveryInput {
+  return {
+    endpoints: config.endpoints,
+    discovery: config.discovery ?? DEFAULT_DISCOVERY,
+    metricsEnabled: base.engineMetrics.enabled,
+    defaultPool: DEFAULT_POOL,
   };
 }
 

@@ -6,6 +6,7 @@
  * validated with field-path errors like every other section.
  */
 import { cacheAwareSection, loadSection } from '../plugins/presets/shorthand.js';
+import { discoverySection } from './sections/discovery.js';
 import { endpointsSection } from './sections/endpoints.js';
 import { engineMetricsSection } from './sections/engine-metrics.js';
 import { pluginsSection, schedulingProfilesSection } from './sections/plugin-graph.js';
@@ -21,6 +22,7 @@ export const CONFIG_SECTIONS = [
   serverSection,
   requestsSection,
   endpointsSection,
+  discoverySection,
   engineMetricsSection,
   telemetrySection,
   pluginsSection,

@@ -51,12 +51,15 @@ export function attachEngineHealth(config: HealthConfig, host: HealthHost, deps:
   const unsubscribe = host.onDecision((ev) => {
     if (ev.kind === 'finished') monitor.onCompleted(ev.request, ev.decision, ev.outcome);
   });
+  // Engines that leave the fleet take their health state with them.
+  const unwatch = registry.onMembershipChange((c) => monitor.retain(c.endpoints.map((e) => e.id)));
   return {
     monitor,
     start: (signal) => monitor.start(signal),
     stop: () => {
       monitor.stop();
       unsubscribe();
+      unwatch();
       removeSource();
     },
   };

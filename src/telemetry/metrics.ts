@@ -33,6 +33,8 @@ export const DECISION_LATENCY_BUCKETS = [
 
 export const OTHER_LABEL = 'other';
 const MAX_STRATEGY_LABELS = 16;
+/** Endpoint label values kept at most (engines that joined later count too; beyond: `other`). */
+const MAX_ENDPOINT_LABELS = 1024;
 const REASONS: ReadonlySet<string> = new Set(DECISION_REASONS);
 const FALLBACKS: ReadonlySet<string> = new Set(FALLBACK_REASONS);
 
@@ -286,6 +288,14 @@ export class RouterMetrics implements EdgeStats {
   bindSources(sources: { loads?: EndpointLoadView; scrapes?: ScrapeStatsView }): void {
     if (sources.loads) this.loads = sources.loads;
     if (sources.scrapes) this.scrapes = sources.scrapes;
+  }
+
+  /** Engines that joined at run time get their own label values (up to a bound). */
+  addEndpoints(ids: Iterable<string>): void {
+    for (const id of ids) {
+      if (this.endpointIds.size >= MAX_ENDPOINT_LABELS) return;
+      this.endpointIds.add(id);
+    }
   }
 
   endpointLabel(id: string): string {
