@@ -13,6 +13,7 @@ import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
 type Obj = Record<string, unknown>;
 const ENVOY_FILES = [
   'envoy/override-host.yaml',
+  'envoy/override-host-eds.yaml',
   'envoy/original-dst.yaml',
   'envoy/envoy-only-round-robin.yaml',
   'envoy/envoy-only-least-request.yaml',
