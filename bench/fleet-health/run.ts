@@ -27,16 +27,18 @@ interface Args {
   main?: string;
   out: string;
   only?: Set<string>;
+  queuedPerEngine: number;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const a: Args = { out: join(REPO_ROOT, 'bench', 'results', 'fleet-health') };
+  const a: Args = { out: join(REPO_ROOT, 'bench', 'results', 'fleet-health'), queuedPerEngine: 2 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = argv[i + 1];
     if (k === '--main' && v) (a.main = v), i++;
     else if (k === '--out' && v) (a.out = v), i++;
     else if (k === '--only' && v) (a.only = new Set(v.split(','))), i++;
+    else if (k === '--queued-per-engine' && v) (a.queuedPerEngine = Number(v)), i++;
     else throw new Error(`unknown argument ${k}`);
   }
   return a;
@@ -45,10 +47,12 @@ function parseArgs(argv: readonly string[]): Args {
 /** Router config of the branch runs: health on (defaults), short stream idle timeouts for the abandoned probe. */
 const IDLE = { server: { requestIdleTimeoutMs: 2000, responseIdleTimeoutMs: 3000 } };
 const OVERLOAD_ENGINES = 4;
-const QUEUED_PER_ENGINE = 2;
+/** `--queued-per-engine` (default 2): admission.saturation.maxQueuedPerEndpoint of the overload/fairness runs. */
+let QUEUED_PER_ENGINE = 2;
 const OVERLOAD = {
   engines: OVERLOAD_ENGINES,
-  calibrateConcurrency: OVERLOAD_ENGINES * QUEUED_PER_ENGINE,
+  /** Closed-loop concurrency that finds the saturation rate: every engine at the threshold. */
+  calibrateConcurrency: OVERLOAD_ENGINES * 2,
   calibrateMs: 4000,
   phaseMs: 8000,
   timeoutMs: 20_000,
@@ -60,6 +64,8 @@ const admission = (mode: 'off' | 'reject' | 'queue', maxWaitMs = 1000) => ({
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  QUEUED_PER_ENGINE = args.queuedPerEngine;
+  OVERLOAD.calibrateConcurrency = OVERLOAD_ENGINES * QUEUED_PER_ENGINE;
   const want = (s: string) => args.only === undefined || args.only.has(s);
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
   const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim() !== '';
@@ -174,8 +180,8 @@ function summary(run: { commit: string; dirty: boolean; started: string; compare
   const ov = run.results['overload'] as Record<string, OverloadResult> | undefined;
   if (ov) {
     const any = Object.values(ov)[0]!;
-    out.push(`## Overload step (4 engines at time scale 1, unique 800-token prompts, 8 output tokens; saturation rate ${any.saturationRate.toFixed(1)} req/s = closed-loop throughput with 2 requests per engine in flight)`, '');
-    out.push('Each row: 8 s open-loop phase at 0.5× then 2× the saturation rate. `maxQueuedPerEndpoint: 2`; queue mode holds up to 1 s.', '');
+    out.push(`## Overload step (4 engines at time scale 1, unique 800-token prompts, 8 output tokens; saturation rate ${any.saturationRate.toFixed(1)} req/s = closed-loop throughput with ${QUEUED_PER_ENGINE} requests per engine in flight)`, '');
+    out.push(`Each row: 8 s open-loop phase at 0.5× then 2× the saturation rate. \`maxQueuedPerEndpoint: ${QUEUED_PER_ENGINE}\`; queue mode holds up to 1 s.`, '');
     out.push('| admission / phase | rate req/s | sent | ok | 429 | failed/timeouts | TTFT p50 | TTFT p99 | goodput req/s |', '|---|---|---|---|---|---|---|---|---|');
     for (const [label, r] of Object.entries(ov)) {
       out.push(phaseRow(`${label} / unsaturated`, r.unsaturated));
