@@ -22,7 +22,7 @@ describe('e2e: engine SIGKILL under load', function () {
     expect(r.indexBlocksAtKill, why).to.be.greaterThan(0); // it was in use, with cached prefixes
     expect(r.picksLaterThan1s, why).to.equal(0);
     expect(r.lastPickAfterKillMs, why).to.be.below(1000);
-    expect(r.healthyWhileDownShare, why).to.be.below(0.2);
+    expect(r.healthyWhileDownShare, why).to.be.below(0.4); // samples every 100 ms; the first ones precede detection
     expect(r.failedOther, `${why}\n${r.failureDetails.join('\n')}`).to.equal(0);
     expect(r.readmitMs, why).to.be.within(0, 5000);
     expect(r.indexBlocksAtReadmit, why).to.equal(0);
