@@ -41,6 +41,7 @@ const md = [
   `Commit ${info.gitCommit ?? 'unknown'}${info.gitDirty.length > 0 ? ' (dirty)' : ''}, ${rounds} rounds, ${config.rps} req/s background stream through Envoy (${config.envoy}), ${config.engines}.`,
   'Times are measured at the client: from the API write (pods Ready / delete) to the first response from',
   '(or the start of the last request served by) the engine. Rerun: `node dist/bench/discovery/run-kube-membership.js`.',
+  `A last pick of 0 ms means no request sent after the delete (one every ${Math.round(1000 / config.rps)} ms) reached the deleted engine.`,
   '',
   '| measure | per round | worst | bound (test/e2e/kube-discovery.test.ts) |',
   '|---|---|---|---|',
