@@ -23,6 +23,9 @@ import type { Rng } from './util/rng.js';
 import { createLogger } from './logging/logger.js';
 import type { Logger } from './logging/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
+import { attachEngineHealth, isHealthHost, type AttachedHealth } from './health/attach-engine-health.js';
+import { AdmissionController } from './admission/admission-controller.js';
+import { FleetSaturation } from './admission/saturation.js';
 import { changedSections, RELOADABLE_SECTIONS, ReloadCounts, type ReloadOutcome } from './config/config-reloader.js';
 import { DEFAULT_POOL } from './config/defaults.js';
 import { DEFAULT_DISCOVERY } from './config/sections/discovery.js';
@@ -99,6 +102,12 @@ export interface RouterApp {
   readonly admin: AdminServer;
   readonly extProc: ExtProcServer;
   readonly logger: Logger;
+  /** Engine health (undefined when `health.enabled` is false or the scheduler is a test double). */
+  readonly health?: AttachedHealth;
+  /** Admission control (undefined when `admission.mode` is off). */
+  readonly admission?: AdmissionController;
+  /** The ext_proc edge (open streams, idle expiry). */
+  readonly edge: EdgeContext;
   start(): Promise<StartedAddresses>;
   /**
    * Applies a reloaded, validated config: `endpoints` and `discovery` take effect at once
@@ -142,6 +151,18 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger, ...(discoveryView !== undefined ? { discovery: discoveryView } : {}) });
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
+  const host = isHealthHost(scheduler) ? scheduler : undefined;
+  const health = host !== undefined ? attachEngineHealth(config.health, host, { clock, logger }) : undefined;
+  const admission =
+    config.admission.mode !== 'off' && host !== undefined
+      ? new AdmissionController({
+          routing,
+          saturation: new FleetSaturation(host.registry, config.admission.saturation, config.engineMetrics.staleAfterMs),
+          config: config.admission,
+          clock,
+          logger,
+        })
+      : undefined;
 
   const edge = new EdgeContext({
     routing,
@@ -150,6 +171,10 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     decisionHeader: config.telemetry.decisionHeader,
     clock,
     logger,
+    idle: { requestMs: config.server.requestIdleTimeoutMs, responseMs: config.server.responseIdleTimeoutMs },
+    ...(admission !== undefined ? { admission } : {}),
+    ...(config.admission.tenantHeader !== undefined ? { tenantHeader: config.admission.tenantHeader } : {}),
+    ...(config.admission.priorityHeader !== undefined ? { priorityHeader: config.admission.priorityHeader } : {}),
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
   });
@@ -161,6 +186,12 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     keepalive: { timeMs: config.server.keepaliveTimeMs, timeoutMs: config.server.keepaliveTimeoutMs },
   });
 
+  if (health !== undefined) admin.addRoute('GET', '/debug/health', (_req, res) => sendJson(res, 200, health.monitor.stats()));
+  if (admission !== undefined) admin.addRoute('GET', '/debug/admission', (_req, res) => sendJson(res, 200, admission.stats()));
+  admin.addRoute('GET', '/debug/streams', (_req, res) =>
+    sendJson(res, 200, { open: edge.openStreams, expiredIdle: edge.expiredStreams, logLinesSuppressed: edge.logLimiter.suppressed }),
+  );
+
   let state: AppState = 'new';
   let schedulerStarted = false;
 
@@ -168,6 +199,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     admin.setReady(false);
     await extProc.stop({ graceMs });
     await discovery?.stop();
+    admission?.stop();
+    edge.stop();
+    health?.stop();
     if (schedulerStarted) {
       schedulerStarted = false;
       scheduler.stop();
@@ -197,6 +231,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     admin,
     extProc,
     logger,
+    edge,
+    ...(health !== undefined ? { health } : {}),
+    ...(admission !== undefined ? { admission } : {}),
     async start() {
       if (state !== 'new') throw new Error(`router app cannot start in state ${state}`);
       state = 'starting';
@@ -204,6 +241,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         const a = await admin.start();
         scheduler.start();
         schedulerStarted = true;
+        health?.start();
+        edge.start();
         await discovery?.start();
         const g = await extProc.start();
         admin.setReady(true);

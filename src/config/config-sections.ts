@@ -14,6 +14,8 @@ import { requestsSection } from './sections/requests.js';
 import { routingSections } from './sections/routing.js';
 import { serverSection } from './sections/server.js';
 import { telemetrySection } from './sections/telemetry.js';
+import { healthSection } from './sections/health.js';
+import { admissionSection } from './sections/admission.js';
 
 export const CONFIG_SECTIONS = [
   ...routingSections,
@@ -27,4 +29,6 @@ export const CONFIG_SECTIONS = [
   schedulingProfilesSection,
   cacheAwareSection,
   loadSection,
+  healthSection,
+  admissionSection,
 ] as const;

@@ -57,6 +57,9 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   const endpoints = parsed.endpoints.map((e) =>
     e.metricsUrl === undefined && parsed.engineMetrics.enabled && !isHostNameEntry(e.address) ? { ...e, metricsUrl: `http://${e.address}/metrics` } : e,
   );
+  if (parsed.admission.mode === 'queue' && parsed.admission.queue.maxWaitMs >= server.requestIdleTimeoutMs) {
+    problems.push(`admission.queue.maxWaitMs: must be below server.requestIdleTimeoutMs (${server.requestIdleTimeoutMs})`);
+  }
   const graph = resolveGraph(parsed, problems);
   if (problems.length > 0) throw configError(problems);
   const catalog = options.catalog ?? (defaultCatalog ??= builtinCatalog());

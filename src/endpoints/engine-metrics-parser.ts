@@ -17,6 +17,7 @@
  *            sglang:cache_hit_rate (gauge)
  *   config   vllm:cache_config_info{block_size, num_gpu_blocks}
  *            sglang:cache_config_info{page_size, num_pages}
+ *   restart  process_start_time_seconds (prometheus_client's process collector)
  * Series with several label sets (one per model_name) are summed for counts and counters
  * and maxed for fractions.
  */
@@ -42,6 +43,8 @@ export interface EngineSignals {
   readonly blockSizeTokens?: number;
   /** KV blocks on the device (vLLM num_gpu_blocks / SGLang num_pages). */
   readonly numBlocks?: number;
+  /** Unix time the engine process started (changes when it restarts). */
+  readonly processStartTimeSeconds?: number;
 }
 
 export interface ParseLimits {
@@ -53,7 +56,7 @@ export interface ParseLimits {
 
 export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxLineChars: 4096, maxChars: 1 << 20 };
 
-type Field = 'waiting' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig';
+type Field = 'waiting' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig' | 'startTime';
 
 /** Metric name → (field, engine). Names with and without the `_total` suffix are both seen. */
 const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([
@@ -75,6 +78,7 @@ const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([
   ['sglang:token_usage', ['kvUsage', 'sglang']],
   ['sglang:cache_hit_rate', ['hitRate', 'sglang']],
   ['sglang:cache_config_info', ['sglangConfig', 'sglang']],
+  ['process_start_time_seconds', ['startTime', 'unknown']],
 ]);
 
 interface Acc {
@@ -87,6 +91,7 @@ interface Acc {
   hitRate?: number;
   blockSizeTokens?: number;
   numBlocks?: number;
+  startTime?: number;
 }
 
 /**
@@ -133,6 +138,9 @@ function parseLine(line: string, acc: Acc): void {
   if (value === undefined) return;
   if (acc.engine === 'unknown') acc.engine = engine;
   switch (field) {
+    case 'startTime':
+      if (value > 0) acc.startTime = value;
+      break;
     case 'waiting':
       acc.waiting = (acc.waiting ?? 0) + value;
       break;
@@ -237,6 +245,7 @@ function finish(acc: Acc): EngineSignals {
   if (acc.hitRate !== undefined) out.cacheHitRate = clamp01(acc.hitRate);
   if (acc.blockSizeTokens !== undefined) out.blockSizeTokens = acc.blockSizeTokens;
   if (acc.numBlocks !== undefined) out.numBlocks = acc.numBlocks;
+  if (acc.startTime !== undefined) out.processStartTimeSeconds = acc.startTime;
   return out;
 }
 

@@ -40,7 +40,7 @@ const FALLBACKS: ReadonlySet<string> = new Set(FALLBACK_REASONS);
 
 /**
  * `kind` label values of cacheroute_extproc_stream_errors_total: the edge's StreamErrorKind
- * (src/extproc/edge-stats.ts: a RouterError code, ABORTED or TRANSPORT), lower-cased.
+ * (src/extproc/edge-stats.ts: a RouterError code, ABORTED, TRANSPORT or IDLE), lower-cased.
  */
 export const STREAM_ERROR_KINDS = [
   'bad_request',
@@ -53,6 +53,7 @@ export const STREAM_ERROR_KINDS = [
   'internal',
   'aborted',
   'transport',
+  'idle',
 ] as const;
 
 /** Current endpoints with their load picture (the scheduler's registry, adapted). */
