@@ -6,11 +6,13 @@
 import type { RouterConfig } from '../config/types.js';
 import type { EndpointRegistry } from '../endpoints/registry.js';
 import { BlockHasher } from '../prefix-cache/block-hasher.js';
+import { EngineBlockGranularity } from '../prefix-cache/engine-block-granularity.js';
 import { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import { serviceKey, type PluginContext } from '../scheduling/plugin-registry.js';
 
 export const BLOCK_HASHER = serviceKey<BlockHasher>('block-hasher');
 export const PREFIX_INDEX = serviceKey<PrefixIndex>('prefix-index');
+export const ENGINE_BLOCK_GRANULARITY = serviceKey<EngineBlockGranularity>('engine-block-granularity');
 
 /** The scheduler's block hasher, configured from `cacheAware.blockChars` / `maxPrefixBlocks`. */
 export function sharedBlockHasher(ctx: PluginContext): BlockHasher {
@@ -20,6 +22,11 @@ export function sharedBlockHasher(ctx: PluginContext): BlockHasher {
 /** The scheduler's prefix index, one LRU of `cacheAware.indexCapacityBlocks` per endpoint. */
 export function sharedPrefixIndex(ctx: PluginContext): PrefixIndex {
   return ctx.shared(PREFIX_INDEX, () => newPrefixIndex(ctx.config, ctx.endpoints));
+}
+
+/** Engine KV block sizes (from cache_config_info) as the unit of predicted hits. */
+export function sharedEngineBlockGranularity(ctx: PluginContext): EngineBlockGranularity {
+  return ctx.shared(ENGINE_BLOCK_GRANULARITY, () => new EngineBlockGranularity(ctx.config.cacheAware.blockChars, ctx.config.requests.charsPerToken));
 }
 
 export function newBlockHasher(config: RouterConfig): BlockHasher {

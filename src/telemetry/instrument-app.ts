@@ -11,13 +11,15 @@ import { readFileSync } from 'node:fs';
 import type { AppParts, Instrumentation } from '../app.js';
 import type { Endpoint } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
-import { PREFIX_INDEX } from '../plugins/shared-services.js';
+import { ENGINE_BLOCK_GRANULARITY, PREFIX_INDEX } from '../plugins/shared-services.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
 import { serviceKey } from '../scheduling/plugin-registry.js';
 import type { ServiceKey } from '../scheduling/plugin-registry.js';
 import type { ScrapeStatsView } from './metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
-import type { TelemetrySources } from './router-telemetry.js';
+import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
+import type { EngineBlockGranularity } from '../prefix-cache/engine-block-granularity.js';
+import type { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import { startTracing } from './tracing.js';
 import type { Tracing } from './tracing.js';
 
@@ -66,6 +68,7 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const tracing = ownTracing ?? (opts.tracing === 'env' ? undefined : opts.tracing);
     const registry = s.registry;
     const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX) : undefined;
+    const granularity = typeof s.service === 'function' ? s.service(ENGINE_BLOCK_GRANULARITY) : undefined;
     // The engine-metrics plugin's store (present when engineMetrics polling is configured).
     const store = typeof s.service === 'function' ? s.service(ENGINE_SIGNAL_STORE_KEY) : undefined;
     const scrapes = opts.scrapes ?? store;
@@ -73,7 +76,7 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       endpoints: () => s.endpoints(),
       ...(typeof s.onDecision === 'function' ? { onDecision: (l: DecisionListener) => s.onDecision!(l) } : {}),
       ...(registry ? { loadOf: (e: Endpoint) => registry.loadOf(e) } : {}),
-      ...(index ? { indexSize: (e: Endpoint) => ({ blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) }) } : {}),
+      ...(index ? { indexSize: (e: Endpoint) => indexView(index, granularity, e) } : {}),
       ...(scrapes ? { scrapes } : {}),
     };
     const telemetry = new RouterTelemetry({
@@ -96,4 +99,11 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       },
     };
   };
+}
+
+function indexView(index: PrefixIndex, granularity: EngineBlockGranularity | undefined, e: Endpoint): PrefixIndexView {
+  const tokens = granularity?.engineBlockTokens(e.index);
+  if (granularity === undefined || tokens === undefined) return { blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) };
+  const unit = granularity.engineBlockChars(e.index) / granularity.blockChars;
+  return { blocks: index.size(e.index), capacityBlocks: index.capacity(e.index), engineBlockTokens: tokens, hitUnitBlocks: Math.round(unit * 100) / 100 };
 }

@@ -10,29 +10,35 @@
  * counts are published as affinity evidence so the picker can label the decision and see
  * whether a filter removed the best-matching endpoint.
  *
+ * Matches are counted in whole engine KV blocks once the engine reported its block size
+ * (engine-block-granularity.ts): the engine caches nothing of a partial block.
+ *
  * After routing, the request's blocks are inserted into the chosen endpoint's LRU, whatever
  * the reason for choosing it: that engine is about to compute (and cache) them. When an
  * endpoint leaves the registry its entries are evicted.
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
+import type { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
 import type { PrefixIndex } from '../../prefix-cache/prefix-index.js';
 import { AFFINITY_EVIDENCE, requestBlockHashes, setScratch } from '../../scheduling/cycle-scratch.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../scheduling/types.js';
 import { params } from '../plugin-params.js';
-import { sharedBlockHasher, sharedPrefixIndex } from '../shared-services.js';
+import { sharedBlockHasher, sharedEngineBlockGranularity, sharedPrefixIndex } from '../shared-services.js';
 
 export const PREFIX_CACHE_PLUGIN = 'prefix-cache';
 
 export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook {
   private present = new Set<number>();
   private zeros = new Uint32Array(0);
+  private aligned = new Uint32Array(0);
 
   constructor(
     readonly name: string,
     readonly hasher: BlockHasher,
     readonly index: PrefixIndex,
+    readonly granularity?: EngineBlockGranularity,
   ) {}
 
   score(state: CycleState, candidates: readonly Candidate[]): number[] {
@@ -45,7 +51,11 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
       setScratch(state, AFFINITY_EVIDENCE, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
       return out;
     }
-    const matched = this.index.match(hashes);
+    let matched = this.index.match(hashes);
+    if (this.granularity !== undefined) {
+      if (this.aligned.length !== matched.length) this.aligned = new Uint32Array(matched.length);
+      matched = this.granularity.alignAll(matched, this.aligned);
+    }
     setScratch(state, AFFINITY_EVIDENCE, { matchedByEndpoint: matched, totalBlocks: total });
     for (let i = 0; i < candidates.length; i++) out[i] = (matched[candidates[i]!.endpoint.index] ?? 0) / total;
     return out;
@@ -71,5 +81,5 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
 
 export const prefixCachePluginFactory: PluginFactory = (name, p, ctx) => {
   params(name, p).only();
-  return new PrefixCachePlugin(name, sharedBlockHasher(ctx), sharedPrefixIndex(ctx));
+  return new PrefixCachePlugin(name, sharedBlockHasher(ctx), sharedPrefixIndex(ctx), sharedEngineBlockGranularity(ctx));
 };
