@@ -8,7 +8,7 @@
 import type { RouterConfig } from './config/types.js';
 import type { Endpoint } from './core/types.js';
 import type { RoutingService } from './core/routing-service.js';
-import { createScheduler } from './scheduling/create-scheduler.js';
+import { createScheduler } from './compose/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
 import { AdminServer } from './admin/admin-server.js';
 import { createExtProcServer } from './extproc/create-ext-proc-server.js';
@@ -21,8 +21,8 @@ import { systemClock } from './util/clock.js';
 import type { Clock } from './util/clock.js';
 import { seededRng } from './util/rng.js';
 import type { Rng } from './util/rng.js';
-import { createLogger } from './telemetry/logger.js';
-import type { Logger } from './telemetry/logger.js';
+import { createLogger } from './logging/logger.js';
+import type { Logger } from './logging/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
 
 /** What the app needs from the scheduler (src/scheduling/create-scheduler.ts). */

@@ -4,7 +4,7 @@
  * else lives in createRouterApp.
  *
  *   cacheroute serve --config <file>     run the router until SIGTERM/SIGINT
- *   cacheroute validate --config <file>  check a config file and exit
+ *   cacheroute validate --config <file>  check a config file (and build its plugin graph) and exit
  *
  * `serve` prints exactly one JSON line on stdout when ready:
  *   {"event":"listening","grpc":"host:port","admin":"host:port","grpcPort":n,"adminPort":n}
@@ -14,6 +14,9 @@
 import { isRouterError } from './core/errors.js';
 import { loadConfigFile } from './config/loader.js';
 import { createRouterApp } from './app.js';
+import { createScheduler } from './compose/create-scheduler.js';
+import { systemClock } from './util/clock.js';
+import { seededRng } from './util/rng.js';
 import type { RouterApp } from './app.js';
 
 const USAGE = `usage:
@@ -86,12 +89,16 @@ async function serve(configPath: string): Promise<void> {
   });
 }
 
+/** Parses the file and builds the plugin graph once (every plugin factory runs), without listening. */
 function validate(configPath: string): void {
   const config = loadConfigFile(configPath);
+  createScheduler(config, { clock: systemClock, rng: seededRng(config.seed) }).stop();
   printLine({
     event: 'valid',
     config: configPath,
     strategy: config.strategy,
+    profiles: config.schedulingProfiles.map((p) => p.name),
+    plugins: config.plugins.length,
     endpoints: config.endpoints.length,
     grpc: config.server.grpcAddress,
     admin: config.server.adminAddress,

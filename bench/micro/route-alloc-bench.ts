@@ -15,8 +15,8 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { RouteTicket } from '../../src/core/routing-service.js';
 import type { RequestOutcome, RouteRequest } from '../../src/core/types.js';
-import { PREFIX_INDEX } from '../../src/plugins/shared-services.js';
-import { createScheduler } from '../../src/scheduling/create-scheduler.js';
+import { PREFIX_INDEX } from '../../src/plugins/multi/prefix-cache-plugin.js';
+import { createScheduler } from '../../src/compose/create-scheduler.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
 import { ChatWorkload } from './chat-workload.js';

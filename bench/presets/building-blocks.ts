@@ -2,7 +2,7 @@
  * Reusable pieces for presets: the engine model, KV sizing relative to the hot prefix
  * set, and the standard contender lists. A new preset should mostly combine these.
  */
-import { DEFAULT_HOTSPOT_ENABLED } from '../../src/config/sections/load.js';
+import { DEFAULT_HOTSPOT_ENABLED } from '../../src/plugins/presets/shorthand.js';
 import type { StrategyName } from '../../src/config/types.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import type { EngineFlags, EngineSetup } from './types.js';

@@ -8,7 +8,7 @@
  * prediction accuracy over time, which lives in the scheduler; so this drives the
  * scheduling core (createScheduler, the real plugins) directly against real simulated
  * engines over HTTP — route, send to the chosen engine, finish the ticket with the
- * engine's usage — and samples `loadSignalStats` every 5 s. The edge is not involved.
+ * engine's usage — and samples the index-calibration plugin's stats every 5 s. The edge is not involved.
  *
  * Arms (same engines, reset between arms, same seeded workload):
  *   off         calibration disabled, index capacity as configured (31,250 blocks)
@@ -26,8 +26,9 @@ import { parseArgs } from 'node:util';
 import { defaultConfig, type DeepPartial } from '../../src/config/default-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
 import type { RouteRequest } from '../../src/core/types.js';
-import { loadSignalStats } from '../../src/plugins/load-signal-stats.js';
-import { createScheduler } from '../../src/scheduling/create-scheduler.js';
+import { IndexCalibration } from '../../src/plugins/multi/index-calibration.js';
+import type { Scheduler } from '../../src/scheduling/scheduler.js';
+import { createScheduler } from '../../src/compose/create-scheduler.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
 import { REPO_ROOT } from '../../test/helpers/repo-paths.js';
@@ -155,7 +156,7 @@ export async function runArm(arm: Arm, engines: readonly EngineHandle[], seconds
   let cachedTok = 0;
   const t0 = performance.now();
   const sample = (): void => {
-    const st = loadSignalStats(scheduler).calibration;
+    const st = calibrationStats(scheduler);
     if (st === undefined) return;
     const dj = st.judged - prev.judged;
     const dc = st.confirmed - prev.confirmed;
@@ -220,7 +221,7 @@ export async function runArm(arm: Arm, engines: readonly EngineHandle[], seconds
     await scheduler.stop();
     agent.destroy();
   }
-  const st = loadSignalStats(scheduler).calibration;
+  const st = calibrationStats(scheduler);
   let recoveredAtS: number | null = null;
   // Recovered = every later interval with enough judged predictions (≥ 5) at ≥ 90%.
   for (let i = samples.length - 1; i >= 0; i--) {
@@ -310,4 +311,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       process.exit(1);
     },
   );
+}
+
+function calibrationStats(scheduler: Scheduler) {
+  const p = scheduler.plugin('index-calibration');
+  return p instanceof IndexCalibration ? p.stats() : undefined;
 }

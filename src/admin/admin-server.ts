@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 /** Handles one admin request. `url` is parsed (path + query). May be async. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;

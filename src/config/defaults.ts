@@ -1,8 +1,9 @@
 /**
- * Every default of the router configuration, as a named constant with the reason for its
- * value. parseConfig applies these; docs/configuration.md lists them.
+ * Defaults of the router-wide configuration sections, as named constants with the reason
+ * for each value (plugin defaults live with each plugin's parameter schema). parseConfig
+ * applies these; docs/configuration.md lists them.
  */
-import type { StrategyName } from './types.js';
+import type { StrategyName } from '../plugins/presets/presets.js';
 
 export const API_VERSION = 'cacheroute/v1' as const;
 
@@ -13,10 +14,7 @@ export const DEFAULT_GRPC_ADDRESS = '127.0.0.1:9002';
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:9003';
 /** Long enough for most in-flight streams to finish their ext_proc exchange on SIGTERM. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
-/**
- * node:http2 serving the one Process method directly: ≈0.6× grpc-js' CPU per stream on the
- * ext_proc load benchmark (docs/extproc.md); grpc-js remains selectable.
- */
+/** node:http2 serving the one Process method directly; grpc-js remains selectable. */
 export const DEFAULT_TRANSPORT = 'node-http2' as const;
 /**
  * gRPC's own server keepalive defaults (2 h / 20 s): a dead Envoy connection is noticed and
@@ -52,43 +50,6 @@ export const DEFAULT_STRATEGY: StrategyName = 'cache-aware';
 export const DEFAULT_FALLBACKS = 2;
 /** Fixed seed so runs are reproducible unless the operator asks otherwise. */
 export const DEFAULT_SEED = 1;
-
-// --- cacheAware ---
-/** 64 chars ≈ 16 tokens at 4 chars/token = vLLM's default KV block size (GIE uses 64 too). */
-export const DEFAULT_BLOCK_CHARS = 64;
-/** maxPrefixChars / blockChars: every block of the bounded prefix can be matched. */
-export const DEFAULT_MAX_PREFIX_BLOCKS = DEFAULT_MAX_PREFIX_CHARS / DEFAULT_BLOCK_CHARS;
-/** GIE's sizing: Llama-3-8B on an H100-80GB holds ≈500k KV tokens ≈ 31,250 blocks of 64 chars. */
-export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
-/** GIE/llm-d default profile: prefix 3, queue 2, kv-cache utilisation 2. */
-export const DEFAULT_WEIGHTS = { prefix: 3, queue: 2, kvUsage: 2 } as const;
-/**
- * Escape affinity only when an engine has 32+ more in-flight requests than the least loaded...
- * Measured (bench/results/peers-tune): at 8, busy-but-even traffic (48 groups, 16 req/s)
- * kept tripping the escape, each diversion a long cache miss that slowed its new engine
- * (p99 TTFT 4–7.7 s, 88% hits); at 32, p99 0.49 s and 100% hits, on par with
- * sglang-router/vllm-router, while the hot-prefix tail stayed at 1.8 s (prefix-hash 12.8 s).
- */
-export const DEFAULT_IMBALANCE_ABS = 32;
-/** ...and at least 1.5x its load, so small absolute differences never break affinity. */
-export const DEFAULT_IMBALANCE_REL = 1.5;
-/** The queue scorer's signal in cache-aware (see CacheAwareConfig.queueSignal). */
-export const DEFAULT_QUEUE_SIGNAL: 'effective' | 'prefill' = 'effective';
-/**
- * Cold requests in cache-aware go to the shortest prefill queue (CacheAwareConfig.coldRouting).
- * Measured side by side (bench/results/load-cold/2-cold-routing, 4 engines): at 0% prefix
- * sharing TTFT p50 496 vs 834 ms and p99 0.97 vs 2.36 s with the weighted scores (round-robin
- * 498 ms / 0.82 s); at 90% sharing, on the hot prefix and on the peers workload at 16 req/s
- * within run-to-run noise of the scores.
- */
-export const DEFAULT_COLD_ROUTING: 'scores' | 'prefill-queue' = 'prefill-queue';
-/**
- * Break equal prefill queues by the fewest recent cold placements (CacheAwareConfig.coldSpread).
- * Why: on an idle fleet every queue is 0 and a random pick put the first sessions of three of
- * four system prompts on one engine (bench/results/multi-turn); a cold request starts a prefix
- * group that later requests follow, so spreading cold picks spreads groups.
- */
-export const DEFAULT_COLD_SPREAD = true;
 
 // --- engineMetrics ---
 /** GIE scrapes engine metrics; without them the router is blind to others' traffic. */

@@ -1,73 +1,99 @@
 /**
- * Validation of the whole config document: one reader per section, every problem
- * collected and reported together with its field path, unknown keys rejected, defaults
- * applied. To add a section: write `sections/<name>.ts` with a `parse<Name>(reader)`
- * function, add its field to RouterConfig (types.ts) and one line below.
+ * Validation of the whole config document with zod: every section of config-sections.ts
+ * is checked, every problem is collected and reported together with its field path,
+ * unknown keys are rejected with a "did you mean" hint, defaults are applied.
+ *
+ * Then the plugin graph is resolved: explicit `plugins` + `schedulingProfiles`, or the
+ * preset the `strategy` shorthand names (default cache-aware), and every plugin's
+ * `parameters` are checked against its type's own schema from the plugin catalog
+ * (`plugins[2].parameters.weight: expected number ...`).
  */
-import { RouterError } from '../core/errors.js';
-import { STRATEGIES, type RouterConfig } from './types.js';
-import { ConfigProblems, int, ObjectReader, oneOf } from './field-reader.js';
-import { API_VERSION, DEFAULT_FALLBACKS, DEFAULT_SEED, DEFAULT_STRATEGY } from './defaults.js';
+import { presetGraph, type StrategyName } from '../plugins/presets/presets.js';
+import { builtinCatalog } from '../plugins/register-builtins.js';
+import type { PluginCatalog } from '../scheduling/plugin-api.js';
+import { validateGraphParameters, type GraphSpec } from '../scheduling/plugin-graph.js';
+import { configError, formatIssues, section, withoutNulls } from '../util/schema.js';
+import { CONFIG_SECTIONS } from './config-sections.js';
+import { DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, DEFAULT_STRATEGY, GRPC_FRAMING_HEADROOM_BYTES } from './defaults.js';
 import { applyEnvOverrides, type Env } from './env-overrides.js';
-import { parseServer } from './sections/server.js';
-import { parseRequests } from './sections/requests.js';
-import { parseEndpoints } from './sections/endpoints.js';
-import { parseCacheAware } from './sections/cache-aware.js';
-import { parseEngineMetrics } from './sections/engine-metrics.js';
-import { parseTelemetry } from './sections/telemetry.js';
-import { parseLoad } from './sections/load.js';
+import type { ParsedSections, RouterConfig } from './types.js';
 
 export interface ParseOptions {
   /** Environment for CACHEROUTE_* overrides; none are applied when omitted. */
   readonly env?: Env;
+  /** Plugin types the graph may use (default: the built-ins). */
+  readonly catalog?: PluginCatalog;
 }
+
+const ROOT = section(Object.fromEntries(CONFIG_SECTIONS.map((s) => [s.key, s.schema])) as { [K in (typeof CONFIG_SECTIONS)[number] as K['key']]: K['schema'] });
+
+let defaultCatalog: PluginCatalog | undefined;
 
 /**
  * Validates a raw document (as produced by a YAML/JSON parser) into a RouterConfig with
- * every default applied. The result is deeply frozen.
+ * every default applied and the plugin graph resolved. The result is deeply frozen.
  * @throws RouterError BAD_CONFIG listing all problems, one per line, each with its path.
  */
 export function parseConfig(input: unknown, options: ParseOptions = {}): RouterConfig {
-  const problems = new ConfigProblems();
   let doc = input;
+  let sources = new Map<string, string>();
   if (options.env) {
     const applied = applyEnvOverrides(input, options.env);
     doc = applied.doc;
-    for (const [path, env] of applied.sources) problems.sources.set(path, env);
+    sources = applied.sources;
   }
-  if (doc === undefined || doc === null) {
-    throw new RouterError('BAD_CONFIG', 'invalid configuration (1 problem):\n  - (document): empty');
-  }
-  const root = new ObjectReader('', doc, problems);
+  if (doc === undefined || doc === null) throw configError(['(document): empty']);
+  const r = ROOT.safeParse(withoutNulls(doc));
+  if (!r.success) throw configError(formatIssues(r.error.issues, '', sources));
+  const parsed = r.data as unknown as ParsedSections;
 
-  const apiVersion = root.required('apiVersion', oneOf([API_VERSION]));
-  const requests = parseRequests(root.section('requests'));
-  const server = parseServer(root.section('server'), requests.maxBodyBytes);
-  const engineMetrics = parseEngineMetrics(root.section('engineMetrics'));
-  const endpoints = parseEndpoints(root, engineMetrics.enabled);
-  const strategy = root.get('strategy', oneOf(STRATEGIES), DEFAULT_STRATEGY);
-  const fallbacks = root.get('fallbacks', int({ min: 0, max: 16 }), DEFAULT_FALLBACKS);
-  const seed = root.get('seed', int({ min: 0, max: 2 ** 32 - 1 }), DEFAULT_SEED);
-  const cacheAware = parseCacheAware(root.section('cacheAware'));
-  const telemetry = parseTelemetry(root.section('telemetry'));
-  const load = parseLoad(root.section('load'));
-  root.done();
+  const problems: string[] = [];
+  const server = resolveServer(parsed, problems);
+  const endpoints = parsed.endpoints.map((e) =>
+    e.metricsUrl === undefined && parsed.engineMetrics.enabled ? { ...e, metricsUrl: `http://${e.address}/metrics` } : e,
+  );
+  const graph = resolveGraph(parsed, problems);
+  if (problems.length > 0) throw configError(problems);
+  const catalog = options.catalog ?? (defaultCatalog ??= builtinCatalog());
+  const paramProblems = validateGraphParameters(graph.spec, catalog);
+  if (paramProblems.length > 0) throw configError(paramProblems);
 
-  problems.throwIfAny();
   const config: RouterConfig = {
-    apiVersion: apiVersion ?? API_VERSION,
+    ...parsed,
     server,
-    requests,
     endpoints,
-    strategy,
-    fallbacks,
-    seed,
-    cacheAware,
-    engineMetrics,
-    telemetry,
-    load,
+    strategy: graph.label,
+    plugins: graph.spec.plugins,
+    schedulingProfiles: graph.spec.schedulingProfiles,
   };
   return deepFreeze(config);
+}
+
+function resolveServer(p: ParsedSections, problems: string[]): RouterConfig['server'] {
+  const s = p.server;
+  const body = p.requests.maxBodyBytes;
+  if (s.maxReceiveMessageBytes !== undefined && s.maxReceiveMessageBytes <= body) {
+    problems.push(`server.maxReceiveMessageBytes: must exceed requests.maxBodyBytes (${body}) or large bodies fail in gRPC`);
+  }
+  const fitted = Math.max(DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, body + GRPC_FRAMING_HEADROOM_BYTES);
+  return { ...s, maxReceiveMessageBytes: s.maxReceiveMessageBytes ?? fitted };
+}
+
+/** The explicit graph, or the preset of the strategy shorthand. */
+function resolveGraph(p: ParsedSections, problems: string[]): { spec: GraphSpec; label: string } {
+  const explicit = p.plugins !== undefined || p.schedulingProfiles !== undefined;
+  if (!explicit) {
+    const strategy: StrategyName = p.strategy ?? DEFAULT_STRATEGY;
+    return { spec: presetGraph(strategy, { cacheAware: p.cacheAware, load: p.load, requests: p.requests }), label: strategy };
+  }
+  if (p.strategy !== undefined) {
+    problems.push('strategy: a shorthand for plugins + schedulingProfiles; give one or the other, not both');
+  }
+  if (p.plugins === undefined) problems.push('plugins: required with schedulingProfiles');
+  if (p.schedulingProfiles === undefined) problems.push('schedulingProfiles: required with plugins');
+  const spec: GraphSpec = { plugins: p.plugins ?? [], schedulingProfiles: p.schedulingProfiles ?? [] };
+  const profiles = spec.schedulingProfiles;
+  return { spec, label: profiles.length === 1 ? profiles[0]!.name : 'custom' };
 }
 
 function deepFreeze<T>(v: T): T {
@@ -77,3 +103,4 @@ function deepFreeze<T>(v: T): T {
   }
   return v;
 }
+

@@ -85,11 +85,16 @@ export interface RouteDecision {
   readonly endpoint: Endpoint;
   /** Ordered fallbacks for retries (never includes `endpoint`). */
   readonly fallbacks: readonly Endpoint[];
+  /** The configured strategy label (shorthand name, or the profile's name). */
   readonly strategy: string;
+  /** The scheduling profile that ran (the profile handler's choice); absent = `strategy`. */
+  readonly profile?: string;
   readonly reason: DecisionReason;
   /** Prefix blocks of this request the chosen endpoint is believed to hold. */
   readonly matchedBlocks: number;
   readonly totalBlocks: number;
+  /** Prompt characters the chosen endpoint is believed to hold (matched blocks × block size); absent = 0. */
+  readonly matchedChars?: number;
   readonly candidates: readonly CandidateScore[];
   /** Time spent deciding, in microseconds. */
   readonly decisionMicros: number;

@@ -14,8 +14,8 @@
  */
 import http from 'node:http';
 import type { Clock } from '../util/clock.js';
-import type { Logger } from '../telemetry/logger.js';
-import { silentLogger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import { parseEngineMetrics, DEFAULT_PARSE_LIMITS } from './engine-metrics-parser.js';
 import type { ParseLimits } from './engine-metrics-parser.js';
 import type { EngineSignalStore } from './engine-metrics-store.js';

@@ -85,3 +85,36 @@ export function prefillQueue(load: LoadSnapshot, maxMetricsAgeMs: number): numbe
   if (load.metricsAgeMs <= maxMetricsAgeMs && load.waiting !== undefined) return Math.max(own, load.waiting);
   return own;
 }
+
+// --- load units: one meaning of "load" for every load-aware plugin ---
+
+/**
+ * What "load" means when plugins compare endpoints, so every comparison uses one unit for
+ * every candidate (one engine's request count against another's token count means nothing):
+ *  - requests: the router's in-flight count, raised to the engine-reported running +
+ *    waiting when fresh enough (effectiveQueue);
+ *  - tokens: estimated pending tokens (uncached prefill + expected decode, see
+ *    src/datalayer/token-load-model.ts) divided by `tokensPerRequest`, so thresholds written
+ *    in requests (imbalance 32, hotspot high water 6, session overload 8) keep their meaning
+ *    in either unit: "8 requests" reads as "8 × tokensPerRequest pending tokens".
+ */
+export const LOAD_UNITS = ['requests', 'tokens'] as const;
+export type LoadUnit = (typeof LOAD_UNITS)[number];
+
+export interface LoadMeasure {
+  readonly unit: LoadUnit;
+  /** Pending tokens that count as one request in the tokens unit (> 0). */
+  readonly tokensPerRequest: number;
+  /** Engine-reported queue figures older than this are ignored (requests unit). */
+  readonly maxMetricsAgeMs: number;
+}
+
+/** The load of one endpoint in the measure's unit (request-equivalents). */
+export function loadIn(m: LoadMeasure, load: LoadSnapshot): number {
+  return m.unit === 'tokens' ? load.pendingTokens / m.tokensPerRequest : effectiveQueue(load, m.maxMetricsAgeMs);
+}
+
+/** What one more request adds to an engine's load, in the same unit. */
+export function requestWeight(m: LoadMeasure, promptTokens: number, expectedOutputTokens: number): number {
+  return m.unit === 'tokens' ? Math.max(1, promptTokens + expectedOutputTokens) / m.tokensPerRequest : 1;
+}

@@ -12,7 +12,7 @@
  */
 import { constants as http2Constants } from 'node:http2';
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { ResetBudget } from './reset-budget.js';
 import type { EdgeContext } from './stream-handler.js';
 

@@ -4,7 +4,7 @@
  * from config (`server.transport`): node-http2 (default, node-http2-ext-proc-server.ts) or
  * grpc-js (grpc-js-ext-proc-server.ts). Both hand every stream to the same StreamHandler.
  */
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { KeepaliveOptions } from './session-keepalive.js';
 import type { EdgeContext } from './stream-handler.js';
 

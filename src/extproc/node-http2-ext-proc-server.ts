@@ -25,7 +25,7 @@
 import http2 from 'node:http2';
 import type { Http2Server, Http2Session, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { ConnectionRecycler, gracefulGoaway } from './connection-recycler.js';
 import { extProcServiceDefinition, PROCESS_METHOD_PATH } from './ext-proc-proto.js';
 import type { ProcessingRequest__Output, ProcessingResponse } from './ext-proc-proto.js';

@@ -7,7 +7,7 @@
  */
 import type { RouterError } from '../core/errors.js';
 import type { RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { PluginTiming } from './profile-runner.js';
 
 export interface RoutedEvent {

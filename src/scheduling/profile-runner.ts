@@ -1,20 +1,20 @@
 /**
  * Runs one scheduling profile over the candidates: filters in order (stopping as soon as
  * none is left), then every scorer (each score clamped to [0,1], NaN counted as 0,
- * multiplied by its weight and summed per candidate), then the single picker.
+ * multiplied by its weight and summed per candidate), then the placements in order (the
+ * first that answers orders the candidates), else the single picker.
  *
  * Why clamp here and not trust scorers: a buggy or misconfigured scorer must not be able
  * to dominate the weighted sum with an out-of-range value. Every plugin call is timed
  * with the injected clock so telemetry can export per-plugin latency.
  *
  * Timing reads the clock once per plugin boundary (a plugin's end is the next one's start)
- * and the loop creates no closures: this runs on every request, and each clock read and
- * closure was an allocation (measured in bench/results/micro/route-alloc.md).
+ * and the loop creates no closures: this runs on every request.
  */
 import { RouterError } from '../core/errors.js';
 import type { DecisionReason } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
-import type { Candidate, CycleState, Profile } from './types.js';
+import type { Candidate, CycleState, PickResult, Profile } from './types.js';
 
 export interface PluginTiming {
   readonly plugin: string;
@@ -97,11 +97,27 @@ export function runProfileTimed(
     scores.push(clamped);
   }
 
-  const picked = profile.picker.pick(state, candidates, totals);
-  if (timer !== undefined) {
-    const end = timer.nowMicros();
-    timings.push({ plugin: profile.picker.name, micros: end - t });
-    t = end;
+  let picked: PickResult | undefined;
+  let pickedBy = profile.picker.name;
+  for (const p of profile.placements) {
+    picked = p.place(state, candidates, totals);
+    if (timer !== undefined) {
+      const end = timer.nowMicros();
+      timings.push({ plugin: p.name, micros: end - t });
+      t = end;
+    }
+    if (picked !== undefined) {
+      pickedBy = p.name;
+      break;
+    }
+  }
+  if (picked === undefined) {
+    picked = profile.picker.pick(state, candidates, totals);
+    if (timer !== undefined) {
+      const end = timer.nowMicros();
+      timings.push({ plugin: profile.picker.name, micros: end - t });
+      t = end;
+    }
   }
   if (seen.length < n) seen = new Uint8Array(Math.max(n, seen.length * 2));
   const order: number[] = [];
@@ -113,7 +129,7 @@ export function runProfileTimed(
   }
   for (const pos of order) seen[pos] = 0;
   if (order.length === 0) {
-    throw new RouterError('INTERNAL', `picker "${profile.picker.name}" chose no candidate out of ${n}`);
+    throw new RouterError('INTERNAL', `picker "${pickedBy}" chose no candidate out of ${n}`);
   }
   return { candidates, order, reason: picked.reason, totals, scores, timings, endMicros: t };
 }

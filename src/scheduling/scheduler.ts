@@ -1,49 +1,84 @@
 /**
  * The scheduler: the RoutingService the ext_proc edge calls. Per request it snapshots the
- * load of every endpoint, runs the strategy's profile (filters → weighted scorers → picker),
- * builds the RouteDecision (chosen endpoint + ordered fallbacks + per-candidate scores),
- * counts the request as in flight on the chosen endpoint, runs the routed hooks (e.g. the
- * prefix index learns the request's blocks) and returns a ticket whose first `finish`
- * releases the accounting and runs the completed hooks.
+ * load of every endpoint, lets the profile handler choose a profile, runs it (filters →
+ * weighted scorers → placements → picker), lets annotators describe the choice (the prefix
+ * plugin reports matched blocks), builds the RouteDecision (chosen endpoint + ordered
+ * fallbacks + per-candidate scores), counts the request as in flight on the chosen endpoint,
+ * runs the routed hooks of every plugin and data-layer source and returns a ticket whose
+ * first `finish` releases the accounting and runs the completed hooks.
  *
  * Everything is synchronous: a decision is pure CPU work on in-memory state, so there is no
  * interleaving between the match, the pick and the index update of one request.
  */
-import type { RouterConfig } from '../config/types.js';
 import { RouterError } from '../core/errors.js';
 import type { RoutingService, RouteTicket } from '../core/routing-service.js';
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { DataLayer } from '../datalayer/data-layer.js';
 import type { InflightLease } from '../endpoints/inflight.js';
 import { newLoadScratch, type MutableLoadSnapshot } from '../endpoints/load.js';
 import type { EndpointRegistry } from '../endpoints/registry.js';
-import type { Logger } from '../telemetry/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';
-import { AFFINITY_EVIDENCE, cycleBlockHashes, getScratch } from './cycle-scratch.js';
 import { DecisionEmitter, type DecisionListener } from './decision-events.js';
-import type { ServiceKey } from './plugin-registry.js';
+import type { ServiceKey } from './plugin-api.js';
+import type { BuiltGraph } from './plugin-graph.js';
 import { runProfileTimed, type PluginTiming, type ProfileRun } from './profile-runner.js';
-import { isEndpointsChangedHook, type BuiltProfile, type LifecyclePlugin } from './profile-spec.js';
 import { ScoredDecision } from './scored-decision.js';
-import type { Candidate, CycleState, Profile } from './types.js';
+import {
+  isCompletedHook,
+  isEndpointsChangedHook,
+  isLifecyclePlugin,
+  isRoutedHook,
+  type Candidate,
+  type CompletedHook,
+  type CycleState,
+  type DecisionAnnotator,
+  type EndpointsChangedHook,
+  type LifecyclePlugin,
+  type Plugin,
+  type Profile,
+  type ProfileHandler,
+  type RoutedHook,
+} from './types.js';
 
 export interface SchedulerOptions {
-  readonly config: RouterConfig;
   readonly registry: EndpointRegistry;
-  readonly built: BuiltProfile;
+  readonly graph: BuiltGraph;
+  /** Label reported as `decision.strategy` (the shorthand name, or the profile's name). */
+  readonly strategy: string;
+  /** Number of fallback endpoints returned after the chosen one. */
+  readonly fallbacks: number;
   readonly clock: Clock;
   readonly rng: Rng;
   readonly logger: Logger;
   /** Per-scheduler shared services created by plugin factories. */
   readonly services: ReadonlyMap<string, unknown>;
+  /**
+   * Request-lifecycle observers outside the plugin graph (the data layer's sources), run after
+   * the plugins' hooks on every decision and outcome.
+   */
+  readonly observers?: readonly Plugin[];
+  /** The data layer whose sources are the observers (exposed for telemetry, /debug and tests). */
+  readonly dataLayer?: DataLayer;
 }
 
 type State = 'new' | 'started' | 'stopped';
 
+/** A plugin's state for `/debug/plugins`. */
+export interface PluginDebugEntry {
+  readonly name: string;
+  readonly type: string;
+  readonly state?: unknown;
+}
+
 export class Scheduler implements RoutingService {
   readonly registry: EndpointRegistry;
-  readonly profile: Profile;
-  private readonly plugins: readonly LifecyclePlugin[];
+  readonly profiles: ReadonlyMap<string, Profile>;
+  readonly handler: ProfileHandler;
+  readonly strategy: string;
+  readonly dataLayer: DataLayer | undefined;
+  private readonly graph: BuiltGraph;
   private readonly clock: Clock;
   private readonly rng: Rng;
   private readonly logger: Logger;
@@ -51,31 +86,53 @@ export class Scheduler implements RoutingService {
   private readonly events: DecisionEmitter;
   private readonly services: ReadonlyMap<string, unknown>;
   private readonly abort = new AbortController();
-  private readonly scorerNames: readonly string[];
+  private readonly scorerNames: ReadonlyMap<Profile, readonly string[]>;
   private readonly ticketContext: TicketContext;
+  private readonly routedHooks: readonly RoutedHook[];
+  private readonly annotators: readonly DecisionAnnotator[];
+  private readonly lifecyclePlugins: readonly LifecyclePlugin[];
+  /** True when the handler is a configured plugin (its call is timed and reported). */
+  private readonly handlerIsPlugin: boolean;
   /** One Candidate per endpoint, reused by every cycle (see snapshotCandidates). */
   private pool: { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[] = [];
   private state: State = 'new';
 
   constructor(opts: SchedulerOptions) {
     this.registry = opts.registry;
-    this.profile = opts.built.profile;
-    this.plugins = opts.built.plugins;
+    this.graph = opts.graph;
+    this.profiles = opts.graph.profiles;
+    this.handler = opts.graph.handler;
+    this.strategy = opts.strategy;
+    this.dataLayer = opts.dataLayer;
     this.clock = opts.clock;
     this.rng = opts.rng;
     this.logger = opts.logger;
     this.services = opts.services;
-    this.fallbacks = Math.max(0, Math.floor(opts.config.fallbacks));
+    this.fallbacks = Math.max(0, Math.floor(opts.fallbacks));
     this.events = new DecisionEmitter(opts.logger);
-    this.scorerNames = this.profile.scorers.map((s) => s.scorer.name);
-    this.ticketContext = { profile: this.profile, events: this.events, clock: this.clock, logger: this.logger };
+    this.handlerIsPlugin = opts.graph.instances.some((i) => i.plugin === opts.graph.handler);
+    const names = new Map<Profile, readonly string[]>();
+    for (const p of this.profiles.values()) names.set(p, p.scorers.map((s) => s.scorer.name));
+    this.scorerNames = names;
+    const observers = opts.observers ?? [];
+    this.lifecyclePlugins = [
+      ...opts.graph.lifecycle,
+      ...observers.filter(isLifecyclePlugin),
+    ];
+    this.routedHooks = [...opts.graph.routedHooks, ...observers.filter(isRoutedHook)];
+    const completedHooks: readonly CompletedHook[] = [...opts.graph.completedHooks, ...observers.filter(isCompletedHook)];
+    this.annotators = opts.graph.annotators;
+    this.ticketContext = { completedHooks, events: this.events, clock: this.clock, logger: this.logger };
+    const changed: readonly EndpointsChangedHook[] = [...opts.graph.changedHooks, ...observers.filter(isEndpointsChangedHook)];
     const all = this.registry.all();
-    for (const p of this.plugins) if (isEndpointsChangedHook(p)) p.onEndpointsChanged(all);
+    for (const p of changed) p.onEndpointsChanged(all);
   }
 
-  /** Strategy (profile) name, as reported in decisions. */
-  get strategy(): string {
-    return this.profile.name;
+  /**
+   * The only profile, or the first one (tests and tools that run single-profile graphs).
+   */
+  get profile(): Profile {
+    return this.profiles.values().next().value!;
   }
 
   /**
@@ -86,7 +143,7 @@ export class Scheduler implements RoutingService {
   start(): void {
     if (this.state !== 'new') return;
     this.state = 'started';
-    for (const p of this.plugins) {
+    for (const p of this.lifecyclePlugins) {
       if (p.start === undefined) continue;
       try {
         p.start(this.abort.signal);
@@ -106,10 +163,11 @@ export class Scheduler implements RoutingService {
     this.state = 'stopped';
     this.abort.abort();
     if (!wasStarted) return;
-    for (const p of this.plugins) {
+    for (const p of this.lifecyclePlugins) {
       if (p.stop === undefined) continue;
       try {
-        p.stop();
+        const r = p.stop();
+        if (r instanceof Promise) r.catch((err: unknown) => this.logger.warn('plugin stop failed', { plugin: p.name, error: errText(err) }));
       } catch (err) {
         this.logger.warn('plugin stop failed', { plugin: p.name, error: errText(err) });
       }
@@ -130,9 +188,27 @@ export class Scheduler implements RoutingService {
     return this.events.subscribe(listener);
   }
 
-  /** A shared service a plugin created (e.g. the prefix index), if this profile has it. */
+  /** A shared service a plugin created (e.g. the prefix index), if this graph has it. */
   service<T>(key: ServiceKey<T>): T | undefined {
     return this.services.get(key.id) as T | undefined;
+  }
+
+  /** A plugin instance by name (tests, tools). */
+  plugin(name: string): Plugin | undefined {
+    return this.graph.instances.find((i) => i.plugin.name === name)?.plugin;
+  }
+
+  /** Every plugin instance with its type and, when it exposes one, its state (`/debug/plugins`). */
+  pluginStates(): PluginDebugEntry[] {
+    return this.graph.instances.map(({ type, plugin }) => {
+      let state: unknown;
+      try {
+        state = plugin.debugState?.();
+      } catch (err) {
+        state = { error: errText(err) };
+      }
+      return state === undefined ? { name: plugin.name, type } : { name: plugin.name, type, state };
+    });
   }
 
   route(request: RouteRequest): RouteTicket {
@@ -145,8 +221,11 @@ export class Scheduler implements RoutingService {
     const timings: PluginTiming[] | undefined = observed ? [] : undefined;
 
     let run: ProfileRun;
+    let profile: Profile;
     try {
-      run = runProfileTimed(this.profile, state, input, timings !== undefined ? clock : undefined, timings ?? NO_TIMINGS);
+      profile = this.handler.pickProfile(state, this.profiles);
+      if (timings !== undefined && this.handlerIsPlugin) timings.push({ plugin: this.handler.name, micros: clock.nowMicros() - t0 });
+      run = runProfileTimed(profile, state, input, timings !== undefined ? clock : undefined, timings ?? NO_TIMINGS);
     } catch (err) {
       const error = RouterError.from(err);
       if (observed) this.events.emit({ kind: 'rejected', request, error });
@@ -154,26 +233,45 @@ export class Scheduler implements RoutingService {
     }
 
     const { candidates, order } = run;
-    const chosen = candidates[order[0]!]!.endpoint;
+    const chosenCandidate = candidates[order[0]!]!;
+    const chosen = chosenCandidate.endpoint;
     const fallbacks: Endpoint[] = [];
     for (let k = 1; k < order.length && fallbacks.length < this.fallbacks; k++) fallbacks.push(candidates[order[k]!]!.endpoint);
+
+    let matchedBlocks: number | undefined;
+    let totalBlocks: number | undefined;
+    let matchedChars: number | undefined;
+    for (const a of this.annotators) {
+      const n = a.annotate(state, chosenCandidate);
+      if (n === undefined) continue;
+      matchedBlocks ??= n.matchedBlocks;
+      totalBlocks ??= n.totalBlocks;
+      matchedChars ??= n.matchedChars;
+    }
     // Decision compute ends with the pick (steps 1–2); the score report is built on demand.
     const decisionMicros = Math.max(0, (observed ? run.endMicros : clock.nowMicros()) - t0);
 
-    const evidence = getScratch(state, AFFINITY_EVIDENCE);
-    const totalBlocks = evidence?.totalBlocks ?? cycleBlockHashes(state)?.count ?? 0;
-    const matchedBlocks = evidence !== undefined ? (evidence.matchedByEndpoint[chosen.index] ?? 0) : 0;
-
     const decision = new ScoredDecision(
-      { requestId: request.requestId, endpoint: chosen, fallbacks, strategy: this.profile.name, reason: run.reason, matchedBlocks, totalBlocks, decisionMicros },
-      { candidates, order, scores: run.scores, totals: run.totals, scorerNames: this.scorerNames },
+      {
+        requestId: request.requestId,
+        endpoint: chosen,
+        fallbacks,
+        strategy: this.strategy,
+        profile: profile.name,
+        reason: run.reason,
+        matchedBlocks: matchedBlocks ?? 0,
+        totalBlocks: totalBlocks ?? 0,
+        matchedChars: matchedChars ?? 0,
+        decisionMicros,
+      },
+      { candidates, order, scores: run.scores, totals: run.totals, scorerNames: this.scorerNames.get(profile)! },
       state.notes.length > 0 ? [...state.notes] : undefined,
     );
 
     const lease = this.registry.inflight.acquire(chosen.index, request.promptTokens);
     // One clock read per hook boundary (only when someone observes the timings).
     let th = observed ? clock.nowMicros() : 0;
-    for (const h of this.profile.routedHooks) {
+    for (const h of this.routedHooks) {
       try {
         h.onRouted(state, decision);
       } catch (err) {
@@ -212,7 +310,7 @@ export class Scheduler implements RoutingService {
 
 /** What every ticket of one scheduler shares (one object per scheduler, not per request). */
 interface TicketContext {
-  readonly profile: Profile;
+  readonly completedHooks: readonly CompletedHook[];
   readonly events: DecisionEmitter;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -242,9 +340,9 @@ class Ticket implements RouteTicket {
     if (this.#finished) return;
     this.#finished = true;
     this.#lease.release();
-    const { profile, events, logger } = this.#ctx;
+    const { completedHooks, events, logger } = this.#ctx;
     const { request, decision } = this;
-    for (const h of profile.completedHooks) {
+    for (const h of completedHooks) {
       try {
         h.onCompleted(request, decision, outcome);
       } catch (err) {
@@ -257,9 +355,9 @@ class Ticket implements RouteTicket {
   /** Prefill accounting only (see inflight.ts): the request keeps its in-flight claim. */
   firstByte(): void {
     if (this.#finished || !this.#lease.firstByte()) return;
-    const { profile, logger } = this.#ctx;
+    const { completedHooks, logger } = this.#ctx;
     const { request, decision } = this;
-    for (const h of profile.completedHooks) {
+    for (const h of completedHooks) {
       if (h.onFirstByte === undefined) continue;
       try {
         h.onFirstByte(request, decision);

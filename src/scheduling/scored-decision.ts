@@ -2,10 +2,9 @@
  * The RouteDecision the scheduler returns, with its per-candidate score report built on
  * first read instead of on every decision.
  *
- * Why: the report (one object per candidate, each with a scorer-name → score record) was
- * the largest allocation of a routing decision (≈ 2.7 KB of ≈ 16 KB for 16 endpoints,
- * bench/results/micro/route-alloc.md), and only tracing spans and the explain endpoint
- * read it. The decision keeps the arrays the profile run produced anyway (candidates,
+ * Why: the report (one object per candidate, each with a scorer-name → score record) is
+ * the largest allocation of a routing decision, and only tracing spans and the explain
+ * endpoint read it. The decision keeps the arrays the profile run produced anyway (candidates,
  * order, clamped scores, totals) and turns them into the same `CandidateScore[]` when
  * `candidates` is first read; later reads return that array. `toJSON` includes it, so a
  * serialised decision looks as before.
@@ -14,7 +13,10 @@ import type { CandidateScore, Endpoint, DecisionReason, RouteDecision } from '..
 import type { Candidate } from './types.js';
 
 /** Everything of a decision but the score report and the notes. */
-export type DecisionFields = Omit<RouteDecision, 'candidates' | 'notes'>;
+export type DecisionFields = Omit<RouteDecision, 'candidates' | 'notes' | 'profile' | 'matchedChars'> & {
+  readonly profile: string;
+  readonly matchedChars: number;
+};
 
 /** What the score report is built from (a profile run's output; kept unmodified). */
 export interface ScoreSource {
@@ -31,9 +33,11 @@ export class ScoredDecision implements RouteDecision {
   readonly endpoint: Endpoint;
   readonly fallbacks: readonly Endpoint[];
   readonly strategy: string;
+  readonly profile: string;
   readonly reason: DecisionReason;
   readonly matchedBlocks: number;
   readonly totalBlocks: number;
+  readonly matchedChars: number;
   readonly decisionMicros: number;
   /** Present only when the cycle left notes (as with the plain object it replaces). */
   declare readonly notes?: readonly string[];
@@ -45,9 +49,11 @@ export class ScoredDecision implements RouteDecision {
     this.endpoint = f.endpoint;
     this.fallbacks = f.fallbacks;
     this.strategy = f.strategy;
+    this.profile = f.profile;
     this.reason = f.reason;
     this.matchedBlocks = f.matchedBlocks;
     this.totalBlocks = f.totalBlocks;
+    this.matchedChars = f.matchedChars;
     this.decisionMicros = f.decisionMicros;
     if (notes !== undefined) (this as { notes?: readonly string[] }).notes = notes;
     this.#source = source;
@@ -68,9 +74,11 @@ export class ScoredDecision implements RouteDecision {
       endpoint: this.endpoint,
       fallbacks: this.fallbacks,
       strategy: this.strategy,
+      profile: this.profile,
       reason: this.reason,
       matchedBlocks: this.matchedBlocks,
       totalBlocks: this.totalBlocks,
+      matchedChars: this.matchedChars,
       candidates: this.candidates,
       decisionMicros: this.decisionMicros,
       ...(this.notes !== undefined ? { notes: this.notes } : {}),

@@ -2,8 +2,9 @@
  * Extension points of the scheduling pipeline: filters narrow the candidates, scorers
  * rate each candidate in [0,1], the framework multiplies by configured weights and sums,
  * and one picker orders the candidates (first = chosen, rest = fallbacks).
- * Hooks see decisions and outcomes so stateful plugins (the prefix index, load models)
- * can learn. A plugin implements any subset of these interfaces.
+ * A profile handler chooses which profile runs. Hooks see every decision and outcome
+ * (whichever profile ran) so stateful plugins (the prefix index, session bindings) can
+ * learn. A plugin implements any subset of these interfaces and is filed under each.
  */
 import type { Endpoint, RouteRequest, RouteDecision, RequestOutcome, DecisionReason } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
@@ -31,8 +32,19 @@ export interface CycleState {
 }
 
 export interface Plugin {
-  /** Instance name, unique in a profile; doubles as a metric label. */
+  /** Instance name, unique in the plugin graph; doubles as a metric label. */
   readonly name: string;
+  /** Optional: this plugin's state for `/debug/plugins` (JSON-serialisable, no prompt text). */
+  debugState?(): unknown;
+}
+
+/**
+ * Optional lifecycle of a plugin with background work (timers, subscriptions). `start` must
+ * not block: it launches its loops, which stop when `signal` aborts or `stop` is called.
+ */
+export interface LifecyclePlugin extends Plugin {
+  start?(signal: AbortSignal): void;
+  stop?(): void | Promise<void>;
 }
 
 export interface Filter extends Plugin {
@@ -53,6 +65,30 @@ export interface PickResult {
 
 export interface Picker extends Plugin {
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult;
+}
+
+/**
+ * Runs between scoring and the picker: may order the candidates itself for the requests it
+ * is responsible for (e.g. cold requests) and return undefined for all others, which the
+ * picker then orders. The first placement that answers wins.
+ */
+export interface Placement extends Plugin {
+  place(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult | undefined;
+}
+
+/** What a plugin knows about the chosen endpoint that the decision reports. */
+export interface DecisionAnnotation {
+  /** Leading prompt blocks the chosen endpoint is believed to hold. */
+  readonly matchedBlocks?: number;
+  /** Prompt blocks considered. */
+  readonly totalBlocks?: number;
+  /** Prompt characters the chosen endpoint is believed to hold (matched blocks × block size). */
+  readonly matchedChars?: number;
+}
+
+/** Called after the pick, before the decision is built: the plugin annotates the decision. */
+export interface DecisionAnnotator extends Plugin {
+  annotate(state: CycleState, chosen: Candidate): DecisionAnnotation | undefined;
 }
 
 /** Called after a decision is made (e.g. to insert the prefix into the chosen endpoint's index). */
@@ -77,19 +113,41 @@ export interface WeightedScorer {
   readonly weight: number;
 }
 
-/** A complete strategy: what `strategy: cache-aware` etc. in config turns into. */
+/** One scheduling profile: filters → weighted scorers → placements → picker. */
 export interface Profile {
   readonly name: string;
   readonly filters: readonly Filter[];
   readonly scorers: readonly WeightedScorer[];
+  readonly placements: readonly Placement[];
   readonly picker: Picker;
-  readonly routedHooks: readonly RoutedHook[];
-  readonly completedHooks: readonly CompletedHook[];
 }
 
-export function isRoutedHook(p: Plugin): p is RoutedHook {
-  return typeof (p as Partial<RoutedHook>).onRouted === 'function';
+/**
+ * Chooses which profile runs for a request (GIE's ProfileHandler, with one profile per
+ * request). Called before any filter; `profiles` are all configured ones, by name.
+ */
+export interface ProfileHandler extends Plugin {
+  pickProfile(state: CycleState, profiles: ReadonlyMap<string, Profile>): Profile;
+  /** Profile names the handler may pick; the graph builder checks they exist. */
+  readonly requiredProfiles?: readonly string[];
 }
-export function isCompletedHook(p: Plugin): p is CompletedHook {
-  return typeof (p as Partial<CompletedHook>).onCompleted === 'function';
+
+/** A type guard: the plugin implements `method` (extension points are found by their method). */
+function implementing<T extends Plugin>(method: Exclude<keyof T, keyof Plugin>): (p: Plugin) => p is T {
+  return (p: Plugin): p is T => typeof (p as unknown as Record<PropertyKey, unknown>)[method] === 'function';
+}
+
+export const isFilter = implementing<Filter>('filter');
+export const isScorer = implementing<Scorer>('score');
+export const isPicker = implementing<Picker>('pick');
+export const isPlacement = implementing<Placement>('place');
+export const isProfileHandler = implementing<ProfileHandler>('pickProfile');
+export const isDecisionAnnotator = implementing<DecisionAnnotator>('annotate');
+export const isEndpointsChangedHook = implementing<EndpointsChangedHook>('onEndpointsChanged');
+export const isRoutedHook = implementing<RoutedHook>('onRouted');
+export const isCompletedHook = implementing<CompletedHook>('onCompleted');
+/** A plugin with background work (start and/or stop). */
+export function isLifecyclePlugin(p: Plugin): p is LifecyclePlugin {
+  const l = p as LifecyclePlugin;
+  return typeof l.start === 'function' || typeof l.stop === 'function';
 }

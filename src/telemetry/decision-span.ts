@@ -14,6 +14,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import type { Attributes, Tracer } from '@opentelemetry/api';
 import type { CandidateScore, RouteDecision, RouteRequest } from '../core/types.js';
+import type { PluginTiming } from '../scheduling/profile-runner.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import { contextFromTraceHeaders } from './trace-context.js';
 
@@ -25,6 +26,8 @@ export const ATTR = {
   requestId: 'cacheroute.request_id',
   model: 'cacheroute.model',
   strategy: 'cacheroute.strategy',
+  profile: 'cacheroute.profile',
+  pluginMicrosPrefix: 'cacheroute.plugin_us.',
   reason: 'cacheroute.reason',
   endpoint: 'cacheroute.endpoint',
   pool: 'cacheroute.pool',
@@ -76,7 +79,7 @@ export function selectSpanCandidates(decision: RouteDecision, max: number): Cand
 export function decisionSpanAttributes(
   request: RouteRequest,
   decision: RouteDecision,
-  opts: { maxCandidates?: number; loadOf?: LoadLookup } = {},
+  opts: { maxCandidates?: number; loadOf?: LoadLookup; timings?: readonly PluginTiming[] } = {},
 ): Attributes {
   const loadOf = opts.loadOf ?? (() => undefined);
   const total = decision.totalBlocks;
@@ -94,6 +97,12 @@ export function decisionSpanAttributes(
     [ATTR.decisionMicros]: round6(decision.decisionMicros),
     [ATTR.candidateCount]: decision.candidates.length,
   };
+  if (decision.profile !== undefined) attrs[ATTR.profile] = decision.profile;
+  // Per-plugin call time (the profile handler's choice included), summed per plugin name.
+  for (const t of opts.timings ?? []) {
+    const key = ATTR.pluginMicrosPrefix + t.plugin;
+    attrs[key] = round6(((attrs[key] as number | undefined) ?? 0) + t.micros);
+  }
   if (request.model !== '') attrs[ATTR.model] = request.model;
   if (decision.notes && decision.notes.length > 0) attrs[ATTR.notes] = [...decision.notes];
   const chosenLoad = loadOf(decision.endpoint.id);
@@ -126,17 +135,18 @@ export interface DecisionSpanRecorderOptions {
 
 export interface DecisionSpanRecorder {
   /** Emits the finished `cacheroute.route` span for a decision that was just made. */
-  record(request: RouteRequest, decision: RouteDecision): void;
+  record(request: RouteRequest, decision: RouteDecision, timings?: readonly PluginTiming[]): void;
 }
 
 export function createDecisionSpanRecorder(opts: DecisionSpanRecorderOptions): DecisionSpanRecorder {
   const now = opts.nowEpochMs ?? (() => performance.timeOrigin + performance.now());
   return {
-    record(request, decision) {
+    record(request, decision, timings) {
       const endMs = now();
       const startMs = endMs - Math.max(0, decision.decisionMicros) / 1000;
       const parent = contextFromTraceHeaders(request.traceparent, request.tracestate);
-      const attrOpts: { maxCandidates?: number; loadOf?: LoadLookup } = {};
+      const attrOpts: { maxCandidates?: number; loadOf?: LoadLookup; timings?: readonly PluginTiming[] } = {};
+      if (timings !== undefined) attrOpts.timings = timings;
       if (opts.maxCandidates !== undefined) attrOpts.maxCandidates = opts.maxCandidates;
       if (opts.loadOf !== undefined) attrOpts.loadOf = opts.loadOf;
       const span = opts.tracer.startSpan(DECISION_SPAN_NAME, { kind: SpanKind.INTERNAL, startTime: startMs }, parent);

@@ -8,18 +8,19 @@
  * implements only RoutingService still works, with fewer signals.
  */
 import { readFileSync } from 'node:fs';
+import { sendJson } from '../admin/admin-server.js';
 import type { AppParts, Instrumentation } from '../app.js';
 import type { Endpoint } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
-import { ENGINE_BLOCK_GRANULARITY, PREFIX_INDEX } from '../plugins/shared-services.js';
+import type { DataLayer } from '../datalayer/data-layer.js';
+import type { EngineBlockGranularity } from '../prefix-cache/engine-block-granularity.js';
+import type { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
-import { serviceKey } from '../scheduling/plugin-registry.js';
-import type { ServiceKey } from '../scheduling/plugin-registry.js';
+import { serviceKey } from '../scheduling/plugin-api.js';
+import type { ServiceKey } from '../scheduling/plugin-api.js';
 import type { ScrapeStatsView } from './metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
 import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
-import type { EngineBlockGranularity } from '../prefix-cache/engine-block-granularity.js';
-import type { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import { startTracing } from './tracing.js';
 import type { Tracing } from './tracing.js';
 
@@ -38,14 +39,14 @@ interface ObservableScheduler {
   onDecision?(listener: DecisionListener): () => void;
   registry?: { loadOf(endpoint: Endpoint): LoadSnapshot };
   service?<T>(key: ServiceKey<T>): T | undefined;
+  dataLayer?: DataLayer;
+  pluginStates?(): unknown;
 }
 
-/**
- * Services of the load-signal plugins (src/plugins/load-signal-services.ts keys, by id):
- * the engine-metrics store (scrape stats) and the staleness metric hook telemetry fills in.
- */
-const ENGINE_SIGNAL_STORE_KEY = serviceKey<ScrapeStatsView>('engine-signal-store');
-const STALENESS_HOOKS_KEY = serviceKey<{ onFallback: (endpointId: string, reason: string) => void }>('staleness-hooks');
+/** The prefix plugin's index (src/plugins/multi/prefix-cache-plugin.ts PREFIX_INDEX, by id). */
+const PREFIX_INDEX_KEY = serviceKey<PrefixIndex>('prefix-index');
+/** Its engine-block granularity (prefix-cache-plugin.ts ENGINE_BLOCK_GRANULARITY, by id). */
+const GRANULARITY_KEY = serviceKey<EngineBlockGranularity>('engine-block-granularity');
 
 let cachedVersion: string | undefined;
 /** The package version (package.json at the repository / image root). */
@@ -67,10 +68,11 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const ownTracing = opts.tracing === 'env' ? startTracing({ logger: parts.logger }) : undefined;
     const tracing = ownTracing ?? (opts.tracing === 'env' ? undefined : opts.tracing);
     const registry = s.registry;
-    const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX) : undefined;
-    const granularity = typeof s.service === 'function' ? s.service(ENGINE_BLOCK_GRANULARITY) : undefined;
-    // The engine-metrics plugin's store (present when engineMetrics polling is configured).
-    const store = typeof s.service === 'function' ? s.service(ENGINE_SIGNAL_STORE_KEY) : undefined;
+    const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX_KEY) : undefined;
+    const granularity = typeof s.service === 'function' ? s.service(GRANULARITY_KEY) : undefined;
+    // The data layer's engine-signal store (present when engineMetrics polling is configured).
+    const dataLayer = s.dataLayer;
+    const store = dataLayer?.store;
     const scrapes = opts.scrapes ?? store;
     const sources: TelemetrySources = {
       endpoints: () => s.endpoints(),
@@ -87,9 +89,13 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       ...(tracing ? { tracing } : {}),
     });
     telemetry.registerRoutes(parts.admin);
-    // Count staleness fallbacks (the hook object is the plugins' designated telemetry seam).
-    const staleness = typeof s.service === 'function' ? s.service(STALENESS_HOOKS_KEY) : undefined;
-    if (staleness) staleness.onFallback = (id, reason) => telemetry.metrics.recordSignalFallback(id, reason);
+    // Count staleness fallbacks.
+    dataLayer?.onFallback((id, reason) => telemetry.metrics.recordSignalFallback(id, reason));
+    // Every plugin's state and the data layer's (/debug/plugins).
+    if (typeof s.pluginStates === 'function') {
+      const states = () => ({ plugins: s.pluginStates!(), ...(dataLayer !== undefined ? { dataLayer: dataLayer.stats() } : {}) });
+      parts.admin.addRoute('GET', '/debug/plugins', (_req, res) => sendJson(res, 200, states()));
+    }
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,

@@ -93,6 +93,7 @@ export class RouterMetrics implements EdgeStats {
 
   private readonly decisions: DeferredCounter<'strategy' | 'endpoint' | 'reason'>;
   private readonly decisionSeconds: HotPathHistogram<'strategy'>;
+  private readonly profileDecisions: DeferredCounter<'strategy' | 'profile'>;
   private readonly predictedBlocks: DeferredCounter<'endpoint'>;
   private readonly predictedTokens: DeferredCounter<'endpoint'>;
   private readonly promptBlocks: DeferredCounter<'endpoint'>;
@@ -125,6 +126,12 @@ export class RouterMetrics implements EdgeStats {
       name: 'cacheroute_decisions_total',
       help: 'Routing decisions, by strategy, chosen endpoint and reason.',
       labelNames: ['strategy', 'endpoint', 'reason'],
+      registers,
+    });
+    this.profileDecisions = new DeferredCounter({
+      name: 'cacheroute_profile_decisions_total',
+      help: 'Routing decisions by the scheduling profile the profile handler chose (e.g. the auto modes).',
+      labelNames: ['strategy', 'profile'],
       registers,
     });
     this.decisionSeconds = new HotPathHistogram(
@@ -301,6 +308,7 @@ export class RouterMetrics implements EdgeStats {
     const strategy = this.strategyLabel(decision.strategy);
     const reason = REASONS.has(decision.reason) ? decision.reason : OTHER_LABEL;
     this.decisions.cell3(strategy, this.endpointLabel(decision.endpoint.id), reason).pending++;
+    this.profileDecisions.cell2(strategy, this.strategyLabel(decision.profile ?? decision.strategy)).pending++;
     this.decisionSeconds.observe(this.decisionSeconds.cell(strategy), Math.max(0, decision.decisionMicros) / 1e6);
   }
 

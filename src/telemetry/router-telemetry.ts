@@ -19,7 +19,7 @@ import { registerDebugRoutes } from '../admin/routes-debug.js';
 import { registerMetricsRoutes } from '../admin/routes-metrics.js';
 import { createDecisionSpanRecorder } from './decision-span.js';
 import type { DecisionSpanRecorder } from './decision-span.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logging/logger.js';
 import { RouterMetrics } from './metrics.js';
 import type { ScrapeStatsLike, ScrapeStatsView } from './metrics.js';
 import { ProcessMetrics } from './process-metrics.js';
@@ -126,7 +126,7 @@ export class RouterTelemetry {
       case 'routed':
         this.metrics.recordDecision(event.request, event.decision);
         this.recent.record(event.request, event.decision);
-        this.spans?.record(event.request, event.decision);
+        this.spans?.record(event.request, event.decision, event.timings);
         return;
       case 'finished':
         this.metrics.recordOutcome(event.request, event.decision, event.outcome);

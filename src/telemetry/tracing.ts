@@ -9,13 +9,13 @@
  * recorder is not even subscribed. All other behaviour (protocol, sampler, batch sizes,
  * resource attributes, `OTEL_SERVICE_NAME`) is the SDK's standard environment handling.
  * Only traces are set up here: metrics are Prometheus (src/telemetry/metrics.ts) and logs
- * are our JSON lines (src/telemetry/logger.ts).
+ * are our JSON lines (src/logging/logger.ts).
  */
 import { context, diag, DiagLogLevel, propagation, trace } from '@opentelemetry/api';
 import type { DiagLogger, Tracer } from '@opentelemetry/api';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logging/logger.js';
 
 export const TRACER_NAME = 'cacheroute';
 export const DEFAULT_SERVICE_NAME = 'cacheroute';

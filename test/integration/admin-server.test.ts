@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { AdminServer, sendJson } from '../../src/admin/admin-server.js';
-import { createLogger } from '../../src/telemetry/logger.js';
+import { createLogger } from '../../src/logging/logger.js';
 
 async function get(port: number, path: string, method = 'GET'): Promise<{ status: number; body: string }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method });

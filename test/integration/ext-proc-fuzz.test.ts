@@ -14,7 +14,7 @@ import { createExtProcServer } from '../../src/extproc/create-ext-proc-server.js
 import type { EdgeStats } from '../../src/extproc/edge-stats.js';
 import type { BodySendMode, ProcessingRequest, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';
 import { ManualClock, systemClock } from '../../src/util/clock.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
+import { silentLogger } from '../../src/logging/logger.js';
 import { FakeRoutingService } from '../helpers/fake-routing-service.js';
 import { openScripted } from '../helpers/scripted-stream.js';
 import { connect, eventually, open } from '../helpers/ext-proc-client.js';

@@ -8,7 +8,7 @@ import type { ExtProcServer, ExtProcTransport } from '../../src/extproc/ext-proc
 import { createExtProcServer } from '../../src/extproc/create-ext-proc-server.js';
 import type { ExternalProcessorClient } from '../../src/extproc/ext-proc-proto.js';
 import { systemClock } from '../../src/util/clock.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
+import { silentLogger } from '../../src/logging/logger.js';
 import { FakeRoutingService } from '../helpers/fake-routing-service.js';
 import { ClientConversation, connect, eventually, open } from '../helpers/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';

@@ -18,7 +18,7 @@ import type { ExtProcServerOptions } from '../../src/extproc/ext-proc-server.js'
 import { extProcServiceDefinition, PROCESS_METHOD_PATH } from '../../src/extproc/ext-proc-proto.js';
 import type { ProcessingRequest, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';
 import { systemClock } from '../../src/util/clock.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
+import { silentLogger } from '../../src/logging/logger.js';
 import { FakeRoutingService } from '../helpers/fake-routing-service.js';
 import { eventually } from '../helpers/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';

@@ -4,7 +4,7 @@ import { createRouterApp } from '../../src/app.js';
 import type { RouterApp } from '../../src/app.js';
 import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../src/config/default-config.js';
 import { instrumentTelemetry } from '../../src/telemetry/instrument-app.js';
-import { silentLogger } from '../../src/telemetry/logger.js';
+import { silentLogger } from '../../src/logging/logger.js';
 import { connect, eventually, open } from '../helpers/ext-proc-client.js';
 import type { ClientConversation } from '../helpers/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';

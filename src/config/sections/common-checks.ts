@@ -1,42 +1,42 @@
-/** Checks shared by several config sections. */
-import { fail, ok, type Check } from '../field-reader.js';
+/** Value checks shared by several config sections (addresses, paths, URLs, label names). */
+import { checked, str } from '../../util/schema.js';
 import { parseIpPort } from '../ip-port.js';
 
 /** Endpoint address: literal ip:port, port 1-65535, returned in canonical form. */
-export const endpointAddress: Check<string> = (v) => {
-  if (Array.isArray(v)) return fail('ip:port (quote IPv6 addresses in YAML: "[::1]:8000")');
-  if (typeof v !== 'string') return fail('ip:port');
-  const p = parseIpPort(v);
-  return p ? ok(p.id) : fail('ip:port (IPv4 or [IPv6] literal, port 1-65535; hostnames are not allowed)');
-};
+export const endpointAddress = checked<string>(
+  (v) =>
+    Array.isArray(v)
+      ? 'ip:port (quote IPv6 addresses in YAML: "[::1]:8000")'
+      : typeof v !== 'string'
+        ? 'ip:port'
+        : 'ip:port (IPv4 or [IPv6] literal, port 1-65535; hostnames are not allowed)',
+  (v) => (typeof v === 'string' ? parseIpPort(v)?.id : undefined),
+);
 
 /** Listen address: literal ip:port or localhost:port, port 0 (ephemeral) allowed. */
-export const listenAddress: Check<string> = (v) => {
-  if (Array.isArray(v)) return fail('ip:port (quote IPv6 addresses in YAML: "[::]:9002")');
-  if (typeof v !== 'string') return fail('ip:port');
-  const m = /^localhost:([0-9]{1,5})$/.exec(v);
-  if (m && Number(m[1]) <= 65535) return ok(v);
-  const p = parseIpPort(v, 0);
-  return p ? ok(p.id) : fail('ip:port or localhost:port (port 0-65535)');
-};
+export const listenAddress = checked<string>(
+  (v) => (Array.isArray(v) ? 'ip:port (quote IPv6 addresses in YAML: "[::]:9002")' : typeof v !== 'string' ? 'ip:port' : 'ip:port or localhost:port (port 0-65535)'),
+  (v) => {
+    if (typeof v !== 'string') return undefined;
+    const m = /^localhost:([0-9]{1,5})$/.exec(v);
+    if (m && Number(m[1]) <= 65535) return v;
+    return parseIpPort(v, 0)?.id;
+  },
+);
 
 /** HTTP path: starts with '/', no query, no whitespace. */
-export const httpPath: Check<string> = (v) =>
-  typeof v === 'string' && /^\/[^\s?#]*$/.test(v) ? ok(v) : fail("path starting with '/' (no query string)");
+export const httpPath = str({ pattern: /^\/[^\s?#]*$/, what: "path starting with '/' (no query string)" });
 
 /** http(s) URL. */
-export const httpUrl: Check<string> = (v) => {
-  if (typeof v !== 'string') return fail('http(s) URL');
+export const httpUrl = checked<string>('http(s) URL', (v) => {
+  if (typeof v !== 'string') return undefined;
   try {
     const u = new URL(v);
-    return u.protocol === 'http:' || u.protocol === 'https:' ? ok(v) : fail('http(s) URL');
+    return u.protocol === 'http:' || u.protocol === 'https:' ? v : undefined;
   } catch {
-    return fail('http(s) URL');
+    return undefined;
   }
-};
+});
 
 /** Identifier usable as a metric label value (pool names). */
-export const labelName: Check<string> = (v) =>
-  typeof v === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(v)
-    ? ok(v)
-    : fail('name of letters, digits, ".", "_" or "-" (max 63 chars)');
+export const labelName = str({ pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, what: 'name of letters, digits, ".", "_" or "-" (max 63 chars)' });

@@ -1,48 +1,42 @@
-/** `endpoints:` section: the static engine list. */
-import type { EndpointConfig } from '../types.js';
-import { describe, listOf, str, ObjectReader, joinPath } from '../field-reader.js';
+/**
+ * `endpoints:` section: the static engine list. An entry is either a mapping `{address,
+ * pool?, models?, metricsUrl?}` or just the address string. When engine metrics are
+ * polled, metricsUrl defaults to `http://<address>/metrics` (parse-config.ts).
+ */
+import { z } from 'zod';
+import { expecting, listOf, section, str } from '../../util/schema.js';
 import { DEFAULT_POOL } from '../defaults.js';
+import type { ConfigSection } from '../config-section.js';
 import { endpointAddress, httpUrl, labelName } from './common-checks.js';
 
-/**
- * An entry is either a mapping `{address, pool?, models?, metricsUrl?}` or just the
- * address string. When engine metrics are polled, metricsUrl defaults to
- * `http://<address>/metrics`.
- */
-export function parseEndpoints(root: ObjectReader, metricsEnabled: boolean): EndpointConfig[] {
-  const path = root.fieldPath('endpoints');
-  const raw = root.raw('endpoints');
-  const problems = root.problems;
-  if (raw === undefined) {
-    problems.add(path, 'required (at least one endpoint)');
-    return [];
-  }
-  if (!Array.isArray(raw)) {
-    problems.add(path, `expected a list of endpoints, got ${describe(raw)}`);
-    return [];
-  }
-  if (raw.length === 0) problems.add(path, 'at least one endpoint is required');
+const entry = z.preprocess(
+  (v) => (typeof v === 'string' ? { address: v } : v),
+  section({
+    address: endpointAddress,
+    pool: labelName.default(DEFAULT_POOL),
+    models: listOf(str({ nonEmpty: true }), { unique: true }).default([]),
+    metricsUrl: httpUrl.optional(),
+  }),
+);
 
-  const out: EndpointConfig[] = [];
-  const seen = new Map<string, number>();
-  raw.forEach((item: unknown, i) => {
-    const r = new ObjectReader(joinPath(path, i), typeof item === 'string' ? { address: item } : item, problems);
-    const address = r.required('address', endpointAddress);
-    const pool = r.get('pool', labelName, DEFAULT_POOL);
-    const models = r.get('models', listOf(str({ nonEmpty: true }), { unique: true }), []);
-    let metricsUrl = r.optional('metricsUrl', httpUrl);
-    r.done();
-    if (address === undefined) return;
-    const first = seen.get(address);
-    if (first !== undefined) {
-      r.report('address', `duplicate of endpoints[${first}] (${address})`);
-      return;
-    }
-    seen.set(address, i);
-    if (metricsUrl === undefined && metricsEnabled) metricsUrl = `http://${address}/metrics`;
-    const ep: { address: string; pool: string; models: string[]; metricsUrl?: string } = { address, pool, models };
-    if (metricsUrl !== undefined) ep.metricsUrl = metricsUrl;
-    out.push(ep);
-  });
-  return out;
-}
+// Duplicates are checked even when another entry is invalid (`when`), among the valid ones.
+const schema = z
+  .array(entry, { error: (iss) => (iss.input === undefined ? 'required (at least one endpoint)' : expecting('a list of endpoints')(iss)) })
+  .min(1, { error: 'at least one endpoint is required' })
+  .superRefine(
+    (list, ctx) => {
+      if (!Array.isArray(list)) return;
+      const seen = new Map<string, number>();
+      list.forEach((e: { address?: unknown }, i) => {
+        if (typeof e?.address !== 'string') return;
+        const first = seen.get(e.address);
+        if (first !== undefined) ctx.addIssue({ code: 'custom', path: [i, 'address'], message: `duplicate of endpoints[${first}] (${e.address})` });
+        else seen.set(e.address, i);
+      });
+    },
+    { when: () => true },
+  );
+
+export type EndpointConfig = z.output<typeof entry>;
+
+export const endpointsSection = { key: 'endpoints', schema } as const satisfies ConfigSection;

@@ -1,6 +1,6 @@
 /** `server:` section: listen addresses and gRPC limits. */
-import type { ServerConfig } from '../types.js';
-import { int, oneOf, type ObjectReader } from '../field-reader.js';
+import type { z } from 'zod';
+import { ALWAYS, int, oneOf, optionalSection } from '../../util/schema.js';
 import {
   DEFAULT_ADMIN_ADDRESS,
   DEFAULT_DRAIN_TIMEOUT_MS,
@@ -8,29 +8,31 @@ import {
   DEFAULT_KEEPALIVE_TIME_MS,
   DEFAULT_KEEPALIVE_TIMEOUT_MS,
   DEFAULT_TRANSPORT,
-  DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
-  GRPC_FRAMING_HEADROOM_BYTES,
 } from '../defaults.js';
+import type { ConfigSection } from '../config-section.js';
 import { listenAddress } from './common-checks.js';
 
-/** @param maxBodyBytes from `requests`, so the gRPC limit can default to fit it. */
-export function parseServer(r: ObjectReader, maxBodyBytes: number): ServerConfig {
-  const grpcAddress = r.get('grpcAddress', listenAddress, DEFAULT_GRPC_ADDRESS);
-  const adminAddress = r.get('adminAddress', listenAddress, DEFAULT_ADMIN_ADDRESS);
-  const drainTimeoutMs = r.get('drainTimeoutMs', int({ min: 0, max: 600_000 }), DEFAULT_DRAIN_TIMEOUT_MS);
-  const fitted = Math.max(DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, maxBodyBytes + GRPC_FRAMING_HEADROOM_BYTES);
-  const maxReceiveMessageBytes = r.get('maxReceiveMessageBytes', int({ min: 1024, max: 2 ** 31 - 1 }), fitted);
-  if (r.has('maxReceiveMessageBytes') && maxReceiveMessageBytes <= maxBodyBytes) {
-    r.report('maxReceiveMessageBytes', `must exceed requests.maxBodyBytes (${maxBodyBytes}) or large bodies fail in gRPC`);
+const schema = optionalSection({
+  grpcAddress: listenAddress.default(DEFAULT_GRPC_ADDRESS).describe('ext_proc gRPC listen address host:port (port 0 = ephemeral).'),
+  adminAddress: listenAddress.default(DEFAULT_ADMIN_ADDRESS).describe('Admin HTTP (health, readiness, /metrics, /debug) host:port.'),
+  drainTimeoutMs: int({ min: 0, max: 600_000 }).default(DEFAULT_DRAIN_TIMEOUT_MS).describe('On SIGTERM: how long open streams may finish before being cut.'),
+  /** Default: fitted to requests.maxBodyBytes (see parse-config.ts). */
+  maxReceiveMessageBytes: int({ min: 1024, max: 2 ** 31 - 1 }).optional().describe('Largest gRPC message accepted (must exceed the largest buffered body).'),
+  transport: oneOf(['node-http2', 'grpc-js']).default(DEFAULT_TRANSPORT).describe('gRPC server implementation.'),
+  keepaliveTimeMs: int({ min: 0, max: 24 * 60 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIME_MS).describe('Server keepalive PING interval per Envoy connection; 0 = off.'),
+  keepaliveTimeoutMs: int({ min: 1, max: 10 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIMEOUT_MS).describe('A keepalive PING not acknowledged within this closes the connection.'),
+}).superRefine((s, ctx) => {
+  if (typeof s !== 'object' || s === null) return;
+  if (typeof s.keepaliveTimeMs === 'number' && s.keepaliveTimeMs > 0 && s.keepaliveTimeMs < 1000) {
+    ctx.addIssue({ code: 'custom', path: ['keepaliveTimeMs'], message: 'must be 0 (off) or at least 1000 ms' });
   }
-  const grpcPort = grpcAddress.slice(grpcAddress.lastIndexOf(':') + 1);
-  if (grpcAddress === adminAddress && grpcPort !== '0') {
-    r.report('adminAddress', `must differ from server.grpcAddress (${grpcAddress})`);
+  if (typeof s.grpcAddress === 'string' && s.grpcAddress === s.adminAddress && !s.grpcAddress.endsWith(':0')) {
+    ctx.addIssue({ code: 'custom', path: ['adminAddress'], message: `must differ from server.grpcAddress (${s.grpcAddress})` });
   }
-  const transport = r.get('transport', oneOf(['node-http2', 'grpc-js'] as const), DEFAULT_TRANSPORT);
-  const keepaliveTimeMs = r.get('keepaliveTimeMs', int({ min: 0, max: 24 * 60 * 60 * 1000 }), DEFAULT_KEEPALIVE_TIME_MS);
-  const keepaliveTimeoutMs = r.get('keepaliveTimeoutMs', int({ min: 1, max: 10 * 60 * 1000 }), DEFAULT_KEEPALIVE_TIMEOUT_MS);
-  if (keepaliveTimeMs > 0 && keepaliveTimeMs < 1000) r.report('keepaliveTimeMs', 'must be 0 (off) or at least 1000 ms');
-  r.done();
-  return { grpcAddress, adminAddress, drainTimeoutMs, maxReceiveMessageBytes, transport, keepaliveTimeMs, keepaliveTimeoutMs };
-}
+}, ALWAYS);
+
+export type ServerSection = z.output<typeof schema>;
+/** The validated section, with the gRPC limit resolved. */
+export type ServerConfig = Omit<ServerSection, 'maxReceiveMessageBytes'> & { readonly maxReceiveMessageBytes: number };
+
+export const serverSection = { key: 'server', schema } as const satisfies ConfigSection;

@@ -1,14 +1,16 @@
 /** `telemetry:` section: logging and decision introspection. */
-import type { TelemetryConfig } from '../types.js';
-import { bool, int, oneOf, type ObjectReader } from '../field-reader.js';
+import type { z } from 'zod';
+import { LOG_LEVELS } from '../../logging/logger.js';
+import { bool, int, oneOf, optionalSection } from '../../util/schema.js';
 import { DEFAULT_DECISION_HEADER, DEFAULT_LOG_LEVEL, DEFAULT_RECENT_DECISIONS } from '../defaults.js';
+import type { ConfigSection } from '../config-section.js';
 
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const schema = optionalSection({
+  logLevel: oneOf(LOG_LEVELS as unknown as readonly ['debug', 'info', 'warn', 'error']).default(DEFAULT_LOG_LEVEL),
+  decisionHeader: bool().default(DEFAULT_DECISION_HEADER).describe('Add a short x-cacheroute-decision response header.'),
+  recentDecisions: int({ min: 0, max: 100_000 }).default(DEFAULT_RECENT_DECISIONS).describe('How many recent decisions the explain endpoint keeps.'),
+});
 
-export function parseTelemetry(r: ObjectReader): TelemetryConfig {
-  const logLevel = r.get('logLevel', oneOf(LOG_LEVELS), DEFAULT_LOG_LEVEL);
-  const decisionHeader = r.get('decisionHeader', bool(), DEFAULT_DECISION_HEADER);
-  const recentDecisions = r.get('recentDecisions', int({ min: 0, max: 100_000 }), DEFAULT_RECENT_DECISIONS);
-  r.done();
-  return { logLevel, decisionHeader, recentDecisions };
-}
+export type TelemetryConfig = z.output<typeof schema>;
+
+export const telemetrySection = { key: 'telemetry', schema } as const satisfies ConfigSection;

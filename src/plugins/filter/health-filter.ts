@@ -6,9 +6,9 @@
  * turning every request into a 503 (a recurring complaint about fail-closed pickers);
  * Envoy's own outlier detection still protects against dead engines.
  */
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
+import { bool, section } from '../../util/schema.js';
 
 export const HEALTH_FILTER = 'health-filter';
 
@@ -30,7 +30,11 @@ export class HealthFilter implements Filter {
   }
 }
 
-export const healthFilterFactory: PluginFactory = (name, p) => {
-  const r = params(name, p).only('failOpen');
-  return new HealthFilter(name, r.boolean('failOpen', true));
-};
+export const healthFilter = definePlugin({
+  type: HEALTH_FILTER,
+  description: 'Drops endpoints whose load snapshot says unhealthy; keeps them all (fail-open) when every candidate is unhealthy.',
+  parameters: section({
+    failOpen: bool().default(true).describe('When every candidate is unhealthy, keep them all instead of answering 503.'),
+  }),
+  create: (name, p) => new HealthFilter(name, p.failOpen),
+});

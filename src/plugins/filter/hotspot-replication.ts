@@ -22,8 +22,8 @@
  *    one engine at a time: the next step needs the newcomer above highWater too.
  *  - Group-level trigger (why: busy engines alone are no evidence of a hot group; on evenly
  *    spread busy traffic every group's engines pass high water, and growing every group
- *    sent cache misses everywhere, which made every engine busier — a cascade measured at
- *    34–42× p99 on `peers`). Growth additionally needs
+ *    sends cache misses everywhere, which makes every engine busier — a cascade). Growth
+ *    additionally needs
  *      (a) the group's own arrivals on its members ≥ minGroupShare of all arrivals on those
  *          members (exponentially decayed counts, half-life shareHalfLifeMs): the group is
  *          the cause of its engines' load, not one of many tenants; and
@@ -48,22 +48,14 @@
  * only up to highWater, then spreads one engine at a time — never all onto one engine
  * through equal scores, and never scattered across the whole pool.
  */
-import type { RouteDecision } from '../../core/types.js';
-import {
-  DEFAULT_HOTSPOT_MIN_GROUP_SHARE,
-  DEFAULT_HOTSPOT_MIN_LOAD_RATIO,
-  DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS,
-  loadConfigOf,
-} from '../../config/sections/load.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import type { Endpoint, RouteDecision } from '../../core/types.js';
+import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, EndpointsChangedHook, Filter, RoutedHook } from '../../scheduling/types.js';
-import type { Endpoint } from '../../core/types.js';
-import { loadMeasureOf } from '../load-signal-services.js';
-import { params } from '../plugin-params.js';
-import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
-import type { LoadMeasure } from '../shared/load-units.js';
+import { int, num, section } from '../../util/schema.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
-import { prefixKeyOf } from '../shared/prefix-key.js';
+import { groupKeyParams, loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
+import { prefixKeyOf } from '../../prefix-cache/prefix-key.js';
 
 export interface HotspotOptions extends LoadMeasure {
   /** Leading characters that identify a prefix group (default 256 ≈ 64 tokens). */
@@ -321,6 +313,10 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     return e === undefined ? undefined : { key: e.key, members: [...e.members], changedAtMs: e.changedAtMs, lastSeenMs: e.lastSeenMs };
   }
 
+  debugState(): HotspotStats {
+    return this.stats();
+  }
+
   stats(): HotspotStats {
     let replicated = 0;
     let largest = 0;
@@ -342,25 +338,64 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
 
 export const HOTSPOT_FILTER = 'hotspot-replication-filter';
 
-/** Params override `load.hotspot` field by field, plus `unit` (default `load.unit`). */
-export const hotspotFilterFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('unit', 'keyChars', 'highWater', 'lowWater', 'growIntervalMs', 'minDwellMs', 'maxReplicas', 'idleTtlMs', 'maxPrefixes', 'minGroupShare', 'minLoadRatio', 'shareHalfLifeMs');
-  const h = loadConfigOf(ctx.config).hotspot;
-  const highWater = r.number('highWater', h.highWater, { min: 0 });
-  const lowWater = r.number('lowWater', h.lowWater, { min: 0, max: Math.max(0, highWater - 1e-9) });
-  return new HotspotReplicationFilter(name, {
-    ...loadMeasureOf(ctx.config, r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS)),
-    keyChars: r.number('keyChars', h.keyChars, { min: 1, integer: true }),
-    minKeyChars: ctx.config.cacheAware.blockChars,
-    highWater,
-    lowWater,
-    growIntervalMs: r.number('growIntervalMs', h.growIntervalMs, { min: 0 }),
-    minDwellMs: r.number('minDwellMs', h.minDwellMs, { min: 0 }),
-    maxReplicas: r.number('maxReplicas', h.maxReplicas, { min: 0, integer: true }),
-    idleTtlMs: r.number('idleTtlMs', h.idleTtlMs, { min: 1 }),
-    maxPrefixes: r.number('maxPrefixes', h.maxPrefixes, { min: 1, integer: true }),
-    minGroupShare: r.number('minGroupShare', h.minGroupShare ?? DEFAULT_HOTSPOT_MIN_GROUP_SHARE, { min: 0, max: 1 }),
-    minLoadRatio: r.number('minLoadRatio', h.minLoadRatio ?? DEFAULT_HOTSPOT_MIN_LOAD_RATIO, { min: 0 }),
-    shareHalfLifeMs: r.number('shareHalfLifeMs', h.shareHalfLifeMs ?? DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS, { min: 1 }),
-  });
+/** Grow a hot group's set when every member has this many requests in flight. */
+export const DEFAULT_HOTSPOT_HIGH_WATER = 6;
+/** Shrink when the rest could carry the load at this many each (well below high water). */
+export const DEFAULT_HOTSPOT_LOW_WATER = 2;
+/** 10 s of calm before giving a replica back, so a bursty group does not flap. */
+export const DEFAULT_HOTSPOT_MIN_DWELL_MS = 10_000;
+/**
+ * Group-level trigger: a group grows only when it brings at least half of its engines'
+ * arrivals (on evenly spread traffic a group brings a small share of its engine's arrivals;
+ * a hot prefix brings most of them).
+ */
+export const DEFAULT_HOTSPOT_MIN_GROUP_SHARE = 0.5;
+/** And only when its least loaded member carries ≥ 1.5 × the non-members' mean load. */
+export const DEFAULT_HOTSPOT_MIN_LOAD_RATIO = 1.5;
+/** 5 s: at 8–16 req/s that is tens of arrivals per engine, enough for a stable share. */
+export const DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS = 5_000;
+
+const MS = int({ min: 0, max: 86_400_000 });
+
+/** The hotspot knobs (also the `load.hotspot` shorthand section, which adds `enabled`). */
+export const HOTSPOT_KNOBS = {
+  keyChars: groupKeyParams.keyChars,
+  highWater: num({ minExclusive: 0, max: 1_000_000 }).default(DEFAULT_HOTSPOT_HIGH_WATER).describe("Per-engine load at which a group's set grows by one."),
+  lowWater: num({ min: 0, max: 1_000_000 }).default(DEFAULT_HOTSPOT_LOW_WATER).describe('The set shrinks when its load fits on one engine fewer at or below this each.'),
+  growIntervalMs: MS.default(0).describe('Minimum time between two growth steps (0: load alone paces growth).'),
+  minDwellMs: MS.default(DEFAULT_HOTSPOT_MIN_DWELL_MS).describe('Minimum time since the last change before the set may shrink.'),
+  maxReplicas: int({ min: 0, max: 100_000 }).default(0).describe('Largest set; 0 = the whole pool.'),
+  idleTtlMs: int({ min: 1, max: 86_400_000 }).default(120_000).describe('Forget a group not seen for this long.'),
+  maxPrefixes: int({ min: 1, max: 10_000_000 }).default(10_000).describe('At most this many groups are tracked (LRU).'),
+  minGroupShare: num({ min: 0, max: 1 }).default(DEFAULT_HOTSPOT_MIN_GROUP_SHARE).describe("Grow only when the group brings at least this share of its members' arrivals; 0 = off."),
+  minLoadRatio: num({ min: 0, max: 1000 }).default(DEFAULT_HOTSPOT_MIN_LOAD_RATIO).describe("Grow only when the least loaded member carries this multiple of the non-members' mean load; 0 = off."),
+  shareHalfLifeMs: int({ min: 1, max: 3_600_000 }).default(DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS).describe('Half-life of the decayed arrival counts behind minGroupShare.'),
 };
+
+export const hotspotFilter = definePlugin({
+  type: HOTSPOT_FILTER,
+  description:
+    "Hot-prefix replication: each prefix group has a set of engines; a group with two or more is narrowed to its set, and the set grows by one engine when every member is above highWater (and the group causes its members' load), shrinking back below lowWater.",
+  parameters: section({
+    ...HOTSPOT_KNOBS,
+    minKeyChars: groupKeyParams.minKeyChars,
+    ...loadUnitParams,
+    ...staleAfterParam,
+  }).refine((p) => p.lowWater < p.highWater, { path: ['lowWater'], message: 'must be below highWater, or the set would flap' }),
+  create: (name, p, handle) =>
+    new HotspotReplicationFilter(name, {
+      ...loadMeasure(p, handle),
+      keyChars: p.keyChars,
+      minKeyChars: p.minKeyChars,
+      highWater: p.highWater,
+      lowWater: p.lowWater,
+      growIntervalMs: p.growIntervalMs,
+      minDwellMs: p.minDwellMs,
+      maxReplicas: p.maxReplicas,
+      idleTtlMs: p.idleTtlMs,
+      maxPrefixes: p.maxPrefixes,
+      minGroupShare: p.minGroupShare,
+      minLoadRatio: p.minLoadRatio,
+      shareHalfLifeMs: p.shareHalfLifeMs,
+    }),
+});

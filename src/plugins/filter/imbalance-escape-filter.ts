@@ -11,13 +11,14 @@
  * meets that test against the minimum: load − min > absThreshold AND load > min × relThreshold.
  * The least-loaded endpoint always survives, so this filter never empties the set.
  */
-import { loadMeasureOf } from '../load-signal-services.js';
-import { LOAD_UNITS, loadIn, type LoadMeasure } from '../shared/load-units.js';
+import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
 import type { Endpoint } from '../../core/types.js';
-import { IMBALANCE_DROPPED, setScratch } from '../../scheduling/cycle-scratch.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { setScratch } from '../../scheduling/cycle-scratch.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { num, section } from '../../util/schema.js';
+import { IMBALANCE_DROPPED } from '../shared/cycle-keys.js';
+import { loadMeasure, loadUnitParams, staleAfter, staleAfterParam } from '../shared/params.js';
 import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
 
 export const IMBALANCE_ESCAPE_FILTER = 'imbalance-escape-filter';
 
@@ -73,15 +74,31 @@ export class ImbalanceEscapeFilter implements Filter {
   }
 }
 
-export const imbalanceEscapeFilterFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('absThreshold', 'relThreshold', 'staleAfterMs', 'unit');
-  const def = ctx.config.cacheAware.imbalance;
-  const staleAfterMs = r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 });
-  const unit = r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS);
-  return new ImbalanceEscapeFilter(name, {
-    absThreshold: r.number('absThreshold', def.absThreshold, { min: 0 }),
-    relThreshold: r.number('relThreshold', def.relThreshold, { min: 0 }),
-    staleAfterMs,
-    measure: { ...loadMeasureOf(ctx.config, unit), maxMetricsAgeMs: staleAfterMs },
-  });
+/** Escape only when an engine has 32+ more in flight than the least loaded (see docs/decisions/0100-plugin-graph.md)... */
+export const DEFAULT_IMBALANCE_ABS = 32;
+/** ...and at least 1.5× its load, so small absolute differences never break affinity. */
+export const DEFAULT_IMBALANCE_REL = 1.5;
+
+/** The thresholds (also the `cacheAware.imbalance` shorthand section). */
+export const IMBALANCE_KNOBS = {
+  absThreshold: num({ min: 0, max: 1_000_000 }).default(DEFAULT_IMBALANCE_ABS).describe('Absolute load gap (in the load unit) above the least loaded that counts as overloaded.'),
+  relThreshold: num({ min: 1, max: 1000 }).default(DEFAULT_IMBALANCE_REL).describe('...and the multiple of the least loaded it must also exceed.'),
 };
+
+export const imbalanceEscapeFilter = definePlugin({
+  type: IMBALANCE_ESCAPE_FILTER,
+  description:
+    'When the candidates are badly skewed (max − min > absThreshold and max > min × relThreshold), drops every endpoint that alone meets that test against the least loaded; the least loaded always survives.',
+  parameters: section({
+    ...IMBALANCE_KNOBS,
+    ...staleAfterParam,
+    ...loadUnitParams,
+  }),
+  create: (name, p, handle) =>
+    new ImbalanceEscapeFilter(name, {
+      absThreshold: p.absThreshold,
+      relThreshold: p.relThreshold,
+      staleAfterMs: staleAfter(p, handle),
+      measure: loadMeasure(p, handle),
+    }),
+});

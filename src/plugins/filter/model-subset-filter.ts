@@ -4,9 +4,9 @@
  * the runner turns into NO_ENDPOINT (503 at the edge), as the endpoint-picker protocol asks.
  */
 import { EndpointRegistry } from '../../endpoints/registry.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
+import { section } from '../../util/schema.js';
 
 export const MODEL_SUBSET_FILTER = 'model-subset-filter';
 
@@ -28,7 +28,9 @@ export class ModelSubsetFilter implements Filter {
   }
 }
 
-export const modelSubsetFilterFactory: PluginFactory = (name, p, ctx) => {
-  params(name, p).only();
-  return new ModelSubsetFilter(name, ctx.endpoints.hasModelRestrictions);
-};
+export const modelSubsetFilter = definePlugin({
+  type: MODEL_SUBSET_FILTER,
+  description: "Keeps endpoints that serve the request's model and, with an Envoy subset hint, are named in it.",
+  parameters: section({}),
+  create: (name, _p, handle) => new ModelSubsetFilter(name, handle.endpoints.hasModelRestrictions),
+});

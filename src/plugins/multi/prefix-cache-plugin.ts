@@ -11,7 +11,8 @@
  * whether a filter removed the best-matching endpoint.
  *
  * Matches are counted in whole engine KV blocks once the engine reported its block size
- * (engine-block-granularity.ts): the engine caches nothing of a partial block.
+ * (engine-block-granularity.ts, fed by the index-calibration plugin): the engine caches
+ * nothing of a partial block.
  *
  * After routing, the request's blocks are inserted into the chosen endpoint's LRU, whatever
  * the reason for choosing it: that engine is about to compute (and cache) them. When an
@@ -19,27 +20,52 @@
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
-import type { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
-import type { PrefixIndex } from '../../prefix-cache/prefix-index.js';
-import { AFFINITY_EVIDENCE, requestBlockHashes, setScratch } from '../../scheduling/cycle-scratch.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
-import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
-import { sharedBlockHasher, sharedEngineBlockGranularity, sharedPrefixIndex } from '../shared-services.js';
+import { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
+import { PrefixIndex } from '../../prefix-cache/prefix-index.js';
+import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
+import { definePlugin, serviceKey } from '../../scheduling/plugin-api.js';
+import type {
+  Candidate,
+  CycleState,
+  DecisionAnnotation,
+  DecisionAnnotator,
+  EndpointsChangedHook,
+  RoutedHook,
+  Scorer,
+} from '../../scheduling/types.js';
+import { int, section } from '../../util/schema.js';
+import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '../shared/cycle-keys.js';
+import { blockParams, sharedBlockHasher } from '../shared/params.js';
 
 export const PREFIX_CACHE_PLUGIN = 'prefix-cache';
 
-export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook {
+/** The first prefix-cache instance's index, for telemetry (index size per endpoint). */
+export const PREFIX_INDEX = serviceKey<PrefixIndex>('prefix-index');
+/** The first prefix-cache instance's engine-block granularity, for telemetry. */
+export const ENGINE_BLOCK_GRANULARITY = serviceKey<EngineBlockGranularity>('engine-block-granularity');
+
+/** GIE's sizing: Llama-3-8B on an H100-80GB holds ≈500k KV tokens ≈ 31,250 blocks of 64 chars. */
+export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
+
+export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook, DecisionAnnotator {
   private present = new Set<number>();
   private zeros = new Uint32Array(0);
   private aligned = new Uint32Array(0);
+  /** The engines' KV block as the unit of a match (engine block sizes set by index-calibration). */
+  readonly granularity: EngineBlockGranularity;
+  /** This instance's evidence of the current cycle (annotate reports only what it scored). */
+  private readonly own: ScratchKey<AffinityEvidence>;
 
   constructor(
     readonly name: string,
     readonly hasher: BlockHasher,
     readonly index: PrefixIndex,
-    readonly granularity?: EngineBlockGranularity,
-  ) {}
+    /** The configured per-endpoint capacity (the ceiling without engine data). */
+    readonly capacityBlocks: number = DEFAULT_INDEX_CAPACITY_BLOCKS,
+  ) {
+    this.own = scratchKey<AffinityEvidence>(`prefix-cache/${name}`);
+    this.granularity = new EngineBlockGranularity(hasher.blockChars, 4);
+  }
 
   score(state: CycleState, candidates: readonly Candidate[]): number[] {
     const hashes = requestBlockHashes(state, this.hasher);
@@ -48,17 +74,37 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
     if (total === 0) {
       out.fill(0);
       if (this.zeros.length !== this.index.endpointCount) this.zeros = new Uint32Array(this.index.endpointCount);
-      setScratch(state, AFFINITY_EVIDENCE, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
+      this.publish(state, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
       return out;
     }
     let matched = this.index.match(hashes);
-    if (this.granularity !== undefined) {
-      if (this.aligned.length !== matched.length) this.aligned = new Uint32Array(matched.length);
-      matched = this.granularity.alignAll(matched, this.aligned);
-    }
-    setScratch(state, AFFINITY_EVIDENCE, { matchedByEndpoint: matched, totalBlocks: total });
+    if (this.aligned.length !== matched.length) this.aligned = new Uint32Array(matched.length);
+    matched = this.granularity.alignAll(matched, this.aligned);
+    this.publish(state, { matchedByEndpoint: matched, totalBlocks: total });
     for (let i = 0; i < candidates.length; i++) out[i] = (matched[candidates[i]!.endpoint.index] ?? 0) / total;
     return out;
+  }
+
+  /** Matched blocks on the chosen endpoint, when this plugin scored the cycle. */
+  annotate(state: CycleState, chosen: Candidate): DecisionAnnotation | undefined {
+    const ev = getScratch(state, this.own);
+    if (ev === undefined) return undefined;
+    const matchedBlocks = ev.matchedByEndpoint[chosen.endpoint.index] ?? 0;
+    return { matchedBlocks, totalBlocks: ev.totalBlocks, matchedChars: matchedBlocks * this.hasher.blockChars };
+  }
+
+  debugState(): unknown {
+    const endpoints = [];
+    for (let i = 0; i < this.index.endpointCount; i++) {
+      const engineBlockTokens = this.granularity.engineBlockTokens(i);
+      endpoints.push({ index: i, blocks: this.index.size(i), capacityBlocks: this.index.capacity(i), ...(engineBlockTokens !== undefined ? { engineBlockTokens } : {}) });
+    }
+    return { blockChars: this.hasher.blockChars, endpoints };
+  }
+
+  private publish(state: CycleState, ev: AffinityEvidence): void {
+    setScratch(state, AFFINITY_EVIDENCE, ev);
+    setScratch(state, this.own, ev);
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
@@ -79,7 +125,24 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
   }
 }
 
-export const prefixCachePluginFactory: PluginFactory = (name, p, ctx) => {
-  params(name, p).only();
-  return new PrefixCachePlugin(name, sharedBlockHasher(ctx), sharedPrefixIndex(ctx), sharedEngineBlockGranularity(ctx));
-};
+/** The index size (also `cacheAware.indexCapacityBlocks` of the shorthand). */
+export const INDEX_CAPACITY_PARAM = int({ min: 1, max: 100_000_000 })
+  .default(DEFAULT_INDEX_CAPACITY_BLOCKS)
+  .describe('Per-endpoint LRU capacity of the approximate index, in blocks.');
+
+export const prefixCache = definePlugin({
+  type: PREFIX_CACHE_PLUGIN,
+  description:
+    "Scores each endpoint by the share of the request's leading prefix blocks it is believed to hold (approximate index, one LRU per endpoint), inserts the request's blocks into the chosen endpoint's index and annotates the decision with the match.",
+  parameters: section({
+    ...blockParams,
+    indexCapacityBlocks: INDEX_CAPACITY_PARAM,
+  }),
+  create: (name, p, handle) => {
+    const index = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });
+    handle.shared(PREFIX_INDEX, () => index);
+    const plugin = new PrefixCachePlugin(name, sharedBlockHasher(handle, p), index, p.indexCapacityBlocks);
+    handle.shared(ENGINE_BLOCK_GRANULARITY, () => plugin.granularity);
+    return plugin;
+  },
+});

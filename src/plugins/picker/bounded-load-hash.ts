@@ -19,14 +19,12 @@
  *
  * Fallbacks follow the hash order after the chosen engine.
  */
-import { loadConfigOf } from '../../config/sections/load.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { loadIn, requestWeight, type LoadMeasure } from '../../endpoints/load.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { loadMeasureOf, sharedTokenLoadModel } from '../load-signal-services.js';
-import { params } from '../plugin-params.js';
-import { LOAD_UNITS, loadIn, requestWeight } from '../shared/load-units.js';
-import type { LoadMeasure } from '../shared/load-units.js';
-import { mixKey, prefixKeyOf } from '../shared/prefix-key.js';
+import { num, section } from '../../util/schema.js';
+import { groupKeyParams, loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
+import { mixKey, prefixKeyOf } from '../../prefix-cache/prefix-key.js';
 
 export interface BoundedLoadHashOptions extends LoadMeasure {
   /** Allowed overshoot above the mean load, ε ≥ 0 (default 0.25). */
@@ -81,17 +79,32 @@ export class BoundedLoadHashPicker implements Picker {
 
 export const BOUNDED_LOAD_HASH_PICKER = 'bounded-load-hash-picker';
 
-/** Params: `epsilon`, `keyChars` (default `load.boundedLoad`), `unit` (default `load.unit`). */
-export const boundedLoadHashPickerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('epsilon', 'keyChars', 'unit');
-  const bl = loadConfigOf(ctx.config).boundedLoad;
-  const measure = loadMeasureOf(ctx.config, r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS));
-  const learner = measure.unit === 'tokens' ? sharedTokenLoadModel(ctx).learner : undefined;
-  return new BoundedLoadHashPicker(name, {
-    ...measure,
-    epsilon: r.number('epsilon', bl.epsilon, { min: 0, max: 100 }),
-    keyChars: r.number('keyChars', bl.keyChars, { min: 1, integer: true }),
-    minKeyChars: ctx.config.cacheAware.blockChars,
-    ...(learner !== undefined ? { expectedOutputTokens: (m: string, max?: number) => learner.expected(m, max) } : {}),
-  });
+/** (1+ε)×mean cap; 0.25 as Ranvier and KubeAI CHWBL ship. */
+export const DEFAULT_BOUNDED_LOAD_EPSILON = 0.25;
+
+/** The bounded-load knob (also the `load.boundedLoad` shorthand section, with the group key). */
+export const BOUNDED_LOAD_KNOBS = {
+  epsilon: num({ min: 0, max: 100 }).default(DEFAULT_BOUNDED_LOAD_EPSILON).describe('Allowed overshoot above the mean load.'),
 };
+
+export const boundedLoadHashPicker = definePlugin({
+  type: BOUNDED_LOAD_HASH_PICKER,
+  description:
+    "Consistent (rendezvous) hashing of the prefix group with bounded loads: the group's home engine unless it would exceed (1+ε) × the mean load, then the next engine in the group's hash order.",
+  parameters: section({
+    ...BOUNDED_LOAD_KNOBS,
+    ...groupKeyParams,
+    ...loadUnitParams,
+    ...staleAfterParam,
+  }),
+  create: (name, p, handle) => {
+    const measure = loadMeasure(p, handle);
+    return new BoundedLoadHashPicker(name, {
+      ...measure,
+      epsilon: p.epsilon,
+      keyChars: p.keyChars,
+      minKeyChars: p.minKeyChars,
+      ...(measure.unit === 'tokens' ? { expectedOutputTokens: (m: string, max?: number) => handle.signals.expectedOutputTokens(m, max) } : {}),
+    });
+  },
+});

@@ -5,93 +5,41 @@
  *
  * Reason: `spill` when the hotspot filter replicated the prefix onto this engine; else from
  * the cycle's affinity evidence when an affinity scorer ran (affinity, load, cold or
- * imbalance — see affinity-reason.ts); otherwise the filters' hint, otherwise the
- * configured default (`load`).
- *
- * Cold requests (`coldOrder: prefill-queue`): when the affinity evidence shows that no
- * candidate holds any block of the request (and it has no session key), the weighted scores
- * carry no cache information and only load decides; the candidates are then ordered by their
- * prefill queue (requests
- * not past their first byte, raised to the engine's fresh waiting count; seeded random among
- * equals). Why: a cold request pays a full prefill wherever it goes, so its time to first
- * token is the prefill queue ahead of it. The queue and KV-usage scores count decoding
- * requests too (KV usage is in-flight tokens by another name) and behave like least-request,
- * which measured p50 1.4–1.7× and p99 ~3× round-robin's TTFT with no prefix sharing
- * (bench/results/load-cold).
- *
- * Cold spread (`coldSpread`, on by default with prefill-queue): equal prefill queues are
- * broken by the fewest recent cold placements (counts decayed with a 60 s half-life) before
- * the random tie-break. Why: a cold request starts a prefix group that its followers join
- * by affinity, so where cold requests land is where groups live. On an idle fleet every
- * queue is 0 and a random pick put three of four system prompts, and so three quarters of a
- * chat workload, on one engine (bench/results/multi-turn); counting recent cold picks
- * spreads new groups like a round robin while the prefill queue still decides under load.
+ * imbalance — see shared/affinity-reason.ts); otherwise the filters' hint, otherwise the
+ * configured default (`load`). Cold requests can be placed differently by a placement
+ * plugin before this picker runs (placement/cold-request-placement.ts).
  */
 import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
-import { prefillQueue } from '../../endpoints/load.js';
-import { affinityReason } from '../../scheduling/affinity-reason.js';
-import { AFFINITY_EVIDENCE, getScratch } from '../../scheduling/cycle-scratch.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
-import { DecayedCounts } from '../shared/decayed-counts.js';
+import { oneOf, section } from '../../util/schema.js';
+import { affinityReason } from '../shared/affinity-reason.js';
 
 export const MAX_SCORE_PICKER = 'max-score-picker';
 
-export const COLD_ORDERS = ['scores', 'prefill-queue'] as const;
-export type ColdOrder = (typeof COLD_ORDERS)[number];
-
-/** Half-life of the recent-cold-placement counts (cold spread). */
-export const COLD_SPREAD_HALF_LIFE_MS = 60_000;
-
 export class MaxScorePicker implements Picker {
-  /** Recent cold placements per endpoint id (cold spread). */
-  private readonly coldPicks = new DecayedCounts(COLD_SPREAD_HALF_LIFE_MS);
-
   constructor(
     readonly name: string,
-    private readonly defaultReason: DecisionReason,
-    private readonly coldOrder: ColdOrder = 'scores',
-    private readonly staleAfterMs = 1000,
-    private readonly coldSpread = false,
+    private readonly defaultReason: DecisionReason = 'load',
   ) {}
 
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
-    let order: number[];
-    if (this.coldOrder === 'prefill-queue' && isCold(state, candidates)) {
-      const q = new Array<number>(candidates.length);
-      for (let i = 0; i < candidates.length; i++) {
-        // The spread term is in [0, 1) against the queue × 1024: it only breaks ties (engine
-        // waiting counts can be fractional once faded by age, so not just whole requests).
-        const recent = this.coldSpread ? this.coldPicks.valueAt(candidates[i]!.endpoint.id, state.nowMs) : 0;
-        q[i] = -prefillQueue(candidates[i]!.load, this.staleAfterMs) * 1024 - recent / (1 + recent);
-      }
-      order = orderByDescending(state, q);
-      if (this.coldSpread) this.coldPicks.add(candidates[order[0]!]!.endpoint.id, state.nowMs);
-    } else {
-      order = orderByDescending(state, totals);
-    }
-    // A hotspot spill narrows the candidates to the one engine it chose: its label is certain.
-    const reason =
-      state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, order[0]!) ?? state.reasonHint ?? this.defaultReason);
-    return { order, reason };
+    const order = orderByDescending(state, totals);
+    return { order, reason: decisionReason(state, candidates, order[0]!, this.defaultReason) };
   }
 }
 
 /**
- * True when an affinity scorer ran, no candidate holds any block of the request, and the
- * request has no session key (a session binding is information the scores carry).
+ * The reason label of a scored decision: a hotspot spill narrows the candidates to the one
+ * engine it chose (its label is certain); else the affinity evidence; else the hint; else
+ * `fallback`.
  */
-function isCold(state: CycleState, candidates: readonly Candidate[]): boolean {
-  if (state.request.sessionKey !== undefined) return false;
-  const ev = getScratch(state, AFFINITY_EVIDENCE);
-  if (ev === undefined) return false;
-  for (const c of candidates) if ((ev.matchedByEndpoint[c.endpoint.index] ?? 0) > 0) return false;
-  return true;
+export function decisionReason(state: CycleState, candidates: readonly Candidate[], chosen: number, fallback: DecisionReason): DecisionReason {
+  return state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, chosen) ?? state.reasonHint ?? fallback);
 }
 
 /** Candidate indices by value, highest first; exact ties in seeded random order. */
-function orderByDescending(state: CycleState, totals: ArrayLike<number>): number[] {
+export function orderByDescending(state: CycleState, totals: ArrayLike<number>): number[] {
   const n = totals.length;
   const order = new Array<number>(n);
   const tie = new Array<number>(n);
@@ -115,17 +63,13 @@ function orderByDescending(state: CycleState, totals: ArrayLike<number>): number
   return order;
 }
 
-/**
- * Params: `reason` (default load), `coldOrder` (scores | prefill-queue, default scores),
- * `coldSpread` (default false here; cache-aware passes `cacheAware.coldSpread`).
- */
-export const maxScorePickerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('reason', 'coldOrder', 'coldSpread');
-  return new MaxScorePicker(
-    name,
-    r.oneOf<DecisionReason>('reason', 'load', DECISION_REASONS),
-    r.oneOf<ColdOrder>('coldOrder', 'scores', COLD_ORDERS),
-    ctx.config.engineMetrics.staleAfterMs,
-    r.boolean('coldSpread', false),
-  );
-};
+export const maxScorePicker = definePlugin({
+  type: MAX_SCORE_PICKER,
+  description: 'Orders candidates by weighted total score, best first; exact ties in seeded random order.',
+  parameters: section({
+    reason: oneOf(DECISION_REASONS as unknown as readonly [DecisionReason, ...DecisionReason[]])
+      .default('load')
+      .describe('Reason label when neither affinity evidence nor a filter hint decides it.'),
+  }),
+  create: (name, p) => new MaxScorePicker(name, p.reason),
+});

@@ -11,12 +11,11 @@
  *
  * Fallbacks: the other sample, then the rest by ascending load.
  */
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { section } from '../../util/schema.js';
+import { loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { loadMeasureOf } from '../load-signal-services.js';
-import { params } from '../plugin-params.js';
-import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
-import type { LoadMeasure } from '../shared/load-units.js';
 
 export type PowerOfTwoOptions = LoadMeasure;
 
@@ -51,9 +50,9 @@ function fmt(x: number): string {
 
 export const POWER_OF_TWO_PICKER = 'power-of-two-picker';
 
-/** Params: `unit` (requests | tokens; default `load.unit`). */
-export const powerOfTwoPickerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('unit');
-  const def = loadMeasureOf(ctx.config);
-  return new PowerOfTwoPicker(name, loadMeasureOf(ctx.config, r.oneOf('unit', def.unit, LOAD_UNITS)));
-};
+export const powerOfTwoPicker = definePlugin({
+  type: POWER_OF_TWO_PICKER,
+  description: 'Samples two distinct candidates (seeded) and takes the less loaded; fallbacks: the other sample, then the rest by load.',
+  parameters: section({ ...loadUnitParams, ...staleAfterParam }),
+  create: (name, p, handle) => new PowerOfTwoPicker(name, loadMeasure(p, handle)),
+});

@@ -12,17 +12,17 @@ import type { Endpoint } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import { HashRing } from '../../prefix-cache/hash-ring.js';
 import { hashString32 } from '../../prefix-cache/mix32.js';
-import { requestBlockHashes } from '../../scheduling/cycle-scratch.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
-import type { Candidate, CycleState, EndpointsChangedHook, Picker, PickResult } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
-import { sharedBlockHasher } from '../shared-services.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import type { Candidate, CycleState, DecisionAnnotation, DecisionAnnotator, EndpointsChangedHook, Picker, PickResult } from '../../scheduling/types.js';
+import { int, section } from '../../util/schema.js';
+import { requestBlockHashes } from '../shared/cycle-keys.js';
+import { blockParams, sharedBlockHasher } from '../shared/params.js';
 
 export const PREFIX_HASH_PICKER = 'prefix-hash-picker';
 
 const SHORT_SEED = 0x1b873593;
 
-export class PrefixHashPicker implements Picker, EndpointsChangedHook {
+export class PrefixHashPicker implements Picker, EndpointsChangedHook, DecisionAnnotator {
   private ring: HashRing;
 
   constructor(
@@ -56,18 +56,24 @@ export class PrefixHashPicker implements Picker, EndpointsChangedHook {
     return { order, reason: 'hash' };
   }
 
+  /** The request's block count (what the hash key was built from). */
+  annotate(state: CycleState): DecisionAnnotation {
+    return { totalBlocks: requestBlockHashes(state, this.hasher).count };
+  }
+
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {
     this.ring = new HashRing(endpoints, this.virtualNodes);
   }
 }
 
-export const prefixHashPickerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('hashBlocks', 'virtualNodes');
-  return new PrefixHashPicker(
-    name,
-    sharedBlockHasher(ctx),
-    r.number('hashBlocks', 16, { min: 1, integer: true }),
-    r.number('virtualNodes', 160, { min: 1, max: 10000, integer: true }),
-    ctx.endpoints.all(),
-  );
-};
+export const prefixHashPicker = definePlugin({
+  type: PREFIX_HASH_PICKER,
+  description:
+    'Consistent hashing of the first hashBlocks chained prefix blocks onto a ring with virtual nodes; the first eligible endpoint clockwise wins (maximal affinity, no load awareness; baseline).',
+  parameters: section({
+    hashBlocks: int({ min: 1, max: 1 << 20 }).default(16).describe('Leading blocks whose chained hash is the ring key.'),
+    virtualNodes: int({ min: 1, max: 10_000 }).default(160).describe('Ring points per endpoint.'),
+    ...blockParams,
+  }),
+  create: (name, p, handle) => new PrefixHashPicker(name, sharedBlockHasher(handle, p), p.hashBlocks, p.virtualNodes, handle.endpoints.all()),
+});

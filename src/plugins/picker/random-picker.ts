@@ -2,9 +2,9 @@
  * Random picker (baseline): a uniformly random order of the candidates from the cycle's
  * seeded Rng (Fisher–Yates), so runs are reproducible from `config.seed`.
  */
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { section } from '../../util/schema.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
 
 export const RANDOM_PICKER = 'random-picker';
 
@@ -25,7 +25,9 @@ export class RandomPicker implements Picker {
   }
 }
 
-export const randomPickerFactory: PluginFactory = (name, p) => {
-  params(name, p).only();
-  return new RandomPicker(name);
-};
+export const randomPicker = definePlugin({
+  type: RANDOM_PICKER,
+  description: 'A uniformly random order of the candidates from the seeded randomness (baseline).',
+  parameters: section({}),
+  create: (name) => new RandomPicker(name),
+});

@@ -3,9 +3,9 @@
  * fallbacks follow in rotation. Blind to cache and load; with a stable candidate set each
  * endpoint gets exactly every n-th request.
  */
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { section } from '../../util/schema.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
 
 export const ROUND_ROBIN_PICKER = 'round-robin-picker';
 
@@ -24,7 +24,9 @@ export class RoundRobinPicker implements Picker {
   }
 }
 
-export const roundRobinPickerFactory: PluginFactory = (name, p) => {
-  params(name, p).only();
-  return new RoundRobinPicker(name);
-};
+export const roundRobinPicker = definePlugin({
+  type: ROUND_ROBIN_PICKER,
+  description: 'The i-th decision starts at candidate i mod n; fallbacks follow in rotation (baseline, blind to cache and load).',
+  parameters: section({}),
+  create: (name) => new RoundRobinPicker(name),
+});

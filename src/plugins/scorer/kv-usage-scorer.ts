@@ -7,9 +7,10 @@
  * those that have one, so missing metrics neither reward nor punish it. Neutral value: 1
  * for everyone when nobody has a fresh figure (e.g. metrics polling off).
  */
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { section } from '../../util/schema.js';
+import { staleAfter, staleAfterParam } from '../shared/params.js';
 import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
 
 export const KV_USAGE_SCORER = 'kv-usage-scorer';
 
@@ -41,7 +42,9 @@ export class KvUsageScorer implements Scorer {
   }
 }
 
-export const kvUsageScorerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('staleAfterMs');
-  return new KvUsageScorer(name, r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }));
-};
+export const kvUsageScorer = definePlugin({
+  type: KV_USAGE_SCORER,
+  description: 'Prefers engines with free KV-cache memory: 1 − kvUsage for fresh figures; candidates without one get the mean; nobody fresh → 1.',
+  parameters: section({ ...staleAfterParam }),
+  create: (name, p, handle) => new KvUsageScorer(name, staleAfter(p, handle)),
+});

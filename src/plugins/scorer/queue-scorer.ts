@@ -17,9 +17,10 @@
  * plain min-max for integer queues (least-request).
  */
 import { effectiveQueue, prefillQueue } from '../../endpoints/load.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { num, oneOf, section } from '../../util/schema.js';
+import { staleAfter, staleAfterParam } from '../shared/params.js';
 import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
 
 export const QUEUE_SCORER = 'queue-scorer';
 
@@ -63,12 +64,16 @@ export class QueueScorer implements Scorer {
   }
 }
 
-export const queueScorerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('signal', 'staleAfterMs', 'softQueue');
-  return new QueueScorer(
-    name,
-    r.oneOf<QueueSignal>('signal', 'effective', QUEUE_SIGNALS),
-    r.number('staleAfterMs', ctx.config.engineMetrics.staleAfterMs, { min: 0 }),
-    r.number('softQueue', 1, { min: 1 }),
-  );
-};
+export const queueScorer = definePlugin({
+  type: QUEUE_SCORER,
+  description:
+    'Prefers endpoints with less queued work: 1 − (q − min) / max(max − min, softQueue) over the candidates; all equal → 1 for everyone.',
+  parameters: section({
+    signal: oneOf(QUEUE_SIGNALS)
+      .default('effective')
+      .describe('effective: in flight raised to the engine running + waiting; inflight: router count only; prefill: not past the first byte, raised to the engine waiting queue.'),
+    softQueue: num({ min: 1, max: 1_000_000 }).default(1).describe('Queue differences below this many requests count in proportion instead of spanning [0,1].'),
+    ...staleAfterParam,
+  }),
+  create: (name, p, handle) => new QueueScorer(name, p.signal, staleAfter(p, handle), p.softQueue),
+});

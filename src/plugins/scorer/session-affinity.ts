@@ -20,13 +20,11 @@
  *    with a fresh TTL (sliding expiry). At most maxSessions bindings are kept (LRU).
  */
 import type { RouteDecision } from '../../core/types.js';
-import { loadConfigOf } from '../../config/sections/load.js';
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, RoutedHook, Scorer } from '../../scheduling/types.js';
-import { loadMeasureOf } from '../load-signal-services.js';
-import { params } from '../plugin-params.js';
-import { LOAD_UNITS, loadIn } from '../shared/load-units.js';
-import type { LoadMeasure } from '../shared/load-units.js';
+import { int, num, section } from '../../util/schema.js';
+import { loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
 
 export interface SessionAffinityOptions extends LoadMeasure {
   /** Idle time after which a binding expires (default 300 s, as llm-d's session_id mode). */
@@ -106,6 +104,10 @@ export class SessionAffinityScorer implements Scorer, RoutedHook {
     return this.bindings.get(sessionKey)?.endpointId;
   }
 
+  debugState(): SessionStats {
+    return this.stats();
+  }
+
   stats(): SessionStats {
     return { sessions: this.bindings.size, stuck: this.stuck, yielded: this.yielded, expired: this.expired };
   }
@@ -113,15 +115,35 @@ export class SessionAffinityScorer implements Scorer, RoutedHook {
 
 export const SESSION_AFFINITY_SCORER = 'session-affinity-scorer';
 
-/** Params override `load.session` (ttlMs, maxSessions, overloadAbs, overloadRel) plus `unit`. */
-export const sessionAffinityScorerFactory: PluginFactory = (name, p, ctx) => {
-  const r = params(name, p).only('unit', 'ttlMs', 'maxSessions', 'overloadAbs', 'overloadRel');
-  const s = loadConfigOf(ctx.config).session;
-  return new SessionAffinityScorer(name, {
-    ...loadMeasureOf(ctx.config, r.oneOf('unit', loadMeasureOf(ctx.config).unit, LOAD_UNITS)),
-    ttlMs: r.number('ttlMs', s.ttlMs, { min: 1 }),
-    maxSessions: r.number('maxSessions', s.maxSessions, { min: 1, integer: true }),
-    overloadAbs: r.number('overloadAbs', s.overloadAbs, { min: 0 }),
-    overloadRel: r.number('overloadRel', s.overloadRel, { min: 1 }),
-  });
+/** Five minutes idle, as llm-d's session_id binding. */
+export const DEFAULT_SESSION_TTL_MS = 300_000;
+export const DEFAULT_SESSION_MAX = 100_000;
+export const DEFAULT_SESSION_OVERLOAD_ABS = 8;
+export const DEFAULT_SESSION_OVERLOAD_REL = 1.5;
+
+/** The session knobs (also the `load.session` shorthand section, which adds `weight`). */
+export const SESSION_KNOBS = {
+  ttlMs: int({ min: 1, max: 86_400_000 }).default(DEFAULT_SESSION_TTL_MS).describe('Idle time after which a binding expires.'),
+  maxSessions: int({ min: 1, max: 100_000_000 }).default(DEFAULT_SESSION_MAX).describe('At most this many bindings (LRU).'),
+  overloadAbs: num({ min: 0, max: 1_000_000 }).default(DEFAULT_SESSION_OVERLOAD_ABS).describe('Yield when the sticky load exceeds the least loaded by more than this...'),
+  overloadRel: num({ min: 1, max: 1000 }).default(DEFAULT_SESSION_OVERLOAD_REL).describe('...and is more than this many times it.'),
 };
+
+export const sessionAffinityScorer = definePlugin({
+  type: SESSION_AFFINITY_SCORER,
+  description:
+    "Session stickiness by the request's session key (requests.sessionHeader): the engine the session last went to scores 1, others 0, until that engine is overloaded against the least loaded.",
+  parameters: section({
+    ...SESSION_KNOBS,
+    ...loadUnitParams,
+    ...staleAfterParam,
+  }),
+  create: (name, p, handle) =>
+    new SessionAffinityScorer(name, {
+      ...loadMeasure(p, handle),
+      ttlMs: p.ttlMs,
+      maxSessions: p.maxSessions,
+      overloadAbs: p.overloadAbs,
+      overloadRel: p.overloadRel,
+    }),
+});

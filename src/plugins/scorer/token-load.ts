@@ -7,9 +7,9 @@
  * difference of a few tokens from swinging the score across the whole [0,1] range, which
  * plain min-max normalisation would do (100 vs 101 tokens would read as 1 vs 0).
  */
-import type { PluginFactory } from '../../scheduling/plugin-registry.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import { num, section } from '../../util/schema.js';
 import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
-import { params } from '../plugin-params.js';
 
 export interface TokenLoadScorerOptions {
   /** Load differences below this many tokens count as small (default 2048). */
@@ -41,8 +41,11 @@ export class TokenLoadScorer implements Scorer {
 
 export const TOKEN_LOAD_SCORER = 'token-load-scorer';
 
-/** Params: `softTokens` (default 2048). Needs the token-load-model plugin in the profile to be meaningful. */
-export const tokenLoadScorerFactory: PluginFactory = (name, p) => {
-  const r = params(name, p).only('softTokens');
-  return new TokenLoadScorer(name, { softTokens: r.number('softTokens', 2048, { min: 0 }) });
-};
+export const tokenLoadScorer = definePlugin({
+  type: TOKEN_LOAD_SCORER,
+  description: 'Prefers engines with fewer pending tokens (uncached prefill + expected decode, from the data layer): 1 − (L − Lmin) / max(Lmax − Lmin, softTokens).',
+  parameters: section({
+    softTokens: num({ min: 0, max: 100_000_000 }).default(2048).describe('Load differences below this many tokens count in proportion instead of spanning [0,1].'),
+  }),
+  create: (name, p) => new TokenLoadScorer(name, { softTokens: p.softTokens }),
+});

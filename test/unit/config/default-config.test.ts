@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../../src/config/default-config.js';
-import { DEFAULT_WEIGHTS } from '../../../src/config/defaults.js';
+import { DEFAULT_WEIGHTS } from '../../../src/plugins/presets/shorthand.js';
 import { problemsOf } from './config-helpers.js';
 
 describe('config/default-config', () => {

@@ -6,7 +6,7 @@ import {
   DEFAULT_HOTSPOT_MIN_GROUP_SHARE,
   DEFAULT_HOTSPOT_MIN_LOAD_RATIO,
   DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS,
-} from '../../../src/config/sections/load.js';
+} from '../../../src/plugins/presets/shorthand.js';
 import { MINIMAL, problemsOf } from './config-helpers.js';
 
 describe('config: load.hotspot group-level trigger', () => {

@@ -1,10 +1,17 @@
 import { expect } from 'chai';
 import { parseConfig } from '../../../src/config/parse-config.js';
 import * as D from '../../../src/config/defaults.js';
+import * as S from '../../../src/plugins/presets/shorthand.js';
 import { STRATEGIES } from '../../../src/config/types.js';
 import { MINIMAL, problemsOf } from './config-helpers.js';
 
 const doc = (extra: Record<string, unknown>): Record<string, unknown> => ({ ...MINIMAL, ...extra });
+
+/** A minimal explicit graph: one random picker. */
+const GRAPH = {
+  plugins: [{ type: 'random-picker' }] as Record<string, unknown>[],
+  schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker' }] }] as Record<string, unknown>[],
+};
 
 describe('config/parse-config', () => {
   describe('defaults', () => {
@@ -34,14 +41,14 @@ describe('config/parse-config', () => {
       expect(c.fallbacks).to.equal(D.DEFAULT_FALLBACKS);
       expect(c.seed).to.equal(D.DEFAULT_SEED);
       expect(c.cacheAware).to.deep.equal({
-        blockChars: D.DEFAULT_BLOCK_CHARS,
-        maxPrefixBlocks: D.DEFAULT_MAX_PREFIX_BLOCKS,
-        indexCapacityBlocks: D.DEFAULT_INDEX_CAPACITY_BLOCKS,
-        weights: D.DEFAULT_WEIGHTS,
-        imbalance: { absThreshold: D.DEFAULT_IMBALANCE_ABS, relThreshold: D.DEFAULT_IMBALANCE_REL },
-        queueSignal: D.DEFAULT_QUEUE_SIGNAL,
-        coldRouting: D.DEFAULT_COLD_ROUTING,
-        coldSpread: D.DEFAULT_COLD_SPREAD,
+        blockChars: S.DEFAULT_BLOCK_CHARS,
+        maxPrefixBlocks: S.DEFAULT_MAX_PREFIX_BLOCKS,
+        indexCapacityBlocks: S.DEFAULT_INDEX_CAPACITY_BLOCKS,
+        weights: S.DEFAULT_WEIGHTS,
+        imbalance: { absThreshold: S.DEFAULT_IMBALANCE_ABS, relThreshold: S.DEFAULT_IMBALANCE_REL },
+        queueSignal: S.DEFAULT_QUEUE_SIGNAL,
+        coldRouting: S.DEFAULT_COLD_ROUTING,
+        coldSpread: S.DEFAULT_COLD_SPREAD,
       });
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
@@ -62,9 +69,9 @@ describe('config/parse-config', () => {
     it('the documented default values', () => {
       expect(D.DEFAULT_GRPC_ADDRESS.endsWith(':9002')).to.equal(true);
       expect(D.DEFAULT_ADMIN_ADDRESS.endsWith(':9003')).to.equal(true);
-      expect(D.DEFAULT_BLOCK_CHARS).to.equal(64);
-      expect(D.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
-      expect([D.DEFAULT_IMBALANCE_ABS, D.DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
+      expect(S.DEFAULT_BLOCK_CHARS).to.equal(64);
+      expect(S.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
+      expect([S.DEFAULT_IMBALANCE_ABS, S.DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
       expect([D.DEFAULT_POLL_INTERVAL_MS, D.DEFAULT_STALE_AFTER_MS]).to.deep.equal([100, 1000]);
       expect(D.DEFAULT_FALLBACKS).to.equal(2);
       expect(D.DEFAULT_MAX_BODY_BYTES).to.equal(16 * 1024 * 1024);
@@ -75,7 +82,7 @@ describe('config/parse-config', () => {
     it('null sections and fields count as unset', () => {
       const c = parseConfig(doc({ server: null, cacheAware: { weights: null }, strategy: null }));
       expect(c.server.grpcAddress).to.equal(D.DEFAULT_GRPC_ADDRESS);
-      expect(c.cacheAware.weights).to.deep.equal(D.DEFAULT_WEIGHTS);
+      expect(c.cacheAware.weights).to.deep.equal(S.DEFAULT_WEIGHTS);
       expect(c.strategy).to.equal(D.DEFAULT_STRATEGY);
     });
 
@@ -123,6 +130,17 @@ describe('config/parse-config', () => {
       expect(parseConfig(doc({ requests: { sessionHeader: 'X-Session-Id' } })).requests.sessionHeader).to.equal(
         'x-session-id',
       );
+    });
+  });
+
+  describe('plugin graph', () => {
+    it('expands the strategy shorthand to its preset, or keeps an explicit graph with its profile as label', () => {
+      const c = parseConfig(doc({ strategy: 'round-robin' }));
+      expect(c.plugins.map((p) => p.type)).to.deep.equal(['model-subset-filter', 'health-filter', 'round-robin-picker']);
+      expect(c.schedulingProfiles.map((p) => p.name)).to.deep.equal(['round-robin']);
+      const e = parseConfig(doc(GRAPH));
+      expect(e.strategy).to.equal('p');
+      expect(e.plugins).to.deep.equal([{ type: 'random-picker' }]);
     });
   });
 
@@ -188,6 +206,14 @@ describe('config/parse-config', () => {
       ['log level', { telemetry: { logLevel: 'loud' } }, 'telemetry.logLevel: expected one of debug, info, warn, error'],
       ['decision header', { telemetry: { decisionHeader: 1 } }, 'telemetry.decisionHeader'],
       ['recent decisions', { telemetry: { recentDecisions: -1 } }, 'telemetry.recentDecisions'],
+      ['plugin parameter type', { ...GRAPH, plugins: [...GRAPH.plugins, { type: 'queue-scorer', name: 'q', parameters: { softQueue: 'x' } }] }, 'plugins[1].parameters.softQueue: expected number in [1, 1000000], got "x"'],
+      ['plugin parameter typo', { ...GRAPH, plugins: [{ type: 'random-picker', parameters: { sed: 1 } }] }, 'plugins[0].parameters.sed: unknown field'],
+      ['unknown plugin type', { ...GRAPH, plugins: [{ type: 'fastest-picker' }] }, 'plugins[0].type: unknown plugin type "fastest-picker"'],
+      ['plugin without type', { ...GRAPH, plugins: [{ name: 'x' }] }, 'plugins[0].type: required'],
+      ['misspelt pluginRef', { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ plugin: 'x' }] }] }, 'schedulingProfiles[0].plugins[0].plugin: unknown field'],
+      ['negative weight', { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker', weight: -1 }] }] }, 'schedulingProfiles[0].plugins[0].weight'],
+      ['strategy and plugins', { ...GRAPH, strategy: 'random' }, 'strategy: a shorthand for plugins + schedulingProfiles'],
+      ['plugins without profiles', { plugins: GRAPH.plugins }, 'schedulingProfiles: required with plugins'],
     ];
     for (const [name, extra, expected] of table) {
       it(`${name} → ${expected}`, () => {

@@ -9,7 +9,7 @@ import type { EdgeOptions } from '../../../src/extproc/stream-handler.js';
 import type { EdgeStats } from '../../../src/extproc/edge-stats.js';
 import type { ProcessingResponse__Output } from '../../../src/extproc/ext-proc-proto.js';
 import { ManualClock } from '../../../src/util/clock.js';
-import { createLogger, silentLogger } from '../../../src/telemetry/logger.js';
+import { createLogger, silentLogger } from '../../../src/logging/logger.js';
 import { parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
 import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
 import { openScripted } from '../../helpers/scripted-stream.js';

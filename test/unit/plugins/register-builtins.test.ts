@@ -1,20 +1,27 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
 import { registerBuiltins } from '../../../src/plugins/register-builtins.js';
-import { PluginRegistry } from '../../../src/scheduling/plugin-registry.js';
+import { PluginCatalog } from '../../../src/scheduling/plugin-api.js';
 
 describe('registerBuiltins', () => {
-  it('registers every core plugin type and strategy', () => {
-    const r = registerBuiltins(new PluginRegistry());
-    expect(r.pluginTypes()).to.include.members([
+  it('registers every core plugin type', () => {
+    const r = registerBuiltins(new PluginCatalog());
+    expect(r.typeIds()).to.include.members([
       'health-filter', 'imbalance-escape-filter', 'kv-usage-scorer', 'max-score-picker', 'model-subset-filter',
       'prefix-cache', 'prefix-hash-picker', 'queue-scorer', 'random-picker', 'round-robin-picker',
+      'cold-request-placement', 'auto-profile-handler', 'single-profile-handler', 'index-calibration',
     ]);
-    expect(r.strategyNames()).to.include.members(['cache-aware', 'least-request', 'prefix-hash', 'random', 'round-robin']);
   });
 
-  it('cannot register the built-ins twice on one registry', () => {
-    const r = registerBuiltins(new PluginRegistry());
+  it('every built-in has a description and accepts an empty parameter mapping (all defaults)', () => {
+    for (const t of registerBuiltins(new PluginCatalog()).all()) {
+      expect(t.description.length, t.type).to.be.greaterThan(20);
+      expect(t.parameters.safeParse({}).success, t.type).to.equal(true);
+    }
+  });
+
+  it('cannot register the built-ins twice on one catalog', () => {
+    const r = registerBuiltins(new PluginCatalog());
     let err: unknown;
     try {
       registerBuiltins(r);

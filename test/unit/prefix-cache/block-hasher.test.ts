@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { BlockHasher, copyBlockHashes, type BlockHashes } from '../../../src/prefix-cache/block-hasher.js';
 import { isRouterError } from '../../../src/core/errors.js';
-import { text } from '../scheduling/builders.js';
+import { text } from '../builders.js';
 import { seededRng } from '../../../src/util/rng.js';
 
 function keys(h: BlockHashes): string[] {

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { BlockHasher } from '../../../src/prefix-cache/block-hasher.js';
-import { cycleBlockHashes, getScratch, requestBlockHashes, scratchKey, setScratch } from '../../../src/scheduling/cycle-scratch.js';
-import { cycle, text } from './builders.js';
+import { getScratch, scratchKey, setScratch } from '../../../src/scheduling/cycle-scratch.js';
+import { cycleBlockHashes, requestBlockHashes } from '../../../src/plugins/shared/cycle-keys.js';
+import { cycle, text } from '../builders.js';
 
 describe('cycle scratch', () => {
   it('stores typed values by key', () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
 import { runProfile } from '../../../src/scheduling/profile-runner.js';
 import type { Candidate, CycleState, Filter, Picker, Profile, Scorer } from '../../../src/scheduling/types.js';
-import { candidates, cycle } from './builders.js';
+import { candidates, cycle } from '../builders.js';
 
 function filter(name: string, keep: (c: Candidate) => boolean, calls: string[] = []): Filter {
   return { name, filter: (_s, cs) => (calls.push(name), cs.filter(keep)) };
@@ -13,7 +13,7 @@ function scorer(name: string, values: number[]): Scorer {
 const firstPicker: Picker = { name: 'first', pick: (_s, cs, totals) => ({ order: cs.map((_, i) => i).sort((a, b) => totals[b]! - totals[a]!), reason: 'load' }) };
 
 function profile(p: Partial<Profile>): Profile {
-  return { name: 'test', filters: [], scorers: [], picker: firstPicker, routedHooks: [], completedHooks: [], ...p };
+  return { name: 'test', filters: [], scorers: [], placements: [], picker: firstPicker, ...p };
 }
 
 function noEndpoint(f: () => unknown): string {

@@ -1,18 +1,25 @@
 import { expect } from 'chai';
 import { isRouterError, RouterError } from '../../../src/core/errors.js';
 import type { RouteRequest } from '../../../src/core/types.js';
-import { createScheduler } from '../../../src/scheduling/create-scheduler.js';
+import { createScheduler } from '../../../src/compose/create-scheduler.js';
 import type { DecisionEvent } from '../../../src/scheduling/decision-events.js';
-import { PluginRegistry } from '../../../src/scheduling/plugin-registry.js';
-import type { LifecyclePlugin } from '../../../src/scheduling/profile-spec.js';
+import type { GraphSpec } from '../../../src/scheduling/plugin-graph.js';
 import type { Scheduler } from '../../../src/scheduling/scheduler.js';
-import type { Plugin, RoutedHook } from '../../../src/scheduling/types.js';
-import { registerBuiltins } from '../../../src/plugins/register-builtins.js';
-import { PREFIX_INDEX } from '../../../src/plugins/shared-services.js';
-import { createLogger } from '../../../src/telemetry/logger.js';
+import type { LifecyclePlugin, Plugin, RoutedHook } from '../../../src/scheduling/types.js';
+import { builtinCatalog } from '../../../src/plugins/register-builtins.js';
+import { PREFIX_INDEX } from '../../../src/plugins/multi/prefix-cache-plugin.js';
+import { createLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
-import { config, request, text } from './builders.js';
+import { config, fakeType, request, text } from '../builders.js';
+
+/** The test plugins (by type = name) plus a max-score picker; `scored` go into the one profile. */
+function graph(types: readonly string[], scored: readonly string[] = []): GraphSpec {
+  return {
+    plugins: [...types.map((type) => ({ type })), { type: 'max-score-picker' }],
+    schedulingProfiles: [{ name: 'p', plugins: [...scored.map((pluginRef) => ({ pluginRef })), { pluginRef: 'max-score-picker' }] }],
+  };
+}
 
 function make(n = 4, strategy: 'cache-aware' | 'round-robin' = 'cache-aware'): { s: Scheduler; clock: ManualClock } {
   const clock = new ManualClock(0);
@@ -112,15 +119,15 @@ describe('Scheduler', () => {
     const fin = events[1]!;
     expect(fin.kind === 'finished' && fin.durationMs).to.equal(250);
     const routed = events[0]!;
-    expect(routed.kind === 'routed' && routed.timings.map((x) => x.plugin)).to.include.members(['prefix-cache', 'max-score-picker']);
+    expect(routed.kind === 'routed' && routed.timings.map((x) => x.plugin)).to.include.members(['prefix-cache', 'cold-request-placement']);
   });
 
   it('measures decisionMicros with the injected clock (up to the pick, not the hooks)', () => {
     const clock = new ManualClock(0);
-    const plugins = registerBuiltins(new PluginRegistry())
-      .registerPlugin('slow-scorer', (name) => ({ name, score: (_s: unknown, cs: readonly unknown[]) => (clock.advance(0.04), cs.map(() => 1)) }) as Plugin)
-      .registerPlugin('slow-hook', (name) => ({ name, onRouted: () => clock.advance(1) }) as RoutedHook);
-    const s = createScheduler(config(2), { clock, rng: seededRng(1), plugins, profile: { name: 'p', plugins: [{ type: 'slow-scorer' }, { type: 'slow-hook' }] } });
+    const catalog = builtinCatalog()
+      .register(fakeType('slow-scorer', (name) => ({ name, score: (_s: unknown, cs: readonly unknown[]) => (clock.advance(0.04), cs.map(() => 1)) }) as Plugin))
+      .register(fakeType('slow-hook', (name) => ({ name, onRouted: () => clock.advance(1) }) as RoutedHook));
+    const s = createScheduler(config(2), { clock, rng: seededRng(1), catalog, graph: graph(['slow-scorer', 'slow-hook'], ['slow-scorer']) });
     const events: DecisionEvent[] = [];
     s.onDecision((e) => events.push(e));
     const d = s.route(request()).decision;
@@ -130,16 +137,18 @@ describe('Scheduler', () => {
   });
 
   it('keeps the decision when a routed or completed hook throws', () => {
-    const plugins = registerBuiltins(new PluginRegistry()).registerPlugin('bad', (name) => ({
-      name,
-      onRouted: () => {
-        throw new Error('routed boom');
-      },
-      onCompleted: () => {
-        throw new RouterError('INTERNAL', 'completed boom');
-      },
-    }) as Plugin);
-    const s = createScheduler(config(2), { clock: new ManualClock(), rng: seededRng(1), plugins, profile: { name: 'p', plugins: [{ type: 'bad' }] } });
+    const catalog = builtinCatalog().register(
+      fakeType('bad', (name) => ({
+        name,
+        onRouted: () => {
+          throw new Error('routed boom');
+        },
+        onCompleted: () => {
+          throw new RouterError('INTERNAL', 'completed boom');
+        },
+      }) as Plugin),
+    );
+    const s = createScheduler(config(2), { clock: new ManualClock(), rng: seededRng(1), catalog, graph: graph(['bad']) });
     const t = s.route(request());
     expect(s.registry.inflight.totalRequests()).to.equal(1);
     t.finish({ aborted: false });
@@ -149,16 +158,18 @@ describe('Scheduler', () => {
   it('starts and stops lifecycle plugins once, aborting their signal on stop', () => {
     const log: string[] = [];
     let signal: AbortSignal | undefined;
-    const plugins = registerBuiltins(new PluginRegistry()).registerPlugin('bg', (name) => ({
-      name,
-      onCompleted: () => {},
-      start: (s: AbortSignal) => {
-        signal = s;
-        log.push('start');
-      },
-      stop: () => log.push('stop'),
-    }) as LifecyclePlugin);
-    const s = createScheduler(config(2), { clock: new ManualClock(), rng: seededRng(1), plugins, profile: { name: 'p', plugins: [{ type: 'bg' }] } });
+    const catalog = builtinCatalog().register(
+      fakeType('bg', (name) => ({
+        name,
+        onCompleted: () => {},
+        start: (s: AbortSignal) => {
+          signal = s;
+          log.push('start');
+        },
+        stop: () => void log.push('stop'),
+      }) as LifecyclePlugin),
+    );
+    const s = createScheduler(config(2), { clock: new ManualClock(), rng: seededRng(1), catalog, graph: graph(['bg']) });
     expect(s.lifecycle).to.equal('new');
     s.start();
     s.start();

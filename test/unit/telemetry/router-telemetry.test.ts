@@ -1,20 +1,19 @@
 import { expect } from 'chai';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { defaultConfig } from '../../../src/config/default-config.js';
-import { createScheduler } from '../../../src/scheduling/create-scheduler.js';
+import { createScheduler, dataLayerOptions } from '../../../src/compose/create-scheduler.js';
+import { DataLayer } from '../../../src/datalayer/data-layer.js';
+import { EndpointRegistry } from '../../../src/endpoints/registry.js';
 import { AdminServer } from '../../../src/admin/admin-server.js';
 import { RouterTelemetry } from '../../../src/telemetry/router-telemetry.js';
 import { instrumentTelemetry } from '../../../src/telemetry/instrument-app.js';
 import type { Tracing } from '../../../src/telemetry/tracing.js';
-import { createLogger, silentLogger } from '../../../src/telemetry/logger.js';
+import { createLogger, silentLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
 import type { RouteRequest } from '../../../src/core/types.js';
 import type { AppParts } from '../../../src/app.js';
 import { ATTR } from '../../../src/telemetry/decision-span.js';
-import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.js';
-import { StalenessTracker } from '../../../src/endpoints/staleness.js';
-import type { ServiceKey } from '../../../src/scheduling/plugin-registry.js';
 
 const TID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SYSTEM = 'You are a meticulous assistant for the ACME-7734 fleet. '.repeat(12);
@@ -199,18 +198,15 @@ describe('router-telemetry', () => {
   });
 
   it('instrumentTelemetry reads engine scrape stats and fills the staleness metric hook', async () => {
-    // A scheduler exposing the load-signal services the engine-metrics plugin shares
-    // (keys 'engine-signal-store' and 'staleness-hooks').
-    const config = defaultConfig();
+    // A scheduler whose data layer polls engines (the poller itself is never started here).
+    const config = defaultConfig({ engineMetrics: { enabled: true } });
     const clock = new ManualClock(5000);
     const scheduler = createScheduler(config, { clock, rng: seededRng(4) });
-    const store = new EngineSignalStore(clock);
-    const hooks = { onFallback: (_id: string, _reason: string): void => {} };
-    const staleness = new StalenessTracker(store, clock, { staleAfterMs: 1000, onFallback: (id, r) => hooks.onFallback(id, r) });
-    const services = new Map<string, unknown>([['engine-signal-store', store], ['staleness-hooks', hooks]]);
-    const withServices = Object.assign(Object.create(scheduler) as typeof scheduler, {
-      service: <T>(key: ServiceKey<T>) => services.get(key.id) as T | undefined,
-    });
+    // Its own registry: /metrics reads the scheduler's loads, which must not merge (and count) here too.
+    const dataLayer = new DataLayer(dataLayerOptions(config), EndpointRegistry.fromConfig(config.endpoints, clock), clock, silentLogger);
+    const store = dataLayer.store!;
+    const staleness = dataLayer.staleness!;
+    const withServices = Object.assign(Object.create(scheduler) as typeof scheduler, { dataLayer });
     const admin = new AdminServer({ address: '127.0.0.1:0', logger: silentLogger });
     const parts = { config, scheduler: withServices, admin, clock, logger: silentLogger } as unknown as AppParts;
     const inst = instrumentTelemetry()(parts);
@@ -230,6 +226,39 @@ describe('router-telemetry', () => {
         ageMs: null,
         lastError: 'connect ECONNREFUSED',
       });
+    } finally {
+      await inst.stop?.();
+      await admin.stop();
+    }
+  });
+});
+
+describe('router-telemetry with the auto profile handler', () => {
+  it('shows the chosen profile and the handler time on spans and metrics, and every plugin at /debug/plugins', async () => {
+    const config = defaultConfig({ strategy: 'auto' });
+    const clock = new ManualClock(1000);
+    const scheduler = createScheduler(config, { clock, rng: seededRng(1) });
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const tracing: Tracing = { enabled: true, tracer: provider.getTracer('t'), forceFlush: async () => {}, shutdown: async () => {} };
+    const admin = new AdminServer({ address: '127.0.0.1:0', logger: silentLogger });
+    const parts = { config, scheduler, admin, clock, logger: silentLogger } as unknown as AppParts;
+    let telemetry: RouterTelemetry | undefined;
+    const inst = instrumentTelemetry({ tracing, onTelemetry: (t) => (telemetry = t) })(parts);
+    const { port } = await admin.start();
+    try {
+      scheduler.route(req(1, SYSTEM)).finish({ aborted: false });
+      const span = exporter.getFinishedSpans()[0]!;
+      expect(span.attributes[ATTR.strategy]).to.equal('auto');
+      expect(span.attributes[ATTR.profile]).to.equal('learning');
+      expect(span.attributes[`${ATTR.pluginMicrosPrefix}auto`], 'the handler is timed').to.be.a('number');
+      expect(span.attributes[`${ATTR.pluginMicrosPrefix}prefix-cache`]).to.be.a('number');
+      const m = await telemetry!.metrics.text();
+      expect(m).to.include('cacheroute_profile_decisions_total{strategy="auto",profile="learning"} 1');
+      const dbg = JSON.parse((await get(port, '/debug/plugins')).body) as { plugins: { name: string; type: string; state?: { mode?: string } }[]; dataLayer: { traffic: { requests: number } } };
+      expect(dbg.plugins.find((p) => p.type === 'auto-profile-handler')?.state?.mode).to.equal('learning');
+      expect(dbg.plugins.map((p) => p.name)).to.include.members(['prefix-cache', 'learning-cold', 'imbalance']);
+      expect(dbg.dataLayer.traffic.requests).to.equal(1);
     } finally {
       await inst.stop?.();
       await admin.stop();

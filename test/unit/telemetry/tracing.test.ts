@@ -3,7 +3,7 @@ import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTracing, tracingDecisionFromEnv } from '../../../src/telemetry/tracing.js';
 import { createDecisionSpanRecorder } from '../../../src/telemetry/decision-span.js';
-import { createLogger } from '../../../src/telemetry/logger.js';
+import { createLogger } from '../../../src/logging/logger.js';
 import { decision, request } from './decision-builders.js';
 
 describe('tracing', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { HealthFilter } from '../../../../src/plugins/filter/health-filter.js';
-import { candidate, cycle } from '../../scheduling/builders.js';
+import { candidate, cycle } from '../../builders.js';
 
 describe('HealthFilter', () => {
   it('drops unhealthy endpoints', () => {

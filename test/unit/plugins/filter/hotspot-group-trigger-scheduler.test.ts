@@ -6,11 +6,11 @@
  */
 import { expect } from 'chai';
 import { defaultConfig } from '../../../../src/config/default-config.js';
-import type { HotspotConfig } from '../../../../src/config/types.js';
+import type { LoadConfig } from '../../../../src/config/types.js';
 import type { RouteTicket } from '../../../../src/core/routing-service.js';
 import type { RouteRequest } from '../../../../src/core/types.js';
-import { loadSignalStats } from '../../../../src/plugins/load-signal-stats.js';
-import { createScheduler } from '../../../../src/scheduling/create-scheduler.js';
+import type { HotspotStats } from '../../../../src/plugins/filter/hotspot-replication.js';
+import { createScheduler } from '../../../../src/compose/create-scheduler.js';
 import { ManualClock } from '../../../../src/util/clock.js';
 import { seededRng } from '../../../../src/util/rng.js';
 
@@ -26,7 +26,7 @@ const GROUPS = Array.from({ length: 48 }, (_, g) => `system prompt of group ${g}
  * lasting 1.6 s (≈ 8 in flight per engine, above high water 6). `hotShare` of the arrivals go
  * to group 0, the rest uniformly to the 48 groups.
  */
-function run(hotspot: Partial<HotspotConfig>, hotShare: number): ReturnType<typeof loadSignalStats>['hotspot'] {
+function run(hotspot: Partial<LoadConfig['hotspot']>, hotShare: number): HotspotStats | undefined {
   const clock = new ManualClock(0);
   const cfg = defaultConfig({
     endpoints: Array.from({ length: 4 }, (_, i) => ({ address: `127.0.0.1:${9101 + i}` })),
@@ -46,7 +46,7 @@ function run(hotspot: Partial<HotspotConfig>, hotShare: number): ReturnType<type
     const g = rng.next() < hotShare ? 0 : rng.int(GROUPS.length);
     open.push({ t: s.route(req(GROUPS[g]!)), endMs: clock.nowMs() + 1600 });
   }
-  return loadSignalStats(s).hotspot;
+  return s.pluginStates().find((p) => p.type === 'hotspot-replication-filter')?.state as HotspotStats | undefined;
 }
 
 describe('plugins/filter hotspot group-level trigger through the scheduler', () => {

@@ -9,11 +9,11 @@
 import { expect } from 'chai';
 import { HotspotReplicationFilter } from '../../../../src/plugins/filter/hotspot-replication.js';
 import type { HotspotOptions } from '../../../../src/plugins/filter/hotspot-replication.js';
-import { prefixKeyOf } from '../../../../src/plugins/shared/prefix-key.js';
+import { prefixKeyOf } from '../../../../src/prefix-cache/prefix-key.js';
 import type { Candidate } from '../../../../src/scheduling/types.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import type { Rng } from '../../../../src/util/rng.js';
-import { candidates, decision, leastLoaded, request, state } from '../../load/builders.js';
+import { loadedCandidates, decision, leastLoaded, chatRequest, state } from '../../builders.js';
 
 const LEGACY: HotspotOptions = {
   keyChars: 256,
@@ -45,8 +45,8 @@ class Pipeline {
 
   /** Routes one request of group g at nowMs with the given engine loads; returns the allowed and chosen engines. */
   route(g: number, loads: readonly number[], nowMs: number): { allowed: number[]; chosen: number } {
-    const st = state(request({ prefix: groupPrefix(g) }), nowMs, this.rng);
-    const left = this.f.filter(st, candidates(loads));
+    const st = state(chatRequest({ prefix: groupPrefix(g) }), nowMs, this.rng);
+    const left = this.f.filter(st, loadedCandidates(loads));
     const aff = this.last.get(g);
     const pick: Candidate = left.find((c) => c.endpoint.index === aff) ?? leastLoaded(left, this.rng);
     this.f.onRouted(st, decision(st.request, pick.endpoint));

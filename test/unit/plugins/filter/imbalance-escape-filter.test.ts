@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { ImbalanceEscapeFilter } from '../../../../src/plugins/filter/imbalance-escape-filter.js';
-import { IMBALANCE_DROPPED, getScratch } from '../../../../src/scheduling/cycle-scratch.js';
-import { candidate, candidates, cycle } from '../../scheduling/builders.js';
+import { getScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { IMBALANCE_DROPPED } from '../../../../src/plugins/shared/cycle-keys.js';
+import { candidate, candidates, cycle } from '../../builders.js';
 
 describe('ImbalanceEscapeFilter', () => {
   const f = new ImbalanceEscapeFilter('imb', { absThreshold: 8, relThreshold: 1.5, staleAfterMs: 1000 });

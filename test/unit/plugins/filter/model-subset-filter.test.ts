@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ModelSubsetFilter } from '../../../../src/plugins/filter/model-subset-filter.js';
-import { candidate, cycle } from '../../scheduling/builders.js';
+import { candidate, cycle } from '../../builders.js';
 
 describe('ModelSubsetFilter', () => {
   const cs = [candidate(0, {}, { models: ['a'] }), candidate(1, {}, { models: ['b'] }), candidate(2)];

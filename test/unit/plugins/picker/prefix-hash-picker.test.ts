@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { BlockHasher } from '../../../../src/prefix-cache/block-hasher.js';
 import { PrefixHashPicker } from '../../../../src/plugins/picker/prefix-hash-picker.js';
-import { candidates, cycle, endpoint, text } from '../../scheduling/builders.js';
+import { candidates, cycle, endpoint, text } from '../../builders.js';
 
 describe('PrefixHashPicker', () => {
   const eps = Array.from({ length: 6 }, (_, i) => endpoint(i));

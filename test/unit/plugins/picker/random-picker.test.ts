@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { RandomPicker } from '../../../../src/plugins/picker/random-picker.js';
 import { seededRng } from '../../../../src/util/rng.js';
-import { candidates, cycle } from '../../scheduling/builders.js';
+import { candidates, cycle } from '../../builders.js';
 
 describe('RandomPicker', () => {
   it('returns a permutation, spread roughly uniformly, reproducible from the seed', () => {

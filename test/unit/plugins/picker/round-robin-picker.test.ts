@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { RoundRobinPicker } from '../../../../src/plugins/picker/round-robin-picker.js';
-import { candidates, cycle } from '../../scheduling/builders.js';
+import { candidates, cycle } from '../../builders.js';
 
 describe('RoundRobinPicker', () => {
   it('rotates the start and lists the rest in rotation as fallbacks', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { KvUsageScorer } from '../../../../src/plugins/scorer/kv-usage-scorer.js';
-import { candidate, cycle } from '../../scheduling/builders.js';
+import { candidate, cycle } from '../../builders.js';
 
 describe('KvUsageScorer', () => {
   const s = new KvUsageScorer('kv', 1000);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { QueueScorer } from '../../../../src/plugins/scorer/queue-scorer.js';
-import { candidate, candidates, cycle } from '../../scheduling/builders.js';
+import { candidate, candidates, cycle } from '../../builders.js';
 
 describe('QueueScorer', () => {
   const eff = new QueueScorer('q', 'effective', 1000);

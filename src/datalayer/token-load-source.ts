@@ -1,0 +1,55 @@
+/**
+ * Token-load source of the data layer: keeps the per-engine pending-token estimate
+ * (token-load-model.ts) up to date from the request-lifecycle hooks and publishes it as
+ * `LoadSnapshot.pendingTokens` through a registry LoadSource.
+ *
+ * Predicted hit fraction of a routed request = matched characters (what the prefix plugin
+ * believes the chosen engine already holds) ÷ prompt chars. When the edge reports the
+ * request's first response byte (RouteTicket.firstByte, the first streamed token) the
+ * prefill part leaves the estimate; without it the prefill part stays until the request
+ * completes (a conservative overestimate).
+ */
+import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { LoadSnapshot, MutableLoadSnapshot } from '../endpoints/load.js';
+import type { LoadSource } from '../endpoints/registry.js';
+import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../scheduling/types.js';
+import type { TokenLoadModel } from './token-load-model.js';
+
+export class TokenLoadSource implements RoutedHook, CompletedHook, EndpointsChangedHook, LoadSource {
+  readonly name = 'token-load-model';
+
+  constructor(readonly model: TokenLoadModel) {}
+
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    const r = state.request;
+    const hit = r.promptChars > 0 ? (decision.matchedChars ?? 0) / r.promptChars : 0;
+    this.model.onRouted({
+      requestId: r.requestId,
+      endpointId: decision.endpoint.id,
+      model: r.model,
+      promptTokens: r.promptTokens,
+      predictedHitFraction: hit,
+      maxTokens: r.maxTokens,
+    });
+  }
+
+  onCompleted(request: RouteRequest, _decision: RouteDecision, outcome: RequestOutcome): void {
+    this.model.onCompleted(request.requestId, request.model, outcome.completionTokens, outcome.aborted);
+  }
+
+  onFirstByte(request: RouteRequest): void {
+    this.model.onFirstToken(request.requestId);
+  }
+
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    this.model.retain(endpoints.map((e) => e.id));
+  }
+
+  enrich(endpoint: Endpoint, base: LoadSnapshot): LoadSnapshot {
+    return { ...base, pendingTokens: this.model.pendingTokens(endpoint.id) };
+  }
+
+  enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot): void {
+    snap.pendingTokens = this.model.pendingTokens(endpoint.id);
+  }
+}

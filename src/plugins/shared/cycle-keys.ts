@@ -1,0 +1,47 @@
+/**
+ * Cycle-state entries the built-in plugins agree on: the prefix plugin's cache evidence,
+ * the endpoints the imbalance escape dropped, and the request's block hashes (computed at
+ * most once per cycle per hasher).
+ */
+import type { Endpoint } from '../../core/types.js';
+import type { BlockHashes, BlockHasher } from '../../prefix-cache/block-hasher.js';
+import { getScratch, scratchKey, setScratch } from '../../scheduling/cycle-scratch.js';
+import type { CycleState } from '../../scheduling/types.js';
+
+/**
+ * Cache evidence published by an affinity scorer: how many leading prefix blocks each
+ * endpoint is believed to hold, for every endpoint (not only the surviving candidates), so
+ * the picker can tell whether a filter removed the affinity target.
+ */
+export interface AffinityEvidence {
+  /** Indexed by `Endpoint.index`. Valid only during the cycle. */
+  readonly matchedByEndpoint: ArrayLike<number>;
+  readonly totalBlocks: number;
+}
+export const AFFINITY_EVIDENCE = scratchKey<AffinityEvidence>('affinity-evidence');
+
+/** Endpoints the imbalance escape filter removed this cycle. */
+export const IMBALANCE_DROPPED = scratchKey<readonly Endpoint[]>('imbalance-dropped');
+
+interface CachedHashes {
+  readonly hasher: BlockHasher;
+  readonly hashes: BlockHashes;
+}
+const BLOCK_HASHES = scratchKey<CachedHashes>('block-hashes');
+
+/**
+ * The request's chained block hashes from `hasher`, computed at most once per cycle per
+ * hasher. The result aliases the hasher's reused buffer: valid until the cycle ends.
+ */
+export function requestBlockHashes(state: CycleState, hasher: BlockHasher): BlockHashes {
+  const cached = getScratch(state, BLOCK_HASHES);
+  if (cached !== undefined && cached.hasher === hasher) return cached.hashes;
+  const hashes = hasher.hash(state.request.model, state.request.prefix);
+  setScratch(state, BLOCK_HASHES, { hasher, hashes });
+  return hashes;
+}
+
+/** Block hashes computed this cycle by any hasher, if any plugin asked for them. */
+export function cycleBlockHashes(state: CycleState): BlockHashes | undefined {
+  return getScratch(state, BLOCK_HASHES)?.hashes;
+}
