@@ -1,0 +1,44 @@
+/**
+ * `real-vllm-sim`: the `real-vllm` preset on two simulated engines fitted to the real one,
+ * for the simulator-fidelity table (bench/report/fidelity-table.ts). Same workloads, rates,
+ * contenders, seed and run ids; only the engines differ.
+ *
+ * The simulator counts one token per synthetic word, the real tokenizer ~1.63, so the fit is
+ * expressed per word: a 128-token KV block is 78 words, 96 blocks hold the same text as the
+ * real 96, the prefill budget of 2,048 tokens is 1,256 words, and the prefill cost per word
+ * is 1.63 × the real cost per token. Costs come from bench/real-engine/measure-costs.ts on
+ * one real engine (bench/results/real-vllm/engine-costs.json).
+ */
+import type { EngineFlags, EngineSetup, PresetSpec } from './types.js';
+import { REAL_VLLM, REAL_VLLM_BLOCKS } from './real-vllm.js';
+
+/** Real tokens per synthetic word (tiny model tokenizer, measured). */
+export const TOKENS_PER_WORD = 1.63;
+
+/** Simulator flags fitted to one vLLM CPU engine (tiny model, one core), per synthetic word. */
+export const VLLM_CPU_TINY_FLAGS: EngineFlags = {
+  'block-size': Math.round(128 / TOKENS_PER_WORD),
+  'kv-cache-blocks': REAL_VLLM_BLOCKS,
+  'max-batched-tokens': Math.round(2048 / TOKENS_PER_WORD),
+  'max-num-seqs': 256,
+  'max-model-len': Math.round(4096 / TOKENS_PER_WORD),
+  'step-overhead-ms': 9,
+  'prefill-ms-per-token': 0.53 * TOKENS_PER_WORD,
+  'decode-ms-per-seq': 1.2,
+  'time-scale': 1,
+};
+
+const SIM_ENGINES: EngineSetup = {
+  label: REAL_VLLM.blocks[0]!.engines.label,
+  count: 2,
+  flags: VLLM_CPU_TINY_FLAGS,
+  rationale: 'Simulated twin of the real engines: block, cache size and prefill budget in words of the same text, costs fitted from engine-costs.json.',
+};
+
+export const REAL_VLLM_SIM: PresetSpec = {
+  ...REAL_VLLM,
+  name: 'real-vllm-sim',
+  description: `${REAL_VLLM.description} Simulated twin (engines fitted to the real ones) for the fidelity table.`,
+  estimatedMinutes: 22,
+  blocks: REAL_VLLM.blocks.map((b) => ({ ...b, engines: SIM_ENGINES })),
+};
