@@ -25,7 +25,7 @@ import { createLogger } from './logging/logger.js';
 import type { Logger } from './logging/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
 
-/** What the app needs from the scheduler (src/scheduling/create-scheduler.ts). */
+/** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
   start(): void;
   stop(): void;

@@ -1,7 +1,7 @@
 /**
  * `load-calibration`: engines whose KV cache is far smaller than the router's index
  * assumes. The router keeps predicting hits the engines already evicted; index
- * calibration (src/plugins/hooks/index-calibration.ts) should bring the predicted-hit
+ * calibration (src/plugins/multi/index-calibration.ts) should bring the predicted-hit
  * accuracy back to ≥ 90% within one minute of traffic.
  *
  * Why in-process and not through Envoy: the quantity measured is the router's own

@@ -1,7 +1,7 @@
 /** The builders shared by the unit tests of scheduling, plugins, presets and the data layer. */
 import { defaultConfig, type DeepPartial } from '../../src/config/default-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
-import type { Endpoint, RouteDecision, RouteRequest } from '../../src/core/types.js';
+import type { CandidateScore, Endpoint, RouteDecision, RouteRequest } from '../../src/core/types.js';
 import { IDLE_LOAD, type LoadSnapshot } from '../../src/endpoints/load.js';
 import { NO_SIGNALS } from '../../src/datalayer/signal-view.js';
 import { EndpointRegistry } from '../../src/endpoints/registry.js';
@@ -149,4 +149,51 @@ export function leastLoaded(left: readonly Candidate[], rng: Rng): Candidate {
     else if (l === best) ties.push(c);
   }
   return ties[rng.int(ties.length)]!;
+}
+
+// --- decisions as telemetry sees them (loopback endpoints, a secret prompt) ---
+
+/** An endpoint on 127.0.0.1 (port 8001 + index unless given), as the telemetry tests use. */
+export function loopbackEndpoint(index: number, port = 8001 + index): Endpoint {
+  return { id: `127.0.0.1:${port}`, address: '127.0.0.1', port, pool: 'default', models: [], index };
+}
+
+/** A prompt that must never appear in logs, metrics or spans. */
+export const SECRET_PROMPT = 'You are Zorblax, the TOP-SECRET assistant. Password: hunter2-xyzzy';
+
+/** A request whose prefix is SECRET_PROMPT. */
+export function secretRequest(over: Partial<RouteRequest> = {}): RouteRequest {
+  return {
+    requestId: 'req-1',
+    model: 'llama-3-8b',
+    prefix: SECRET_PROMPT,
+    promptChars: SECRET_PROMPT.length,
+    promptTokens: 400,
+    stream: false,
+    arrivalMs: 0,
+    ...over,
+  };
+}
+
+export function scoredCandidate(ep: Endpoint, prefix: number, queue: number, weights = { prefix: 3, queue: 2 }): CandidateScore {
+  return { endpointId: ep.id, scores: { prefix, queue }, total: prefix * weights.prefix + queue * weights.queue };
+}
+
+/** A cache-aware decision over three loopback endpoints. */
+export function sampleDecision(over: Partial<RouteDecision> = {}): RouteDecision {
+  const eps = [loopbackEndpoint(0), loopbackEndpoint(1), loopbackEndpoint(2)];
+  const [e0, e1, e2] = eps as [Endpoint, Endpoint, Endpoint];
+  return {
+    requestId: 'req-1',
+    endpoint: e0,
+    fallbacks: [e1, e2],
+    strategy: 'cache-aware',
+    reason: 'affinity',
+    matchedBlocks: 12,
+    totalBlocks: 14,
+    candidates: [scoredCandidate(e0, 12 / 14, 0.5), scoredCandidate(e1, 0, 1), scoredCandidate(e2, 0.25, 0.25)],
+    decisionMicros: 42,
+    notes: ['imbalance check passed'],
+    ...over,
+  };
 }

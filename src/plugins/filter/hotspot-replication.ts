@@ -54,7 +54,7 @@ import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, EndpointsChangedHook, Filter, RoutedHook } from '../../scheduling/types.js';
 import { int, num, section } from '../../util/schema.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
-import { groupKeyParams, loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
+import { groupKeyParams, loadAwareParams, withLoadMeasure } from '../shared/params.js';
 import { prefixKeyOf } from '../../prefix-cache/prefix-key.js';
 
 export interface HotspotOptions extends LoadMeasure {
@@ -379,23 +379,7 @@ export const hotspotFilter = definePlugin({
   parameters: section({
     ...HOTSPOT_KNOBS,
     minKeyChars: groupKeyParams.minKeyChars,
-    ...loadUnitParams,
-    ...staleAfterParam,
+    ...loadAwareParams,
   }).refine((p) => p.lowWater < p.highWater, { path: ['lowWater'], message: 'must be below highWater, or the set would flap' }),
-  create: (name, p, handle) =>
-    new HotspotReplicationFilter(name, {
-      ...loadMeasure(p, handle),
-      keyChars: p.keyChars,
-      minKeyChars: p.minKeyChars,
-      highWater: p.highWater,
-      lowWater: p.lowWater,
-      growIntervalMs: p.growIntervalMs,
-      minDwellMs: p.minDwellMs,
-      maxReplicas: p.maxReplicas,
-      idleTtlMs: p.idleTtlMs,
-      maxPrefixes: p.maxPrefixes,
-      minGroupShare: p.minGroupShare,
-      minLoadRatio: p.minLoadRatio,
-      shareHalfLifeMs: p.shareHalfLifeMs,
-    }),
+  create: (name, p, handle) => new HotspotReplicationFilter(name, withLoadMeasure(p, handle)),
 });

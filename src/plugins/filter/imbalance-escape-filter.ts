@@ -17,7 +17,7 @@ import { setScratch } from '../../scheduling/cycle-scratch.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import { num, section } from '../../util/schema.js';
 import { IMBALANCE_DROPPED } from '../shared/cycle-keys.js';
-import { loadMeasure, loadUnitParams, staleAfter, staleAfterParam } from '../shared/params.js';
+import { loadAwareParams, loadMeasure, staleAfter } from '../shared/params.js';
 import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
 
 export const IMBALANCE_ESCAPE_FILTER = 'imbalance-escape-filter';
@@ -91,14 +91,7 @@ export const imbalanceEscapeFilter = definePlugin({
     'When the candidates are badly skewed (max − min > absThreshold and max > min × relThreshold), drops every endpoint that alone meets that test against the least loaded; the least loaded always survives.',
   parameters: section({
     ...IMBALANCE_KNOBS,
-    ...staleAfterParam,
-    ...loadUnitParams,
+    ...loadAwareParams,
   }),
-  create: (name, p, handle) =>
-    new ImbalanceEscapeFilter(name, {
-      absThreshold: p.absThreshold,
-      relThreshold: p.relThreshold,
-      staleAfterMs: staleAfter(p, handle),
-      measure: loadMeasure(p, handle),
-    }),
+  create: (name, p, handle) => new ImbalanceEscapeFilter(name, { ...p, staleAfterMs: staleAfter(p, handle), measure: loadMeasure(p, handle) }),
 });

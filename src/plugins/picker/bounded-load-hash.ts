@@ -23,7 +23,7 @@ import { loadIn, requestWeight, type LoadMeasure } from '../../endpoints/load.js
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
 import { num, section } from '../../util/schema.js';
-import { groupKeyParams, loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
+import { groupKeyParams, loadAwareParams, withLoadMeasure } from '../shared/params.js';
 import { mixKey, prefixKeyOf } from '../../prefix-cache/prefix-key.js';
 
 export interface BoundedLoadHashOptions extends LoadMeasure {
@@ -94,17 +94,11 @@ export const boundedLoadHashPicker = definePlugin({
   parameters: section({
     ...BOUNDED_LOAD_KNOBS,
     ...groupKeyParams,
-    ...loadUnitParams,
-    ...staleAfterParam,
+    ...loadAwareParams,
   }),
   create: (name, p, handle) => {
-    const measure = loadMeasure(p, handle);
-    return new BoundedLoadHashPicker(name, {
-      ...measure,
-      epsilon: p.epsilon,
-      keyChars: p.keyChars,
-      minKeyChars: p.minKeyChars,
-      ...(measure.unit === 'tokens' ? { expectedOutputTokens: (m: string, max?: number) => handle.signals.expectedOutputTokens(m, max) } : {}),
-    });
+    const o = withLoadMeasure(p, handle);
+    const expected = (m: string, max?: number) => handle.signals.expectedOutputTokens(m, max);
+    return new BoundedLoadHashPicker(name, o.unit === 'tokens' ? { ...o, expectedOutputTokens: expected } : o);
   },
 });

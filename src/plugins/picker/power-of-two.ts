@@ -14,7 +14,7 @@
 import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import { section } from '../../util/schema.js';
-import { loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
+import { loadAwareParams, loadMeasure } from '../shared/params.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
 
 export type PowerOfTwoOptions = LoadMeasure;
@@ -53,6 +53,6 @@ export const POWER_OF_TWO_PICKER = 'power-of-two-picker';
 export const powerOfTwoPicker = definePlugin({
   type: POWER_OF_TWO_PICKER,
   description: 'Samples two distinct candidates (seeded) and takes the less loaded; fallbacks: the other sample, then the rest by load.',
-  parameters: section({ ...loadUnitParams, ...staleAfterParam }),
+  parameters: section(loadAwareParams),
   create: (name, p, handle) => new PowerOfTwoPicker(name, loadMeasure(p, handle)),
 });

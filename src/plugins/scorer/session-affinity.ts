@@ -24,7 +24,7 @@ import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, RoutedHook, Scorer } from '../../scheduling/types.js';
 import { int, num, section } from '../../util/schema.js';
-import { loadMeasure, loadUnitParams, staleAfterParam } from '../shared/params.js';
+import { loadAwareParams, withLoadMeasure } from '../shared/params.js';
 
 export interface SessionAffinityOptions extends LoadMeasure {
   /** Idle time after which a binding expires (default 300 s, as llm-d's session_id mode). */
@@ -135,15 +135,7 @@ export const sessionAffinityScorer = definePlugin({
     "Session stickiness by the request's session key (requests.sessionHeader): the engine the session last went to scores 1, others 0, until that engine is overloaded against the least loaded.",
   parameters: section({
     ...SESSION_KNOBS,
-    ...loadUnitParams,
-    ...staleAfterParam,
+    ...loadAwareParams,
   }),
-  create: (name, p, handle) =>
-    new SessionAffinityScorer(name, {
-      ...loadMeasure(p, handle),
-      ttlMs: p.ttlMs,
-      maxSessions: p.maxSessions,
-      overloadAbs: p.overloadAbs,
-      overloadRel: p.overloadRel,
-    }),
+  create: (name, p, handle) => new SessionAffinityScorer(name, withLoadMeasure(p, handle)),
 });

@@ -1,6 +1,6 @@
 /**
  * Token-load scorer: prefers engines with less pending work in tokens (uncached prefill
- * plus expected decode, src/endpoints/load-model.ts) rather than fewer requests.
+ * plus expected decode, src/datalayer/token-load-model.ts, via the data layer) rather than fewer requests.
  *
  * Rule: score = 1 − (L − Lmin) / max(Lmax − Lmin, softTokens). The least loaded engine
  * scores 1; all-equal loads score 1 everywhere (neutral). The `softTokens` floor keeps a

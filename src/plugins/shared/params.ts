@@ -31,6 +31,17 @@ export function staleAfter(p: { readonly staleAfterMs?: number | undefined }, ha
   return p.staleAfterMs ?? handle.signals.maxMetricsAgeMs;
 }
 
+/** `unit`, `tokensPerRequest` and `staleAfterMs`: the parameters of every load-aware plugin. */
+export const loadAwareParams = { ...loadUnitParams, ...staleAfterParam };
+
+/** The parsed parameters with their load measure (unit, tokens per request, engine-figure age) resolved. */
+export function withLoadMeasure<P extends { readonly unit: LoadUnit; readonly tokensPerRequest: number; readonly staleAfterMs?: number | undefined }>(
+  p: P,
+  handle: PluginHandle,
+): P & LoadMeasure {
+  return { ...p, ...loadMeasure(p, handle) };
+}
+
 export function loadMeasure(
   p: { readonly unit: LoadUnit; readonly tokensPerRequest: number; readonly staleAfterMs?: number | undefined },
   handle: PluginHandle,

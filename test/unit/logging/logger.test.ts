@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createLogger, REDACTED, requestLogFields, requestLogger } from '../../../src/logging/logger.js';
-import { SECRET_PROMPT, request } from '../telemetry/decision-builders.js';
+import { SECRET_PROMPT, secretRequest as request } from '../builders.js';
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error' = 'debug') {
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
 import { runProfile } from '../../../src/scheduling/profile-runner.js';
-import type { Candidate, CycleState, Filter, Picker, Profile, Scorer } from '../../../src/scheduling/types.js';
+import type { Candidate, CycleState, Filter, Picker, Placement, Profile, Scorer } from '../../../src/scheduling/types.js';
 import { candidates, cycle } from '../builders.js';
 
 function filter(name: string, keep: (c: Candidate) => boolean, calls: string[] = []): Filter {
@@ -83,5 +83,19 @@ describe('runProfile', () => {
     expect(run.timings.map((x) => x.plugin)).to.deep.equal(['f', 's', 'first']);
     for (const x of run.timings) expect(x.micros).to.equal(5);
     expect(runProfile(p, cycle(), candidates(2)).timings).to.deep.equal([]);
+  });
+
+  it('lets the first placement that answers order the candidates, and the picker order the rest', () => {
+    const calls: string[] = [];
+    const never: Placement = { name: 'never', place: () => (calls.push('never'), undefined) };
+    const cold: Placement = { name: 'cold', place: (st) => (calls.push('cold'), st.request.prefix === '' ? { order: [1, 0], reason: 'cold' } : undefined) };
+    const later: Placement = { name: 'later', place: () => (calls.push('later'), { order: [0, 1], reason: 'load' }) };
+    const p = profile({ scorers: [{ scorer: scorer('s', [1, 0]), weight: 1 }], placements: [never, cold, later] });
+    const placed = runProfile(p, cycle(), candidates(2));
+    expect(placed.order).to.deep.equal([1, 0]);
+    expect(placed.reason).to.equal('cold');
+    expect(calls).to.deep.equal(['never', 'cold'], 'stops at the first answer');
+    const q = profile({ scorers: [{ scorer: scorer('s', [0, 1]), weight: 1 }], placements: [never] });
+    expect(runProfile(q, cycle({ prefix: 'x' }), candidates(2)).order).to.deep.equal([1, 0], 'no answer: the picker orders by totals');
   });
 });

@@ -13,7 +13,7 @@ import {
 import { IDLE_LOAD } from '../../../src/endpoints/load.js';
 import type { LoadSnapshot } from '../../../src/endpoints/load.js';
 import type { CandidateScore } from '../../../src/core/types.js';
-import { SECRET_PROMPT, candidate, decision, endpoint, request } from './decision-builders.js';
+import { SECRET_PROMPT, scoredCandidate as candidate, sampleDecision as decision, loopbackEndpoint as endpoint, secretRequest as request } from '../builders.js';
 
 const TID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SID = '00f067aa0ba902b7';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { formatDecisionSummary, parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
-import { decision, endpoint } from './decision-builders.js';
+import { sampleDecision as decision, loopbackEndpoint as endpoint } from '../builders.js';
 
 describe('decision-summary', () => {
   it('formats endpoint, reason, match and strategy', () => {

@@ -4,7 +4,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import { startTracing, tracingDecisionFromEnv } from '../../../src/telemetry/tracing.js';
 import { createDecisionSpanRecorder } from '../../../src/telemetry/decision-span.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { decision, request } from './decision-builders.js';
+import { sampleDecision as decision, secretRequest as request } from '../builders.js';
 
 describe('tracing', () => {
   describe('tracingDecisionFromEnv', () => {

@@ -29,7 +29,7 @@ const LEGACY: HotspotOptions = {
   maxMetricsAgeMs: 1000,
   tokensPerRequest: 1024,
 };
-/** The shipped defaults of the gates (src/config/sections/load.ts). */
+/** The shipped defaults of the gates (the hotspot plugin schema, src/plugins/filter/hotspot-replication.ts). */
 const GATED: HotspotOptions = { ...LEGACY, minGroupShare: 0.5, minLoadRatio: 1.5, shareHalfLifeMs: 5000 };
 
 function groupPrefix(g: number): string {

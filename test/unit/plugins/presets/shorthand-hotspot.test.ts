@@ -1,13 +1,13 @@
 /** `load.hotspot` group-level trigger knobs: defaults, overrides, field-path errors. */
 import { expect } from 'chai';
-import { parseConfig } from '../../../src/config/parse-config.js';
+import { parseConfig } from '../../../../src/config/parse-config.js';
 import {
   DEFAULT_HOTSPOT_ENABLED,
   DEFAULT_HOTSPOT_MIN_GROUP_SHARE,
   DEFAULT_HOTSPOT_MIN_LOAD_RATIO,
   DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS,
-} from '../../../src/plugins/presets/shorthand.js';
-import { MINIMAL, problemsOf } from './config-helpers.js';
+} from '../../../../src/plugins/presets/shorthand.js';
+import { MINIMAL, problemsOf } from '../../config/config-helpers.js';
 
 describe('config: load.hotspot group-level trigger', () => {
   it('fills the gates from their named defaults and keeps replication off', () => {

@@ -4,11 +4,11 @@
  * exactly as recorded in test/fixtures/decisions/presets.json (captured before the plugin
  * graph became configurable), and that the shorthand and explicit forms of a preset agree.
  */
-import { ManualClock } from '../../../src/util/clock.js';
-import { seededRng } from '../../../src/util/rng.js';
-import { createScheduler } from '../../../src/compose/create-scheduler.js';
-import type { RouterConfig } from '../../../src/config/types.js';
-import type { RouteTicket } from '../../../src/core/routing-service.js';
+import { ManualClock } from '../../../../src/util/clock.js';
+import { seededRng } from '../../../../src/util/rng.js';
+import { createScheduler } from '../../../../src/compose/create-scheduler.js';
+import type { RouterConfig } from '../../../../src/config/types.js';
+import type { RouteTicket } from '../../../../src/core/routing-service.js';
 
 /** One decision as `chosen>fallback,fallback reason matched/total` (endpoints by index). */
 export type TracedDecision = string;

@@ -1,6 +1,6 @@
 /** The preset configurations whose decisions are pinned in test/fixtures/decisions/presets.json. */
-import { defaultConfig, type DeepPartial } from '../../../src/config/default-config.js';
-import type { RouterConfig } from '../../../src/config/types.js';
+import { defaultConfig, type DeepPartial } from '../../../../src/config/default-config.js';
+import type { RouterConfig } from '../../../../src/config/types.js';
 import { DEFAULT_TRACE, type TraceOptions } from './decision-trace.js';
 
 export interface PresetCase {

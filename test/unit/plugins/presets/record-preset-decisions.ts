@@ -1,10 +1,10 @@
 /**
  * Writes test/fixtures/decisions/presets.json: the decisions every preset case makes on the
- * seeded trace. Run once to pin behaviour: `node dist/test/unit/presets/record-preset-decisions.js`.
+ * seeded trace. Run once to pin behaviour: `node dist/test/unit/plugins/presets/record-preset-decisions.js`.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../helpers/repo-paths.js';
+import { REPO_ROOT } from '../../../helpers/repo-paths.js';
 import { caseConfig, PRESET_CASES } from './preset-cases.js';
 import { traceDecisions } from './decision-trace.js';
 
