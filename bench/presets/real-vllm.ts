@@ -18,8 +18,8 @@
  *    prompts; chat API with structured tool_calls.
  *
  * Poisson arrivals at three rates per workload (up to where the engines saturate); each
- * rate runs 40 s after an unmeasured warm-up (shared-prefix: one request per group). The
- * whole preset takes ~25 min on this machine; it is bounded, not exhaustive.
+ * rate runs 30 s after an unmeasured warm-up (shared-prefix: one request per group). The
+ * whole preset takes ~20 min on this machine; it is bounded, not exhaustive.
  */
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { cacheroute, ENVOY_RR, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
@@ -49,7 +49,7 @@ export const REAL_VLLM: PresetSpec = {
     'cacheroute (cache-aware) vs sglang-router 0.3.2 and vllm-router 0.1.17 (cache_aware) vs Envoy round-robin in front of 2 real vLLM CPU engines (KV cut to 96 blocks): shared-prefix and agentic tool-calling sessions, Poisson arrivals at 3 rates each.',
   seed: 1,
   model: TINY_MODEL_NAME,
-  estimatedMinutes: 25,
+  estimatedMinutes: 20,
   budget: { requestTimeoutMs: 60_000, maxRunMs: 75_000 },
   blocks: [
     {
@@ -65,7 +65,7 @@ export const REAL_VLLM: PresetSpec = {
           systemPromptTokens: 900,
           questionTokens: 120,
           outputTokens: 24,
-          durationS: 40,
+          durationS: 30,
           warmupPerGroup: 1,
           warmupQps: 2,
           arrival: { kind: 'poisson', qps: 3 },
@@ -94,7 +94,7 @@ export const REAL_VLLM: PresetSpec = {
           oneOffTokens: 700,
           outputTokens: 16,
           thinkMs: 200,
-          durationS: 40,
+          durationS: 30,
           arrival: { kind: 'poisson', qps: 3 },
         },
       ],
