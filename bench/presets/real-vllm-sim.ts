@@ -4,10 +4,11 @@
  * contenders, seed and run ids; only the engines differ.
  *
  * The simulator counts one token per synthetic word, the real tokenizer ~1.63, so the fit is
- * expressed per word: a 128-token KV block is 78 words, 96 blocks hold the same text as the
- * real 96, the prefill budget of 2,048 tokens is 1,256 words, and the prefill cost per word
- * is 1.63 × the real cost per token. Costs come from bench/real-engine/measure-costs.ts on
- * one real engine (bench/results/real-vllm/engine-costs.json).
+ * expressed per word (the simulator's `vllm-cpu-tiny` profile): a 128-token KV block is 78
+ * words, 96 blocks hold the same text as the real 96, the prefill budget of 2,048 tokens is
+ * 1,256 words, and the prefill cost per word is 1.63 × the real cost per token. Costs come
+ * from bench/real-engine/measure-costs.ts on one real engine
+ * (bench/results/real-vllm/engine-costs.json).
  */
 import type { EngineFlags, EngineSetup, PresetSpec } from './types.js';
 import { REAL_VLLM, REAL_VLLM_BLOCKS } from './real-vllm.js';
@@ -15,17 +16,11 @@ import { REAL_VLLM, REAL_VLLM_BLOCKS } from './real-vllm.js';
 /** Real tokens per synthetic word (tiny model tokenizer, measured). */
 export const TOKENS_PER_WORD = 1.63;
 
-/** Simulator flags fitted to one vLLM CPU engine (tiny model, one core), per synthetic word. */
+/** The simulator's `vllm-cpu-tiny` profile (bench/sim-engine/engine-config.ts) with the real engines' cache size. */
 export const VLLM_CPU_TINY_FLAGS: EngineFlags = {
-  'block-size': Math.round(128 / TOKENS_PER_WORD),
+  profile: 'vllm-cpu-tiny',
   'kv-cache-blocks': REAL_VLLM_BLOCKS,
-  'max-batched-tokens': Math.round(2048 / TOKENS_PER_WORD),
-  'max-num-seqs': 256,
   'max-model-len': Math.round(4096 / TOKENS_PER_WORD),
-  'step-overhead-ms': 9,
-  'prefill-ms-per-token': 0.53 * TOKENS_PER_WORD,
-  'decode-ms-per-seq': 1.2,
-  'time-scale': 1,
 };
 
 const SIM_ENGINES: EngineSetup = {
