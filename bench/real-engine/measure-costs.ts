@@ -2,6 +2,9 @@
  * Measures one real vLLM CPU engine's costs, for fitting the simulator to it:
  *
  *   node dist/bench/real-engine/measure-costs.js [--out bench/results/real-vllm/engine-costs.json]
+ *   node dist/bench/real-engine/measure-costs.js --sim vllm-cpu-tiny --out bench/results/real-vllm-sim/engine-costs.json
+ *
+ * (`--sim <profile>`: the same measurements on one simulated engine with that profile.)
  *
  * - cold prefill: wall time of a 1-token completion of fresh prompts of several lengths
  *   (median of 3 each); a least-squares line gives the per-token cost and the intercept;
@@ -14,7 +17,9 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { httpRequest, postJson } from '../../test/helpers/http-client.js';
 import { syntheticTokens } from '../workloads/synthetic-text.js';
+import { startSimEngines } from '../sim-engine/launcher.js';
 import { startVllmEngines } from './launcher.js';
+import { TINY_MODEL_NAME } from './vllm-paths.js';
 
 interface Usage {
   prompt_tokens: number;
@@ -41,8 +46,15 @@ function fitLine(points: ReadonlyArray<readonly [number, number]>): { slope: num
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' } } });
-  const fleet = await startVllmEngines({ count: 1 });
+  const { values } = parseArgs({ options: { out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' }, sim: { type: 'string' } } });
+  const fleet =
+    values.sim === undefined
+      ? await startVllmEngines({ count: 1 })
+      : await startSimEngines({ count: 1, flags: { profile: values.sim, model: TINY_MODEL_NAME } }).then((f) => ({
+          engines: f.engines.map((x) => ({ url: x.url, metricsUrl: `${x.url}/metrics` })),
+          model: TINY_MODEL_NAME,
+          stop: () => f.stop(),
+        }));
   const e = fleet.engines[0]!;
   const model = fleet.model;
   try {
@@ -99,7 +111,7 @@ async function main(): Promise<void> {
     const blockSize = /vllm:cache_config_info\{[^}]*block_size="(\d+)"/.exec(metrics)?.[1];
     const out = {
       measuredAt: new Date().toISOString(),
-      engine: 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager',
+      engine: values.sim === undefined ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager' : `sim-engine --profile ${values.sim}`,
       blockSizeTokens: blockSize === undefined ? null : Number(blockSize),
       tokensPerWord: cold.reduce((a, c) => a + c.promptTokens / c.words, 0) / cold.length,
       cold,
