@@ -182,7 +182,7 @@ export function engineEnv(dir: string, host: string, core: number, kvCacheGiB: n
 }
 
 interface Launched {
-  readonly info: VllmEngineInfo;
+  info: VllmEngineInfo;
   readonly child: ChildProcess;
   readonly tag: string;
   readonly dir: string;
@@ -217,7 +217,6 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       if (!host.startsWith('127.')) throw new RangeError(`engine hosts must be loopback (127.0.0.0/8), got ${host}`);
       const core = coreOf(i);
       const port = await freePortOn(host);
-      const kvPort = opts.kvEvents === false ? 0 : await freePortOn(host);
       const tag = `${runId}-${i}`;
       const dir = join(VLLM_RUN_ROOT, 'runs', runId, `e${i}`);
       for (const sub of ['cache', 'config', 'rpc', 'tmp', 'hf', 'xdg-cache']) mkdirSync(join(dir, sub), { recursive: true });
@@ -235,7 +234,10 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
         '--uvicorn-log-level', 'warning',
       ];
       if (opts.kvEvents !== false) {
-        args.push('--kv-events-config', JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://${host}:${kvPort}`, topic: KV_EVENTS_TOPIC }));
+        // vLLM binds the PUB socket only for wildcard endpoints (`tcp://host:port` makes it
+        // connect); `tcp://*:0` binds VLLM_HOST_IP (= this loopback address) on a free port,
+        // which /kv_event_sources reports once the engine is up.
+        args.push('--kv-events-config', JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: 'tcp://*:0', topic: KV_EVENTS_TOPIC }));
       }
       if (opts.numGpuBlocks !== undefined) args.push('--num-gpu-blocks-override', String(opts.numGpuBlocks));
       args.push(...(opts.extraArgs ?? []));
@@ -263,13 +265,19 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
           port,
           pid: child.pid ?? -1,
           metricsUrl: `${url}/metrics`,
-          ...(opts.kvEvents !== false ? { kvEvents: { endpoint: `tcp://${host}:${kvPort}`, port: kvPort, topic: KV_EVENTS_TOPIC } } : {}),
+          ...(opts.kvEvents !== false ? { kvEvents: { endpoint: '', port: 0, topic: KV_EVENTS_TOPIC } } : {}),
           core,
           logFile,
         },
       });
     }
     await Promise.all(launched.map((l) => waitHealthy(l, timeoutMs)));
+    if (opts.kvEvents !== false) {
+      for (const l of launched) {
+        const endpoint = await kvEventsEndpoint(l.info);
+        l.info = { ...l.info, kvEvents: { endpoint, port: Number(endpoint.slice(endpoint.lastIndexOf(':') + 1)), topic: KV_EVENTS_TOPIC } };
+      }
+    }
   } catch (err) {
     await stop(5_000);
     throw err;
@@ -292,6 +300,25 @@ async function waitHealthy(l: Launched, timeoutMs: number): Promise<void> {
     await sleep(500);
   }
   throw new Error(`vllm engine ${l.info.id} not healthy within ${timeoutMs} ms: ${logTail(l.info.logFile)}`);
+}
+
+/** The KV-event PUB endpoint the engine bound (GET /kv_event_sources); must be on its own address. */
+async function kvEventsEndpoint(e: VllmEngineInfo): Promise<string> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = request(`${e.url}/kv_event_sources`, { method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.once('end', () => resolve(body));
+      res.once('error', reject);
+    });
+    req.setTimeout(5_000, () => req.destroy(new Error('timeout')));
+    req.once('error', reject);
+    req.end();
+  });
+  const m = /tcp:\/\/([0-9.]+):(\d+)/.exec(text);
+  if (m === null || m[1] !== e.host) throw new Error(`vllm engine ${e.id}: no KV-event endpoint on ${e.host} in /kv_event_sources: ${text.slice(0, 300)}`);
+  return `tcp://${m[1]}:${m[2]}`;
 }
 
 function logTail(file: string, chars = 3000): string {

@@ -167,6 +167,8 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       expect(s.blockSizeTokens, 'block size').to.equal(ENGINE_BLOCK);
       expect(s.numBlocks, 'num_gpu_blocks').to.equal(NUM_BLOCKS);
     }
+    // The KV-event publisher is bound on the engine's own loopback address.
+    for (const e of fleet!.engines) expect(e.kvEvents?.endpoint, e.id).to.match(new RegExp(`^tcp://${e.host.replace(/\./g, '\\.')}:\\d+$`));
     // ...and the router reads them live from each engine.
     const eps = await waitFor('engine signals in /debug/endpoints', async () => {
       const v = await debugEndpoints(router);
