@@ -17,8 +17,6 @@ COPY tsconfig.json ./
 COPY proto ./proto
 COPY src ./src
 COPY bench ./bench
-# The bench driver imports a few test helpers (paths, process and HTTP utilities).
-COPY test/helpers ./test/helpers
 RUN npx tsc -p tsconfig.json \
  && npm prune --omit=dev --no-audit --no-fund
 

@@ -6,19 +6,18 @@
  *   npm run bench -- --preset <name> --dry-run     (print the run matrix and workload sizes)
  *   npm run bench -- --preset <name> --engine-flags kv-cache-blocks=900,time-scale=3   (override simulator flags)
  *   npm run bench -- --rerender <dir>   (rewrite results.md and charts of a finished run from its
- *                                        results.json and run.json with the current report code)
+ *                                        results.json and run.json with the current report code;
+ *                                        no per-request records needed)
  *
- * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts, records/).
+ * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts: what is committed)
+ * and the per-request records to bench/results/raw/<preset>/ (git-ignored).
  */
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from '../test/helpers/repo-paths.js';
+import { REPO_ROOT } from './harness/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
-import type { ExperimentResult } from './harness/run-experiment.js';
 import { findPreset, PRESETS } from './presets/index.js';
-import type { RunInfo } from './report/run-info.js';
-import { writeResults } from './report/write-results.js';
+import { rerenderResults } from './report/rerender.js';
 import type { PresetSpec } from './presets/types.js';
 import { buildWorkload } from './workloads/scenario.js';
 import { idealReuse } from './workloads/types.js';
@@ -46,15 +45,9 @@ function withEngineFlags(preset: PresetSpec, flags: Record<string, string | numb
   };
 }
 
-/** Re-renders a finished run's results.md and charts; results.json and run.json keep their content. */
 function rerender(dir: string): number {
-  const run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunInfo & {
-    preset: PresetSpec; seed: number; command: string[]; startedAt: string; finishedAt: string; partial: boolean;
-  };
-  const { runs } = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: ExperimentResult[] };
-  const { preset, seed, command, startedAt, finishedAt, partial, ...info } = run;
-  writeResults({ outDir: dir, preset, seed, results: runs, info, startedAt, finishedAt, partial, command });
-  process.stderr.write(`rewrote ${join(dir, 'results.md')} (${runs.length} runs)\n`);
+  const runs = rerenderResults(dir);
+  process.stderr.write(`rewrote ${join(dir, 'results.md')} (${runs} runs)\n`);
   return 0;
 }
 

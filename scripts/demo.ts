@@ -22,8 +22,8 @@ import { seededRng, type Rng } from '../src/util/rng.js';
 import { startVllmEngines } from '../bench/real-engine/launcher.js';
 import { TINY_MODEL_NAME, vllmUnavailableReason } from '../bench/real-engine/vllm-paths.js';
 import { syntheticTokens } from '../bench/workloads/synthetic-text.js';
-import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../test/helpers/chat-requests.js';
-import { httpRequest, postJson } from '../test/helpers/http-client.js';
+import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../bench/harness/chat-requests.js';
+import { httpRequest, postJson } from '../bench/harness/http-client.js';
 import {
   engineAddress,
   mergeDoc,
@@ -33,9 +33,9 @@ import {
   type ConfigDoc,
   type EnvoyProcess,
   type RouterProcess,
-} from '../test/helpers/processes.js';
-import { sumSamples } from '../test/helpers/prometheus-text.js';
-import { REPO_ROOT } from '../test/helpers/repo-paths.js';
+} from '../bench/harness/processes.js';
+import { sumSamples } from '../bench/stats/prometheus-text.js';
+import { REPO_ROOT } from '../bench/harness/repo-paths.js';
 
 const DEMO_PORTS = { engines: 8001, grpc: 9002, admin: 9003, envoyAdmin: 9901, listener: 10000 };
 /** KV cache per sim engine (16-token blocks): room for ~3 system prompts plus running requests, so placement matters. */

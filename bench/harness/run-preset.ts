@@ -7,13 +7,15 @@ import { expandPreset } from '../presets/expand.js';
 import type { Experiment, PresetSpec } from '../presets/types.js';
 import { fmtMs, fmtPct } from '../report/format.js';
 import { collectRunInfo } from '../report/run-info.js';
-import { prepareOutDir, writeRecords, writeResults } from '../report/write-results.js';
+import { prepareOutDir, rawDirFor, writeRecords, writeResults } from '../report/write-results.js';
 import { startEngineFleet } from './engines.js';
 import { runExperiment, type ExperimentResult } from './run-experiment.js';
 
 export interface RunPresetOptions {
   readonly preset: PresetSpec;
   readonly outDir: string;
+  /** Per-request records (git-ignored); default rawDirFor(outDir, repoRoot). */
+  readonly rawDir?: string;
   readonly repoRoot: string;
   /** Overrides the preset's seed. */
   readonly seed?: number;
@@ -38,7 +40,8 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
   const experiments = selectExperiments(preset, opts.only);
   const startedAt = new Date().toISOString();
   const info = collectRunInfo(opts.repoRoot);
-  prepareOutDir(opts.outDir);
+  const rawDir = opts.rawDir ?? rawDirFor(opts.outDir, opts.repoRoot);
+  prepareOutDir(opts.outDir, rawDir);
   const results: ExperimentResult[] = [];
   const write = (partial: boolean): void =>
     writeResults({ outDir: opts.outDir, preset, seed, results, info, startedAt, finishedAt: new Date().toISOString(), partial, command: opts.command });
@@ -67,7 +70,7 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
           ...(opts.signal ? { signal: opts.signal } : {}),
         });
         results.push(result);
-        writeRecords(opts.outDir, exp.id, records);
+        writeRecords(rawDir, exp.id, records);
         const s = result.summary;
         log(
           `    success ${fmtPct(s.success.successRate)}  TTFT p50 ${fmtMs(s.ttftMs.p50)} p99 ${fmtMs(s.ttftMs.p99)}  ` +

@@ -2,7 +2,6 @@
  * Reusable pieces for presets: the engine model, KV sizing relative to the hot prefix
  * set, and the standard contender lists. A new preset should mostly combine these.
  */
-import { DEFAULT_HOTSPOT_ENABLED } from '../../src/plugins/presets/shorthand.js';
 import type { StrategyName } from '../../src/config/types.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import type { EngineFlags, EngineSetup } from './types.js';
@@ -51,26 +50,13 @@ export function cacheroute(strategy: StrategyName, label = `cacheroute-${strateg
   return { kind: 'cacheroute', label, strategy };
 }
 
-/**
- * cache-aware with hot-prefix replication switched on explicitly (`load.hotspot.enabled`),
- * and the same with it switched off explicitly: side by side in one run they measure the
- * feature whatever the shipped default is.
- */
+/** cache-aware with hot-prefix replication (`load.hotspot.enabled`, off by default) switched on. */
 export const CACHE_AWARE_HOTSPOT_ON: ContenderSpec = {
   kind: 'cacheroute',
   label: 'cacheroute-cache-aware+hotspot',
   strategy: 'cache-aware',
   routerOverrides: { load: { hotspot: { enabled: true } } },
 };
-export const CACHE_AWARE_HOTSPOT_OFF: ContenderSpec = {
-  kind: 'cacheroute',
-  label: 'cacheroute-cache-aware-nohotspot',
-  strategy: 'cache-aware',
-  routerOverrides: { load: { hotspot: { enabled: false } } },
-};
-
-/** The cache-aware variant that differs from the shipped default only in hot-prefix replication. */
-export const CACHE_AWARE_HOTSPOT_FLIPPED: ContenderSpec = DEFAULT_HOTSPOT_ENABLED ? CACHE_AWARE_HOTSPOT_OFF : CACHE_AWARE_HOTSPOT_ON;
 
 export const SGLANG_CACHE_AWARE: ContenderSpec = { kind: 'sglang-router', label: 'sglang-cache_aware', policy: 'cache_aware' };
 export const VLLM_CACHE_AWARE: ContenderSpec = { kind: 'vllm-router', label: 'vllm-cache_aware', policy: 'cache_aware' };

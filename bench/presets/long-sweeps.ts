@@ -13,7 +13,7 @@
  */
 import { scaleShape, GSP_DEFAULT_SHAPE } from '../workloads/shared-prefix.js';
 import type { ScenarioSpec } from '../workloads/scenario.js';
-import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_FLIPPED, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
+import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_ON, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
 import type { MatrixBlock, PresetSpec } from './types.js';
 
 const ALL_STRATEGIES = [cacheroute('round-robin'), cacheroute('random'), cacheroute('least-request'), cacheroute('prefix-hash'), cacheroute('cache-aware')];
@@ -141,7 +141,7 @@ export const PEERS_HOT: PresetSpec = {
       scenarios: [
         { kind: 'hot-prefix', label: 'hot-60', groups: 8, hotShare: 0.6, requests: 240, systemPromptTokens: 1024, questionTokens: 512, outputTokens: 32, warmupPerGroup: 1, arrival: { kind: 'poisson', qps: 12 } },
       ],
-      contenders: [cacheroute('prefix-hash'), cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_FLIPPED, ...PEER_ROUTERS],
+      contenders: [cacheroute('prefix-hash'), cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_ON, ...PEER_ROUTERS],
     },
   ],
 };

@@ -12,12 +12,12 @@
  * why the working set counts whole prompts).
  * Engines run at time-scale 3 (steps ≥ 24 ms) so the cache-aware contenders reach
  * saturation inside the sweep; Envoy alone (saturated below 8 req/s) stops at 16.
- * cache-aware runs twice per rate: at the shipped defaults and with `load.hotspot.enabled`
- * flipped (CACHE_AWARE_HOTSPOT_FLIPPED).
+ * cache-aware runs twice per rate: at the shipped defaults and with hot-prefix replication
+ * (`load.hotspot.enabled`, off by default) switched on.
  * Each rate runs 20 s (requests = rate × 20) after an unmeasured warm-up of one request
  * per group at 16 req/s.
  */
-import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_FLIPPED, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
+import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_ON, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
 import type { PresetSpec } from './types.js';
 
 const ENGINES = 4;
@@ -58,10 +58,10 @@ export const PEERS: PresetSpec = {
         },
       ],
       qpsSweep: [...PEERS_SWEEP_QPS],
-      // cache-aware at the shipped defaults and with hot-prefix replication flipped, side by side
-      // (bench/results/peers: whether replication is harmless on evenly spread prefixes).
-      contenders: [cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_FLIPPED, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, ENVOY_RR, ENVOY_LR],
-      // Envoy alone saturates below 8 req/s on this shape; 16 already shows its collapse.
+      // cache-aware at the shipped defaults and with hot-prefix replication on, side by side:
+      // whether replication stays harmless on evenly spread prefixes.
+      contenders: [cacheroute('cache-aware'), CACHE_AWARE_HOTSPOT_ON, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, ENVOY_RR, ENVOY_LR],
+      // Envoy alone saturates well inside the sweep; 16 req/s already shows its collapse.
       contenderMaxQps: { [ENVOY_RR.label]: 16, [ENVOY_LR.label]: 16 },
     },
     {

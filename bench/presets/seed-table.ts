@@ -9,9 +9,7 @@
  * - 32 prefix groups at every sweep point. What an engine's LRU must hold to keep a
  *   group warm is the group's whole latest prompt: its prefix, plus the unique question
  *   of its latest request, which is cached too and pushes older blocks out. So the
- *   working set is 32 × 1,536 tokens at every sharing ratio (a first version held the
- *   prefix tokens constant instead, with 58 groups at 50%: the unique questions then
- *   churned the cache and even perfect affinity missed);
+ *   working set is 32 × 1,536 tokens at every sharing ratio (docs/decisions/0012);
  * - KV per engine = 1.25 × (working set ÷ 4) + ~4 running prompts ≈ 21k tokens (1,344
  *   blocks of 16): enough for an engine's quarter of the groups, far from all of them.
  *   Cache-aware routing, which partitions groups, can keep its share resident;

@@ -15,7 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { httpRequest, postJson } from '../../test/helpers/http-client.js';
+import { httpRequest, postJson } from '../harness/http-client.js';
 import { syntheticTokens } from '../workloads/synthetic-text.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
 import { startVllmEngines } from './launcher.js';

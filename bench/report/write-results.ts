@@ -1,11 +1,12 @@
 /**
- * Writes a preset's output directory: results.md (tables), results.json (raw aggregates),
- * run.json (provenance), the SVG charts and records/*.jsonl (one line per request, no
- * prompt text). Called after every run so an interrupted preset still leaves its
- * completed runs on disk.
+ * Writes a preset's output directory: results.md (tables), results.json (every run's
+ * aggregates), run.json (provenance) and the SVG charts — what is committed, and all that
+ * re-rendering needs. The per-request records (one JSON line per request, no prompt text)
+ * go to a separate raw directory that git ignores. Called after every run so an
+ * interrupted preset still leaves its completed runs on disk.
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import type { RequestRecord } from '../harness/driver.js';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import type { PresetSpec } from '../presets/types.js';
@@ -29,21 +30,33 @@ export function recordsFileName(id: string): string {
   return `${id.replace(/[^a-zA-Z0-9._@-]+/g, '__')}.jsonl`;
 }
 
-/** Empties the output directory's generated files (keeps anything else a human put there). */
-export function prepareOutDir(outDir: string): void {
-  mkdirSync(join(outDir, 'records'), { recursive: true });
+/**
+ * Where a run's per-request records go: `bench/results/raw/<path under bench/results>` for
+ * an output directory inside bench/results (ignored by git), `<outDir>/raw` elsewhere.
+ */
+export function rawDirFor(outDir: string, repoRoot: string): string {
+  const results = join(repoRoot, 'bench', 'results');
+  const rel = relative(results, outDir);
+  const inside = rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+  return inside ? join(results, 'raw', rel) : join(outDir, 'raw');
+}
+
+/** Empties the generated files of the output and raw directories (keeps anything else a human put there). */
+export function prepareOutDir(outDir: string, rawDir: string): void {
+  mkdirSync(outDir, { recursive: true });
+  mkdirSync(rawDir, { recursive: true });
   for (const f of readdirSync(outDir)) {
     if (f.endsWith('.svg') || f === 'results.md' || f === 'results.json' || f === 'run.json') rmSync(join(outDir, f));
   }
-  for (const f of readdirSync(join(outDir, 'records'))) rmSync(join(outDir, 'records', f));
+  for (const f of readdirSync(rawDir)) if (f.endsWith('.jsonl')) rmSync(join(rawDir, f));
 }
 
-export function writeRecords(outDir: string, id: string, records: readonly RequestRecord[]): void {
+export function writeRecords(rawDir: string, id: string, records: readonly RequestRecord[]): void {
   const round = (v: number | null): number | null => (v === null ? null : Math.round(v * 10) / 10);
   const lines = records.map((r) =>
     JSON.stringify({ ...r, scheduledMs: round(r.scheduledMs), lagMs: round(r.lagMs), ttftMs: round(r.ttftMs), e2eMs: round(r.e2eMs), endMs: round(r.endMs) }),
   );
-  writeFileSync(join(outDir, 'records', recordsFileName(id)), lines.join('\n') + '\n');
+  writeFileSync(join(rawDir, recordsFileName(id)), lines.join('\n') + '\n');
 }
 
 export function writeResults(input: WriteResultsInput): void {

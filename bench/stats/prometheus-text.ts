@@ -37,19 +37,31 @@ export function parsePrometheusText(text: string): Sample[] {
   return out;
 }
 
+/** Label values a sample must carry: one value, or a list meaning any of them. */
+export type LabelMatch = Readonly<Record<string, string | readonly string[]>>;
+
+function labelsMatch(labels: Readonly<Record<string, string>>, match: LabelMatch): boolean {
+  return Object.entries(match).every(([k, v]) => {
+    const have = labels[k];
+    return typeof v === 'string' ? have === v : have !== undefined && v.includes(have);
+  });
+}
+
 /** Sum of all samples of a metric whose labels include `match` (e.g. across model names). */
-export function sumMetric(samples: readonly Sample[], name: string, match: Readonly<Record<string, string>> = {}): number | undefined {
+export function sumMetric(samples: readonly Sample[], name: string, match: LabelMatch = {}): number | undefined {
   let found = false;
   let sum = 0;
   for (const s of samples) {
-    if (s.name !== name) continue;
-    let ok = true;
-    for (const [k, v] of Object.entries(match)) if (s.labels[k] !== v) ok = false;
-    if (!ok) continue;
+    if (s.name !== name || !labelsMatch(s.labels, match)) continue;
     found = true;
     sum += s.value;
   }
   return found ? sum : undefined;
+}
+
+/** `sumMetric` straight from exposition text; 0 when the metric is absent (for assertions). */
+export function sumSamples(text: string, name: string, match: LabelMatch = {}): number {
+  return sumMetric(parsePrometheusText(text), name, match) ?? 0;
 }
 
 /** First metric name (in exposition order) that satisfies the predicate. */

@@ -7,7 +7,7 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA' // e.g. compressed body the router will not inflate
   | 'NO_ENDPOINT' // nothing eligible (empty pool / subset)
-  | 'OVERLOADED' // shed by admission control
+  | 'OVERLOADED' // reserved for load shedding; nothing raises it yet
   | 'BAD_CONFIG'
   | 'PROTOCOL' // peer broke the ext_proc conversation rules
   | 'INTERNAL';

@@ -7,13 +7,15 @@
  * loaded without a cluster, so their cross-references are checked structurally.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parseAllDocuments, stringify } from 'yaml';
-import { runDir } from '../helpers/managed-process.js';
-import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../helpers/repo-paths.js';
+import { runDir } from '../../bench/harness/managed-process.js';
+import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+import { envoyBinary, requireComponents, routerBuild } from '../helpers/require-component.js';
 
 const run = promisify(execFile);
 type Obj = Record<string, unknown>;
@@ -32,15 +34,6 @@ function get(o: unknown, ...path: (string | number)[]): unknown {
   return cur;
 }
 
-async function validate(file: string): Promise<{ ok: boolean; output: string }> {
-  try {
-    const { stdout, stderr } = await run(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], { timeout: 20_000 });
-    return { ok: true, output: stdout + stderr };
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}${e.message}` };
-  }
-}
 
 /** Deep merge with Envoy-proto-MERGE-like semantics for our purpose (objects merge, rest replaces). */
 function merge(base: Obj, patch: Obj): Obj {
@@ -132,7 +125,7 @@ describe('e2e: deploy/ mesh manifests', function () {
   this.timeout(60_000);
 
   before(function () {
-    if (!existsSync(ENVOY_BIN)) this.skip();
+    requireComponents(this, envoyBinary());
   });
 
   describe('Istio EnvoyFilter', () => {
@@ -181,14 +174,14 @@ describe('e2e: deploy/ mesh manifests', function () {
     it('embedded Envoy config passes envoy --mode validate in a minimal bootstrap', async () => {
       const file = join(runDir(), 'istio-envoyfilter-bootstrap.yaml');
       writeFileSync(file, stringify(istioBootstrap(filter)));
-      const res = await validate(file);
+      const res = await validateEnvoyConfig(file);
       expect(res.ok, res.output).to.equal(true);
     });
 
     it('the wrapping is strict enough to catch a broken filter (the check can fail)', async () => {
       const file = join(runDir(), 'istio-envoyfilter-broken.yaml');
       writeFileSync(file, stringify(istioBootstrap(filter, { breakIt: true })));
-      expect((await validate(file)).ok).to.equal(false);
+      expect((await validateEnvoyConfig(file)).ok).to.equal(false);
     });
   });
 
@@ -219,7 +212,7 @@ describe('e2e: deploy/ mesh manifests', function () {
     });
 
     it('the ConfigMap holds a router config that cacheroute validate accepts', async function () {
-      if (!existsSync(ROUTER_MAIN)) this.skip();
+      requireComponents(this, routerBuild());
       const file = join(runDir(), 'k8s-router.yaml');
       writeFileSync(file, String(get(kind(all, 'ConfigMap', 'cacheroute-config'), 'data', 'router.yaml')));
       const { stdout } = await run(process.execPath, [ROUTER_MAIN, 'validate', '--config', file], { timeout: 20_000 });

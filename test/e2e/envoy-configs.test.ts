@@ -3,10 +3,8 @@
  * the real Envoy binary (`envoy --mode validate`), and the renderer must really change
  * what it claims to change.
  */
-import { execFile } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import {
@@ -16,23 +14,12 @@ import {
   renderEnvoyConfig,
   usesRouter,
   type EnvoyRenderOptions,
-} from '../helpers/envoy-config.js';
-import { runDir } from '../helpers/managed-process.js';
-import { ENVOY_BIN, REPO_ROOT } from '../helpers/repo-paths.js';
+} from '../../bench/harness/envoy-config.js';
+import { runDir } from '../../bench/harness/managed-process.js';
+import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
+import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
+import { envoyBinary, requireComponents } from '../helpers/require-component.js';
 
-const run = promisify(execFile);
-
-async function validate(file: string): Promise<{ ok: boolean; output: string }> {
-  try {
-    const { stdout, stderr } = await run(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], {
-      timeout: 20_000,
-    });
-    return { ok: true, output: stdout + stderr };
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    return { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}${e.message}` };
-  }
-}
 
 // Walks a parsed config by a path of keys / `name=` selectors.
 function at(doc: unknown, ...path: string[]): unknown {
@@ -66,6 +53,10 @@ function extProcOf(doc: unknown): Record<string, unknown> {
 describe('e2e: Envoy configs', function () {
   this.timeout(60_000);
 
+  before(function () {
+    requireComponents(this, envoyBinary());
+  });
+
   const files = readdirSync(join(REPO_ROOT, 'envoy')).filter((f) => f.endsWith('.yaml'));
 
   it('has a checked-in file for every renderer variant', () => {
@@ -74,7 +65,7 @@ describe('e2e: Envoy configs', function () {
 
   for (const file of files) {
     it(`envoy --mode validate accepts envoy/${file}`, async () => {
-      const res = await validate(join(REPO_ROOT, 'envoy', file));
+      const res = await validateEnvoyConfig(join(REPO_ROOT, 'envoy', file));
       expect(res.ok, res.output).to.equal(true);
       expect(res.output).to.include('OK');
     });
@@ -86,7 +77,7 @@ describe('e2e: Envoy configs', function () {
     const engines = at(doc, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
     engines['lb_policy'] = 'ROUND_ROBIN'; // ORIGINAL_DST requires CLUSTER_PROVIDED
     writeFileSync(broken, JSON.stringify(doc));
-    const res = await validate(broken);
+    const res = await validateEnvoyConfig(broken);
     expect(res.ok).to.equal(false);
   });
 
@@ -135,7 +126,7 @@ describe('e2e: Envoy configs', function () {
       }
       const file = join(runDir(), `validate-${label.replace(/\s+/g, '-')}.yaml`);
       writeFileSync(file, text);
-      const res = await validate(file);
+      const res = await validateEnvoyConfig(file);
       expect(res.ok, res.output).to.equal(true);
     });
   }
@@ -174,7 +165,7 @@ describe('e2e: Envoy configs', function () {
         expect(flagOf(parse(text)), `${variant} ${gracefulGrpcClose}`).to.equal(gracefulGrpcClose);
         const file = join(runDir(), `validate-${variant}-graceful-${gracefulGrpcClose}.yaml`);
         writeFileSync(file, text);
-        const res = await validate(file);
+        const res = await validateEnvoyConfig(file);
         expect(res.ok, res.output).to.equal(true);
       }
     }

@@ -7,8 +7,8 @@
  * answered 503 (ORIGINAL_DST).
  */
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, servedBy, systemPrompt } from '../helpers/chat-requests.js';
-import { postJson } from '../helpers/http-client.js';
+import { CHAT_PATH, chatRequest, servedBy, systemPrompt } from '../../bench/harness/chat-requests.js';
+import { postJson } from '../../bench/harness/http-client.js';
 import {
   engineAddress,
   freePort,
@@ -21,7 +21,8 @@ import {
   type RouterProcess,
   type SimEngineFleet,
   type Stack,
-} from '../helpers/processes.js';
+} from '../../bench/harness/processes.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 
 interface Case {
   readonly variant: 'override-host' | 'original-dst';
@@ -45,6 +46,7 @@ describe('e2e: Envoy failure modes when the router is down', function () {
   let revived: RouterProcess | undefined;
 
   before(async function () {
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
     stack = await startStack({
       engines: { count: 4, flags: { 'time-scale': 0.05 } },
@@ -128,6 +130,7 @@ describe('e2e: Envoy retries when the chosen engine is dead', function () {
   let dead = '';
 
   before(async function () {
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
     fleet = await startEngines({ count: 4, flags: { 'time-scale': 0.05 } });
     live = fleet.engines.map(engineAddress);

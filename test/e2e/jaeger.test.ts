@@ -11,16 +11,16 @@
  *
  * Set CAPTURE_TRACE=<file> to write the trace as text (used for docs/observability.md).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { stringify } from 'yaml';
-import { startEnvoy, type EnvoyProcess } from '../helpers/envoy-process.js';
-import { httpRequest, isHttpOk, postJson } from '../helpers/http-client.js';
-import { freePort, runDir, sleep, startProcess, type ManagedProcess } from '../helpers/managed-process.js';
-import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../helpers/repo-paths.js';
+import { startEnvoy, type EnvoyProcess } from '../../bench/harness/envoy-process.js';
+import { httpRequest, isHttpOk, postJson } from '../../bench/harness/http-client.js';
+import { freePort, runDir, sleep, startProcess, type ManagedProcess } from '../../bench/harness/managed-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+import { envoyBinary, jaegerBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 
-const JAEGER_BIN = process.env['JAEGER_BIN'] ?? join(REPO_ROOT, '.bin', 'jaeger');
 const JAEGER_CONFIG = join(REPO_ROOT, 'deploy', 'jaeger', 'jaeger-config.yaml');
 const SIM_ENGINE = join(REPO_ROOT, 'dist', 'bench', 'sim-engine', 'main.js');
 const EXT_PROC_SPAN = 'async envoy.service.ext_proc.v3.ExternalProcessor.Process egress';
@@ -97,21 +97,15 @@ describe('e2e: one trace in Jaeger holds Envoy and cacheroute spans', function (
   const serviceName = `cacheroute-e2e-${process.pid}`;
 
   before(async function () {
-    if (!existsSync(JAEGER_BIN)) {
-      console.log(`    (skipped: no Jaeger binary at ${JAEGER_BIN}; run scripts/setup.sh)`);
-      this.skip();
-    }
-    if (!existsSync(ENVOY_BIN)) {
-      console.log(`    (skipped: no Envoy binary at ${ENVOY_BIN}; run scripts/setup.sh)`);
-      this.skip();
-    }
+    const jaeger = jaegerBinary();
+    requireComponents(this, jaeger, envoyBinary(), routerBuild(), simEngineBuild());
 
     const [otlpGrpc, otlpHttp, queryHttp, queryGrpc] = [await freePort(), await freePort(), await freePort(), await freePort()];
     jaegerQuery = `http://127.0.0.1:${queryHttp}`;
     procs.push(
       await startProcess({
         name: 'jaeger',
-        command: JAEGER_BIN,
+        command: jaeger.path,
         args: ['--config', `file:${JAEGER_CONFIG}`],
         env: {
           ...process.env,

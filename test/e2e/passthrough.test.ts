@@ -6,10 +6,11 @@
  */
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, servedBy, sseEvents, systemPrompt } from '../helpers/chat-requests.js';
-import { httpRequest, isHttpOk, postJson, type HttpResult } from '../helpers/http-client.js';
-import { sleep, startStack, type Stack } from '../helpers/processes.js';
-import { sumSamples } from '../helpers/prometheus-text.js';
+import { CHAT_PATH, chatRequest, servedBy, sseEvents, systemPrompt } from '../../bench/harness/chat-requests.js';
+import { httpRequest, isHttpOk, postJson, type HttpResult } from '../../bench/harness/http-client.js';
+import { sleep, startStack, type Stack } from '../../bench/harness/processes.js';
+import { sumSamples } from '../../bench/stats/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 
 const VARIANTS = ['override-host', 'original-dst'] as const;
 type Variant = (typeof VARIANTS)[number];
@@ -35,6 +36,7 @@ for (const transport of ['node-http2', 'grpc-js'] as const) {
     let stack: Stack;
 
     before(async function () {
+      requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
       this.timeout(60_000);
       stack = await startStack({
         engines: { count: 4, flags: { 'time-scale': 0.05, 'max-model-len': 65536 } },

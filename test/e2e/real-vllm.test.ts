@@ -5,20 +5,21 @@
  *
  * The engines start once for the suite (~40 s each, in parallel) with a small KV cache
  * (`--num-gpu-blocks-override`, 128-token blocks) so the calibration test sees real
- * evictions. Without vLLM the suite skips, except under CI=true where it fails
- * (install: bash scripts/setup-vllm.sh).
+ * evictions. Without vLLM the suite skips with the reason printed, except under CI=true where
+ * it fails (install: bash scripts/setup-vllm.sh).
  */
 import { expect } from 'chai';
 import { startVllmEngines, type VllmEngineFleet } from '../../bench/real-engine/launcher.js';
-import { TINY_MODEL_NAME, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
+import { TINY_MODEL_NAME, VLLM_BIN, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
 import { parseEngineMetrics } from '../../src/endpoints/engine-metrics-parser.js';
 import { parseDecisionSummary } from '../../src/telemetry/decision-summary.js';
 import { syntheticTokens } from '../../bench/workloads/synthetic-text.js';
 import { seededRng } from '../../src/util/rng.js';
-import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../helpers/chat-requests.js';
-import { httpRequest, postJson, type HttpResult } from '../helpers/http-client.js';
-import { routerConfigDoc, sleep, startEnvoy, startRouter, type ConfigDoc, type EnvoyProcess, type RouterProcess } from '../helpers/processes.js';
-import { sumSamples } from '../helpers/prometheus-text.js';
+import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../../bench/harness/chat-requests.js';
+import { httpRequest, postJson, type HttpResult } from '../../bench/harness/http-client.js';
+import { routerConfigDoc, sleep, startEnvoy, startRouter, type ConfigDoc, type EnvoyProcess, type RouterProcess } from '../../bench/harness/processes.js';
+import { sumSamples } from '../../bench/stats/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, type Component } from '../helpers/require-component.js';
 
 /** KV blocks per engine: ~12k tokens, a few long prompts (max-model-len 4096 needs ≥ 32). */
 const NUM_BLOCKS = 96;
@@ -129,10 +130,8 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
   before(async function () {
     this.timeout(420_000);
     const missing = vllmUnavailableReason();
-    if (missing !== undefined) {
-      if (process.env['CI'] === 'true') throw new Error(`vLLM is required under CI=true: ${missing}`);
-      this.skip();
-    }
+    const vllm: Component = { name: 'vLLM CPU', path: VLLM_BIN, hint: missing ?? 'run bash scripts/setup-vllm.sh', present: missing === undefined };
+    requireComponents(this, vllm, envoyBinary(), routerBuild());
     fleet = await startVllmEngines({ count: 2, numGpuBlocks: NUM_BLOCKS, maxModelLen: 4096 });
     addresses = fleet.engines.map((e) => e.id);
     router = await startRouter({ name: 'router-real-vllm', config: routerConfig({}) });

@@ -12,10 +12,11 @@ import {
   servedBy,
   systemPrompt,
   tally,
-} from '../helpers/chat-requests.js';
-import { postJson, type HttpResult } from '../helpers/http-client.js';
-import { startStack, type Stack } from '../helpers/processes.js';
-import { sumSamples } from '../helpers/prometheus-text.js';
+} from '../../bench/harness/chat-requests.js';
+import { postJson, type HttpResult } from '../../bench/harness/http-client.js';
+import { startStack, type Stack } from '../../bench/harness/processes.js';
+import { sumSamples } from '../../bench/stats/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 
 const VARIANTS = ['override-host', 'original-dst'] as const;
 
@@ -24,6 +25,7 @@ describe('e2e: routing through Envoy', function () {
   let stack: Stack;
 
   before(async function () {
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
     stack = await startStack({
       engines: { count: 4, flags: { 'time-scale': 0.05 } },

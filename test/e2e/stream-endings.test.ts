@@ -7,10 +7,11 @@
  * returns to zero.
  */
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../helpers/chat-requests.js';
-import { postJson } from '../helpers/http-client.js';
-import { startStack, type Stack } from '../helpers/processes.js';
-import { sumSamples } from '../helpers/prometheus-text.js';
+import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../../bench/harness/chat-requests.js';
+import { postJson } from '../../bench/harness/http-client.js';
+import { startStack, type Stack } from '../../bench/harness/processes.js';
+import { sumSamples } from '../../bench/stats/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
 
 const REQUESTS = 24;
 
@@ -21,6 +22,7 @@ for (const transport of ['node-http2', 'grpc-js'] as const) {
       let stack: Stack;
 
       before(async function () {
+        requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
         this.timeout(60_000);
         stack = await startStack({
           engines: { count: 2, flags: { 'time-scale': 0.05 } },

@@ -3,8 +3,8 @@
  *
  * Fail-open by default: when every candidate is unhealthy the filter keeps them all and
  * notes it. A metrics or health-check outage then degrades routing quality instead of
- * turning every request into a 503 (a recurring complaint about fail-closed pickers);
- * Envoy's own outlier detection still protects against dead engines.
+ * turning every request into a 503 (a recurring complaint about fail-closed pickers).
+ * Nothing ejects a dead engine; Envoy's retry on connect failure moves to the next host.
  */
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';

@@ -1,9 +1,11 @@
 import { expect } from 'chai';
+import { routerConfigObject } from '../../../../bench/contenders/router-config.js';
 import { expandPreset } from '../../../../bench/presets/expand.js';
 import { PRESETS } from '../../../../bench/presets/index.js';
 import type { PresetSpec } from '../../../../bench/presets/types.js';
 import { buildWorkload } from '../../../../bench/workloads/scenario.js';
-import { REPO_ROOT } from '../../../helpers/repo-paths.js';
+import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { parseConfig } from '../../../../src/config/parse-config.js';
 
 const preset: PresetSpec = {
   name: 'p',
@@ -56,6 +58,17 @@ describe('bench/presets', () => {
       for (const s of scenarios.values()) {
         const w = buildWorkload(s, p.seed, REPO_ROOT);
         expect(w.requests.length, `${p.name}/${s.label}`).to.be.greaterThan(0);
+      }
+    }
+  });
+
+  it('every cacheroute contender of every preset gets a router config the router accepts', () => {
+    for (const p of PRESETS) {
+      for (const r of expandPreset(p)) {
+        if (r.contender.kind !== 'cacheroute') continue;
+        const engines = Array.from({ length: r.engines.count }, (_, i) => ({ id: `e${i}`, url: `http://127.0.0.1:${8100 + i}`, port: 8100 + i, address: `127.0.0.1:${8100 + i}` }));
+        const obj = routerConfigObject({ engines, strategy: r.contender.strategy, seed: 1, grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0', ...(r.contender.routerOverrides ? { overrides: r.contender.routerOverrides } : {}) });
+        expect(() => parseConfig(obj), `${p.name}: ${r.id}`).to.not.throw();
       }
     }
   });

@@ -1,39 +1,23 @@
 /**
  * Runs the `tiny` preset end to end (real Envoy, the compiled router, simulated engines),
- * writing to a temporary directory. Skipped with a message when a component is missing.
+ * writing to a temporary directory. Needs Envoy and the builds (require-component.ts).
  */
 import { expect } from 'chai';
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runPreset } from '../../../../bench/harness/run-preset.js';
 import type { ExperimentResult } from '../../../../bench/harness/run-experiment.js';
 import { TINY } from '../../../../bench/presets/tiny.js';
-import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../../helpers/repo-paths.js';
-
-function missingComponents(): string[] {
-  const missing: string[] = [];
-  try {
-    accessSync(ENVOY_BIN, constants.X_OK);
-  } catch {
-    missing.push(`Envoy (${ENVOY_BIN}; run scripts/setup.sh)`);
-  }
-  if (!existsSync(ROUTER_MAIN)) missing.push(`router build (${ROUTER_MAIN})`);
-  const sim = join(REPO_ROOT, 'dist', 'bench', 'sim-engine', 'main.js');
-  if (!existsSync(sim)) missing.push(`engine simulator build (${sim})`);
-  return missing;
-}
+import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../../../helpers/require-component.js';
 
 describe('bench preset tiny (end to end)', function () {
   this.timeout(180_000);
   let outDir: string;
 
   before(function () {
-    const missing = missingComponents();
-    if (missing.length > 0) {
-      console.log(`    skipped: missing ${missing.join(', ')}`);
-      this.skip();
-    }
+    requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     outDir = mkdtempSync(join(tmpdir(), 'bench-tiny-'));
   });
 
@@ -60,7 +44,9 @@ describe('bench preset tiny (end to end)', function () {
     const files = readdirSync(outDir);
     for (const f of ['results.md', 'results.json', 'run.json']) expect(files).to.include(f);
     expect(files.filter((f) => f.endsWith('.svg')).length).to.be.at.least(4);
-    expect(readdirSync(join(outDir, 'records'))).to.have.length(6);
+    expect(files, 'per-request records stay out of the committed directory').to.not.include('records');
+    const rawDir = join(outDir, 'raw');
+    expect(readdirSync(rawDir)).to.have.length(6);
     const run = JSON.parse(readFileSync(join(outDir, 'run.json'), 'utf8')) as { seed: number; node: string; preset: { name: string } };
     expect(run.seed).to.equal(1);
     expect(run.preset.name).to.equal('tiny');
@@ -68,7 +54,7 @@ describe('bench preset tiny (end to end)', function () {
     const md = readFileSync(join(outDir, 'results.md'), 'utf8');
     expect(md).to.contain('| sharing-90 | 8 | cacheroute-cache-aware |');
     // records carry no prompt text
-    const line = readFileSync(join(outDir, 'records', readdirSync(join(outDir, 'records'))[0] as string), 'utf8').split('\n')[0] as string;
+    const line = readFileSync(join(rawDir, readdirSync(rawDir)[0] as string), 'utf8').split('\n')[0] as string;
     expect(Object.keys(JSON.parse(line) as object)).to.not.include('prompt');
   });
 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../../helpers/repo-paths.js';
+import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
 import {
   formatMooncakeTrace,
   generateSyntheticMooncakeTrace,

@@ -1,0 +1,95 @@
+/**
+ * The one gate for tests that need a real component (Envoy, Jaeger, a compiled router or
+ * engine binary). A missing component must never turn a broken setup green: under
+ * `CI=true` it fails the hook or test that asked for it; elsewhere (a developer machine
+ * part-way through setup) the test is skipped and the reason is printed.
+ *
+ *   before(function () { requireComponents(this, envoyBinary(), routerBuild()); });
+ */
+import { accessSync, constants } from 'node:fs';
+import { join } from 'node:path';
+import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+
+export interface Component {
+  /** What the test needs, e.g. "Envoy". */
+  readonly name: string;
+  /** Where it was looked for. */
+  readonly path: string;
+  /** How to get it. */
+  readonly hint: string;
+  readonly present: boolean;
+}
+
+function accessible(path: string, mode: number): boolean {
+  try {
+    accessSync(path, mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const executable = (path: string): boolean => accessible(path, constants.X_OK);
+const readable = (path: string): boolean => accessible(path, constants.R_OK);
+
+const SETUP = 'run scripts/setup.sh';
+const BUILD = 'run npx tsc -p tsconfig.json (npm test does)';
+
+export function envoyBinary(): Component {
+  return { name: 'Envoy', path: ENVOY_BIN, hint: SETUP, present: executable(ENVOY_BIN) };
+}
+
+/** Jaeger all-in-one built by scripts/setup.sh (override with JAEGER_BIN). */
+export function jaegerBinary(): Component {
+  const path = process.env['JAEGER_BIN'] ?? join(REPO_ROOT, '.bin', 'jaeger');
+  return { name: 'Jaeger', path, hint: SETUP, present: executable(path) };
+}
+
+export function routerBuild(): Component {
+  return { name: 'the compiled router', path: ROUTER_MAIN, hint: BUILD, present: readable(ROUTER_MAIN) };
+}
+
+export function simEngineBuild(): Component {
+  return compiled('the engine simulator', 'bench', 'sim-engine', 'main.js');
+}
+
+/** A compiled file under dist/ (the engine simulator, the bench driver …). */
+export function compiled(name: string, ...segments: string[]): Component {
+  const path = join(REPO_ROOT, 'dist', ...segments);
+  return { name, path, hint: BUILD, present: readable(path) };
+}
+
+/** True when this run must not skip for want of a component (CI=true). */
+export function strictComponents(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env['CI'] === 'true';
+}
+
+/** The message for the missing components, or null when all are present. */
+export function missingMessage(components: readonly Component[]): string | null {
+  const missing = components.filter((c) => !c.present);
+  if (missing.length === 0) return null;
+  return `missing ${missing.map((c) => `${c.name} (${c.path}; ${c.hint})`).join(', ')}`;
+}
+
+/**
+ * Returns when every component is present. Otherwise throws under CI=true, and elsewhere
+ * prints the reason and skips the calling test or hook (mocha's skip throws, so nothing
+ * after this call runs).
+ */
+export function requireComponents(ctx: Mocha.Context, ...components: Component[]): void {
+  const message = missingMessage(components);
+  if (message === null) return;
+  if (strictComponents()) throw new Error(`CI=true and a real component is ${message}`);
+  skipBecause(ctx, message);
+}
+
+/**
+ * Skips with the reason printed, for conditions that are not a missing component (a
+ * timing precondition, a tool the project does not install).
+ */
+export function skipBecause(ctx: Mocha.Context, reason: string): never {
+  // In a hook, name the suite it guards; in a test, the test.
+  const runnable = ctx.test;
+  const title = ((runnable as Mocha.Runnable & { type?: string } | undefined)?.type === 'hook' ? runnable?.parent?.fullTitle() : runnable?.fullTitle()) ?? '';
+  console.log(`    skipped${title === '' ? '' : ` "${title}"`}: ${reason}`);
+  ctx.skip();
+}
