@@ -54,6 +54,7 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
   lines.push('|---|---|---|---|---|---|---|---|---|---|');
   for (const [id, r] of real) {
     const s = sim.get(id);
+    if (s === undefined) continue; // only runs measured in both
     const a = r.summary;
     const b = s?.summary;
     lines.push(
@@ -63,6 +64,7 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
   lines.push('', '## Ranking by TTFT p50 (best first)', '', '| block / scenario @ rate | real | simulated | same order |', '|---|---|---|---|');
   const groups = new Map<string, Run[]>();
   for (const r of real.values()) {
+    if (!sim.has(r.id)) continue;
     const k = `${r.block}/${r.scenario.label}@${r.qps ?? '-'}`;
     groups.set(k, [...(groups.get(k) ?? []), r]);
   }
