@@ -5,7 +5,7 @@
  *
  * Why: the right strategy depends on these numbers (low reuse → balance load; high reuse
  * on few engines → affinity; high reuse on many → cache-aware with load fallback), so they
- * are measured, not guessed. The `auto` strategy and telemetry read `snapshot()`.
+ * are measured, not guessed. The `auto` profile handler and telemetry read `snapshot()`.
  *
  * The window is a ring of time buckets (default 12 × 5 s); a bucket is cleared when the
  * ring comes round to it, so memory is bounded by buckets × the per-bucket key cap, plus

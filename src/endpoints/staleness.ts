@@ -26,9 +26,7 @@
  *  2b. KV gap filling. When the engine reports its cache size (cache_config_info), the KV
  *     blocks the router's requests will take since the scrape (their uncached prompt
  *     tokens ÷ cache tokens) are added to the scraped usage. Without it every request
- *     routed between two scrapes sees the same "least used" engine and they all go there:
- *     measured at 0% prefix sharing (bench/results/load-cold), the KV-usage scorer alone
- *     made cache-aware's TTFT p99 several times round-robin's.
+ *     routed between two scrapes sees the same "least used" engine and they all go there.
  *  3. Fallback. Beyond staleAfterMs, or with no sample at all, only router-side accounting
  *     is used (waiting/running/kvUsage are left unset) and a fallback is counted.
  *  4. Frozen exporter. A page whose load values have not changed although the router saw

@@ -223,8 +223,9 @@ export class Scheduler implements RoutingService {
     let run: ProfileRun;
     let profile: Profile;
     try {
+      const th0 = timings !== undefined && this.handlerIsPlugin ? clock.nowMicros() : 0;
       profile = this.handler.pickProfile(state, this.profiles);
-      if (timings !== undefined && this.handlerIsPlugin) timings.push({ plugin: this.handler.name, micros: clock.nowMicros() - t0 });
+      if (timings !== undefined && this.handlerIsPlugin) timings.push({ plugin: this.handler.name, micros: clock.nowMicros() - th0 });
       run = runProfileTimed(profile, state, input, timings !== undefined ? clock : undefined, timings ?? NO_TIMINGS);
     } catch (err) {
       const error = RouterError.from(err);

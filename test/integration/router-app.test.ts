@@ -91,6 +91,10 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
       const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
       expect(text).to.match(/cacheroute_extproc_streams_total 1\b/);
       expect(text).to.match(/cacheroute_decisions_total\{[^}]*\} 1\b/);
+      const dbg = (await (await fetch(`http://127.0.0.1:${adminPort}/debug/plugins`)).json()) as { plugins: { name: string; type: string; state?: unknown }[]; dataLayer: { traffic: { requests: number } } };
+      expect(dbg.plugins.map((p) => p.type)).to.include.members(['prefix-cache', 'cold-request-placement', 'max-score-picker']);
+      expect(dbg.plugins.find((p) => p.type === 'prefix-cache')?.state).to.have.property('endpoints');
+      expect(dbg.dataLayer.traffic.requests).to.equal(1);
     } finally {
       client.close();
     }

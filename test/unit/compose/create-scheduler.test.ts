@@ -8,7 +8,10 @@ import type { RouteTicket } from '../../../src/core/routing-service.js';
 import type { DecisionReason } from '../../../src/core/types.js';
 import type { LoadSource } from '../../../src/endpoints/registry.js';
 import { createScheduler } from '../../../src/compose/create-scheduler.js';
-import { PluginCatalog } from '../../../src/scheduling/plugin-api.js';
+import { definePlugin, PluginCatalog } from '../../../src/scheduling/plugin-api.js';
+import { builtinCatalog } from '../../../src/plugins/register-builtins.js';
+import { parseConfig } from '../../../src/config/parse-config.js';
+import { int, section } from '../../../src/util/schema.js';
 import { roundRobinPicker } from '../../../src/plugins/picker/round-robin-picker.js';
 import type { Scheduler } from '../../../src/scheduling/scheduler.js';
 import type { StrategyName } from '../../../src/config/types.js';
@@ -292,5 +295,36 @@ describe('createScheduler strategies', () => {
       expect(reasons.has('affinity')).to.equal(true);
       expect(reasons.has('cold')).to.equal(true);
     });
+  });
+});
+
+describe('createScheduler with a plugin that is not a built-in', () => {
+  it('is configured from the document like any other: its own schema validates, its factory gets only (name, parameters, handle)', () => {
+    const seen: unknown[] = [];
+    const pinned = definePlugin({
+      type: 'pin-endpoint-picker',
+      description: 'test plugin: always picks the candidate at `index`',
+      parameters: section({ index: int({ min: 0 }).default(0) }),
+      create: (name, p, handle) => {
+        seen.push(Object.keys(handle).sort());
+        return { name, pick: (_s: unknown, cs: readonly unknown[]) => ({ order: [Math.min(p.index, cs.length - 1)], reason: 'load' as const }) };
+      },
+    });
+    const catalog = builtinCatalog().register(pinned);
+    const doc = {
+      apiVersion: 'cacheroute/v1',
+      endpoints: ['127.0.0.1:9001', '127.0.0.1:9002', '127.0.0.1:9003'],
+      engineMetrics: { enabled: false },
+      plugins: [{ type: 'model-subset-filter' }, { type: 'pin-endpoint-picker', name: 'pin', parameters: { index: 2 } }],
+      schedulingProfiles: [{ name: 'pinned', plugins: [{ pluginRef: 'model-subset-filter' }, { pluginRef: 'pin' }] }],
+    };
+    const s = createScheduler(parseConfig(doc, { catalog }), { clock: new ManualClock(), rng: seededRng(1), catalog });
+    expect(s.route(request()).decision.endpoint.index).to.equal(2);
+    expect(s.strategy).to.equal('pinned');
+    expect(seen).to.deep.equal([['clock', 'endpoints', 'logger', 'plugin', 'rng', 'shared', 'signals']]);
+    expect(() => parseConfig({ ...doc, plugins: [{ type: 'pin-endpoint-picker', parameters: { index: -1 } }] }, { catalog })).to.throw(
+      /plugins\[0\]\.parameters\.index: expected integer >= 0, got -1/,
+    );
+    expect(() => parseConfig(doc)).to.throw(/unknown plugin type "pin-endpoint-picker"/);
   });
 });
