@@ -8,6 +8,8 @@
  *   npm run bench -- --rerender <dir>   (rewrite results.md and charts of a finished run from its
  *                                        results.json and run.json with the current report code;
  *                                        no per-request records needed)
+ *   npm run bench -- bars --baseline <commit-or-dir> [...]   (the protocol-layer bars side by side
+ *                                        with a baseline build: bench/bars/run-bars.ts)
  *
  * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts: what is committed)
  * and the per-request records to bench/results/raw/<preset>/ (git-ignored).
@@ -52,6 +54,7 @@ function rerender(dir: string): number {
 }
 
 function main(): Promise<number> | number {
+  if (process.argv[2] === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars(process.argv.slice(3)));
   const { values } = parseArgs({
     options: {
       preset: { type: 'string' },

@@ -41,7 +41,7 @@ async function startCacheroute(spec: Extract<ContenderSpec, { kind: 'cacheroute'
   const router: ManagedProcess = await startProcess({
     name: `cacheroute-${spec.label}`,
     command: process.execPath,
-    args: [ROUTER_MAIN, 'serve', '--config', configFile],
+    args: [spec.routerMain ?? ROUTER_MAIN, 'serve', '--config', configFile],
     readyLine: (line) => line.includes('"listening"'),
     readyTimeoutMs: 20_000,
     ...(ctx.signal ? { signal: ctx.signal } : {}),

@@ -31,6 +31,8 @@ export type ContenderSpec =
       /** `NONE`: response bodies do not stream through the router (default: the config's FDS). */
       readonly envoyResponseBody?: 'NONE';
       readonly routerOverrides?: RouterOverrides;
+      /** `dist/src/main.js` of another built checkout (e.g. a baseline commit); default this one. */
+      readonly routerMain?: string;
     }
   | { readonly kind: 'envoy-only'; readonly label: string; readonly lb: 'round-robin' | 'least-request' }
   | {
@@ -64,7 +66,7 @@ export interface RunningContender {
 export function contenderDescription(spec: ContenderSpec): string {
   switch (spec.kind) {
     case 'cacheroute':
-      return `cacheroute (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.envoyResponseBody === 'NONE' ? ' (response_body_mode NONE)' : ''}`;
+      return `cacheroute${spec.routerMain ? ` from ${spec.routerMain}` : ''} (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.envoyResponseBody === 'NONE' ? ' (response_body_mode NONE)' : ''}`;
     case 'envoy-only':
       return `Envoy alone, lb ${spec.lb}`;
     case 'sglang-router':

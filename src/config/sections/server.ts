@@ -1,13 +1,12 @@
 /** `server:` section: listen addresses and gRPC limits. */
 import type { z } from 'zod';
-import { ALWAYS, int, oneOf, optionalSection } from '../../util/schema.js';
+import { ALWAYS, int, optionalSection } from '../../util/schema.js';
 import {
   DEFAULT_ADMIN_ADDRESS,
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_GRPC_ADDRESS,
   DEFAULT_KEEPALIVE_TIME_MS,
   DEFAULT_KEEPALIVE_TIMEOUT_MS,
-  DEFAULT_TRANSPORT,
 } from '../defaults.js';
 import type { ConfigSection } from '../config-section.js';
 import { listenAddress } from './common-checks.js';
@@ -18,7 +17,6 @@ const schema = optionalSection({
   drainTimeoutMs: int({ min: 0, max: 600_000 }).default(DEFAULT_DRAIN_TIMEOUT_MS).describe('On SIGTERM: how long open streams may finish before being cut.'),
   /** Default: fitted to requests.maxBodyBytes (see parse-config.ts). */
   maxReceiveMessageBytes: int({ min: 1024, max: 2 ** 31 - 1 }).optional().describe('Largest gRPC message accepted (must exceed the largest buffered body).'),
-  transport: oneOf(['node-http2', 'grpc-js']).default(DEFAULT_TRANSPORT).describe('gRPC server implementation.'),
   keepaliveTimeMs: int({ min: 0, max: 24 * 60 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIME_MS).describe('Server keepalive PING interval per Envoy connection; 0 = off.'),
   keepaliveTimeoutMs: int({ min: 1, max: 10 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIMEOUT_MS).describe('A keepalive PING not acknowledged within this closes the connection.'),
 }).superRefine((s, ctx) => {
