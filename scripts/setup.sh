@@ -10,6 +10,9 @@
 #                          (scripts/setup-vllm.sh; a link into the machine-level tool cache)
 #   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
 #                          (optional outside CI: without it the tracing e2e test skips and says why; under CI=true it fails)
+#   .bin/kube-apiserver    kube-apiserver v1.37.2 + etcd v3.7.0 from tools/kube, built once per
+#   .bin/etcd              machine into ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/kube-1.37.2/
+#                          (scripts/setup-kube.sh; required under CI=true)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
 # CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
@@ -117,4 +120,5 @@ else
   fi
   exec 9>&-
 fi
+bash scripts/setup-kube.sh
 say "done"

@@ -10,7 +10,7 @@ import type { Endpoint } from './core/types.js';
 import type { RoutingService } from './core/routing-service.js';
 import { createScheduler } from './compose/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
-import { AdminServer } from './admin/admin-server.js';
+import { AdminServer, sendJson } from './admin/admin-server.js';
 import { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
 import type { PromptExtractor } from './extproc/stream-handler.js';
@@ -23,12 +23,24 @@ import type { Rng } from './util/rng.js';
 import { createLogger } from './logging/logger.js';
 import type { Logger } from './logging/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
+import { attachEngineHealth, isHealthHost, type AttachedHealth } from './health/attach-engine-health.js';
+import { AdmissionController } from './admission/admission-controller.js';
+import { FleetSaturation } from './admission/saturation.js';
+import { changedSections, RELOADABLE_SECTIONS, ReloadCounts, type ReloadOutcome } from './config/config-reloader.js';
+import { DEFAULT_POOL } from './config/defaults.js';
+import { DEFAULT_DISCOVERY } from './config/sections/discovery.js';
+import type { DiscoveryView } from './discovery/discovery-metrics.js';
+import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from './discovery/discovery-service.js';
+import type { SourceStatus } from './discovery/endpoint-source.js';
+import type { EndpointRegistry } from './endpoints/registry.js';
 
 /** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
   start(): void;
   stop(): void;
   endpoints(): readonly Endpoint[];
+  /** The member set discovery keeps current (absent on test doubles). */
+  readonly registry?: EndpointRegistry;
 }
 
 /** The parts an instrumentation hook may observe or wrap. */
@@ -38,6 +50,8 @@ export interface AppParts {
   readonly admin: AdminServer;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Endpoint discovery and config reload status (when the app runs discovery). */
+  readonly discovery?: DiscoveryView;
 }
 
 /**
@@ -69,6 +83,8 @@ export interface RouterAppDeps {
   readonly instrument?: (parts: AppParts) => Instrumentation;
   /** Body mode assumed when Envoy sends no protocol_config (default FULL_DUPLEX_STREAMED). */
   readonly assumedBodyMode?: BodySendMode;
+  /** Name resolution / Kubernetes client for discovery (tests); defaults from config. */
+  readonly discovery?: Pick<DiscoveryDeps, 'resolver' | 'kubeConfig'>;
 }
 
 export interface StartedAddresses {
@@ -80,12 +96,29 @@ export interface StartedAddresses {
 }
 
 export interface RouterApp {
+  /** The running config (after reloads: their reloadable sections). */
   readonly config: RouterConfig;
   readonly scheduler: AppScheduler;
   readonly admin: AdminServer;
   readonly extProc: ExtProcServer;
   readonly logger: Logger;
+  /** Engine health (undefined when `health.enabled` is false or the scheduler is a test double). */
+  readonly health?: AttachedHealth;
+  /** Admission control (undefined when `admission.mode` is off). */
+  readonly admission?: AdmissionController;
+  /** The ext_proc edge (open streams, idle expiry). */
+  readonly edge: EdgeContext;
   start(): Promise<StartedAddresses>;
+  /**
+   * Applies a reloaded, validated config: `endpoints` and `discovery` take effect at once
+   * (engines join and leave without a restart); other changed sections are reported as
+   * needing a restart and keep their running values.
+   */
+  reload(next: RouterConfig): Promise<ReloadOutcome>;
+  /** Reload counts by result (the config reloader records them; metrics read them). */
+  readonly reloads: ReloadCounts;
+  /** Endpoint sources and their state (empty when the app runs no discovery). */
+  discoveryStatus(): readonly SourceStatus[];
   /**
    * Readiness off, then drain the ext_proc server (open streams get `graceMs`, default
    * config.server.drainTimeoutMs), then stop the scheduler, telemetry and admin server.
@@ -101,11 +134,35 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const rng = deps.rng ?? seededRng(config.seed);
   const scheduler: AppScheduler = deps.scheduler ?? createScheduler(config, { clock, rng, logger });
   const admin = new AdminServer({ address: config.server.adminAddress, logger });
+  const reloads = new ReloadCounts();
+  let running = config;
+  // Discovery keeps the registry of a scheduler built here from config (a test double's is its own).
+  const discovery =
+    deps.scheduler === undefined && scheduler.registry !== undefined
+      ? new DiscoveryService(discoveryInput(config), { registry: scheduler.registry, log: logger.child({ component: 'discovery' }), ...deps.discovery })
+      : undefined;
+  if (discovery !== undefined) {
+    admin.addRoute('GET', '/debug/discovery', (_req, res) => sendJson(res, 200, { sources: discovery.status(), reloads: reloads.snapshot() }));
+  }
+  const discoveryView: DiscoveryView | undefined =
+    discovery !== undefined ? { status: () => discovery.status(), reloads: () => reloads.snapshot() } : undefined;
   // Default telemetry: metrics, /debug/*, decision spans when OTEL_* configures an exporter.
   const instrument = deps.instrument ?? instrumentTelemetry({ tracing: 'env' });
-  const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger });
+  const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger, ...(discoveryView !== undefined ? { discovery: discoveryView } : {}) });
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
+  const host = isHealthHost(scheduler) ? scheduler : undefined;
+  const health = host !== undefined ? attachEngineHealth(config.health, host, { clock, logger }) : undefined;
+  const admission =
+    config.admission.mode !== 'off' && host !== undefined
+      ? new AdmissionController({
+          routing,
+          saturation: new FleetSaturation(host.registry, config.admission.saturation, config.engineMetrics.staleAfterMs),
+          config: config.admission,
+          clock,
+          logger,
+        })
+      : undefined;
 
   const edge = new EdgeContext({
     routing,
@@ -114,6 +171,10 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     decisionHeader: config.telemetry.decisionHeader,
     clock,
     logger,
+    idle: { requestMs: config.server.requestIdleTimeoutMs, responseMs: config.server.responseIdleTimeoutMs },
+    ...(admission !== undefined ? { admission } : {}),
+    ...(config.admission.tenantHeader !== undefined ? { tenantHeader: config.admission.tenantHeader } : {}),
+    ...(config.admission.priorityHeader !== undefined ? { priorityHeader: config.admission.priorityHeader } : {}),
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
   });
@@ -125,12 +186,22 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     keepalive: { timeMs: config.server.keepaliveTimeMs, timeoutMs: config.server.keepaliveTimeoutMs },
   });
 
+  if (health !== undefined) admin.addRoute('GET', '/debug/health', (_req, res) => sendJson(res, 200, health.monitor.stats()));
+  if (admission !== undefined) admin.addRoute('GET', '/debug/admission', (_req, res) => sendJson(res, 200, admission.stats()));
+  admin.addRoute('GET', '/debug/streams', (_req, res) =>
+    sendJson(res, 200, { open: edge.openStreams, expiredIdle: edge.expiredStreams, logLinesSuppressed: edge.logLimiter.suppressed }),
+  );
+
   let state: AppState = 'new';
   let schedulerStarted = false;
 
   const stopAll = async (graceMs: number): Promise<void> => {
     admin.setReady(false);
     await extProc.stop({ graceMs });
+    await discovery?.stop();
+    admission?.stop();
+    edge.stop();
+    health?.stop();
     if (schedulerStarted) {
       schedulerStarted = false;
       scheduler.stop();
@@ -140,11 +211,29 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   };
 
   return {
-    config,
+    get config() {
+      return running;
+    },
+    reloads,
+    discoveryStatus: () => discovery?.status() ?? [],
+    async reload(next) {
+      const changed = changedSections(running, next);
+      const applied = changed.filter((k) => (RELOADABLE_SECTIONS as readonly string[]).includes(k));
+      const restartRequired = changed.filter((k) => !applied.includes(k));
+      if (applied.length > 0) {
+        if (discovery === undefined) throw new Error('this router runs no endpoint discovery: endpoints cannot change at run time');
+        await discovery.reconfigure(discoveryInput(next, running));
+        running = Object.freeze({ ...running, endpoints: next.endpoints, discovery: next.discovery });
+      }
+      return { result: applied.length > 0 ? 'applied' : 'unchanged', applied, restartRequired };
+    },
     scheduler,
     admin,
     extProc,
     logger,
+    edge,
+    ...(health !== undefined ? { health } : {}),
+    ...(admission !== undefined ? { admission } : {}),
     async start() {
       if (state !== 'new') throw new Error(`router app cannot start in state ${state}`);
       state = 'starting';
@@ -152,6 +241,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         const a = await admin.start();
         scheduler.start();
         schedulerStarted = true;
+        health?.start();
+        edge.start();
+        await discovery?.start();
         const g = await extProc.start();
         admin.setReady(true);
         state = 'running';
@@ -178,6 +270,16 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
       await stopAll(opts.graceMs ?? config.server.drainTimeoutMs);
       state = 'stopped';
     },
+  };
+}
+
+/** What discovery reads from a config (engine-metrics polling as it runs, from `base`). */
+function discoveryInput(config: RouterConfig, base: RouterConfig = config): DiscoveryInput {
+  return {
+    endpoints: config.endpoints,
+    discovery: config.discovery ?? DEFAULT_DISCOVERY,
+    metricsEnabled: base.engineMetrics.enabled,
+    defaultPool: DEFAULT_POOL,
   };
 }
 

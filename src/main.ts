@@ -10,6 +10,9 @@
  *   {"event":"listening","grpc":"host:port","admin":"host:port","grpcPort":n,"adminPort":n}
  * On SIGTERM/SIGINT readiness turns false, open ext_proc streams get
  * server.drainTimeoutMs to finish, then the process exits 0. A second signal exits 1 at once.
+ * On SIGHUP, and whenever the config file changes, the file is validated again and its
+ * `endpoints` / `discovery` applied without a restart (src/config/config-reloader.ts); an
+ * invalid file leaves the running config in place.
  */
 import { isRouterError } from './core/errors.js';
 import { loadConfigFile } from './config/loader.js';
@@ -18,6 +21,7 @@ import { createScheduler } from './compose/create-scheduler.js';
 import { systemClock } from './util/clock.js';
 import { seededRng } from './util/rng.js';
 import type { RouterApp } from './app.js';
+import { ConfigReloader } from './config/config-reloader.js';
 
 const USAGE = `usage:
   cacheroute serve --config <file>
@@ -77,9 +81,18 @@ async function serve(configPath: string): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  const reloader = new ConfigReloader({
+    path: configPath,
+    load: loadConfigFile,
+    apply: (next) => app.reload(next),
+    counts: app.reloads,
+    log: app.logger.child({ component: 'config-reload' }),
+  });
+  process.on('SIGHUP', () => void reloader.reload('signal'));
 
   const addr = await app.start();
   if (stopping) return;
+  await reloader.start();
   printLine({
     event: 'listening',
     grpc: addr.grpcAddress,

@@ -7,12 +7,13 @@
  * fails loudly instead of silently rendering the demo ports.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { REPO_ROOT } from './repo-paths.js';
 
 export const ENVOY_VARIANTS = [
   'override-host',
+  'override-host-eds',
   'original-dst',
   'envoy-only-round-robin',
   'envoy-only-least-request',
@@ -21,7 +22,7 @@ export type EnvoyVariant = (typeof ENVOY_VARIANTS)[number];
 
 /** Variants in which cacheroute (ext_proc) picks the engine. */
 export function usesRouter(variant: EnvoyVariant): boolean {
-  return variant === 'override-host' || variant === 'original-dst';
+  return variant === 'override-host' || variant === 'override-host-eds' || variant === 'original-dst';
 }
 
 export interface EnvoyRenderOptions {
@@ -32,8 +33,10 @@ export interface EnvoyRenderOptions {
   readonly adminPort?: number;
   /** cacheroute's ext_proc gRPC address `host:port` (router variants). */
   readonly routerAddress?: string;
-  /** Engine addresses `ip:port` for STATIC engine clusters (ignored by ORIGINAL_DST). */
+  /** Engine addresses `ip:port` for STATIC engine clusters (ignored by ORIGINAL_DST and EDS). */
   readonly engines?: readonly string[];
+  /** The EDS file of an EDS engine cluster (its directory becomes the watched directory). */
+  readonly edsPath?: string;
   /** ext_proc `failure_mode_allow` (router variants). */
   readonly failureModeAllow?: boolean;
   /** OTLP/gRPC collector `host:port` for Envoy's tracer (router variants). */
@@ -148,9 +151,15 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     setSinglePort(byName(sr['listeners'], 'ingress', 'listener'), opts.listenerPort, 'listener ingress');
   }
 
+  if (opts.edsPath !== undefined) {
+    const engines = byName(clusters, 'engines', 'cluster');
+    const eds = obj(obj(obj(engines['eds_cluster_config'], 'cluster engines eds_cluster_config')['eds_config'], 'eds_config')['path_config_source'], 'path_config_source');
+    eds['path'] = opts.edsPath;
+    eds['watched_directory'] = { path: dirname(opts.edsPath) };
+  }
   if (opts.engines !== undefined) {
     const engines = byName(clusters, 'engines', 'cluster');
-    if (engines['type'] !== 'ORIGINAL_DST') {
+    if (engines['type'] !== 'ORIGINAL_DST' && engines['type'] !== 'EDS') {
       if (opts.engines.length === 0) throw new Error('envoy config: engine list is empty');
       setClusterEndpoints(engines, opts.engines);
     }

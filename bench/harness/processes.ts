@@ -69,6 +69,8 @@ export interface StartRouterOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly readyTimeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** Router entry script (default: this checkout's dist/src/main.js), e.g. another checkout's build to compare. */
+  readonly main?: string;
 }
 
 export interface RouterProcess extends ManagedProcess {
@@ -113,7 +115,7 @@ export async function startRouter(opts: StartRouterOptions): Promise<RouterProce
   const proc = await startProcess({
     name,
     command: process.execPath,
-    args: [ROUTER_MAIN, 'serve', '--config', configFile],
+    args: [opts.main ?? ROUTER_MAIN, 'serve', '--config', configFile],
     env: { ...process.env, ...opts.env },
     readyLine: (line) => parseListening(line) !== undefined,
     readyTimeoutMs: opts.readyTimeoutMs ?? 20_000,

@@ -31,6 +31,9 @@ import { PROMETHEUS_CONTENT_TYPE, renderVllmMetrics } from './prometheus-text.js
 import { timerStepScheduler, type StepScheduler } from './step-scheduler.js';
 import { outputLength, tokenText } from './text-generator.js';
 
+/** Wall-clock start of this process (Prometheus `process_start_time_seconds`). */
+const PROCESS_START_TIME_SECONDS = Math.round(Date.now() - performance.now()) / 1000;
+
 /** Largest accepted request body. */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 /**
@@ -219,7 +222,7 @@ export class SimEngineServer {
       }
       case '/metrics':
         if (!get) return this.methodNotAllowed(res);
-        res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE }).end(renderVllmMetrics(this.view.current(), this.cfg.model));
+        res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE }).end(renderVllmMetrics(this.view.current(), this.cfg.model, PROCESS_START_TIME_SECONDS));
         return;
       case '/stats':
         if (!get) return this.methodNotAllowed(res);

@@ -9,7 +9,12 @@ import type { HistogramSnapshot } from './histogram.js';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-export function renderVllmMetrics(snap: EngineSnapshot, modelName: string): string {
+/**
+ * @param processStartTimeSeconds wall-clock start of the engine process, rendered as
+ *   prometheus_client's `process_start_time_seconds` (vLLM exports it; routers use it to
+ *   notice a restart).
+ */
+export function renderVllmMetrics(snap: EngineSnapshot, modelName: string, processStartTimeSeconds?: number): string {
   const base = `model_name="${escapeLabel(modelName)}"`;
   const c = snap.counters;
   const out: string[] = [];
@@ -49,6 +54,13 @@ export function renderVllmMetrics(snap: EngineSnapshot, modelName: string): stri
   histogram('vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', c.ttft);
   histogram('vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', c.e2e);
   histogram('vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', c.queueTime);
+  if (processStartTimeSeconds !== undefined) {
+    out.push(
+      '# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.',
+      '# TYPE process_start_time_seconds gauge',
+      `process_start_time_seconds ${fmt(processStartTimeSeconds)}`,
+    );
+  }
   return out.join('\n') + '\n';
 }
 

@@ -6,6 +6,7 @@
  * validated with field-path errors like every other section.
  */
 import { cacheAwareSection, loadSection } from '../plugins/presets/shorthand.js';
+import { discoverySection } from './sections/discovery.js';
 import { endpointsSection } from './sections/endpoints.js';
 import { engineMetricsSection } from './sections/engine-metrics.js';
 import { pluginsSection, schedulingProfilesSection } from './sections/plugin-graph.js';
@@ -13,16 +14,21 @@ import { requestsSection } from './sections/requests.js';
 import { routingSections } from './sections/routing.js';
 import { serverSection } from './sections/server.js';
 import { telemetrySection } from './sections/telemetry.js';
+import { healthSection } from './sections/health.js';
+import { admissionSection } from './sections/admission.js';
 
 export const CONFIG_SECTIONS = [
   ...routingSections,
   serverSection,
   requestsSection,
   endpointsSection,
+  discoverySection,
   engineMetricsSection,
   telemetrySection,
   pluginsSection,
   schedulingProfilesSection,
   cacheAwareSection,
   loadSection,
+  healthSection,
+  admissionSection,
 ] as const;

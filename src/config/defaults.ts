@@ -20,6 +20,17 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
  */
 export const DEFAULT_KEEPALIVE_TIME_MS = 2 * 60 * 60 * 1000;
 export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
+/**
+ * An ext_proc stream silent this long before its request was answered is abandoned (Envoy
+ * sends headers and body as the client uploads them; half a minute of silence mid-upload is
+ * a stalled or vanished client).
+ */
+export const DEFAULT_REQUEST_IDLE_TIMEOUT_MS = 30_000;
+/**
+ * After the answer, silence is normal until the engine's response headers (a non-streamed
+ * answer sends them only when it is complete): the shipped Envoy configs' route timeout.
+ */
+export const DEFAULT_RESPONSE_IDLE_TIMEOUT_MS = 600_000;
 /** Headroom over the largest body for the surrounding protobuf/gRPC framing. */
 export const GRPC_FRAMING_HEADROOM_BYTES = 1024 * 1024;
 

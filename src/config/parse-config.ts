@@ -16,6 +16,7 @@ import { configError, formatIssues, section, withoutNulls } from '../util/schema
 import { CONFIG_SECTIONS } from './config-sections.js';
 import { DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, DEFAULT_STRATEGY, GRPC_FRAMING_HEADROOM_BYTES } from './defaults.js';
 import { applyEnvOverrides, type Env } from './env-overrides.js';
+import { isHostNameEntry } from '../util/host-port.js';
 import type { ParsedSections, RouterConfig } from './types.js';
 
 export interface ParseOptions {
@@ -43,15 +44,22 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
     sources = applied.sources;
   }
   if (doc === undefined || doc === null) throw configError(['(document): empty']);
-  const r = ROOT.safeParse(withoutNulls(doc));
-  if (!r.success) throw configError(formatIssues(r.error.issues, '', sources));
+  const clean = withoutNulls(doc);
+  const r = ROOT.safeParse(clean);
+  const engines = enginesProblem(clean);
+  if (!r.success) throw configError([...formatIssues(r.error.issues, '', sources), ...(engines !== undefined ? [engines] : [])]);
+  if (engines !== undefined) throw configError([engines]);
   const parsed = r.data as unknown as ParsedSections;
 
   const problems: string[] = [];
   const server = resolveServer(parsed, problems);
+  // Host-name entries get a metrics URL per resolved address (src/discovery/).
   const endpoints = parsed.endpoints.map((e) =>
-    e.metricsUrl === undefined && parsed.engineMetrics.enabled ? { ...e, metricsUrl: `http://${e.address}/metrics` } : e,
+    e.metricsUrl === undefined && parsed.engineMetrics.enabled && !isHostNameEntry(e.address) ? { ...e, metricsUrl: `http://${e.address}/metrics` } : e,
   );
+  if (parsed.admission.mode === 'queue' && parsed.admission.queue.maxWaitMs >= server.requestIdleTimeoutMs) {
+    problems.push(`admission.queue.maxWaitMs: must be below server.requestIdleTimeoutMs (${server.requestIdleTimeoutMs})`);
+  }
   const graph = resolveGraph(parsed, problems);
   if (problems.length > 0) throw configError(problems);
   const catalog = options.catalog ?? (defaultCatalog ??= builtinCatalog());
@@ -67,6 +75,16 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
     schedulingProfiles: graph.spec.schedulingProfiles,
   };
   return deepFreeze(config);
+}
+
+/** The engines come from `endpoints`, from `discovery.sources`, or both (read from the raw document). */
+function enginesProblem(doc: unknown): string | undefined {
+  const d = (typeof doc === 'object' && doc !== null ? doc : {}) as { endpoints?: unknown; discovery?: { sources?: unknown } };
+  const sources = typeof d.discovery === 'object' && d.discovery !== null ? d.discovery.sources : undefined;
+  if (Array.isArray(sources) && sources.length > 0) return undefined;
+  if (d.endpoints === undefined) return 'endpoints: required (at least one endpoint, or discovery.sources)';
+  if (Array.isArray(d.endpoints) && d.endpoints.length === 0) return 'endpoints: at least one endpoint is required (or discovery.sources)';
+  return undefined;
 }
 
 function resolveServer(p: ParsedSections, problems: string[]): RouterConfig['server'] {

@@ -7,19 +7,22 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA' // e.g. compressed body the router will not inflate
   | 'NO_ENDPOINT' // nothing eligible (empty pool / subset)
-  | 'OVERLOADED' // reserved for load shedding; nothing raises it yet
+  | 'OVERLOADED' // refused by admission control (src/admission/), 429 + Retry-After
   | 'BAD_CONFIG'
   | 'PROTOCOL' // peer broke the ext_proc conversation rules
   | 'INTERNAL';
 
 export class RouterError extends Error {
   override readonly name = 'RouterError';
+  /** OVERLOADED: when the client may try again (the edge sends it as `Retry-After`). */
+  readonly retryAfterMs?: number;
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
+    if (options?.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
 
   /** Wraps anything thrown into a RouterError (INTERNAL unless it already is one). */

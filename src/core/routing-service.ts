@@ -26,3 +26,13 @@ export interface RoutingService {
    */
   route(request: RouteRequest): RouteTicket;
 }
+
+/**
+ * Admission in front of routing: decides at once (a ticket), holds the request until an
+ * engine has room (a promise), or refuses it (RouterError OVERLOADED, thrown or rejected).
+ * Aborting `signal` (the stream ended) withdraws a held request; its promise then rejects
+ * and nothing was routed.
+ */
+export interface AdmissionService {
+  admit(request: RouteRequest, signal: AbortSignal): RouteTicket | Promise<RouteTicket>;
+}

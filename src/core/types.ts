@@ -43,6 +43,10 @@ export interface RouteRequest {
   readonly subset?: readonly string[];
   /** Whether the client asked for an SSE stream. */
   readonly stream: boolean;
+  /** Value of the configured tenant header (admission fairness), if present. */
+  readonly tenant?: string;
+  /** Priority from the configured priority header (higher is served first; default 0). */
+  readonly priority?: number;
   /** Arrival time on the router clock (ms). */
   readonly arrivalMs: number;
   /**

@@ -18,6 +18,7 @@
  *            sglang:cache_hit_rate (gauge)
  *   config   vllm:cache_config_info{block_size, num_gpu_blocks}
  *            sglang:cache_config_info{page_size, num_pages}
+ *   restart  process_start_time_seconds (prometheus_client's process collector)
  * Series with several label sets (one per model_name) are summed for counts and counters
  * and maxed for fractions.
  */
@@ -45,6 +46,8 @@ export interface EngineSignals {
   readonly blockSizeTokens?: number;
   /** KV blocks on the device (vLLM num_gpu_blocks / SGLang num_pages). */
   readonly numBlocks?: number;
+  /** Unix time the engine process started (changes when it restarts). */
+  readonly processStartTimeSeconds?: number;
 }
 
 export interface ParseLimits {
@@ -56,7 +59,7 @@ export interface ParseLimits {
 
 export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxLineChars: 4096, maxChars: 1 << 20 };
 
-type Field = 'waiting' | 'waitingByReason' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig';
+type Field = 'waiting' | 'waitingByReason' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig' | 'startTime';
 
 /** Metric name → (field, engine). Names with and without the `_total` suffix are both seen. */
 const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([
@@ -79,6 +82,7 @@ const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([
   ['sglang:token_usage', ['kvUsage', 'sglang']],
   ['sglang:cache_hit_rate', ['hitRate', 'sglang']],
   ['sglang:cache_config_info', ['sglangConfig', 'sglang']],
+  ['process_start_time_seconds', ['startTime', 'unknown']],
 ]);
 
 interface Acc {
@@ -92,6 +96,7 @@ interface Acc {
   hitRate?: number;
   blockSizeTokens?: number;
   numBlocks?: number;
+  startTime?: number;
 }
 
 /**
@@ -138,6 +143,9 @@ function parseLine(line: string, acc: Acc): void {
   if (value === undefined) return;
   if (acc.engine === 'unknown') acc.engine = engine;
   switch (field) {
+    case 'startTime':
+      if (value > 0) acc.startTime = value;
+      break;
     case 'waiting':
       acc.waiting = (acc.waiting ?? 0) + value;
       break;
@@ -255,6 +263,7 @@ function finish(acc: Acc): EngineSignals {
   if (acc.hitRate !== undefined) out.cacheHitRate = clamp01(acc.hitRate);
   if (acc.blockSizeTokens !== undefined) out.blockSizeTokens = acc.blockSizeTokens;
   if (acc.numBlocks !== undefined) out.numBlocks = acc.numBlocks;
+  if (acc.startTime !== undefined) out.processStartTimeSeconds = acc.startTime;
   return out;
 }
 

@@ -8,14 +8,18 @@
  * models) each refine the snapshot in registration order. The scheduling core depends only
  * on `loadOf`, so new signals slot in without touching it.
  *
- * The endpoint set is fixed at construction (static config); `Endpoint.index` is stable
- * for the life of the registry.
+ * Membership changes at run time (`replace`, `add`, `remove`: endpoint discovery feeds
+ * them). `Endpoint.index` is stable for the life of that endpoint: a departed endpoint's
+ * index is reused by a newcomer only once its last in-flight lease is released, so late
+ * accounting can never land on a different engine. Every change is announced to the
+ * membership listeners (the scheduler forwards it to plugins) before the call returns.
  */
 import { isIP } from 'node:net';
 import type { EndpointConfig } from '../config/types.js';
 import { RouterError } from '../core/errors.js';
 import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
+import { isHostNameEntry } from '../util/host-port.js';
 import { InflightTracker } from './inflight.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from './load.js';
 
@@ -72,40 +76,168 @@ export function parseEndpointAddress(text: string): EndpointAddress {
   return { id, address: host, port };
 }
 
+/** An endpoint as a membership source describes it (the registry assigns `index`). */
+export type EndpointSpec = Omit<Endpoint, 'index'>;
+
+/** One membership change, announced after it took effect. */
+export interface MembershipChange {
+  /** Endpoints that joined (new objects with their assigned index). */
+  readonly added: readonly Endpoint[];
+  /** Endpoints that left: no new picks; their in-flight requests still finish. */
+  readonly removed: readonly Endpoint[];
+  /** Members whose pool, models or metrics URL changed (same id and index, new object). */
+  readonly updated: readonly Endpoint[];
+  /** All members after the change, ordered by index (what `all()` now returns). */
+  readonly endpoints: readonly Endpoint[];
+}
+
+export type MembershipListener = (change: MembershipChange) => void;
+
 export class EndpointRegistry {
   readonly inflight: InflightTracker;
-  private readonly list: readonly Endpoint[];
-  private readonly ids: ReadonlyMap<string, Endpoint>;
+  /** Members ordered by index; a new frozen array on every change. */
+  private list: readonly Endpoint[];
+  private readonly ids = new Map<string, Endpoint>();
+  /** Slot → member, or the departed endpoint that last held it (undefined = never used). */
+  private readonly slots: (Endpoint | undefined)[] = [];
+  /** Indexes of departed endpoints (reusable once their in-flight count is 0). */
+  private readonly departed = new Set<number>();
   private readonly sources: LoadSource[] = [];
+  private readonly listeners = new Set<MembershipListener>();
   /** True when at least one endpoint restricts models (else model eligibility is a no-op). */
-  private readonly anyModelRestriction: boolean;
+  private anyModelRestriction = false;
 
   /**
    * @param endpoints endpoints without `index`; indexes are assigned 0..n-1 in order.
    * @throws RouterError BAD_CONFIG on duplicate ids.
    */
   constructor(
-    endpoints: readonly Omit<Endpoint, 'index'>[],
+    endpoints: readonly EndpointSpec[],
     private readonly clock: Clock,
+    private readonly onListenerError: (err: unknown) => void = () => {},
   ) {
-    const ids = new Map<string, Endpoint>();
-    const list: Endpoint[] = [];
-    endpoints.forEach((e, index) => {
-      if (ids.has(e.id)) throw new RouterError('BAD_CONFIG', `duplicate endpoint "${e.id}"`);
-      const ep: Endpoint = Object.freeze({ ...e, models: Object.freeze([...e.models]), index });
-      ids.set(ep.id, ep);
-      list.push(ep);
-    });
-    this.list = Object.freeze(list);
-    this.ids = ids;
-    this.anyModelRestriction = list.some((e) => e.models.length > 0);
-    this.inflight = new InflightTracker(list.length);
+    checkUnique(endpoints);
+    this.inflight = new InflightTracker(endpoints.length);
+    for (const e of endpoints) this.admit(e);
+    this.list = this.members();
+    this.anyModelRestriction = this.list.some((e) => e.models.length > 0);
   }
 
-  /** Builds the registry from the `endpoints` section of the config. */
+  /**
+   * Makes the member set exactly `desired` (by id): newcomers are added, members missing
+   * from it are removed, members whose attributes changed are updated in place (same
+   * index). Announces the change to the listeners unless nothing changed.
+   * @throws RouterError BAD_CONFIG on duplicate ids in `desired` (nothing changes then).
+   */
+  replace(desired: readonly EndpointSpec[]): MembershipChange {
+    checkUnique(desired);
+    const want = new Map(desired.map((e) => [e.id, e]));
+    const removed: Endpoint[] = [];
+    for (const ep of this.list) {
+      if (!want.has(ep.id)) {
+        this.ids.delete(ep.id);
+        removed.push(ep);
+      }
+    }
+    const added: Endpoint[] = [];
+    const updated: Endpoint[] = [];
+    for (const spec of desired) {
+      const cur = this.ids.get(spec.id);
+      if (cur === undefined) added.push(this.admit(spec));
+      else if (!sameSpec(cur, spec)) updated.push(this.admit(spec, cur.index));
+    }
+    // Only now: an index that leaves in this change is never handed to a newcomer of the
+    // same change (listeners that retain by index would keep the old engine's state).
+    for (const ep of removed) this.departed.add(ep.index);
+    return this.announce(added, removed, updated);
+  }
+
+  /** Adds (or updates) one endpoint, keeping the others. */
+  add(spec: EndpointSpec): MembershipChange {
+    const rest = this.list.filter((e) => e.id !== spec.id);
+    return this.replace([...rest, spec]);
+  }
+
+  /** Removes the endpoint with this id (no-op change when absent). */
+  remove(id: string): MembershipChange {
+    return this.replace(this.list.filter((e) => e.id !== id));
+  }
+
+  /**
+   * Observes membership changes (called synchronously, after the change took effect; a
+   * throwing listener does not stop the others). Returns the unsubscribe function.
+   */
+  onMembershipChange(listener: MembershipListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** True while `endpoint` (this very object, not just its id) is a member. */
+  isMember(endpoint: Endpoint): boolean {
+    return this.ids.get(endpoint.id) === endpoint;
+  }
+
+  /** One past the highest index ever assigned (size per-index arrays with this). */
+  get indexCapacity(): number {
+    return this.slots.length;
+  }
+
+  /** Departed endpoints whose in-flight requests have not all finished yet. */
+  draining(): Endpoint[] {
+    const out: Endpoint[] = [];
+    for (const i of this.departed) if (this.inflight.requests(i) > 0) out.push(this.slots[i]!);
+    return out;
+  }
+
+  private admit(spec: EndpointSpec, index: number = this.freeIndex()): Endpoint {
+    const ep: Endpoint = Object.freeze({ ...spec, models: Object.freeze([...spec.models]), index });
+    this.slots[index] = ep;
+    this.ids.set(ep.id, ep);
+    return ep;
+  }
+
+  /** The lowest departed index with nothing in flight, else a new one. */
+  private freeIndex(): number {
+    let best = -1;
+    for (const i of this.departed) if (this.inflight.requests(i) === 0 && (best < 0 || i < best)) best = i;
+    if (best >= 0) {
+      this.departed.delete(best);
+      return best;
+    }
+    const index = this.slots.length;
+    this.slots.push(undefined);
+    this.inflight.ensureEndpoints(this.slots.length);
+    return index;
+  }
+
+  private members(): readonly Endpoint[] {
+    return Object.freeze([...this.ids.values()].sort((a, b) => a.index - b.index));
+  }
+
+  private announce(added: Endpoint[], removed: Endpoint[], updated: Endpoint[]): MembershipChange {
+    if (added.length > 0 || removed.length > 0 || updated.length > 0) {
+      this.list = this.members();
+      this.anyModelRestriction = this.list.some((e) => e.models.length > 0);
+    }
+    const change: MembershipChange = { added, removed, updated, endpoints: this.list };
+    if (added.length === 0 && removed.length === 0 && updated.length === 0) return change;
+    for (const l of [...this.listeners]) {
+      try {
+        l(change);
+      } catch (err) {
+        this.onListenerError(err);
+      }
+    }
+    return change;
+  }
+
+  /**
+   * Builds the registry from the `endpoints` section of the config. Host-name entries are
+   * left to discovery (src/discovery/), which resolves them and adds their addresses.
+   */
   static fromConfig(configs: readonly EndpointConfig[], clock: Clock): EndpointRegistry {
     return new EndpointRegistry(
-      configs.map((c) => {
+      configs.filter((c) => !isHostNameEntry(c.address)).map((c) => {
         const a = parseEndpointAddress(c.address);
         return {
           id: a.id,
@@ -124,7 +256,7 @@ export class EndpointRegistry {
     return this.list.length;
   }
 
-  /** All endpoints, ordered by index. */
+  /** All members, ordered by index (a new array after each membership change). */
   all(): readonly Endpoint[] {
     return this.list;
   }
@@ -133,8 +265,10 @@ export class EndpointRegistry {
     return this.ids.get(id);
   }
 
+  /** The member holding `index` (undefined for a free or departed index). */
   byIndex(index: number): Endpoint | undefined {
-    return this.list[index];
+    const ep = this.slots[index];
+    return ep !== undefined && this.ids.get(ep.id) === ep ? ep : undefined;
   }
 
   /** An endpoint with no model list serves any model; a request without a model fits any endpoint. */
@@ -229,6 +363,25 @@ export class EndpointRegistry {
     }
     return out;
   }
+}
+
+function checkUnique(endpoints: readonly EndpointSpec[]): void {
+  const seen = new Set<string>();
+  for (const e of endpoints) {
+    if (seen.has(e.id)) throw new RouterError('BAD_CONFIG', `duplicate endpoint "${e.id}"`);
+    seen.add(e.id);
+  }
+}
+
+function sameSpec(a: Endpoint, b: EndpointSpec): boolean {
+  return (
+    a.address === b.address &&
+    a.port === b.port &&
+    a.pool === b.pool &&
+    a.metricsUrl === b.metricsUrl &&
+    a.models.length === b.models.length &&
+    a.models.every((m, i) => m === b.models[i])
+  );
 }
 
 function copyLoad(from: LoadSnapshot, to: MutableLoadSnapshot): void {

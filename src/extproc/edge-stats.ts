@@ -7,9 +7,9 @@ import type { ErrorCode } from '../core/errors.js';
 /**
  * Kinds reported through streamError: a RouterError code that produced a local reply (or,
  * for PROTOCOL, ended the stream), `ABORTED` when a routed request ended before its
- * response completed (client gone, reset), `TRANSPORT` for a gRPC transport error.
+ * response completed (client gone, reset), `TRANSPORT` for a gRPC transport error, `IDLE` for a stream expired by the idle timeout.
  */
-export type StreamErrorKind = ErrorCode | 'ABORTED' | 'TRANSPORT';
+export type StreamErrorKind = ErrorCode | 'ABORTED' | 'TRANSPORT' | 'IDLE';
 
 export interface EdgeStats {
   streamOpened(): void;

@@ -32,3 +32,6 @@ export function httpStatusOf(code: ErrorCode): number {
 export function grpcStatusOf(code: ErrorCode): GrpcStatus {
   return ERROR_STATUS[code].grpc;
 }
+
+/** gRPC status a stream is ended with when it was idle too long (stream-handler.ts). */
+export const IDLE_TIMEOUT_GRPC_STATUS: GrpcStatus = GrpcStatus.DEADLINE_EXCEEDED;

@@ -154,12 +154,17 @@ export function errorBody(err: RouterError): Buffer {
   return Buffer.from(JSON.stringify({ error: { code: err.code, message } }), 'utf8');
 }
 
-/** Local reply for an error: status from the one mapping table, JSON body, JSON content type. */
+/**
+ * Local reply for an error: status from the one mapping table, JSON body, JSON content type,
+ * and `retry-after` (whole seconds, at least 1) when the error says when to come back.
+ */
 export function immediateErrorResponse(err: RouterError): ProcessingResponse {
+  const headers = [setHeader('content-type', 'application/json')];
+  if (err.retryAfterMs !== undefined) headers.push(setHeader('retry-after', String(Math.max(1, Math.ceil(err.retryAfterMs / 1000)))));
   return {
     immediate_response: {
       status: { code: httpStatusOf(err.code) as StatusCode },
-      headers: { set_headers: [setHeader('content-type', 'application/json')] },
+      headers: { set_headers: headers },
       body: errorBody(err),
       details: 'cacheroute_' + err.code.toLowerCase(),
     },

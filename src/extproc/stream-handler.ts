@@ -15,20 +15,31 @@
  * Accounting: a RouteTicket is taken only when a decision was made and is finished exactly
  * once — when the response completes, or when the stream ends in any other way (Envoy's
  * CANCELLED at the end of every request, client disconnect, transport error, our own
- * protocol error). No path leaves a request counted as in flight.
+ * protocol error, or the idle timeout below). No path leaves a request counted as in flight.
+ *
+ * Admission: with an AdmissionService the decision may be held (phase `admitting`) until an
+ * engine has room; the headers (or body) answer goes out when it is admitted, a 429 when it
+ * is refused, nothing when the stream ended meanwhile (the held request is withdrawn).
+ *
+ * Stream hygiene: a stream that sees no message for the idle timeout of its phase (before
+ * the decision: `requestMs`; after it: `responseMs`, which must outlast the quietest
+ * legitimate response) is expired by EdgeContext.sweepIdle — its ticket finished as aborted
+ * and the stream failed with DEADLINE_EXCEEDED — so an abandoned stream cannot stay counted
+ * in flight. Log lines about bad streams are rate-limited per cause (rate-limited-log.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { RouterError } from '../core/errors.js';
 import type { RouteRequest } from '../core/types.js';
-import type { RouteTicket, RoutingService } from '../core/routing-service.js';
+import type { AdmissionService, RouteTicket, RoutingService } from '../core/routing-service.js';
 import type { RequestsConfig } from '../config/types.js';
 import type { Clock } from '../util/clock.js';
 import { requestLogger } from '../logging/logger.js';
-import type { Logger } from '../logging/logger.js';
+import type { LogFields, Logger } from '../logging/logger.js';
+import { RateLimitedLog } from '../logging/rate-limited-log.js';
 import { DECISION_HEADER, formatDecisionSummary } from '../telemetry/decision-summary.js';
 import type { EdgeStats } from './edge-stats.js';
 import { noopEdgeStats } from './edge-stats.js';
-import { grpcStatusOf, httpStatusOf } from './error-status.js';
+import { IDLE_TIMEOUT_GRPC_STATUS, grpcStatusOf, httpStatusOf } from './error-status.js';
 import type { BodySendMode, ProcessingRequest__Output, ProcessingResponse } from './ext-proc-proto.js';
 import { readHeaderMap } from './header-map.js';
 import type { HeaderLookup } from './header-map.js';
@@ -95,7 +106,27 @@ export interface EdgeOptions {
    */
   readonly assumedBodyMode?: BodySendMode;
   readonly newRequestId?: () => string;
+  /** Admission control in front of `routing` (absent: every request is routed at once). */
+  readonly admission?: AdmissionService;
+  /** Request header naming the tenant (admission fairness); lower-case or any case. */
+  readonly tenantHeader?: string;
+  /** Request header carrying an integer priority (higher first); absent or invalid = 0. */
+  readonly priorityHeader?: string;
+  /** Idle timeouts; absent = streams never expire. */
+  readonly idle?: StreamIdleTimeouts;
+  /** Rate limiter for per-cause log lines (default: 5 lines per cause per 10 s). */
+  readonly logLimiter?: RateLimitedLog;
 }
+
+export interface StreamIdleTimeouts {
+  /** Longest silence before the request side was answered (headers, body upload, trailers). */
+  readonly requestMs: number;
+  /** Longest silence after it (waiting for response headers, between response chunks). */
+  readonly responseMs: number;
+}
+
+/** Highest |priority| accepted from the priority header; larger values are clamped. */
+export const MAX_PRIORITY = 1000;
 
 /** Everything prepared once per server and shared by its streams. */
 export class EdgeContext {
@@ -104,8 +135,15 @@ export class EdgeContext {
   readonly assumedBodyMode: BodySendMode;
   readonly newRequestId: () => string;
   readonly extractOpts: { maxPrefixChars: number; charsPerToken: number };
+  readonly logLimiter: RateLimitedLog;
+  readonly tenantHeader: string | undefined;
+  readonly priorityHeader: string | undefined;
   /** Set once a degraded (header-only) body mode was logged. */
   warnedHeaderOnly = false;
+  /** Open streams (for the idle sweep). */
+  private readonly open_ = new Set<StreamHandler>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private expiredCount = 0;
 
   constructor(readonly options: EdgeOptions) {
     this.matcher = new InferenceMatcher(options.requests);
@@ -113,10 +151,74 @@ export class EdgeContext {
     this.assumedBodyMode = options.assumedBodyMode ?? 'FULL_DUPLEX_STREAMED';
     this.newRequestId = options.newRequestId ?? randomUUID;
     this.extractOpts = { maxPrefixChars: options.requests.maxPrefixChars, charsPerToken: options.requests.charsPerToken };
+    this.logLimiter = options.logLimiter ?? new RateLimitedLog({ clock: options.clock });
+    this.tenantHeader = options.tenantHeader?.toLowerCase();
+    this.priorityHeader = options.priorityHeader?.toLowerCase();
   }
 
   open(stream: ProcessStream): StreamHandler {
-    return new StreamHandler(this, stream);
+    const h = new StreamHandler(this, stream);
+    this.open_.add(h);
+    return h;
+  }
+
+  /** Streams opened and not yet closed. */
+  get openStreams(): number {
+    return this.open_.size;
+  }
+
+  /** Streams expired by the idle timeout so far. */
+  get expiredStreams(): number {
+    return this.expiredCount;
+  }
+
+  /** Arms the idle sweep (a no-op without idle timeouts). Idempotent. */
+  start(): void {
+    const idle = this.options.idle;
+    if (idle === undefined || this.sweepTimer !== undefined) return;
+    const everyMs = Math.min(5_000, Math.max(50, Math.min(idle.requestMs, idle.responseMs) / 4));
+    this.sweepTimer = setInterval(() => this.sweepIdle(), everyMs);
+    this.sweepTimer.unref();
+  }
+
+  /** Stops the idle sweep and writes a summary of log lines the rate limit dropped. */
+  stop(): void {
+    if (this.sweepTimer !== undefined) clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+    const dropped = this.logLimiter.drainSuppressed();
+    const causes = Object.keys(dropped);
+    if (causes.length > 0) {
+      const fields: LogFields = {};
+      for (const c of causes) fields[c] = dropped[c]!;
+      this.options.logger.info('log lines suppressed by the rate limit, by cause', fields);
+    }
+  }
+
+  /** Expires every stream idle longer than its phase allows. Returns how many. */
+  sweepIdle(nowMs: number = this.options.clock.nowMs()): number {
+    const idle = this.options.idle;
+    if (idle === undefined) return 0;
+    let expired = 0;
+    for (const h of [...this.open_]) {
+      const limit = h.idleLimitMs(idle);
+      if (limit !== undefined && nowMs - h.lastActivityMs > limit) {
+        h.expire(nowMs - h.lastActivityMs);
+        expired++;
+      }
+    }
+    this.expiredCount += expired;
+    return expired;
+  }
+
+  /** A stream ended (StreamHandler.finalize). */
+  closed(h: StreamHandler): void {
+    this.open_.delete(h);
+  }
+
+  /** Writes a log line unless its cause is over the rate limit. */
+  limitedLog(logger: Logger, level: 'debug' | 'info' | 'warn' | 'error', cause: string, msg: string, fields: LogFields): void {
+    if (!logger.enabled(level)) return;
+    this.logLimiter.log(cause, (extra) => logger[level](msg, { ...fields, ...extra }));
   }
 }
 
@@ -127,6 +229,8 @@ export type StreamPhase =
   | 'collecting-body'
   /** Inference request, BUFFERED: headers answered, waiting for the one body message. */
   | 'awaiting-buffered-body'
+  /** Inference request held by admission control; the request-side answer is pending. */
+  | 'admitting'
   /** Request side answered (decision or pass-through); answering whatever follows. */
   | 'forwarded'
   /** A local reply was sent; Envoy stops processing, later messages are ignored. */
@@ -167,6 +271,10 @@ export class StreamHandler {
   private servedBy: string | undefined;
   private sniffer: UsageSniffer | undefined;
   private firstByteReported = false;
+  /** Withdraws a request held by admission control when the stream ends. */
+  private admitAbort: AbortController | undefined;
+  /** Router-clock time of the last message (or of the stream's opening). */
+  lastActivityMs: number;
 
   constructor(
     private readonly ctx: EdgeContext,
@@ -174,7 +282,31 @@ export class StreamHandler {
   ) {
     this.requestBodyMode = ctx.assumedBodyMode;
     this.responseBodyMode = ctx.assumedBodyMode;
+    this.lastActivityMs = ctx.options.clock.nowMs();
     ctx.stats.streamOpened();
+  }
+
+  /** How long this stream may stay silent in its phase; undefined = no limit now. */
+  idleLimitMs(idle: StreamIdleTimeouts): number | undefined {
+    switch (this.phase) {
+      case 'closed':
+      case 'admitting': // admission control bounds this wait with its own deadline
+        return undefined;
+      case 'forwarded':
+        return idle.responseMs;
+      default:
+        return idle.requestMs;
+    }
+  }
+
+  /** The idle timeout fired: release everything and end the stream with DEADLINE_EXCEEDED. */
+  expire(idleMs: number): void {
+    if (this.phase === 'closed') return;
+    const phase = this.phase;
+    this.ctx.stats.streamError('IDLE');
+    this.ctx.limitedLog(this.logger(), 'info', 'idle-timeout', 'ext_proc stream expired idle', { phase, idle_ms: Math.round(idleMs) });
+    this.finalize();
+    this.stream.fail(IDLE_TIMEOUT_GRPC_STATUS, `no message for ${Math.round(idleMs)} ms (${phase})`);
   }
 
   get state(): StreamPhase {
@@ -189,11 +321,11 @@ export class StreamHandler {
   /** One ProcessingRequest from Envoy. Never throws. */
   onMessage(msg: ProcessingRequest__Output): void {
     if (this.phase === 'closed' || this.phase === 'rejected') return;
+    this.lastActivityMs = this.ctx.options.clock.nowMs();
     try {
       this.dispatch(msg);
     } catch (err) {
       const e = RouterError.from(err);
-      this.logger().error('ext_proc handler failure', { code: e.code, error: e.message });
       this.endWithError(e.code === 'PROTOCOL' ? e : new RouterError('INTERNAL', e.message));
     }
   }
@@ -214,7 +346,7 @@ export class StreamHandler {
   onTransportError(err: unknown): void {
     if (this.phase === 'closed') return;
     this.ctx.stats.streamError('TRANSPORT');
-    this.logger().debug('ext_proc stream error', { error: err instanceof Error ? err.message : String(err) });
+    this.ctx.limitedLog(this.logger(), 'debug', 'transport', 'ext_proc stream error', { error: err instanceof Error ? err.message : String(err) });
     this.finalize();
   }
 
@@ -304,16 +436,17 @@ export class StreamHandler {
             body_mode: this.requestBodyMode,
           });
         }
-        const ticket = this.decide(undefined);
-        if (ticket === undefined) return;
-        this.phase = 'forwarded';
-        this.send(requestHeadersWithDecision(ticket.decision));
+        this.decide(undefined, (ticket) => {
+          this.phase = 'forwarded';
+          this.send(requestHeadersWithDecision(ticket.decision));
+        });
       }
     }
   }
 
   private onRequestBody(msg: ProcessingRequest__Output): void {
     if (this.phase === 'headers') throw protocolError('request body before request headers');
+    if (this.phase === 'admitting') throw protocolError('request body while the request was held by admission control');
     if (this.requestEnded) throw protocolError('request body after the request ended');
     const part = msg.request_body!;
     const body = part.body;
@@ -335,10 +468,10 @@ export class StreamHandler {
         // Envoy sent only what fit in its buffer: the prompt is incomplete.
         return this.reject(tooLarge(this.ctx.options.requests.maxBodyBytes));
       }
-      const ticket = this.decide(body);
-      if (ticket === undefined) return;
-      this.phase = 'forwarded';
-      this.send(requestBodyWithDecision(ticket.decision));
+      this.decide(body, (ticket) => {
+        this.phase = 'forwarded';
+        this.send(requestBodyWithDecision(ticket.decision));
+      });
       return;
     }
 
@@ -368,14 +501,14 @@ export class StreamHandler {
   private completeDuplexBody(endedByBody: boolean): void {
     const chunks = this.chunks;
     this.chunks = [];
-    const ticket = this.decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.bodyBytes));
-    if (ticket === undefined) return;
-    this.phase = 'forwarded';
-    this.send(requestHeadersWithDecision(ticket.decision));
-    for (let i = 0; i < chunks.length; i++) {
-      this.send(streamedRequestBody(chunks[i]!, endedByBody && i === chunks.length - 1));
-    }
-    if (!endedByBody) this.send(continueRequestTrailers());
+    this.decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.bodyBytes), (ticket) => {
+      this.phase = 'forwarded';
+      this.send(requestHeadersWithDecision(ticket.decision));
+      for (let i = 0; i < chunks.length; i++) {
+        this.send(streamedRequestBody(chunks[i]!, endedByBody && i === chunks.length - 1));
+      }
+      if (!endedByBody) this.send(continueRequestTrailers());
+    });
   }
 
   private onResponseHeaders(msg: ProcessingRequest__Output): void {
@@ -424,6 +557,7 @@ export class StreamHandler {
   }
 
   private checkResponseAllowed(what: string): void {
+    if (this.phase === 'admitting') throw protocolError(`${what} while the request was held by admission control`);
     if (this.phase !== 'forwarded') throw protocolError(`${what} before the request was answered`);
     if (this.responseEnded) throw protocolError(`${what} after the response ended`);
   }
@@ -439,55 +573,100 @@ export class StreamHandler {
 
   // ---------------------------------------------------------------------------------------
 
-  /** Extracts the prompt and asks for a decision; on failure answers with a local reply. */
-  private decide(body: Buffer | undefined): RouteTicket | undefined {
+  /**
+   * Extracts the prompt and asks for a decision (through admission control when configured);
+   * `then` sends the request-side answer once there is a ticket — at once, or when a held
+   * request is admitted. On failure answers with a local reply.
+   */
+  private decide(body: Buffer | undefined, then: (ticket: RouteTicket) => void): void {
     const opts = this.ctx.options;
+    let request: RouteRequest;
+    let result: RouteTicket | Promise<RouteTicket>;
     try {
-      let prompt = HEADER_ONLY_PROMPT;
-      if (body !== undefined) {
-        if (body.length === 0) throw new RouterError('BAD_REQUEST', 'request body is empty');
-        if (body.length > opts.requests.maxBodyBytes) throw tooLarge(opts.requests.maxBodyBytes);
-        prompt = opts.extract(this.path, body, this.ctx.extractOpts);
+      request = this.buildRequest(body);
+      if (opts.admission !== undefined) {
+        this.admitAbort = new AbortController();
+        result = opts.admission.admit(request, this.admitAbort.signal);
+      } else {
+        result = opts.routing.route(request);
       }
-      if (this.subset !== undefined && this.subset.length === 0) {
-        throw new RouterError('NO_ENDPOINT', 'the subset hint names no endpoints');
-      }
-      const sessionHeader = opts.requests.sessionHeader;
-      const request: RouteRequest = {
-        requestId: this.requestId,
-        model: prompt.model,
-        prefix: prompt.prefix,
-        promptChars: prompt.promptChars,
-        promptTokens: prompt.promptTokens,
-        maxTokens: prompt.maxTokens,
-        sessionKey: sessionHeader !== undefined ? this.headers?.get(sessionHeader.toLowerCase()) : undefined,
-        subset: this.subset,
-        stream: prompt.stream,
-        arrivalMs: this.arrivalMs,
-        traceparent: this.traceparent,
-        tracestate: this.tracestate,
-      };
-      const ticket = opts.routing.route(request);
-      this.ticket = ticket;
-      if (opts.logger.enabled('debug')) {
-        const d = ticket.decision;
-        this.logger().debug('routed', {
-          endpoint: d.endpoint.id,
-          fallbacks: d.fallbacks.length,
-          strategy: d.strategy,
-          reason: d.reason,
-          matched_blocks: d.matchedBlocks,
-          total_blocks: d.totalBlocks,
-          decision_us: d.decisionMicros,
-        });
-      }
-      return ticket;
     } catch (err) {
       this.reject(RouterError.from(err));
-      return undefined;
+      return;
     } finally {
       this.headers = undefined;
     }
+    if (!(result instanceof Promise)) {
+      this.accept(result, then);
+      return;
+    }
+    this.phase = 'admitting';
+    result.then(
+      (ticket) => {
+        // The stream ended while the request was held: nothing to answer, give the slot back.
+        if (this.phase !== 'admitting') return ticket.finish({ aborted: true });
+        this.accept(ticket, then);
+      },
+      (err: unknown) => {
+        if (this.phase === 'admitting') this.reject(RouterError.from(err));
+      },
+    );
+  }
+
+  private accept(ticket: RouteTicket, then: (ticket: RouteTicket) => void): void {
+    this.ticket = ticket;
+    this.admitAbort = undefined;
+    const opts = this.ctx.options;
+    if (opts.logger.enabled('debug')) {
+      const d = ticket.decision;
+      this.logger().debug('routed', {
+        endpoint: d.endpoint.id,
+        fallbacks: d.fallbacks.length,
+        strategy: d.strategy,
+        reason: d.reason,
+        matched_blocks: d.matchedBlocks,
+        total_blocks: d.totalBlocks,
+        decision_us: d.decisionMicros,
+      });
+    }
+    try {
+      then(ticket);
+    } catch (err) {
+      this.endWithError(new RouterError('INTERNAL', RouterError.from(err).message));
+    }
+  }
+
+  /** The core's view of this request. @throws RouterError for a body that cannot be routed. */
+  private buildRequest(body: Buffer | undefined): RouteRequest {
+    const opts = this.ctx.options;
+    let prompt = HEADER_ONLY_PROMPT;
+    if (body !== undefined) {
+      if (body.length === 0) throw new RouterError('BAD_REQUEST', 'request body is empty');
+      if (body.length > opts.requests.maxBodyBytes) throw tooLarge(opts.requests.maxBodyBytes);
+      prompt = opts.extract(this.path, body, this.ctx.extractOpts);
+    }
+    if (this.subset !== undefined && this.subset.length === 0) {
+      throw new RouterError('NO_ENDPOINT', 'the subset hint names no endpoints');
+    }
+    const sessionHeader = opts.requests.sessionHeader;
+    const tenant = this.ctx.tenantHeader !== undefined ? this.headers?.get(this.ctx.tenantHeader) : undefined;
+    const priority = this.ctx.priorityHeader !== undefined ? parsePriority(this.headers?.get(this.ctx.priorityHeader)) : undefined;
+    return {
+      requestId: this.requestId,
+      model: prompt.model,
+      prefix: prompt.prefix,
+      promptChars: prompt.promptChars,
+      promptTokens: prompt.promptTokens,
+      maxTokens: prompt.maxTokens,
+      sessionKey: sessionHeader !== undefined ? this.headers?.get(sessionHeader.toLowerCase()) : undefined,
+      subset: this.subset,
+      stream: prompt.stream,
+      ...(tenant !== undefined && tenant !== '' ? { tenant } : {}),
+      ...(priority !== undefined ? { priority } : {}),
+      arrivalMs: this.arrivalMs,
+      traceparent: this.traceparent,
+      tracestate: this.tracestate,
+    };
   }
 
   /** Sends a local reply for `err`; Envoy ends processing of this request. */
@@ -497,8 +676,7 @@ export class StreamHandler {
     this.ctx.stats.streamError(err.code);
     const status = httpStatusOf(err.code);
     const fields = { code: err.code, status, method: this.method, path: pathForLog(this.path), error: err.message };
-    if (status >= 500) this.logger().warn('request refused', fields);
-    else this.logger().info('request refused', fields);
+    this.ctx.limitedLog(this.logger(), status >= 500 ? 'warn' : 'info', `refused:${err.code}`, 'request refused', fields);
     this.send(immediateErrorResponse(err));
   }
 
@@ -506,7 +684,8 @@ export class StreamHandler {
   private endWithError(err: RouterError): void {
     if (this.phase === 'closed') return;
     this.ctx.stats.streamError(err.code);
-    if (err.code === 'PROTOCOL') this.logger().warn('ext_proc protocol violation', { error: err.message });
+    const what = err.code === 'PROTOCOL' ? 'ext_proc protocol violation' : 'ext_proc handler failure';
+    this.ctx.limitedLog(this.logger(), err.code === 'PROTOCOL' ? 'warn' : 'error', `stream:${err.code}`, what, { code: err.code, error: err.message });
     this.finalize();
     this.stream.fail(grpcStatusOf(err.code), err.message);
   }
@@ -537,6 +716,10 @@ export class StreamHandler {
   private finalize(): void {
     if (this.phase === 'closed') return;
     this.phase = 'closed';
+    this.ctx.closed(this);
+    // A request still held by admission control is withdrawn (it was never routed).
+    this.admitAbort?.abort();
+    this.admitAbort = undefined;
     this.chunks = [];
     this.headers = undefined;
     // Without response body messages (body mode NONE) seeing the response headers is the
@@ -551,6 +734,14 @@ export class StreamHandler {
     this.log ??= requestLogger(this.ctx.options.logger, { requestId: this.requestId, traceparent: this.traceparent });
     return this.log;
   }
+}
+
+/** The priority header's value: an integer clamped to ±MAX_PRIORITY; anything else is 0. */
+export function parsePriority(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const t = value.trim();
+  if (!/^[+-]?[0-9]{1,9}$/.test(t)) return 0;
+  return Math.max(-MAX_PRIORITY, Math.min(MAX_PRIORITY, Number(t)));
 }
 
 function protocolError(message: string): RouterError {

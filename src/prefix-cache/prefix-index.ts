@@ -97,7 +97,8 @@ export class PrefixIndex {
 
   // Per endpoint.
   private n: number;
-  private readonly defaultCapacity: number;
+  /** Capacity of an endpoint nobody resized (`capacityBlocks`). */
+  readonly defaultCapacity: number;
   private mru: Int32Array;
   private lru: Int32Array;
   private count: Int32Array;

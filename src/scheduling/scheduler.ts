@@ -16,7 +16,7 @@ import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../c
 import type { DataLayer } from '../datalayer/data-layer.js';
 import type { InflightLease } from '../endpoints/inflight.js';
 import { newLoadScratch, type MutableLoadSnapshot } from '../endpoints/load.js';
-import type { EndpointRegistry } from '../endpoints/registry.js';
+import type { EndpointRegistry, MembershipChange } from '../endpoints/registry.js';
 import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';
@@ -122,10 +122,28 @@ export class Scheduler implements RoutingService {
     this.routedHooks = [...opts.graph.routedHooks, ...observers.filter(isRoutedHook)];
     const completedHooks: readonly CompletedHook[] = [...opts.graph.completedHooks, ...observers.filter(isCompletedHook)];
     this.annotators = opts.graph.annotators;
-    this.ticketContext = { completedHooks, events: this.events, clock: this.clock, logger: this.logger };
+    this.ticketContext = { completedHooks, events: this.events, clock: this.clock, logger: this.logger, registry: this.registry };
     const changed: readonly EndpointsChangedHook[] = [...opts.graph.changedHooks, ...observers.filter(isEndpointsChangedHook)];
     const all = this.registry.all();
     for (const p of changed) p.onEndpointsChanged(all);
+    this.registry.onMembershipChange((change) => this.onMembership(changed, change));
+  }
+
+  /** Forwards a registry membership change to every plugin's membership hook. */
+  private onMembership(hooks: readonly EndpointsChangedHook[], change: MembershipChange): void {
+    for (const p of hooks) {
+      try {
+        p.onEndpointsChanged(change.endpoints, change);
+      } catch (err) {
+        this.logger.warn('membership hook failed', { plugin: p.name, error: errText(err) });
+      }
+    }
+    this.logger.info('endpoints changed', {
+      added: change.added.map((e) => e.id).join(','),
+      removed: change.removed.map((e) => e.id).join(','),
+      updated: change.updated.map((e) => e.id).join(','),
+      members: change.endpoints.length,
+    });
   }
 
   /**
@@ -311,6 +329,7 @@ export class Scheduler implements RoutingService {
 
 /** What every ticket of one scheduler shares (one object per scheduler, not per request). */
 interface TicketContext {
+  readonly registry: EndpointRegistry;
   readonly completedHooks: readonly CompletedHook[];
   readonly events: DecisionEmitter;
   readonly clock: Clock;
@@ -341,9 +360,11 @@ class Ticket implements RouteTicket {
     if (this.#finished) return;
     this.#finished = true;
     this.#lease.release();
-    const { completedHooks, events, logger } = this.#ctx;
+    const { completedHooks, events, logger, registry } = this.#ctx;
     const { request, decision } = this;
-    for (const h of completedHooks) {
+    // An engine that left while this request ran has no state any more: its late outcome
+    // must not recreate some (the accounting above is all that still applies).
+    for (const h of registry.isMember(decision.endpoint) ? completedHooks : NO_HOOKS) {
       try {
         h.onCompleted(request, decision, outcome);
       } catch (err) {
@@ -356,8 +377,9 @@ class Ticket implements RouteTicket {
   /** Prefill accounting only (see inflight.ts): the request keeps its in-flight claim. */
   firstByte(): void {
     if (this.#finished || !this.#lease.firstByte()) return;
-    const { completedHooks, logger } = this.#ctx;
+    const { completedHooks, logger, registry } = this.#ctx;
     const { request, decision } = this;
+    if (!registry.isMember(decision.endpoint)) return;
     for (const h of completedHooks) {
       if (h.onFirstByte === undefined) continue;
       try {
@@ -368,6 +390,8 @@ class Ticket implements RouteTicket {
     }
   }
 }
+
+const NO_HOOKS: readonly CompletedHook[] = [];
 
 /** Timings sink when nobody observes (runProfileTimed appends only with a clock). */
 const NO_TIMINGS: PluginTiming[] = [];

@@ -8,6 +8,7 @@
  */
 import type { Endpoint, RouteRequest, RouteDecision, RequestOutcome, DecisionReason } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
+import type { MembershipChange } from '../endpoints/registry.js';
 import type { Rng } from '../util/rng.js';
 
 /** One candidate endpoint together with its current load picture. */
@@ -103,9 +104,14 @@ export interface CompletedHook extends Plugin {
   onFirstByte?(request: RouteRequest, decision: RouteDecision): void;
 }
 
-/** Called when endpoints are added to or removed from the registry. */
+/**
+ * The membership hook: called once when the scheduler is built (no `change`) and again
+ * after every membership change of the registry (endpoints joined, left or were updated).
+ * `endpoints` is the whole member set after the change: drop all state of anything not in
+ * it (ids or indexes), size per-index state for the newcomers.
+ */
 export interface EndpointsChangedHook extends Plugin {
-  onEndpointsChanged(endpoints: readonly Endpoint[]): void;
+  onEndpointsChanged(endpoints: readonly Endpoint[], change?: MembershipChange): void;
 }
 
 export interface WeightedScorer {

@@ -22,6 +22,7 @@ import type { ScrapeStatsView } from './metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
 import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
 import { startTracing } from './tracing.js';
+import { registerDiscoveryMetrics } from '../discovery/discovery-metrics.js';
 import type { Tracing } from './tracing.js';
 
 export interface TelemetryInstrumentOptions {
@@ -37,7 +38,7 @@ export interface TelemetryInstrumentOptions {
 /** The scheduler capabilities telemetry uses when present (src/scheduling/scheduler.ts). */
 interface ObservableScheduler {
   onDecision?(listener: DecisionListener): () => void;
-  registry?: { loadOf(endpoint: Endpoint): LoadSnapshot };
+  registry?: { loadOf(endpoint: Endpoint): LoadSnapshot; onMembershipChange?(l: (c: { endpoints: readonly Endpoint[] }) => void): () => void };
   service?<T>(key: ServiceKey<T>): T | undefined;
   dataLayer?: DataLayer;
   pluginStates?(): unknown;
@@ -96,10 +97,13 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       const states = () => ({ plugins: s.pluginStates!(), ...(dataLayer !== undefined ? { dataLayer: dataLayer.stats() } : {}) });
       parts.admin.addRoute('GET', '/debug/plugins', (_req, res) => sendJson(res, 200, states()));
     }
+    const offMembership = registry?.onMembershipChange?.((c) => telemetry.onEndpointsChanged(c.endpoints));
+    if (parts.discovery !== undefined) registerDiscoveryMetrics(telemetry.metrics.registry, parts.discovery);
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,
       async stop() {
+        offMembership?.();
         telemetry.stop();
         await ownTracing?.shutdown();
       },

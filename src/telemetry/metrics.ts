@@ -33,12 +33,14 @@ export const DECISION_LATENCY_BUCKETS = [
 
 export const OTHER_LABEL = 'other';
 const MAX_STRATEGY_LABELS = 16;
+/** Endpoint label values kept at most (engines that joined later count too; beyond: `other`). */
+const MAX_ENDPOINT_LABELS = 1024;
 const REASONS: ReadonlySet<string> = new Set(DECISION_REASONS);
 const FALLBACKS: ReadonlySet<string> = new Set(FALLBACK_REASONS);
 
 /**
  * `kind` label values of cacheroute_extproc_stream_errors_total: the edge's StreamErrorKind
- * (src/extproc/edge-stats.ts: a RouterError code, ABORTED or TRANSPORT), lower-cased.
+ * (src/extproc/edge-stats.ts: a RouterError code, ABORTED, TRANSPORT or IDLE), lower-cased.
  */
 export const STREAM_ERROR_KINDS = [
   'bad_request',
@@ -51,6 +53,7 @@ export const STREAM_ERROR_KINDS = [
   'internal',
   'aborted',
   'transport',
+  'idle',
 ] as const;
 
 /** Current endpoints with their load picture (the scheduler's registry, adapted). */
@@ -285,6 +288,14 @@ export class RouterMetrics implements EdgeStats {
   bindSources(sources: { loads?: EndpointLoadView; scrapes?: ScrapeStatsView }): void {
     if (sources.loads) this.loads = sources.loads;
     if (sources.scrapes) this.scrapes = sources.scrapes;
+  }
+
+  /** Engines that joined at run time get their own label values (up to a bound). */
+  addEndpoints(ids: Iterable<string>): void {
+    for (const id of ids) {
+      if (this.endpointIds.size >= MAX_ENDPOINT_LABELS) return;
+      this.endpointIds.add(id);
+    }
   }
 
   endpointLabel(id: string): string {

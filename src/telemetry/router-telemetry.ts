@@ -75,6 +75,8 @@ export class RouterTelemetry {
   private unsubscribe: (() => void) | undefined;
   private scrapes: ScrapeStatsView | undefined;
   private readonly process: ProcessMetrics;
+  /** Members by id, for span load attributes (follows membership changes). */
+  private readonly byId = new Map<string, Endpoint>();
 
   constructor(private readonly opts: RouterTelemetryOptions) {
     const { config, sources } = opts;
@@ -91,7 +93,8 @@ export class RouterTelemetry {
     this.process.start();
     this.recent = new RecentDecisions(config.telemetry.recentDecisions);
     if (opts.tracing?.enabled) {
-      const byId = new Map(sources.endpoints().map((e) => [e.id, e] as const));
+      const byId = this.byId;
+      for (const e of sources.endpoints()) byId.set(e.id, e);
       this.spans = createDecisionSpanRecorder({
         tracer: opts.tracing.tracer,
         ...(sources.loadOf
@@ -109,6 +112,13 @@ export class RouterTelemetry {
     } else {
       opts.logger.warn('scheduler offers no decision events: decision metrics, spans and explain are off');
     }
+  }
+
+  /** Membership changed: metrics and spans follow the new member set. */
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    this.metrics.addEndpoints(endpoints.map((e) => e.id));
+    this.byId.clear();
+    for (const e of endpoints) this.byId.set(e.id, e);
   }
 
   /** The edge's stream observer. */

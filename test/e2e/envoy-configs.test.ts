@@ -3,7 +3,7 @@
  * the real Envoy binary (`envoy --mode validate`), and the renderer must really change
  * what it claims to change.
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'yaml';
@@ -19,6 +19,7 @@ import { runDir } from '../../bench/harness/managed-process.js';
 import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
 import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
 import { envoyBinary, requireComponents } from '../helpers/require-component.js';
+import { edsDocument } from '../../src/discovery/eds-file-writer.js';
 
 
 // Walks a parsed config by a path of keys / `name=` selectors.
@@ -63,9 +64,24 @@ describe('e2e: Envoy configs', function () {
     for (const v of ENVOY_VARIANTS) expect(files).to.include(`${v}.yaml`);
   });
 
+  /** An EDS file (empty assignment) Envoy can read, for the EDS variant. */
+  const edsFile = (): string => {
+    const dir = join(runDir(), 'eds');
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, 'engines.json');
+    writeFileSync(path, edsDocument('engines', [], 1));
+    return path;
+  };
+
   for (const file of files) {
     it(`envoy --mode validate accepts envoy/${file}`, async () => {
-      const res = await validateEnvoyConfig(join(REPO_ROOT, 'envoy', file));
+      let path = join(REPO_ROOT, 'envoy', file);
+      if (file === 'override-host-eds.yaml') {
+        // The EDS file must exist: validate the shipped file with only its path moved.
+        path = join(runDir(), 'validate-shipped-override-host-eds.yaml');
+        writeFileSync(path, renderEnvoyConfig({ variant: 'override-host-eds', edsPath: edsFile() }));
+      }
+      const res = await validateEnvoyConfig(path);
       expect(res.ok, res.output).to.equal(true);
       expect(res.output).to.include('OK');
     });
@@ -97,6 +113,7 @@ describe('e2e: Envoy configs', function () {
             failureModeAllow,
             otelCollector: '127.0.0.1:14317',
             messageTimeoutMs: 1500,
+            ...(variant === 'override-host-eds' ? { edsPath: edsFile() } : {}),
           },
         });
       }
@@ -114,6 +131,8 @@ describe('e2e: Envoy configs', function () {
       const engineCluster = at(doc, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
       if (engineCluster['type'] === 'ORIGINAL_DST') {
         expect(engineCluster['load_assignment']).to.equal(undefined);
+      } else if (engineCluster['type'] === 'EDS') {
+        expect(at(engineCluster, 'eds_cluster_config', 'eds_config', 'path_config_source', 'path')).to.equal(opts.edsPath);
       } else {
         expect(endpointsOf(doc, 'engines')).to.deep.equal(opts.engines);
       }
@@ -131,8 +150,23 @@ describe('e2e: Envoy configs', function () {
     });
   }
 
+  it('override-host-eds.yaml is override-host.yaml with only the engine cluster fed by EDS', () => {
+    const plain = buildEnvoyConfig({ variant: 'override-host' });
+    const eds = buildEnvoyConfig({ variant: 'override-host-eds' });
+    expect(eds['node']).to.deep.equal({ id: 'cacheroute-envoy', cluster: 'cacheroute' });
+    const strip = (doc: Record<string, unknown>): unknown => {
+      const copy = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
+      delete copy['node'];
+      const engines = at(copy, 'static_resources', 'clusters', 'name=engines') as Record<string, unknown>;
+      for (const k of ['type', 'load_assignment', 'eds_cluster_config']) delete engines[k];
+      return copy;
+    };
+    expect(strip(eds)).to.deep.equal(strip(plain));
+    expect(at(eds, 'static_resources', 'clusters', 'name=engines', 'type')).to.equal('EDS');
+  });
+
   it('keeps the ext_proc settings the router depends on', () => {
-    for (const variant of ['override-host', 'original-dst'] as const) {
+    for (const variant of ['override-host', 'override-host-eds', 'original-dst'] as const) {
       const doc = buildEnvoyConfig({ variant });
       const extProc = extProcOf(doc);
       expect(extProc['processing_mode']).to.deep.include({

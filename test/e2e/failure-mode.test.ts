@@ -136,10 +136,12 @@ describe('e2e: Envoy retries when the chosen engine is dead', function () {
     live = fleet.engines.map(engineAddress);
     dead = `127.0.0.1:${await freePort()}`; // nothing listens here
     const all = [...live, dead];
-    // Round robin and no engine scraping: the router keeps choosing the dead engine every 5th time.
+    // Round robin, no engine scraping and no health checks: the router keeps choosing the
+    // dead engine every 5th time, so Envoy's handling of a dead pick is what is tested here
+    // (engine-health.test.ts covers the router taking dead engines out).
     router = await startRouter({
       name: 'router-dead-engine',
-      config: routerConfigDoc(all, { strategy: 'round-robin', engineMetrics: { enabled: false } }),
+      config: routerConfigDoc(all, { strategy: 'round-robin', engineMetrics: { enabled: false }, health: { enabled: false } }),
     });
     for (const variant of ['override-host', 'original-dst'] as const) {
       envoys.push(await startEnvoy({ variant, name: `envoy-dead-${variant}`, engines: all, routerAddress: router.grpcAddress }));

@@ -8,6 +8,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
+import { ETCD_BIN, KUBE_APISERVER_BIN } from '../../bench/harness/kube-cluster.js';
 import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
 
 export interface Component {
@@ -56,6 +57,14 @@ export function simEngineBuild(): Component {
 export function compiled(name: string, ...segments: string[]): Component {
   const path = join(REPO_ROOT, 'dist', ...segments);
   return { name, path, hint: BUILD, present: readable(path) };
+}
+
+/** kube-apiserver and etcd, built by scripts/setup-kube.sh (the Kubernetes discovery tests). */
+export function kubeBinaries(): Component[] {
+  return [
+    { name: 'kube-apiserver', path: KUBE_APISERVER_BIN, hint: 'run bash scripts/setup-kube.sh', present: executable(KUBE_APISERVER_BIN) },
+    { name: 'etcd', path: ETCD_BIN, hint: 'run bash scripts/setup-kube.sh', present: executable(ETCD_BIN) },
+  ];
 }
 
 /** True when this run must not skip for want of a component (CI=true). */

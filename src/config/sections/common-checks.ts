@@ -1,16 +1,26 @@
 /** Value checks shared by several config sections (addresses, paths, URLs, label names). */
 import { checked, str } from '../../util/schema.js';
+import { isHostName, parseHostPort } from '../../util/host-port.js';
 import { parseIpPort } from '../ip-port.js';
 
-/** Endpoint address: literal ip:port, port 1-65535, returned in canonical form. */
+/**
+ * Endpoint address: literal ip:port (returned in canonical form) or host:port, port 1-65535.
+ * A host name is resolved, and re-resolved, by discovery to every address it has.
+ */
 export const endpointAddress = checked<string>(
   (v) =>
     Array.isArray(v)
       ? 'ip:port (quote IPv6 addresses in YAML: "[::1]:8000")'
       : typeof v !== 'string'
         ? 'ip:port'
-        : 'ip:port (IPv4 or [IPv6] literal, port 1-65535; hostnames are not allowed)',
-  (v) => (typeof v === 'string' ? parseIpPort(v)?.id : undefined),
+        : 'ip:port or host:port (IPv4 or [IPv6] literal or a DNS name, port 1-65535)',
+  (v) => {
+    if (typeof v !== 'string') return undefined;
+    const ip = parseIpPort(v)?.id;
+    if (ip !== undefined) return ip;
+    const hp = parseHostPort(v);
+    return typeof hp !== 'string' && isHostName(hp.host) ? v : undefined;
+  },
 );
 
 /** Listen address: literal ip:port or localhost:port, port 0 (ephemeral) allowed. */

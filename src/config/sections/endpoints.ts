@@ -1,7 +1,8 @@
 /**
  * `endpoints:` section: the static engine list. An entry is either a mapping `{address,
- * pool?, models?, metricsUrl?}` or just the address string. When engine metrics are
- * polled, metricsUrl defaults to `http://<address>/metrics` (parse-config.ts).
+ * pool?, models?, metricsUrl?}` or just the address string; the address may be a host name
+ * (discovery resolves it). When engine metrics are polled, metricsUrl defaults to
+ * `http://<address>/metrics` for IP entries (parse-config.ts; discovery for host names).
  */
 import { z } from 'zod';
 import { expecting, listOf, section, str } from '../../util/schema.js';
@@ -20,9 +21,11 @@ const entry = z.preprocess(
 );
 
 // Duplicates are checked even when another entry is invalid (`when`), among the valid ones.
+// May be empty (or left out) when discovery.sources find the engines; parse-config.ts checks
+// that one of the two is there.
 const schema = z
-  .array(entry, { error: (iss) => (iss.input === undefined ? 'required (at least one endpoint)' : expecting('a list of endpoints')(iss)) })
-  .min(1, { error: 'at least one endpoint is required' })
+  .array(entry, { error: expecting('a list of endpoints') })
+  .default([])
   .superRefine(
     (list, ctx) => {
       if (!Array.isArray(list)) return;

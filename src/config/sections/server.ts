@@ -7,6 +7,8 @@ import {
   DEFAULT_GRPC_ADDRESS,
   DEFAULT_KEEPALIVE_TIME_MS,
   DEFAULT_KEEPALIVE_TIMEOUT_MS,
+  DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
+  DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
 } from '../defaults.js';
 import type { ConfigSection } from '../config-section.js';
 import { listenAddress } from './common-checks.js';
@@ -19,6 +21,8 @@ const schema = optionalSection({
   maxReceiveMessageBytes: int({ min: 1024, max: 2 ** 31 - 1 }).optional().describe('Largest gRPC message accepted (must exceed the largest buffered body).'),
   keepaliveTimeMs: int({ min: 0, max: 24 * 60 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIME_MS).describe('Server keepalive PING interval per Envoy connection; 0 = off.'),
   keepaliveTimeoutMs: int({ min: 1, max: 10 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIMEOUT_MS).describe('A keepalive PING not acknowledged within this closes the connection.'),
+  requestIdleTimeoutMs: int({ min: 100, max: 3_600_000 }).default(DEFAULT_REQUEST_IDLE_TIMEOUT_MS).describe('An ext_proc stream silent this long before its request was answered is expired (accounting released).'),
+  responseIdleTimeoutMs: int({ min: 100, max: 24 * 3_600_000 }).default(DEFAULT_RESPONSE_IDLE_TIMEOUT_MS).describe('...and after it; must outlast the quietest legitimate response (Envoy route timeout).'),
 }).superRefine((s, ctx) => {
   if (typeof s !== 'object' || s === null) return;
   if (typeof s.keepaliveTimeMs === 'number' && s.keepaliveTimeMs > 0 && s.keepaliveTimeMs < 1000) {

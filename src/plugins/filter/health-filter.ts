@@ -1,10 +1,11 @@
 /**
- * Drops endpoints whose load snapshot says unhealthy (failed health checks or scrapes).
+ * Drops endpoints whose load snapshot says unhealthy: engines src/health/ took out (failed
+ * active checks, outlier ejection).
  *
  * Fail-open by default: when every candidate is unhealthy the filter keeps them all and
- * notes it. A metrics or health-check outage then degrades routing quality instead of
- * turning every request into a 503 (a recurring complaint about fail-closed pickers).
- * Nothing ejects a dead engine; Envoy's retry on connect failure moves to the next host.
+ * notes it. A fleet-wide health outage then degrades routing quality instead of turning
+ * every request into a 503 (a recurring complaint about fail-closed pickers); Envoy retries
+ * a dead pick on the next host of the list.
  */
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';

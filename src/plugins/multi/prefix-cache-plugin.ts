@@ -120,7 +120,12 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
       if (e.index > maxIndex) maxIndex = e.index;
     }
     this.index.ensureEndpoints(maxIndex + 1);
-    for (const i of this.present) if (!now.has(i) && i < this.index.endpointCount) this.index.evictEndpoint(i);
+    for (const i of this.present) {
+      if (now.has(i) || i >= this.index.endpointCount) continue;
+      // A departed engine's blocks and learned capacity go; a newcomer reusing the index starts fresh.
+      this.index.evictEndpoint(i);
+      this.index.setCapacity(i, this.index.defaultCapacity);
+    }
     this.present = now;
   }
 }

@@ -23,10 +23,10 @@
  * robin for the auto handler's learning profile.
  */
 import { prefillQueue } from '../../endpoints/load.js';
-import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
+import { DECISION_REASONS, type DecisionReason, type Endpoint } from '../../core/types.js';
 import { getScratch } from '../../scheduling/cycle-scratch.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
-import { isPicker, type Candidate, type CycleState, type Picker, type PickResult, type Placement } from '../../scheduling/types.js';
+import { isPicker, type Candidate, type CycleState, type EndpointsChangedHook, type Picker, type PickResult, type Placement } from '../../scheduling/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
@@ -50,7 +50,7 @@ export interface ColdPlacementOptions {
   readonly note?: string;
 }
 
-export class ColdRequestPlacement implements Placement {
+export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
   /** Recent cold placements per endpoint id (spread). */
   private readonly coldPicks = new DecayedCounts(COLD_SPREAD_HALF_LIFE_MS);
   private placed = 0;
@@ -81,6 +81,11 @@ export class ColdRequestPlacement implements Placement {
 
   debugState(): unknown {
     return { coldPlaced: this.placed };
+  }
+
+  /** A departed engine's recent cold placements go with it. */
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    this.coldPicks.retain(new Set(endpoints.map((e) => e.id)));
   }
 
   private isCold(state: CycleState, candidates: readonly Candidate[]): boolean {

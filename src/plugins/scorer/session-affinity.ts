@@ -19,10 +19,10 @@
  *  - After every routed request with a key, the binding is (re)set to the chosen engine
  *    with a fresh TTL (sliding expiry). At most maxSessions bindings are kept (LRU).
  */
-import type { RouteDecision } from '../../core/types.js';
+import type { Endpoint, RouteDecision } from '../../core/types.js';
 import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, RoutedHook, Scorer } from '../../scheduling/types.js';
+import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../scheduling/types.js';
 import { int, num, section } from '../../util/schema.js';
 import { loadAwareParams, withLoadMeasure } from '../shared/params.js';
 
@@ -49,7 +49,7 @@ interface Binding {
   expiresAtMs: number;
 }
 
-export class SessionAffinityScorer implements Scorer, RoutedHook {
+export class SessionAffinityScorer implements Scorer, RoutedHook, EndpointsChangedHook {
   private readonly bindings = new Map<string, Binding>();
   private stuck = 0;
   private yielded = 0;
@@ -97,6 +97,12 @@ export class SessionAffinityScorer implements Scorer, RoutedHook {
       if (oldest.done) break;
       this.bindings.delete(oldest.value);
     }
+  }
+
+  /** Bindings to engines that left are dropped (the session starts over elsewhere). */
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    const live = new Set(endpoints.map((e) => e.id));
+    for (const [key, b] of this.bindings) if (!live.has(b.endpointId)) this.bindings.delete(key);
   }
 
   /** The endpoint a session is bound to, if any (tests, explain). */

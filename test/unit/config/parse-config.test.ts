@@ -25,6 +25,8 @@ describe('config/parse-config', () => {
         maxReceiveMessageBytes: D.DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
         keepaliveTimeMs: D.DEFAULT_KEEPALIVE_TIME_MS,
         keepaliveTimeoutMs: D.DEFAULT_KEEPALIVE_TIMEOUT_MS,
+        requestIdleTimeoutMs: D.DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
+        responseIdleTimeoutMs: D.DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
       });
       expect(c.requests).to.deep.equal({
         paths: D.DEFAULT_PATHS,

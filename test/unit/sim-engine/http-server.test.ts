@@ -165,7 +165,10 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
     const res = await fetch(base + '/metrics');
     expect(res.headers.get('content-type')).to.match(/^text\/plain/);
     const samples = parseProm(await res.text());
-    for (const s of samples) expect(s.labels['model_name']).to.equal('sim-model');
+    for (const s of samples) if (s.name.startsWith('vllm:')) expect(s.labels['model_name']).to.equal('sim-model');
+    // The process start time, unlabelled as prometheus_client writes it: within the last hour.
+    const started = metric(samples, 'process_start_time_seconds');
+    expect(started).to.be.within(Date.now() / 1000 - 3600, Date.now() / 1000);
     expect(metric(samples, 'vllm:num_requests_running')).to.equal(0);
     expect(metric(samples, 'vllm:num_requests_waiting')).to.equal(0);
     expect(metric(samples, 'vllm:kv_cache_usage_perc')).to.equal(0);
