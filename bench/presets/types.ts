@@ -14,6 +14,10 @@ export interface EngineSetup {
   /** Short name used in result ids, e.g. `4x-kv1600`. */
   readonly label: string;
   readonly count: number;
+  /** Simulated engines (default) or real vLLM CPU engines (bench/real-engine/launcher.ts). */
+  readonly kind?: 'sim' | 'vllm';
+  /** Real-engine options (kind `vllm`): KV blocks override, KV cache GiB, max model length. */
+  readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number };
   /** Simulator flags (without `--`), e.g. { 'kv-cache-blocks': 1600, 'time-scale': 2 }. */
   readonly flags: EngineFlags;
   /** Why these values (goes into results.md). */

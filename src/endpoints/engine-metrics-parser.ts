@@ -9,6 +9,7 @@
  *
  * Names understood (vLLM V1 and older, SGLang):
  *   queue    vllm:num_requests_waiting        sglang:num_queue_reqs
+ *            vllm:num_requests_waiting_by_reason{reason} (vLLM 0.32: per reason, e.g. capacity)
  *   running  vllm:num_requests_running        sglang:num_running_reqs
  *   kv use   vllm:kv_cache_usage_perc         sglang:token_usage
  *            vllm:gpu_cache_usage_perc (older)
@@ -29,6 +30,8 @@ export interface EngineSignals {
   readonly engine: EngineKind;
   /** Requests queued in the engine (not yet scheduled). */
   readonly waiting?: number;
+  /** Waiting requests per `reason` label (vLLM 0.32 `num_requests_waiting_by_reason`). */
+  readonly waitingByReason?: Readonly<Record<string, number>>;
   /** Requests in the running batch. */
   readonly running?: number;
   /** KV-cache usage in [0,1]. */
@@ -56,11 +59,12 @@ export interface ParseLimits {
 
 export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxLineChars: 4096, maxChars: 1 << 20 };
 
-type Field = 'waiting' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig' | 'startTime';
+type Field = 'waiting' | 'waitingByReason' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig' | 'startTime';
 
 /** Metric name → (field, engine). Names with and without the `_total` suffix are both seen. */
 const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([
   ['vllm:num_requests_waiting', ['waiting', 'vllm']],
+  ['vllm:num_requests_waiting_by_reason', ['waitingByReason', 'vllm']],
   ['vllm:num_requests_running', ['running', 'vllm']],
   ['vllm:kv_cache_usage_perc', ['kvUsage', 'vllm']],
   ['vllm:gpu_cache_usage_perc', ['kvUsage', 'vllm']],
@@ -84,6 +88,7 @@ const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([
 interface Acc {
   engine: EngineKind;
   waiting?: number;
+  waitingByReason?: Record<string, number>;
   running?: number;
   kvUsage?: number;
   hits?: number;
@@ -144,6 +149,14 @@ function parseLine(line: string, acc: Acc): void {
     case 'waiting':
       acc.waiting = (acc.waiting ?? 0) + value;
       break;
+    case 'waitingByReason': {
+      const reason = labels?.get('reason');
+      if (reason === undefined || reason === '' || reason.length > 64) break;
+      acc.waitingByReason ??= Object.create(null) as Record<string, number>;
+      if (Object.keys(acc.waitingByReason).length >= 16 && !(reason in acc.waitingByReason)) break;
+      acc.waitingByReason[reason] = (acc.waitingByReason[reason] ?? 0) + value;
+      break;
+    }
     case 'running':
       acc.running = (acc.running ?? 0) + value;
       break;
@@ -238,6 +251,11 @@ function finish(acc: Acc): EngineSignals {
     -readonly [K in keyof EngineSignals]: EngineSignals[K];
   } = { engine: acc.engine };
   if (acc.waiting !== undefined) out.waiting = Math.max(0, acc.waiting);
+  if (acc.waitingByReason !== undefined) {
+    const byReason: Record<string, number> = {};
+    for (const [k, v] of Object.entries(acc.waitingByReason)) byReason[k] = Math.max(0, v);
+    out.waitingByReason = byReason;
+  }
   if (acc.running !== undefined) out.running = Math.max(0, acc.running);
   if (acc.kvUsage !== undefined) out.kvUsage = clamp01(acc.kvUsage);
   if (acc.hits !== undefined) out.prefixCacheHits = Math.max(0, acc.hits);

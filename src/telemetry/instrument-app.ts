@@ -13,13 +13,14 @@ import type { AppParts, Instrumentation } from '../app.js';
 import type { Endpoint } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { DataLayer } from '../datalayer/data-layer.js';
+import type { EngineBlockGranularity } from '../prefix-cache/engine-block-granularity.js';
 import type { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
 import { serviceKey } from '../scheduling/plugin-api.js';
 import type { ServiceKey } from '../scheduling/plugin-api.js';
 import type { ScrapeStatsView } from './metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
-import type { TelemetrySources } from './router-telemetry.js';
+import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
 import { startTracing } from './tracing.js';
 import { registerDiscoveryMetrics } from '../discovery/discovery-metrics.js';
 import type { Tracing } from './tracing.js';
@@ -45,6 +46,8 @@ interface ObservableScheduler {
 
 /** The prefix plugin's index (src/plugins/multi/prefix-cache-plugin.ts PREFIX_INDEX, by id). */
 const PREFIX_INDEX_KEY = serviceKey<PrefixIndex>('prefix-index');
+/** Its engine-block granularity (prefix-cache-plugin.ts ENGINE_BLOCK_GRANULARITY, by id). */
+const GRANULARITY_KEY = serviceKey<EngineBlockGranularity>('engine-block-granularity');
 
 let cachedVersion: string | undefined;
 /** The package version (package.json at the repository / image root). */
@@ -67,6 +70,7 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const tracing = ownTracing ?? (opts.tracing === 'env' ? undefined : opts.tracing);
     const registry = s.registry;
     const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX_KEY) : undefined;
+    const granularity = typeof s.service === 'function' ? s.service(GRANULARITY_KEY) : undefined;
     // The data layer's engine-signal store (present when engineMetrics polling is configured).
     const dataLayer = s.dataLayer;
     const store = dataLayer?.store;
@@ -75,7 +79,7 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       endpoints: () => s.endpoints(),
       ...(typeof s.onDecision === 'function' ? { onDecision: (l: DecisionListener) => s.onDecision!(l) } : {}),
       ...(registry ? { loadOf: (e: Endpoint) => registry.loadOf(e) } : {}),
-      ...(index ? { indexSize: (e: Endpoint) => ({ blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) }) } : {}),
+      ...(index ? { indexSize: (e: Endpoint) => indexView(index, granularity, e) } : {}),
       ...(scrapes ? { scrapes } : {}),
     };
     const telemetry = new RouterTelemetry({
@@ -105,4 +109,11 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
       },
     };
   };
+}
+
+function indexView(index: PrefixIndex, granularity: EngineBlockGranularity | undefined, e: Endpoint): PrefixIndexView {
+  const tokens = granularity?.engineBlockTokens(e.index);
+  if (granularity === undefined || tokens === undefined) return { blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) };
+  const unit = granularity.engineBlockChars(e.index) / granularity.blockChars;
+  return { blocks: index.size(e.index), capacityBlocks: index.capacity(e.index), engineBlockTokens: tokens, hitUnitBlocks: Math.round(unit * 100) / 100 };
 }

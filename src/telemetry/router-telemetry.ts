@@ -27,6 +27,16 @@ import { RecentDecisions } from './recent-decisions.js';
 import type { Tracing } from './tracing.js';
 
 /** What telemetry reads from the scheduler; every part optional (structural, no import of Scheduler). */
+/** Prefix-index occupancy of an endpoint; `engineBlockTokens`/`hitUnitBlocks` once the engine reported its KV block. */
+export interface PrefixIndexView {
+  readonly blocks: number;
+  readonly capacityBlocks: number;
+  /** The engine's KV block size in tokens (cache_config_info). */
+  readonly engineBlockTokens?: number;
+  /** Router blocks per counted unit of a predicted hit (1 = the router block). */
+  readonly hitUnitBlocks?: number;
+}
+
 export interface TelemetrySources {
   /** Current endpoints (the registry), for label bounds and gauges. */
   endpoints(): readonly Endpoint[];
@@ -35,7 +45,7 @@ export interface TelemetrySources {
   /** EndpointRegistry.loadOf. */
   loadOf?(endpoint: Endpoint): LoadSnapshot;
   /** Prefix-index occupancy of an endpoint, in blocks. */
-  indexSize?(endpoint: Endpoint): { readonly blocks: number; readonly capacityBlocks: number } | undefined;
+  indexSize?(endpoint: Endpoint): PrefixIndexView | undefined;
   /** Engine metrics scrape bookkeeping (EngineSignalStore.stats), when polling runs. */
   scrapes?: ScrapeStatsView;
 }
@@ -55,7 +65,7 @@ export interface EndpointExplain {
   readonly models: readonly string[];
   readonly load?: Record<string, number | boolean | null>;
   readonly engineMetrics?: { readonly scrapes: number; readonly errors: number; readonly ageMs: number | null; readonly lastError?: string };
-  readonly prefixIndex?: { readonly blocks: number; readonly capacityBlocks: number };
+  readonly prefixIndex?: PrefixIndexView;
 }
 
 export class RouterTelemetry {

@@ -18,6 +18,11 @@
  *    by 0.5% up to the engine-derived (or configured) maximum. This AIMD settles where
  *    about 1 prediction in 20 fails, i.e. the index tracks the engine's effective size.
  *
+ * On engines with large KV blocks (vLLM CPU: 128 tokens) predictions are counted in whole
+ * engine blocks and judged with one engine block of tolerance: this plugin feeds the prefix
+ * plugin's granularity (src/prefix-cache/engine-block-granularity.ts) with the engines'
+ * block sizes and the learned chars per token.
+ *
  * Only predictions that could have been right are judged: the engine only counts blocks
  * whose prefill has finished, so a hit predicted from a sibling still being prefilled is
  * speculative. A prediction is judged only if a request of the same prefix group had
@@ -31,6 +36,7 @@
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../../core/types.js';
 import type { EngineSample, SampleListener } from '../../endpoints/engine-metrics-store.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
+import type { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
 import type { PrefixIndex } from '../../prefix-cache/prefix-index.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
 import type { CompletedHook, CycleState, EndpointsChangedHook, LifecyclePlugin, RoutedHook } from '../../scheduling/types.js';
@@ -139,10 +145,13 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
     private readonly opts: IndexCalibrationOptions,
     /** Engine samples (cache sizes), when the data layer polls engines. */
     subscribe?: (listener: SampleListener) => () => void,
+    /** The prefix plugin's engine-block granularity: fed engine block sizes and chars per token. */
+    private readonly granularity?: EngineBlockGranularity,
   ) {
     this.ring = new Ring(opts.accuracyWindow);
     this.cpt = opts.charsPerToken;
-    if (subscribe !== undefined && opts.sizeFromEngine) {
+    granularity?.setCharsPerToken(this.cpt);
+    if (subscribe !== undefined && (opts.sizeFromEngine || granularity !== undefined)) {
       this.unsubscribe = subscribe((id, s) => this.onSample(id, s));
     }
   }
@@ -160,6 +169,7 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
     this.endpoints = endpoints;
     const live = new Set(endpoints.map((e) => e.index));
     for (const i of [...this.eps.keys()]) if (!live.has(i)) this.eps.delete(i);
+    for (let i = 0; i < this.index.endpointCount; i++) if (!live.has(i)) this.granularity?.forgetEndpoint(i);
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
@@ -181,6 +191,7 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
     if (outcome.servedBy !== undefined && outcome.servedBy !== decision.endpoint.id) return;
     if (outcome.promptTokens !== undefined && outcome.promptTokens > 0 && request.promptChars > 0) {
       this.cpt += 0.05 * (request.promptChars / outcome.promptTokens - this.cpt);
+      this.granularity?.setCharsPerToken(this.cpt);
     }
     if (!outcome.aborted && (outcome.status === undefined || outcome.status < 400)) {
       const key = prefixKeyOf(request.prefix, this.opts.keyChars, this.opts.minKeyChars);
@@ -194,14 +205,15 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
       }
     }
     const matched = decision.matchedBlocks;
-    if (outcome.cachedTokens === undefined || matched <= this.opts.toleranceBlocks) return;
+    const tolerance = this.granularity?.toleranceBlocks(e, this.opts.toleranceBlocks) ?? this.opts.toleranceBlocks;
+    if (outcome.cachedTokens === undefined || matched <= tolerance) return;
     if (judge !== true) {
       this.speculative++;
       return;
     }
     const ratio = outcome.promptTokens !== undefined && outcome.promptTokens > 0 && request.promptChars > 0 ? request.promptChars / outcome.promptTokens : this.cpt;
     const confirmedBlocks = Math.floor((outcome.cachedTokens * ratio) / this.opts.blockChars);
-    const ok = confirmedBlocks >= matched - this.opts.toleranceBlocks;
+    const ok = confirmedBlocks >= matched - tolerance;
     this.judged++;
     if (ok) this.confirmed++;
     this.ring.push(ok);
@@ -252,9 +264,11 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
 
   private onSample(endpointId: string, sample: EngineSample): void {
     const { numBlocks, blockSizeTokens } = sample.signals;
-    if (numBlocks === undefined || blockSizeTokens === undefined) return;
+    if (blockSizeTokens === undefined) return;
     const endpoint = this.endpoints.find((e) => e.id === endpointId);
     if (endpoint === undefined || endpoint.index >= this.index.endpointCount) return;
+    this.granularity?.setEngineBlockTokens(endpoint.index, blockSizeTokens);
+    if (numBlocks === undefined || !this.opts.sizeFromEngine) return;
     const ep = this.ep(endpoint.index);
     const cap = this.engineCapacityBlocks(numBlocks, blockSizeTokens);
     if (ep.fromEngine && Math.abs(cap - ep.maxCap) <= ep.maxCap * 0.05) return; // only react to real changes
@@ -315,6 +329,7 @@ export const indexCalibration = definePlugin({
         minKeyChars: blockChars,
       },
       handle.signals.onEngineSample,
+      prefix.granularity,
     );
   },
 });

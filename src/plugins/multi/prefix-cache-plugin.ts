@@ -10,12 +10,17 @@
  * counts are published as affinity evidence so the picker can label the decision and see
  * whether a filter removed the best-matching endpoint.
  *
+ * Matches are counted in whole engine KV blocks once the engine reported its block size
+ * (engine-block-granularity.ts, fed by the index-calibration plugin): the engine caches
+ * nothing of a partial block.
+ *
  * After routing, the request's blocks are inserted into the chosen endpoint's LRU, whatever
  * the reason for choosing it: that engine is about to compute (and cache) them. When an
  * endpoint leaves the registry its entries are evicted.
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
+import { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
 import { PrefixIndex } from '../../prefix-cache/prefix-index.js';
 import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
 import { definePlugin, serviceKey } from '../../scheduling/plugin-api.js';
@@ -36,6 +41,8 @@ export const PREFIX_CACHE_PLUGIN = 'prefix-cache';
 
 /** The first prefix-cache instance's index, for telemetry (index size per endpoint). */
 export const PREFIX_INDEX = serviceKey<PrefixIndex>('prefix-index');
+/** The first prefix-cache instance's engine-block granularity, for telemetry. */
+export const ENGINE_BLOCK_GRANULARITY = serviceKey<EngineBlockGranularity>('engine-block-granularity');
 
 /** GIE's sizing: Llama-3-8B on an H100-80GB holds ≈500k KV tokens ≈ 31,250 blocks of 64 chars. */
 export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
@@ -43,6 +50,9 @@ export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
 export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook, DecisionAnnotator {
   private present = new Set<number>();
   private zeros = new Uint32Array(0);
+  private aligned = new Uint32Array(0);
+  /** The engines' KV block as the unit of a match (engine block sizes set by index-calibration). */
+  readonly granularity: EngineBlockGranularity;
   /** This instance's evidence of the current cycle (annotate reports only what it scored). */
   private readonly own: ScratchKey<AffinityEvidence>;
 
@@ -54,6 +64,7 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
     readonly capacityBlocks: number = DEFAULT_INDEX_CAPACITY_BLOCKS,
   ) {
     this.own = scratchKey<AffinityEvidence>(`prefix-cache/${name}`);
+    this.granularity = new EngineBlockGranularity(hasher.blockChars, 4);
   }
 
   score(state: CycleState, candidates: readonly Candidate[]): number[] {
@@ -66,7 +77,9 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
       this.publish(state, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
       return out;
     }
-    const matched = this.index.match(hashes);
+    let matched = this.index.match(hashes);
+    if (this.aligned.length !== matched.length) this.aligned = new Uint32Array(matched.length);
+    matched = this.granularity.alignAll(matched, this.aligned);
     this.publish(state, { matchedByEndpoint: matched, totalBlocks: total });
     for (let i = 0; i < candidates.length; i++) out[i] = (matched[candidates[i]!.endpoint.index] ?? 0) / total;
     return out;
@@ -82,7 +95,10 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
 
   debugState(): unknown {
     const endpoints = [];
-    for (let i = 0; i < this.index.endpointCount; i++) endpoints.push({ index: i, blocks: this.index.size(i), capacityBlocks: this.index.capacity(i) });
+    for (let i = 0; i < this.index.endpointCount; i++) {
+      const engineBlockTokens = this.granularity.engineBlockTokens(i);
+      endpoints.push({ index: i, blocks: this.index.size(i), capacityBlocks: this.index.capacity(i), ...(engineBlockTokens !== undefined ? { engineBlockTokens } : {}) });
+    }
     return { blockChars: this.hasher.blockChars, endpoints };
   }
 
@@ -130,6 +146,8 @@ export const prefixCache = definePlugin({
   create: (name, p, handle) => {
     const index = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });
     handle.shared(PREFIX_INDEX, () => index);
-    return new PrefixCachePlugin(name, sharedBlockHasher(handle, p), index, p.indexCapacityBlocks);
+    const plugin = new PrefixCachePlugin(name, sharedBlockHasher(handle, p), index, p.indexCapacityBlocks);
+    handle.shared(ENGINE_BLOCK_GRANULARITY, () => plugin.granularity);
+    return plugin;
   },
 });

@@ -114,4 +114,18 @@ describe('load/engine-metrics-parser', () => {
       { seed: 7, numRuns: 300 },
     );
   });
+
+  it('reads vLLM 0.32 waiting-by-reason gauges per reason, bounded', () => {
+    const page = [
+      'vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 2.0',
+      'vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="deferred"} 1.0',
+      'vllm:num_requests_waiting_by_reason{engine="1",model_name="m",reason="capacity"} 3.0',
+      'vllm:num_requests_waiting_by_reason{engine="0",model_name="m"} 9.0',
+      ...Array.from({ length: 40 }, (_, i) => `vllm:num_requests_waiting_by_reason{reason="r${i}"} 1.0`),
+    ].join('\n');
+    const s = parseEngineMetrics(page);
+    expect(s.waitingByReason?.['capacity']).to.equal(5);
+    expect(s.waitingByReason?.['deferred']).to.equal(1);
+    expect(Object.keys(s.waitingByReason ?? {}).length).to.equal(16);
+  });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { DEFAULT_SIM_ENGINE_CONFIG, FlagError, parseSimEngineArgs } from '../../../bench/sim-engine/engine-config.js';
+import { DEFAULT_SIM_ENGINE_CONFIG, FlagError, parseSimEngineArgs, SIM_PROFILES } from '../../../bench/sim-engine/engine-config.js';
 
 describe('sim-engine flags', () => {
   it('uses documented defaults', () => {
@@ -30,5 +30,14 @@ describe('sim-engine flags', () => {
     expect(() => parseSimEngineArgs(['--time-scale', '0'])).to.throw(FlagError);
     expect(() => parseSimEngineArgs(['--port'])).to.throw(FlagError, /needs a value/);
     expect(() => parseSimEngineArgs(['--port', '70000'])).to.throw(FlagError);
+  });
+
+  it('applies a named --profile before the other flags, and refuses unknown ones', () => {
+    const [e] = parseSimEngineArgs(['--profile', 'vllm-cpu-tiny', '--kv-cache-blocks', '96', '--block-size', '80']).engines;
+    expect(e!.kvCacheBlocks).to.equal(96);
+    expect(e!.blockSize).to.equal(80);
+    expect(e!.maxBatchedTokens).to.equal(SIM_PROFILES['vllm-cpu-tiny']!.maxBatchedTokens);
+    expect(e!.prefillMsPerToken).to.equal(SIM_PROFILES['vllm-cpu-tiny']!.prefillMsPerToken);
+    expect(() => parseSimEngineArgs(['--profile', 'h100'])).to.throw(FlagError, /unknown --profile 'h100'/);
   });
 });

