@@ -29,6 +29,9 @@ import {
 import { chatPrompt, completionPrompt, isRecord, promptTokenIds } from './prompt-template.js';
 import { PROMETHEUS_CONTENT_TYPE, renderVllmMetrics } from './prometheus-text.js';
 import { timerStepScheduler, type StepScheduler } from './step-scheduler.js';
+import { KvEventPublisher } from './kv-event-publisher.js';
+import { modelPromptTokenIds } from './model-prompt-tokens.js';
+import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { outputLength, tokenText } from './text-generator.js';
 
 /** Largest accepted request body. */
@@ -72,6 +75,9 @@ export class SimEngineServer {
   private started = false;
   private draining = false;
   private stopping: Promise<void> | undefined;
+  private tokenizer: ModelTokenizer | undefined;
+  /** Set when the engine publishes KV events (--kv-events-port). */
+  kvPublisher: KvEventPublisher | undefined;
 
   constructor(config: Partial<SimEngineConfig> = {}, deps: SimEngineServerDeps = {}) {
     this.cfg = { ...DEFAULT_SIM_ENGINE_CONFIG, ...config };
@@ -109,6 +115,13 @@ export class SimEngineServer {
   async start(): Promise<{ port: number; id: string; url: string }> {
     if (this.started) throw new Error('SimEngineServer already started');
     this.started = true;
+    if (this.cfg.tokenizerDir !== undefined) this.tokenizer = await ModelTokenizer.fromDirectory(this.cfg.tokenizerDir);
+    if (this.cfg.kvEventsPort !== undefined) {
+      const pub = new KvEventPublisher({ endpoint: `tcp://${this.cfg.host}:${this.cfg.kvEventsPort}`, blockSize: this.cfg.blockSize });
+      await pub.bind();
+      pub.attach(this.engine.kvCache);
+      this.kvPublisher = pub;
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error): void => reject(err);
       this.server.once('error', onError);
@@ -134,6 +147,7 @@ export class SimEngineServer {
   private async doStop(graceMs: number): Promise<void> {
     if (!this.started) {
       this.engine.stop();
+      await this.kvPublisher?.close();
       return;
     }
     this.draining = true;
@@ -148,6 +162,7 @@ export class SimEngineServer {
     this.engine.stop();
     this.server.closeAllConnections();
     await closed;
+    await this.kvPublisher?.close();
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -260,7 +275,12 @@ export class SimEngineServer {
     if (this.cfg.strictModel && r.model !== undefined && r.model !== this.cfg.model) {
       throw new ApiError(404, `The model \`${r.model}\` does not exist.`);
     }
-    const tokens = promptTokenIds(r.prompt, this.cfg.charsPerToken);
+    let tokens: number[];
+    try {
+      tokens = this.tokenizer !== undefined ? modelPromptTokenIds(this.tokenizer, raw) : promptTokenIds(r.prompt, this.cfg.charsPerToken);
+    } catch (err) {
+      throw new ApiError(400, err instanceof Error ? err.message : String(err));
+    }
     if (tokens.length + r.maxTokens > this.cfg.maxModelLen) {
       throw new ApiError(
         400,

@@ -20,6 +20,14 @@ export interface Endpoint {
   readonly index: number;
 }
 
+/**
+ * The prompt as the client sent it (parsed JSON, not re-encoded), for plugins that must
+ * reproduce the engine's own tokenization (precise prefix index). Never logged.
+ */
+export type PromptInput =
+  | { readonly kind: 'chat'; readonly messages: readonly unknown[]; readonly tools?: readonly unknown[] }
+  | { readonly kind: 'completion'; readonly prompt: unknown };
+
 /** What the router learned about one inference request before choosing an engine. */
 export interface RouteRequest {
   /** Envoy's `x-request-id`, or one the router generated. */
@@ -43,6 +51,8 @@ export interface RouteRequest {
   readonly subset?: readonly string[];
   /** Whether the client asked for an SSE stream. */
   readonly stream: boolean;
+  /** The parsed prompt, when the body was read (precise prefix matching tokenizes it). */
+  readonly promptInput?: PromptInput;
   /** Arrival time on the router clock (ms). */
   readonly arrivalMs: number;
   /**

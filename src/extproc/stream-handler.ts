@@ -19,7 +19,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RouterError } from '../core/errors.js';
-import type { RouteRequest } from '../core/types.js';
+import type { PromptInput, RouteRequest } from '../core/types.js';
 import type { RouteTicket, RoutingService } from '../core/routing-service.js';
 import type { RequestsConfig } from '../config/types.js';
 import type { Clock } from '../util/clock.js';
@@ -60,6 +60,7 @@ export interface PromptInfo {
   readonly promptTokens: number;
   readonly maxTokens?: number;
   readonly stream: boolean;
+  readonly input?: PromptInput;
 }
 
 /** Signature of src/request/extract-prompt.ts `extractPrompt`; throws RouterError BAD_REQUEST. */
@@ -463,6 +464,7 @@ export class StreamHandler {
         sessionKey: sessionHeader !== undefined ? this.headers?.get(sessionHeader.toLowerCase()) : undefined,
         subset: this.subset,
         stream: prompt.stream,
+        ...(prompt.input !== undefined ? { promptInput: prompt.input } : {}),
         arrivalMs: this.arrivalMs,
         traceparent: this.traceparent,
         tracestate: this.tracestate,

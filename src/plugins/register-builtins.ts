@@ -14,6 +14,7 @@ import { HEALTH_FILTER, healthFilterFactory } from './filter/health-filter.js';
 import { IMBALANCE_ESCAPE_FILTER, imbalanceEscapeFilterFactory } from './filter/imbalance-escape-filter.js';
 import { MODEL_SUBSET_FILTER, modelSubsetFilterFactory } from './filter/model-subset-filter.js';
 import { PREFIX_CACHE_PLUGIN, prefixCachePluginFactory } from './multi/prefix-cache-plugin.js';
+import { PRECISE_PREFIX_CACHE_PLUGIN, precisePrefixCachePluginFactory } from './multi/precise-prefix-cache-plugin.js';
 import { MAX_SCORE_PICKER, maxScorePickerFactory } from './picker/max-score-picker.js';
 import { PREFIX_HASH_PICKER, prefixHashPickerFactory } from './picker/prefix-hash-picker.js';
 import { RANDOM_PICKER, randomPickerFactory } from './picker/random-picker.js';
@@ -43,6 +44,7 @@ export function registerBuiltins(registry: PluginRegistry): PluginRegistry {
     .registerPlugin(KV_USAGE_SCORER, kvUsageScorerFactory)
     // multi (scorer + hooks)
     .registerPlugin(PREFIX_CACHE_PLUGIN, prefixCachePluginFactory)
+    .registerPlugin(PRECISE_PREFIX_CACHE_PLUGIN, precisePrefixCachePluginFactory)
     // pickers
     .registerPlugin(MAX_SCORE_PICKER, maxScorePickerFactory)
     .registerPlugin(ROUND_ROBIN_PICKER, roundRobinPickerFactory)
