@@ -119,7 +119,10 @@ export class PreciseAffinity {
       this.failures++;
       return undefined;
     }
-    const keys = this.hasher.hash(model, ids, m.blockSize, this.opts.maxBlocks);
+    // The engine always computes the last prompt token, so a hit never covers it: only the
+    // blocks before it can be cache hits.
+    const hittable = Math.floor(Math.max(0, ids.length - 1) / m.blockSize);
+    const keys = this.hasher.hash(model, ids, m.blockSize, Math.min(this.opts.maxBlocks, hittable));
     const micros = this.nowMicros() - t0;
     this.costRequests++;
     this.costTotal += micros;

@@ -9,7 +9,7 @@ import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
 import { ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
-import { writeTinyTokenizer } from '../../helpers/tiny-tokenizer.js';
+import { writeTinyTokenizer } from '../../../bench/harness/tiny-tokenizer.js';
 
 describe('kv-events: wire format', () => {
   it('round-trips a vLLM-style message (3 frames, BE sequence, [ts, events, rank])', () => {
