@@ -23,7 +23,7 @@ import { RouterError } from '../core/errors.js';
 import type { BlockHashes } from './block-hasher.js';
 import { EventFedIndex } from './event-fed-index.js';
 import { PrefixIndex } from './prefix-index.js';
-import type { ChatMessageInput, ModelTokenizer } from '../tokenization/model-tokenizer.js';
+import type { ChatMessageInput, ModelTokenizer, TrackedIds } from '../tokenization/model-tokenizer.js';
 import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
 
 export const INDEX_MODES = ['approximate', 'precise', 'hybrid'] as const;
@@ -65,6 +65,20 @@ interface Speculative {
 }
 
 const MAX_SPECULATIVE = 100_000;
+const MAX_KEY_MEMO = 256;
+
+interface KeyMemo {
+  /** The text prefix the keys were computed from (compared in full on every hit). */
+  readonly text: string;
+  readonly count: number;
+  readonly lo: Int32Array;
+  readonly hi: Int32Array;
+  readonly last: bigint;
+}
+
+function joinKey(lo: number, hi: number): bigint {
+  return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
+}
 
 export class PreciseAffinity {
   readonly events: EventFedIndex;
@@ -76,6 +90,8 @@ export class PreciseAffinity {
   private costTotal = 0;
   private costMax = 0;
   private failures = 0;
+  private memoHits = 0;
+  private readonly keyMemo = new Map<string, KeyMemo>();
 
   constructor(
     readonly opts: PreciseAffinityOptions,
@@ -97,6 +113,11 @@ export class PreciseAffinity {
     return this.opts.mode;
   }
 
+  /** The tokenizer and block size configured for `model`. */
+  tokenizer(model: string): ModelTokenization | undefined {
+    return this.models.get(model);
+  }
+
   ensureEndpoints(n: number): void {
     this.events.ensureEndpoints(n);
     this.speculative.ensureEndpoints(n);
@@ -108,26 +129,63 @@ export class PreciseAffinity {
     const m = this.models.get(model);
     if (m === undefined) return undefined;
     const t0 = this.nowMicros();
-    let ids: number[];
+    let tracked: TrackedIds;
     try {
-      if (input.kind === 'chat') ids = m.tokenizer.chatTokenIds(input.messages as ChatMessageInput[], input.tools);
-      else if (typeof input.prompt === 'string') ids = m.tokenizer.encode(input.prompt, true);
-      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number')) ids = input.prompt as number[];
+      if (input.kind === 'chat') tracked = m.tokenizer.encodeTracked(m.tokenizer.renderChat(input.messages as ChatMessageInput[], input.tools), false);
+      else if (typeof input.prompt === 'string') tracked = m.tokenizer.encodeTracked(input.prompt, true);
+      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number')) tracked = { ids: input.prompt as number[], stableChars: 0, stableIds: 0, stableText: '' };
       else return undefined;
     } catch {
       // A template may reject a conversation (e.g. roles out of order); the engine will too.
       this.failures++;
       return undefined;
     }
+    const ids = tracked.ids;
     // The engine always computes the last prompt token, so a hit never covers it: only the
     // blocks before it can be cache hits.
-    const hittable = Math.floor(Math.max(0, ids.length - 1) / m.blockSize);
-    const keys = this.hasher.hash(model, ids, m.blockSize, Math.min(this.opts.maxBlocks, hittable));
+    const hittable = Math.min(this.opts.maxBlocks, Math.floor(Math.max(0, ids.length - 1) / m.blockSize));
+    const keys = this.keysWithMemo(model, m.blockSize, tracked, hittable);
     const micros = this.nowMicros() - t0;
     this.costRequests++;
     this.costTotal += micros;
     if (micros > this.costMax) this.costMax = micros;
     return { keys, tokens: ids.length, micros };
+  }
+
+  /**
+   * Block keys of `tracked.ids`, reusing those of the cached text prefix (a repeated system
+   * prompt) from a small LRU keyed by that text: only blocks past it are hashed.
+   */
+  private keysWithMemo(model: string, bs: number, tracked: TrackedIds, count: number): BlockHashes {
+    const stableBlocks = Math.min(count, Math.floor(tracked.stableIds / bs));
+    if (stableBlocks === 0) return this.hasher.hash(model, tracked.ids, bs, count);
+    // The memo key must name the model, block size and the exact text the ids came from.
+    const memoKey = `${model}\u0000${bs}\u0000${tracked.stableChars}`;
+    const textKey = tracked.stableText;
+    let memo = this.keyMemo.get(memoKey);
+    if (memo !== undefined && memo.text !== textKey) memo = undefined;
+    const lo = new Int32Array(count);
+    const hi = new Int32Array(count);
+    let from = 0;
+    let parent: bigint | undefined;
+    if (memo !== undefined && memo.count <= count) {
+      lo.set(memo.lo);
+      hi.set(memo.hi);
+      from = memo.count;
+      parent = memo.last;
+      this.keyMemo.delete(memoKey);
+      this.keyMemo.set(memoKey, memo);
+      this.memoHits++;
+    }
+    const rest = this.hasher.hash(model, from === 0 ? tracked.ids : tracked.ids.slice(from * bs), bs, count - from, parent);
+    lo.set(rest.lo, from);
+    hi.set(rest.hi, from);
+    if (memo === undefined) {
+      const last = joinKey(lo[stableBlocks - 1]!, hi[stableBlocks - 1]!);
+      this.keyMemo.set(memoKey, { text: textKey, count: stableBlocks, lo: lo.slice(0, stableBlocks), hi: hi.slice(0, stableBlocks), last });
+      if (this.keyMemo.size > MAX_KEY_MEMO) this.keyMemo.delete(this.keyMemo.keys().next().value as string);
+    }
+    return { count, lo, hi };
   }
 
   /**

@@ -38,6 +38,14 @@ export interface ModelTokenizerOptions {
   readonly minCachedPieceChars?: number;
 }
 
+export interface TrackedIds {
+  readonly ids: number[];
+  readonly stableChars: number;
+  readonly stableIds: number;
+  /** text.slice(0, stableChars). */
+  readonly stableText: string;
+}
+
 export interface TokenizerCacheStats {
   readonly enabled: boolean;
   readonly hits: number;
@@ -74,6 +82,9 @@ export class ModelTokenizer {
   private readonly specialSuffix: readonly number[];
   readonly bosToken: string | undefined;
   readonly eosToken: string | undefined;
+  /** How message content reaches the template (vLLM's detection): joined text, or a list of parts. */
+  readonly contentFormat: 'string' | 'openai';
+  private readonly developerRole: boolean;
 
   constructor(
     private readonly tokenizer: Tokenizer,
@@ -85,6 +96,8 @@ export class ModelTokenizer {
     this.cacheChars = opts.cacheChars ?? 8_000_000;
     this.minPiece = opts.minCachedPieceChars ?? 64;
     this.template = chatTemplate === undefined ? undefined : new Template(chatTemplate);
+    this.contentFormat = chatTemplate === undefined ? 'string' : detectContentFormat(chatTemplate);
+    this.developerRole = chatTemplate !== undefined && (chatTemplate.includes('"developer"') || chatTemplate.includes("'developer'"));
     this.bosToken = tokenText(config['bos_token']);
     this.eosToken = tokenText(config['eos_token']);
     const added = Array.isArray(tokenizerJson['added_tokens']) ? (tokenizerJson['added_tokens'] as AddedTokenSpec[]) : [];
@@ -134,7 +147,12 @@ export class ModelTokenizer {
   /** The chat prompt text exactly as the engine renders it (generation prompt included). */
   renderChat(messages: readonly ChatMessageInput[], tools?: readonly unknown[]): string {
     if (this.template === undefined) throw new RouterError('BAD_CONFIG', 'model has no chat template');
-    const msgs = messages.map((m) => ({ ...m, content: flattenContent(m.content) }));
+    const parts = this.contentFormat === 'openai';
+    const msgs = messages.map((m) => ({
+      ...m,
+      role: m.role === 'developer' && !this.developerRole ? 'system' : m.role,
+      content: parts ? contentParts(m.content) : flattenContent(m.content),
+    }));
     return this.template.render({
       messages: msgs,
       ...(tools !== undefined && tools.length > 0 ? { tools } : {}),
@@ -151,7 +169,18 @@ export class ModelTokenizer {
 
   /** Token ids of a text prompt; `addSpecialTokens` as the tokenizer's post-processor does. */
   encode(text: string, addSpecialTokens: boolean): number[] {
+    return this.encodeTracked(text, addSpecialTokens).ids;
+  }
+
+  /**
+   * Like `encode`, also telling how far the text was served from the piece cache: the ids
+   * of `text.slice(0, stableChars)` are `ids.slice(0, stableIds)`, ending at the last cached
+   * piece (a repeated system prompt, earlier turns), a natural key for caching work on it.
+   */
+  encodeTracked(text: string, addSpecialTokens: boolean): TrackedIds {
     const out: number[] = addSpecialTokens ? [...this.specialPrefix] : [];
+    let stableChars = 0;
+    let stableIds = 0;
     if (this.splitter === undefined) {
       this.encodedChars += text.length;
       const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
@@ -161,14 +190,20 @@ export class ModelTokenizer {
       re.lastIndex = 0;
       let last = 0;
       for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-        if (m.index > last) this.encodePiece(text.slice(last, m.index), out);
+        if (m.index > last && this.encodePiece(text.slice(last, m.index), out)) {
+          stableChars = m.index;
+          stableIds = out.length;
+        }
         out.push(this.addedIds.get(m[0])!);
         last = m.index + m[0].length;
       }
-      if (last < text.length) this.encodePiece(last === 0 ? text : text.slice(last), out);
+      if (last < text.length && this.encodePiece(last === 0 ? text : text.slice(last), out)) {
+        stableChars = text.length;
+        stableIds = out.length;
+      }
     }
     if (addSpecialTokens) for (const id of this.specialSuffix) out.push(id);
-    return out;
+    return { ids: out, stableChars, stableIds, stableText: stableChars === text.length ? text : text.slice(0, stableChars) };
   }
 
   /** The library's own encoding of the whole text (the reference the piece cache must equal). */
@@ -187,11 +222,12 @@ export class ModelTokenizer {
     };
   }
 
-  private encodePiece(piece: string, out: number[]): void {
+  /** Appends the piece's ids; true when they came from the cache. */
+  private encodePiece(piece: string, out: number[]): boolean {
     if (piece.length < this.minPiece) {
       this.encodedChars += piece.length;
       for (const id of this.tokenizer.encode(piece, { add_special_tokens: false }).ids) out.push(id);
-      return;
+      return false;
     }
     const hit = this.cache.get(piece);
     let ids: readonly number[];
@@ -216,7 +252,34 @@ export class ModelTokenizer {
       }
     }
     for (let i = 0; i < ids.length; i++) out.push(ids[i]!);
+    return hit !== undefined;
   }
+}
+
+/**
+ * vLLM's choice of content format: "openai" (content stays a list of parts) when the template
+ * loops over a message's content, else "string". vLLM walks the Jinja AST; this looks for the
+ * same loops in the source: `for x in <message var>['content']` / `.content`, where the
+ * message var is a `for … in messages` loop target, or `for x in content`.
+ */
+export function detectContentFormat(template: string): 'string' | 'openai' {
+  const vars = [...template.matchAll(/for\s+(\w+)\s+in\s+messages\b/g)].map((m) => m[1]!);
+  for (const v of vars) {
+    if (new RegExp(`for\\s+\\w+\\s+in\\s+${v}\\s*(\\[\\s*['"]content['"]\\s*\\]|\\.content\\b)`).test(template)) return 'openai';
+  }
+  return /for\s+\w+\s+in\s+content\b/.test(template) ? 'openai' : 'string';
+}
+
+/** vLLM's "openai" content format: a string becomes one text part; text parts are kept, others reduced to their type. */
+function contentParts(content: unknown): unknown {
+  if (content === undefined || content === null) return [];
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) return content;
+  return content.map((part: unknown) => {
+    if (typeof part === 'string') return { type: 'text', text: part };
+    const p = (typeof part === 'object' && part !== null ? part : {}) as Record<string, unknown>;
+    return p['type'] === 'text' ? { type: 'text', text: p['text'] } : { type: p['type'] };
+  });
 }
 
 /** vLLM's "string" content format: text parts joined with newlines; other parts dropped. */

@@ -7,7 +7,7 @@ import { decodeKvEventMessage, encodeKvEventMessage, KvWireError } from '../../.
 import { SequenceTracker } from '../../../src/kv-events/sequence-tracker.js';
 import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
-import { ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
+import { detectContentFormat, ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
 import { writeTinyTokenizer } from '../../../bench/harness/tiny-tokenizer.js';
 
@@ -166,6 +166,12 @@ describe('tokenization: model tokenizer', () => {
     expect(after - mid).to.be.lessThan(20);
   });
 
+  it('content format follows vLLM: templates looping over message content get parts, others joined text', () => {
+    expect(detectContentFormat("{% for message in messages %}{{ message['content'] }}{% endfor %}")).to.equal('string');
+    expect(detectContentFormat("{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for part in m['content'] %}{{ part['text'] }}{% endfor %}{% endif %}{% endfor %}")).to.equal('openai');
+    expect(detectContentFormat('{%- for message in messages -%}{%- for c in message.content -%}{{ c.text }}{%- endfor -%}{%- endfor -%}')).to.equal('openai');
+  });
+
   it('missing or broken files are BAD_CONFIG errors', async () => {
     let err: unknown;
     try {
@@ -218,6 +224,22 @@ describe('index modes: precise and hybrid affinity', () => {
     // requests the router cannot tokenize
     expect(a.requestKeys('unknown-model', input)).to.equal(undefined);
     expect(a.requestKeys('tiny', undefined)).to.equal(undefined);
+  });
+
+  it('memoised keys of a repeated system prompt equal hashing every block afresh', () => {
+    const a = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 1 }, hasher, models, () => 0);
+    const tok = models.get('tiny')!.tokenizer;
+    const sys = { role: 'system', content: 'You are a helpful assistant. Answer the question using the documents below. '.repeat(8) };
+    for (const user of ['one', 'two', 'three', 'a much longer question about the documents below and more']) {
+      for (const msgs of [[sys, { role: 'user', content: user }], [{ role: 'system', content: sys.content + 'x' }, { role: 'user', content: user }]]) {
+        const rk = a.requestKeys('tiny', { kind: 'chat', messages: msgs })!;
+        const ids = tok.chatTokenIds(msgs);
+        const ref = hasher.hash('tiny', ids, 4, Math.floor((ids.length - 1) / 4));
+        expect(rk.keys.count).to.equal(ref.count);
+        expect([...rk.keys.lo]).to.deep.equal([...ref.lo]);
+        expect([...rk.keys.hi]).to.deep.equal([...ref.hi]);
+      }
+    }
   });
 
   it('hybrid: a routing decision counts until the engine confirms, evicts, or the TTL passes', () => {
