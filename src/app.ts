@@ -11,8 +11,7 @@ import type { RoutingService } from './core/routing-service.js';
 import { createScheduler } from './scheduling/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
 import { AdminServer } from './admin/admin-server.js';
-import { createExtProcServer } from './extproc/create-ext-proc-server.js';
-import type { ExtProcServer } from './extproc/ext-proc-server.js';
+import { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
 import type { PromptExtractor } from './extproc/stream-handler.js';
 import type { EdgeStats } from './extproc/edge-stats.js';
@@ -118,7 +117,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
   });
-  const extProc = createExtProcServer(config.server.transport, {
+  const extProc = new ExtProcServer({
     address: config.server.grpcAddress,
     maxReceiveMessageBytes: config.server.maxReceiveMessageBytes,
     edge,

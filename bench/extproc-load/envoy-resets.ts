@@ -5,13 +5,13 @@
  * HTTP status. Without Envoy's runtime flag ext_proc_graceful_grpc_close every request
  * ends its ext_proc stream with an RST_STREAM, and Node 20 accepts only a burst of 1000
  * per connection (refill 33/s); the router retires connections before that limit
- * (src/extproc/connection-recycler.ts). This measures what still fails, for both
- * ext_proc transports, with the flag off and on (docs/extproc.md).
+ * (src/extproc/connection-recycler.ts). This measures what still fails with the flag off
+ * and on (docs/extproc.md).
  *
  *   npx tsc -p tsconfig.json && node dist/bench/extproc-load/envoy-resets.js [--requests 4000] [--concurrency 64] [--reps 1]
  *       [--time-scale 0.05] [--out bench/results/extproc-load]
  *
- * Matrix per transport {node-http2, grpc-js}: graceful close off without and with the
+ * Matrix (the grpc-js server): graceful close off without and with the
  * refused-stream retry of the shipped configs, and graceful close on (with retry); the cells
  * alternately per repetition, each on a fresh stack. Bounded: requests ≤ 20000,
  * concurrency ≤ 256, reps ≤ 10, each cell's load ≤ 120 s (requests not sent by then are
@@ -30,7 +30,7 @@ import { runDir, sleep, startStack, type Stack } from '../../test/helpers/proces
 import { ENVOY_BIN, REPO_ROOT } from '../../test/helpers/repo-paths.js';
 import { gitOutput } from '../micro/git-output.js';
 
-const TRANSPORTS = ['node-http2', 'grpc-js'] as const;
+const TRANSPORTS = ['grpc-js'] as const;
 type Transport = (typeof TRANSPORTS)[number];
 
 const MAX_REQUESTS = 20_000;
@@ -183,7 +183,7 @@ function jsonLines(file: string): Array<Record<string, unknown>> {
 async function runCell(transport: Transport, gracefulGrpcClose: boolean, retry: boolean, rep: number, requests: number, concurrency: number, timeScale: number): Promise<CellResult> {
   const stack: Stack = await startStack({
     engines: { count: ENGINES, flags: { 'time-scale': timeScale } },
-    router: { name: `router-${transport}`, config: { server: { transport }, telemetry: { logLevel: 'info' } } },
+    router: { name: `router-${transport}`, config: { telemetry: { logLevel: 'info' } } },
     envoys: [{ variant: 'original-dst', gracefulGrpcClose, refusedStreamRetry: retry, name: `envoy-${transport}-graceful-${gracefulGrpcClose}-retry-${retry}` }],
   });
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
@@ -273,7 +273,7 @@ function markdown(result: { commit: string; dirty: readonly string[]; date: stri
     '',
     `Commit \`${result.commit}\`${result.dirty.length > 0 ? ` (dirty: ${result.dirty.join(', ')})` : ' (clean)'}; ${result.date}; Node ${process.version}, Envoy ${result.envoyVersion}, ${cpus().length} cores; load average before ${result.loadavgBefore.map((x) => x.toFixed(2)).join(' / ')}, after ${result.loadavgAfter.map((x) => x.toFixed(2)).join(' / ')}.`,
     '',
-    `Setup: real Envoy (\`envoy/original-dst.yaml\` rendered with \`gracefulGrpcClose\`, 1 worker) → real router CLI (\`server.transport\` T, default connection recycling, log level info) → ${ENGINES} sim engines (time scale ${String(result.setup['timeScale'])}). ` +
+    `Setup: real Envoy (\`envoy/original-dst.yaml\` rendered with \`gracefulGrpcClose\`, 1 worker) → real router CLI (default connection recycling, log level info) → ${ENGINES} sim engines (time scale ${String(result.setup['timeScale'])}). ` +
       `Each cell on a fresh stack: ${WARMUP_REQUESTS} warm-up requests (8 in flight, not in the table), then ${String(result.setup['requests'])} non-streaming chat completions (max_tokens 4, ${SHARED_PREFIXES} shared ${PREFIX_TOKENS}-token system prompts) over HTTP/1.1 keep-alive with ${String(result.setup['concurrency'])} in flight. ` +
       `Cells alternate per repetition; ${String(result.setup['reps'])} repetition(s). \`graceful close\` = runtime flag \`envoy.reloadable_features.ext_proc_graceful_grpc_close\` (false: Envoy sends RST_STREAM at the end of every ext_proc stream).`,
     '',

@@ -4,11 +4,12 @@
  *
  *   npm run build && node dist/bench/extproc-load/run.js [--duration-s 10] [--warmup-s 3]
  *       [--concurrency 64] [--connections 2] [--strategy cache-aware] [--endpoints 8]
- *       [--no-pin] [--label text] [--close reset|half-close] [--transport node-http2|grpc-js]
+ *       [--no-pin] [--label text] [--close reset|half-close] [--router-dir DIR]
  *       [--out bench/results/extproc-load]
  *       [--server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof]
  *
- * The router runs as the real CLI (`cacheroute serve`) in a child process pinned to CPU 1
+ * The router runs as the real CLI (`cacheroute serve`; of another built checkout with
+ * --router-dir, e.g. a baseline commit) in a child process pinned to CPU 1
  * with taskset; this client pins itself to CPU 0, so client and server do not compete for
  * a core. Bounded: duration ≤ 120 s. Writes <out>/<stamp>.json and .md plus latest.{json,md}.
  * The machine is shared: numbers vary run to run; the report records load average and CPU use.
@@ -24,7 +25,6 @@ import { runLoad, verifyOnce } from './load-client.js';
 import type { LoadResult } from './load-client.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
-const MAIN = join(REPO, 'dist/src/main.js');
 
 function hasTaskset(): boolean {
   try {
@@ -43,10 +43,10 @@ function cpuSeconds(pid: number): number {
   return ticks / 100; // CLK_TCK is 100 on Linux
 }
 
-function gitInfo(): { commit: string; dirty: boolean } {
+function gitInfo(dir: string): { commit: string; dirty: boolean } {
   try {
-    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bench/extproc-load', 'proto'], { cwd: REPO, encoding: 'utf8' }).trim() !== '';
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'proto'], { cwd: dir, encoding: 'utf8' }).trim() !== '';
     return { commit, dirty };
   } catch {
     return { commit: 'unknown', dirty: true };
@@ -65,8 +65,8 @@ async function main(): Promise<number> {
       'no-pin': { type: 'boolean', default: false },
       label: { type: 'string', default: '' },
       close: { type: 'string', default: 'reset' },
-      // server.transport: node-http2 (the default) or grpc-js.
-      transport: { type: 'string', default: 'node-http2' },
+      // A built checkout whose dist/src/main.js serves (default: this one).
+      'router-dir': { type: 'string', default: REPO },
       out: { type: 'string', default: 'bench/results/extproc-load' },
       // Extra Node.js flags for the router process, e.g. --server-node-arg=--cpu-prof.
       'server-node-arg': { type: 'string', multiple: true, default: [] },
@@ -81,16 +81,18 @@ async function main(): Promise<number> {
 
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-load-'));
   const configPath = join(dir, 'router.yaml');
-  const endpoints = Array.from({ length: endpointCount }, (_, i) => `  - 10.0.0.${i + 1}:8000`).join('\n');
-  const transport = values.transport === 'grpc-js' ? 'grpc-js' : 'node-http2';
+  // Loopback addresses that nothing listens on: engine metrics are off, nothing dials them.
+  const endpoints = Array.from({ length: endpointCount }, (_, i) => `  - 127.0.1.${i + 1}:8000`).join('\n');
+  const routerDir = resolve(values['router-dir']);
+  const main = join(routerDir, 'dist/src/main.js');
   const configText =
-    `apiVersion: cacheroute/v1\nserver:\n  grpcAddress: 127.0.0.1:0\n  adminAddress: 127.0.0.1:0\n  drainTimeoutMs: 2000\n  transport: ${transport}\n` +
+    `apiVersion: cacheroute/v1\nserver:\n  grpcAddress: 127.0.0.1:0\n  adminAddress: 127.0.0.1:0\n  drainTimeoutMs: 2000\n` +
     `strategy: ${values.strategy}\nendpoints:\n${endpoints}\nengineMetrics:\n  enabled: false\ntelemetry:\n  logLevel: error\n`;
   writeFileSync(configPath, configText);
 
   const cmd = pin ? 'taskset' : process.execPath;
   const nodeArgs = values['server-node-arg'] ?? [];
-  const serveArgs = [...nodeArgs, MAIN, 'serve', '--config', configPath];
+  const serveArgs = [...nodeArgs, main, 'serve', '--config', configPath];
   const args = pin ? ['-c', '1', process.execPath, ...serveArgs] : serveArgs;
   const server = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OTEL_SDK_DISABLED: 'true' } });
   const exited = new Promise<number | null>((r) => server.on('exit', (c) => r(c)));
@@ -138,7 +140,7 @@ async function main(): Promise<number> {
     // The server PID is taskset's exec'd node (taskset execs in place).
     const serverCores = cpu.start !== undefined && cpu.end !== undefined ? (cpu.end - cpu.start) / durationS : undefined;
     const clientCores = clientCpu.end ? (clientCpu.end.user + clientCpu.end.system) / 1e6 / durationS : undefined;
-    const git = gitInfo();
+    const git = gitInfo(routerDir);
     const bodyBytes = bodies.reduce((a, b) => a + b.length, 0) / bodies.length;
     const report = {
       benchmark: 'extproc-load',
@@ -159,7 +161,7 @@ async function main(): Promise<number> {
         meanBodyBytes: Math.round(bodyBytes),
         stream: `request_headers(FDS) + 1 request_body chunk (eos) + response_headers, then ${values.close === 'half-close' ? 'half-close (Envoy ext_proc_graceful_grpc_close)' : 'RST_STREAM (Envoy default)'}`,
         telemetry: 'default (metrics on, tracing off)',
-        transport: `cacheroute serve, server.transport ${transport}`,
+        transport: `cacheroute serve from ${routerDir}`,
         routerConfig: configText,
       },
       firstPick,

@@ -12,7 +12,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_DECISION_BENCH, runDecisionBench, type DecisionBenchResult } from './decision-bench.js';
 import { gitOutput } from './git-output.js';
-import { runHashBench, type HashBenchResult, type HashVariantResult } from './hash-bench.js';
+import { hashBenchTable, runHashBench, type HashBenchResult } from './hash-bench.js';
 import { DEFAULT_INDEX_MEMORY, runIndexMemoryBench, type IndexMemoryResult } from './index-memory-bench.js';
 import { DEFAULT_ROUTE_ALLOC, runRouteAllocBench, type RouteAllocResult } from './route-alloc-bench.js';
 
@@ -100,19 +100,7 @@ export function renderMarkdown(r: MicroResults): string {
     '',
     '## Block hashing throughput',
     '',
-    `${r.hash.prompts} prompts of ${r.hash.promptChars} chars, ${r.hash.blockChars}-char blocks; ${r.hash.repetitions} repetitions of ${r.hash.roundsPerRepetition} rounds,`,
-    'alternating between the hashers (µs per prompt: least disturbed repetition / median repetition):',
-    '',
-    '| text | single-state, wasm (now) | single-state, js | two-lane (before) | now ÷ before (min) |',
-    '| --- | --- | --- | --- | --- |',
-    ...(['ascii', 'quotes', 'cyrillic'] as const).map((text) => {
-      const of = (hasher: HashVariantResult['hasher']): HashVariantResult => r.hash.variants.find((v) => v.text === text && v.hasher === hasher)!;
-      const cell = (v: HashVariantResult): string => `${f1(v.microsPerPromptMin)} / ${f1(v.microsPerPromptMedian)}`;
-      const [now, js, before] = [of('single-state, wasm'), of('single-state, js'), of('two-lane (before)')];
-      return `| ${text} | ${cell(now)} | ${cell(js)} | ${cell(before)} | ${f2(now.microsPerPromptMin / before.microsPerPromptMin)} |`;
-    }),
-    '',
-    `ASCII text with the single-state hasher (wasm): ${f1(r.hash.megaCharsPerSecond)} M chars/s, ${Math.round(r.hash.blocksPerSecond)} blocks/s.`,
+    ...hashBenchTable(r.hash),
     '',
   ].join('\n');
 }
@@ -126,7 +114,7 @@ async function main(): Promise<void> {
   const repeat = repIdx >= 0 ? Math.max(1, Number(args[repIdx + 1]) || 1) : quick ? 1 : 3;
   const startedAt = new Date().toISOString();
   const loadavgAtStart = loadavg();
-  const hash = runHashBench(32_768, 64, quick ? 16 : 64, quick ? 2 : 10, quick ? 2 : 6);
+  const hash = await runHashBench(quick ? { prompts: 16, rounds: 2, repetitions: 2 } : {});
   const decisionRuns: DecisionBenchResult[] = [];
   for (let k = 0; k < repeat; k++) {
     decisionRuns.push(runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, warmRoutes: 300, decisions: 500 } : DEFAULT_DECISION_BENCH));

@@ -14,11 +14,6 @@ export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:9003';
 /** Long enough for most in-flight streams to finish their ext_proc exchange on SIGTERM. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 /**
- * node:http2 serving the one Process method directly: ≈0.6× grpc-js' CPU per stream on the
- * ext_proc load benchmark (docs/extproc.md); grpc-js remains selectable.
- */
-export const DEFAULT_TRANSPORT = 'node-http2' as const;
-/**
  * gRPC's own server keepalive defaults (2 h / 20 s): a dead Envoy connection is noticed and
  * its streams' in-flight accounting released without pinging healthy, busy connections.
  */

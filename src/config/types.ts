@@ -24,8 +24,6 @@ export interface ServerConfig {
   readonly drainTimeoutMs: number;
   /** Largest gRPC message accepted (must exceed the largest BUFFERED body). */
   readonly maxReceiveMessageBytes: number;
-  /** gRPC server implementation: node-http2 (default, ≈0.6× the CPU per stream) or grpc-js. */
-  readonly transport: 'node-http2' | 'grpc-js';
   /** Server keepalive PING interval per Envoy connection; 0 = off. */
   readonly keepaliveTimeMs: number;
   /** A keepalive PING not acknowledged within this closes the connection. */

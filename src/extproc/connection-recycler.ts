@@ -1,26 +1,80 @@
 /**
- * Retires an HTTP/2 connection from Envoy gracefully before Node's RST_STREAM rate limit
- * would kill it (see reset-budget.ts for the limit and why Envoy hits it).
+ * Retires an HTTP/2 connection from Envoy gracefully before Node's stream-reset rate limit
+ * would kill it. This is the one place that says why the router still does this itself.
  *
- * Every stream of a connection is tracked; one that closes with an RST code, or before we
- * sent trailers, counts as a reset received from the peer. When the connection's budget
- * gets close to what the streams still open on it could spend (open + margin), the
- * connection gets the two-step graceful GOAWAY: first "no new streams, every stream may
- * finish" (last-stream-id 2^31-1), then, once a PING round trip shows the peer saw it, the
- * final GOAWAY and close when the open streams end. Envoy opens a fresh connection for new
- * streams meanwhile. Used by both ext_proc transports.
+ * The mechanism: since nghttp2 1.57 (the CVE-2023-44487 "rapid reset" mitigation) a Node
+ * HTTP/2 server — and so grpc-js, which runs on it — takes at most a burst of 1000 incoming
+ * RST_STREAM frames per connection, refilled at 33 per second; one more and nghttp2 sends
+ * GOAWAY(INTERNAL_ERROR), failing every stream still open on that connection. Envoy resets
+ * the ext_proc stream at the end of every HTTP request unless its runtime flag
+ * `envoy.reloadable_features.ext_proc_graceful_grpc_close` is on, so above ~33 requests/s on
+ * one connection the router would lose its Envoy connection about every thousand requests
+ * and Envoy would answer the requests in flight on it with errors. Node 20 cannot raise the
+ * limit (the `streamResetBurst` / `streamResetRate` server options came in later Node
+ * releases) and grpc-js exposes no such setting, so: with the graceful-close flag on (the
+ * shipped Envoy configs) no resets arrive and nothing here ever acts; without it, this
+ * class mirrors nghttp2's token bucket per connection and retires the connection while
+ * tokens remain. Delete it once the router runs on a Node whose HTTP/2 server lets the
+ * limit be raised, or once every supported Envoy closes ext_proc streams gracefully.
+ *
+ * How: every stream of a connection is tracked; one that closes with an RST code, or before
+ * we sent trailers, counts as a reset received from the peer. When the connection's budget
+ * falls to (streams still open on it + margin), the connection gets the two-step graceful
+ * GOAWAY: first "no new streams, every stream may finish" (last-stream-id 2^31-1), then,
+ * once a PING round trip shows the peer saw it, the final GOAWAY and close when the open
+ * streams end. Envoy opens a fresh connection for new streams meanwhile. The bucket refills
+ * in whole seconds like nghttp2's, counted from our own last update, which refills no faster
+ * than nghttp2 does (conservative).
  */
 import { constants as http2Constants } from 'node:http2';
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '../telemetry/logger.js';
-import { ResetBudget } from './reset-budget.js';
-import type { EdgeContext } from './stream-handler.js';
+
+/** nghttp2's reset burst per connection and its refill rate. */
+export const NGHTTP2_RESET_BURST = 1000;
+export const NGHTTP2_RESET_RATE_PER_SEC = 33;
 
 /** GOAWAY last-stream-id meaning "every stream may still finish" (first half of a graceful drain). */
 export const MAX_STREAM_ID = 2 ** 31 - 1;
 
 /** Default margin: retire while 100 resets beyond the streams still open remain. */
 export const DEFAULT_RESET_BUDGET_MARGIN = 100;
+
+/** A mirror of nghttp2's per-connection reset token bucket. */
+export class ResetBudget {
+  private tokens: number;
+  private lastSec: number;
+
+  constructor(
+    private readonly nowMs: () => number = () => performance.now(),
+    private readonly burst = NGHTTP2_RESET_BURST,
+    private readonly ratePerSec = NGHTTP2_RESET_RATE_PER_SEC,
+  ) {
+    this.tokens = burst;
+    this.lastSec = Math.floor(nowMs() / 1000);
+  }
+
+  /** Records one reset received from the peer; returns the tokens left (may go negative). */
+  consume(): number {
+    this.refill();
+    this.tokens -= 1;
+    return this.tokens;
+  }
+
+  /** Tokens left now. */
+  remaining(): number {
+    this.refill();
+    return this.tokens;
+  }
+
+  private refill(): void {
+    const sec = Math.floor(this.nowMs() / 1000);
+    if (sec > this.lastSec) {
+      this.tokens = Math.min(this.burst, this.tokens + (sec - this.lastSec) * this.ratePerSec);
+      this.lastSec = sec;
+    }
+  }
+}
 
 interface SessionBudget {
   readonly budget: ResetBudget;
@@ -44,21 +98,6 @@ export class ConnectionRecycler {
   private retired = 0;
 
   constructor(private readonly options: ConnectionRecyclerOptions) {}
-
-  /** The recycler of a server built from ExtProcServerOptions-like settings. */
-  static forServer(
-    opts: { readonly resetBudgetMargin?: number; readonly logger: Logger; readonly nowMs?: () => number; readonly edge: EdgeContext },
-    isRunning: () => boolean,
-  ): ConnectionRecycler {
-    const stats = opts.edge.stats;
-    return new ConnectionRecycler({
-      margin: opts.resetBudgetMargin ?? DEFAULT_RESET_BUDGET_MARGIN,
-      logger: opts.logger,
-      isRunning,
-      ...(stats.connectionRetired !== undefined ? { onRetired: () => stats.connectionRetired!() } : {}),
-      ...(opts.nowMs !== undefined ? { nowMs: opts.nowMs } : {}),
-    });
-  }
 
   get enabled(): boolean {
     return this.options.margin > 0;
@@ -104,7 +143,7 @@ export class ConnectionRecycler {
  * The two-step graceful GOAWAY: no new streams, open ones finish; after a PING round trip
  * the final GOAWAY and close once the open streams have ended.
  */
-export function gracefulGoaway(session: Http2Session): void {
+function gracefulGoaway(session: Http2Session): void {
   try {
     session.goaway(http2Constants.NGHTTP2_NO_ERROR, MAX_STREAM_ID);
     session.ping(() => {

@@ -1,6 +1,7 @@
 /**
- * Loads cacheroute's trimmed ext_proc protos (proto/) at runtime and names the generated
- * types the rest of the edge uses. The loader options here MUST match the flags of
+ * Loads cacheroute's trimmed ext_proc protos (proto/) at runtime with @grpc/proto-loader
+ * (protobufjs underneath: the only protobuf codec) and names the generated types the rest
+ * of the edge uses. The loader options here MUST match the flags of
  * `npm run gen:proto` (keepCase, longs String, enums String, defaults, oneofs), otherwise
  * the generated src/gen types would lie about the decoded objects.
  *
@@ -13,10 +14,6 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType } from '../gen/external_processor.js';
 import type { ExternalProcessorClient, ExternalProcessorDefinition } from '../gen/envoy/service/ext_proc/v3/ExternalProcessor.js';
-import type { ProcessingRequest__Output } from '../gen/envoy/service/ext_proc/v3/ProcessingRequest.js';
-import type { ProcessingResponse } from '../gen/envoy/service/ext_proc/v3/ProcessingResponse.js';
-import { decodeProcessingRequest } from './request-decoder.js';
-import { wireOf } from './response-encoder.js';
 
 export type { ProcessingRequest, ProcessingRequest__Output } from '../gen/envoy/service/ext_proc/v3/ProcessingRequest.js';
 export type { ProcessingResponse, ProcessingResponse__Output } from '../gen/envoy/service/ext_proc/v3/ProcessingResponse.js';
@@ -57,42 +54,12 @@ export function extProcPackage(): ProtoGrpcType {
   return cached;
 }
 
-/** The proto-loader service definition, codec untouched (the reference for the fast paths). */
-export function referenceServiceDefinition(): ExternalProcessorDefinition {
-  return extProcPackage().envoy.service.ext_proc.v3.ExternalProcessor.service;
-}
-
-let fast: ExternalProcessorDefinition | undefined;
-
 /**
- * Service definition to register on a grpc-js Server: the reference definition with the
- * server-side codec replaced by the direct one — requests decoded by request-decoder.ts
- * (reference codec for the shapes it does not cover), responses sent as the bytes their
- * builder attached (response-encoder.ts), else encoded by the reference codec. The
- * client-side halves (requestSerialize, responseDeserialize) stay the reference ones.
+ * The service definition to register on a grpc-js Server (and the codec tests and the load
+ * client encode with): proto-loader's, whose serializers are protobufjs'. The one codec.
  */
 export function extProcServiceDefinition(): ExternalProcessorDefinition {
-  if (fast === undefined) {
-    const reference = referenceServiceDefinition();
-    const ref = reference.Process;
-    fast = {
-      ...reference,
-      Process: {
-        ...ref,
-        requestDeserialize: (buf: Buffer): ProcessingRequest__Output => decodeProcessingRequest(buf) ?? ref.requestDeserialize(buf),
-        responseSerialize: (msg: ProcessingResponse): Buffer => {
-          const wire = wireOf(msg);
-          return wire ?? ref.responseSerialize(msg);
-        },
-      },
-    };
-  }
-  return fast;
-}
-
-/** Encodes a response with the reference codec (builders precompute constant answers with it). */
-export function referenceEncodeResponse(msg: ProcessingResponse): Buffer {
-  return referenceServiceDefinition().Process.responseSerialize(msg);
+  return extProcPackage().envoy.service.ext_proc.v3.ExternalProcessor.service;
 }
 
 /** A client (tests, load generator) talking to an ext_proc server at `address`. */

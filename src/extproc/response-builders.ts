@@ -9,16 +9,12 @@
  *   the ordered fallbacks); `cacheroute/destination` carries the chosen host alone for
  *   ORIGINAL_DST, which accepts exactly one literal ip:port.
  *
- * The answers every routed stream sends (decision, body echo, plain CONTINUEs) carry their
- * wire bytes (response-encoder.ts), so the server sends them without re-encoding; the
- * constant ones are shared, frozen objects encoded once by the reference codec.
+ * The constant answers (plain CONTINUEs) are shared, deep-frozen objects.
  */
 import type { RouteDecision } from '../core/types.js';
 import type { RouterError } from '../core/errors.js';
 import { httpStatusOf } from './error-status.js';
-import { referenceEncodeResponse } from './ext-proc-proto.js';
 import type { HeaderMutation, HeaderValueOption, ProcessingResponse, StatusCode, Struct } from './ext-proc-proto.js';
-import { RESPONSE_FIELD, attachWire, encodeDecisionAnswer, encodeStreamedBody } from './response-encoder.js';
 
 export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
 export const LB_METADATA_NAMESPACE = 'envoy.lb';
@@ -26,13 +22,6 @@ export const CACHEROUTE_METADATA_NAMESPACE = 'cacheroute';
 export const CACHEROUTE_DESTINATION_KEY = 'destination';
 /** Error messages are truncated to this many characters (they must stay small). */
 const MAX_ERROR_MESSAGE_CHARS = 200;
-
-const DECISION_NAMES = {
-  headerKey: DESTINATION_HEADER,
-  lbNamespace: LB_METADATA_NAMESPACE,
-  ownNamespace: CACHEROUTE_METADATA_NAMESPACE,
-  ownKey: CACHEROUTE_DESTINATION_KEY,
-} as const;
 
 /** One header to set, replacing any existing values (ext_proc honours only `append`). */
 export function setHeader(key: string, value: string): HeaderValueOption {
@@ -75,18 +64,17 @@ function metadataFor(destinations: string, chosen: string): Struct {
  * response carries a header mutation.
  */
 export function requestHeadersWithDecision(decision: RouteDecision): ProcessingResponse {
-  return withDecision(RESPONSE_FIELD.request_headers, decision, 'request_headers');
+  return withDecision(decision, 'request_headers');
 }
 
 /** Answer to a BUFFERED request body that carries the decision (headers are still held). */
 export function requestBodyWithDecision(decision: RouteDecision): ProcessingResponse {
-  return withDecision(RESPONSE_FIELD.request_body, decision, 'request_body');
+  return withDecision(decision, 'request_body');
 }
 
-function withDecision(field: number, decision: RouteDecision, member: 'request_headers' | 'request_body'): ProcessingResponse {
+function withDecision(decision: RouteDecision, member: 'request_headers' | 'request_body'): ProcessingResponse {
   const destinations = destinationList(decision);
-  const chosen = decision.endpoint.id;
-  const msg: ProcessingResponse = {
+  return {
     [member]: {
       response: {
         status: 'CONTINUE',
@@ -94,14 +82,13 @@ function withDecision(field: number, decision: RouteDecision, member: 'request_h
         clear_route_cache: true,
       },
     },
-    dynamic_metadata: metadataFor(destinations, chosen),
+    dynamic_metadata: metadataFor(destinations, decision.endpoint.id),
   };
-  return attachWire(msg, encodeDecisionAnswer(field, DECISION_NAMES, destinations, chosen));
 }
 
 /** Plain CONTINUE for request headers; optionally removes headers (e.g. a forged destination). */
 export function continueRequestHeaders(removeHeaders: readonly string[] = []): ProcessingResponse {
-  if (removeHeaders.length === 0) return CONTINUE.requestHeaders();
+  if (removeHeaders.length === 0) return CONTINUE.requestHeaders;
   return {
     request_headers: { response: { status: 'CONTINUE', header_mutation: { remove_headers: [...removeHeaders] } } },
   };
@@ -109,53 +96,40 @@ export function continueRequestHeaders(removeHeaders: readonly string[] = []): P
 
 /** CONTINUE for response headers; optionally sets headers (the decision summary). */
 export function continueResponseHeaders(setHeaders: readonly HeaderValueOption[] = []): ProcessingResponse {
-  if (setHeaders.length === 0) return CONTINUE.responseHeaders();
+  if (setHeaders.length === 0) return CONTINUE.responseHeaders;
   return { response_headers: { response: { status: 'CONTINUE', header_mutation: { set_headers: [...setHeaders] } } } };
 }
 
 /** CONTINUE for a request body chunk (BUFFERED / STREAMED modes). */
 export function continueRequestBody(): ProcessingResponse {
-  return CONTINUE.requestBody();
+  return CONTINUE.requestBody;
 }
 
 /** CONTINUE for a response body chunk (BUFFERED / STREAMED modes). */
 export function continueResponseBody(): ProcessingResponse {
-  return CONTINUE.responseBody();
+  return CONTINUE.responseBody;
 }
 
 /** FULL_DUPLEX_STREAMED: give a request body chunk back to Envoy (it drained it). */
 export function streamedRequestBody(body: Uint8Array, endOfStream: boolean): ProcessingResponse {
-  return streamedBody(RESPONSE_FIELD.request_body, 'request_body', body, endOfStream);
+  return streamedBody('request_body', body, endOfStream);
 }
 
 /** FULL_DUPLEX_STREAMED: give a response body chunk back to Envoy. */
 export function streamedResponseBody(body: Uint8Array, endOfStream: boolean): ProcessingResponse {
-  return streamedBody(RESPONSE_FIELD.response_body, 'response_body', body, endOfStream);
+  return streamedBody('response_body', body, endOfStream);
 }
 
-function streamedBody(field: number, member: 'request_body' | 'response_body', body: Uint8Array, endOfStream: boolean): ProcessingResponse {
-  const bytes = toBuffer(body);
-  const msg: ProcessingResponse = {
-    [member]: { response: { body_mutation: { streamed_response: { body: bytes, end_of_stream: endOfStream } } } },
-  };
-  return attachWire(msg, encodeStreamedBody(field, bytes, endOfStream));
+function streamedBody(member: 'request_body' | 'response_body', body: Uint8Array, endOfStream: boolean): ProcessingResponse {
+  return { [member]: { response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } } } };
 }
 
 export function continueRequestTrailers(): ProcessingResponse {
-  return CONTINUE.requestTrailers();
+  return CONTINUE.requestTrailers;
 }
 
 export function continueResponseTrailers(): ProcessingResponse {
-  return CONTINUE.responseTrailers();
-}
-
-/**
- * A constant answer: deep-frozen (it is shared by every stream) and encoded once by the
- * reference codec, on first use.
- */
-function constantAnswer(msg: ProcessingResponse): () => ProcessingResponse {
-  let wired: ProcessingResponse | undefined;
-  return () => (wired ??= deepFreeze(attachWire(msg, referenceEncodeResponse(msg))));
+  return CONTINUE.responseTrailers;
 }
 
 function deepFreeze<T extends object>(value: T): T {
@@ -163,13 +137,14 @@ function deepFreeze<T extends object>(value: T): T {
   return Object.freeze(value);
 }
 
+/** The constant answers: deep-frozen, since every stream shares them. */
 const CONTINUE = {
-  requestHeaders: constantAnswer({ request_headers: { response: { status: 'CONTINUE' } } }),
-  responseHeaders: constantAnswer({ response_headers: { response: { status: 'CONTINUE' } } }),
-  requestBody: constantAnswer({ request_body: { response: { status: 'CONTINUE' } } }),
-  responseBody: constantAnswer({ response_body: { response: { status: 'CONTINUE' } } }),
-  requestTrailers: constantAnswer({ request_trailers: {} }),
-  responseTrailers: constantAnswer({ response_trailers: {} }),
+  requestHeaders: deepFreeze<ProcessingResponse>({ request_headers: { response: { status: 'CONTINUE' } } }),
+  responseHeaders: deepFreeze<ProcessingResponse>({ response_headers: { response: { status: 'CONTINUE' } } }),
+  requestBody: deepFreeze<ProcessingResponse>({ request_body: { response: { status: 'CONTINUE' } } }),
+  responseBody: deepFreeze<ProcessingResponse>({ response_body: { response: { status: 'CONTINUE' } } }),
+  requestTrailers: deepFreeze<ProcessingResponse>({ request_trailers: {} }),
+  responseTrailers: deepFreeze<ProcessingResponse>({ response_trailers: {} }),
 };
 
 /** Small JSON error body: `{"error":{"code":"BAD_REQUEST","message":"..."}}`. */

@@ -8,7 +8,7 @@
  * search; walking clockwise from the key yields a deterministic preference order, which
  * gives the fallbacks and lets callers skip endpoints that are not eligible right now.
  */
-import { hashString32 } from './mix32.js';
+import { hashString32 } from './xxhash.js';
 
 export interface RingMember {
   /** Dense endpoint index. */

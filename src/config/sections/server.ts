@@ -1,13 +1,12 @@
 /** `server:` section: listen addresses and gRPC limits. */
 import type { ServerConfig } from '../types.js';
-import { int, oneOf, type ObjectReader } from '../field-reader.js';
+import { int, type ObjectReader } from '../field-reader.js';
 import {
   DEFAULT_ADMIN_ADDRESS,
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_GRPC_ADDRESS,
   DEFAULT_KEEPALIVE_TIME_MS,
   DEFAULT_KEEPALIVE_TIMEOUT_MS,
-  DEFAULT_TRANSPORT,
   DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
   GRPC_FRAMING_HEADROOM_BYTES,
 } from '../defaults.js';
@@ -27,10 +26,9 @@ export function parseServer(r: ObjectReader, maxBodyBytes: number): ServerConfig
   if (grpcAddress === adminAddress && grpcPort !== '0') {
     r.report('adminAddress', `must differ from server.grpcAddress (${grpcAddress})`);
   }
-  const transport = r.get('transport', oneOf(['node-http2', 'grpc-js'] as const), DEFAULT_TRANSPORT);
   const keepaliveTimeMs = r.get('keepaliveTimeMs', int({ min: 0, max: 24 * 60 * 60 * 1000 }), DEFAULT_KEEPALIVE_TIME_MS);
   const keepaliveTimeoutMs = r.get('keepaliveTimeoutMs', int({ min: 1, max: 10 * 60 * 1000 }), DEFAULT_KEEPALIVE_TIMEOUT_MS);
   if (keepaliveTimeMs > 0 && keepaliveTimeMs < 1000) r.report('keepaliveTimeMs', 'must be 0 (off) or at least 1000 ms');
   r.done();
-  return { grpcAddress, adminAddress, drainTimeoutMs, maxReceiveMessageBytes, transport, keepaliveTimeMs, keepaliveTimeoutMs };
+  return { grpcAddress, adminAddress, drainTimeoutMs, maxReceiveMessageBytes, keepaliveTimeMs, keepaliveTimeoutMs };
 }

@@ -11,7 +11,7 @@
 import type { Endpoint } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import { HashRing } from '../../prefix-cache/hash-ring.js';
-import { hashString32 } from '../../prefix-cache/mix32.js';
+import { hashString32 } from '../../prefix-cache/xxhash.js';
 import { requestBlockHashes } from '../../scheduling/cycle-scratch.js';
 import type { PluginFactory } from '../../scheduling/plugin-registry.js';
 import type { Candidate, CycleState, EndpointsChangedHook, Picker, PickResult } from '../../scheduling/types.js';

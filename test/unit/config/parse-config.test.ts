@@ -16,7 +16,6 @@ describe('config/parse-config', () => {
         adminAddress: D.DEFAULT_ADMIN_ADDRESS,
         drainTimeoutMs: D.DEFAULT_DRAIN_TIMEOUT_MS,
         maxReceiveMessageBytes: D.DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
-        transport: D.DEFAULT_TRANSPORT,
         keepaliveTimeMs: D.DEFAULT_KEEPALIVE_TIME_MS,
         keepaliveTimeoutMs: D.DEFAULT_KEEPALIVE_TIMEOUT_MS,
       });
@@ -158,7 +157,6 @@ describe('config/parse-config', () => {
       ['drain negative', { server: { drainTimeoutMs: -5 } }, 'server.drainTimeoutMs'],
       ['receive below body', { server: { maxReceiveMessageBytes: 4096 } }, 'server.maxReceiveMessageBytes: must exceed'],
       ['server not a mapping', { server: 'x' }, 'server: expected a mapping'],
-      ['transport', { server: { transport: 'http2' } }, 'server.transport: expected one of node-http2, grpc-js'],
       ['keepalive too frequent', { server: { keepaliveTimeMs: 50 } }, 'server.keepaliveTimeMs: must be 0 (off) or at least 1000 ms'],
       ['keepalive timeout zero', { server: { keepaliveTimeoutMs: 0 } }, 'server.keepaliveTimeoutMs'],
       ['path without slash', { requests: { paths: ['/v1/completions', 'v1/x'] } }, "requests.paths[1]: expected path starting with '/'"],

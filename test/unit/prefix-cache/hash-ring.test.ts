@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { HashRing, type RingMember } from '../../../src/prefix-cache/hash-ring.js';
-import { fmix32 } from '../../../src/prefix-cache/mix32.js';
+import { hashString32 } from '../../../src/prefix-cache/xxhash.js';
 
 function members(n: number): RingMember[] {
   return Array.from({ length: n }, (_, i) => ({ index: i, id: `10.0.0.${i + 1}:8000` }));
 }
 const all = (): boolean => true;
-const keyOf = (i: number): number => fmix32(i * 2654435761);
+const keyOf = (i: number): number => hashString32(String(i), 1);
 
 describe('HashRing', () => {
   it('is deterministic and independent of member order', () => {

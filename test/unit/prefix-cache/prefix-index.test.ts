@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { BlockHashes } from '../../../src/prefix-cache/block-hasher.js';
-import { hashString32 } from '../../../src/prefix-cache/mix32.js';
+import { hashString32 } from '../../../src/prefix-cache/xxhash.js';
 import { PrefixIndex } from '../../../src/prefix-cache/prefix-index.js';
 import { isRouterError } from '../../../src/core/errors.js';
 

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { ResetBudget } from '../../../src/extproc/reset-budget.js';
+import { ResetBudget } from '../../../src/extproc/connection-recycler.js';
 import { ManualClock } from '../../../src/util/clock.js';
 
-describe('extproc/reset-budget', () => {
+describe('extproc/connection-recycler: ResetBudget', () => {
   it('starts with the burst and spends one token per reset', () => {
     const clock = new ManualClock(0);
     const b = new ResetBudget(() => clock.nowMs(), 10, 2);
