@@ -55,6 +55,12 @@ export interface EndpointConfig {
 }
 
 export interface CacheAwareConfig {
+  /**
+   * When set, the cache-aware strategy scores affinity with the `precise-prefix-cache` plugin
+   * (engine KV events + router-side tokenization; these are its parameters, docs/kv-events.md)
+   * instead of the approximate `prefix-cache` plugin.
+   */
+  readonly preciseIndex?: Readonly<Record<string, unknown>>;
   /** Prefix block size in characters (≈ engine block size × chars per token). */
   readonly blockChars: number;
   /** At most this many leading blocks are hashed and matched. */

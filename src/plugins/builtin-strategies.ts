@@ -11,6 +11,7 @@ import type { ProfileSpec } from '../scheduling/profile-spec.js';
 import { HEALTH_FILTER } from './filter/health-filter.js';
 import { IMBALANCE_ESCAPE_FILTER } from './filter/imbalance-escape-filter.js';
 import { MODEL_SUBSET_FILTER } from './filter/model-subset-filter.js';
+import { PRECISE_PREFIX_CACHE_PLUGIN } from './multi/precise-prefix-cache-plugin.js';
 import { PREFIX_CACHE_PLUGIN } from './multi/prefix-cache-plugin.js';
 import { MAX_SCORE_PICKER } from './picker/max-score-picker.js';
 import { PREFIX_HASH_PICKER } from './picker/prefix-hash-picker.js';
@@ -62,7 +63,9 @@ export function cacheAwareProfile(config: RouterConfig): ProfileSpec {
       ...ELIGIBILITY,
       ...hotspotPlugins(config),
       { type: IMBALANCE_ESCAPE_FILTER },
-      { type: PREFIX_CACHE_PLUGIN, weight: w.prefix },
+      config.cacheAware.preciseIndex !== undefined
+        ? { type: PRECISE_PREFIX_CACHE_PLUGIN, name: PREFIX_CACHE_PLUGIN, params: config.cacheAware.preciseIndex, weight: w.prefix }
+        : { type: PREFIX_CACHE_PLUGIN, weight: w.prefix },
       {
         type: QUEUE_SCORER,
         params: { softQueue: config.cacheAware.imbalance.absThreshold, signal: config.cacheAware.queueSignal ?? DEFAULT_QUEUE_SIGNAL },

@@ -15,6 +15,8 @@ import { createTokenBlockHasher } from '../../src/tokenization/token-block-hashe
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
 import { SimEngineServer } from '../../bench/sim-engine/http-server.js';
+import { defaultConfig } from '../../src/config/default-config.js';
+import { createScheduler } from '../../src/scheduling/create-scheduler.js';
 import { writeTinyTokenizer } from '../../bench/harness/tiny-tokenizer.js';
 
 const BS = 16;
@@ -153,5 +155,44 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     await waitApplied();
     expect(affinity.events.state(1)).to.equal('synced'); // first message had sequence 0
     expect(predictedTokens(1, sys, 'before restart')).to.equal(await chat(fresh, sys, 'before restart'));
+  });
+
+  it('the cache-aware strategy with cacheAware.preciseIndex routes a sibling to the engine whose events hold its prefix', async () => {
+    // A prompt sharing no block with what the engines cached before this router subscribed:
+    // blocks extending an ancestry the router never saw cannot be keyed (docs/kv-events.md).
+    const sys = 'A brand new system prompt for the router that joined late. '.repeat(8);
+    const holder = engines[0]!;
+    const config = defaultConfig({
+      strategy: 'cache-aware',
+      endpoints: engines.map((e) => ({ address: `127.0.0.1:${e.port}`, models: [MODEL] })),
+      cacheAware: {
+        preciseIndex: {
+          mode: 'precise',
+          models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }],
+          kvEvents: { urls: Object.fromEntries(engines.map((e) => [`127.0.0.1:${e.port}`, e.kvPublisher!.endpoint])) },
+          resyncWindowMs: 0,
+        },
+      },
+    });
+    const scheduler = createScheduler(config, { clock: systemClock, rng: seededRng(1) });
+    scheduler.start();
+    try {
+      const deadline = Date.now() + 5000;
+      // The new subscription joins mid-stream: a message after it connects marks the engines in sync.
+      await sleep(300);
+      await chat(engines[1]!, SYSTEMS[1]!, 'another');
+      await chat(holder, sys, 'seed the cache');
+      let t;
+      do {
+        await sleep(50);
+        const messages = [{ role: 'system', content: sys }, { role: 'user', content: 'seed the cache' }];
+        t = scheduler.route({ requestId: `s${Date.now()}`, model: MODEL, prefix: sys, promptChars: sys.length, promptTokens: 100, stream: false, arrivalMs: 0, promptInput: { kind: 'chat', messages } });
+        t.finish({ aborted: false, status: 200 });
+      } while (t.decision.matchedBlocks === 0 && Date.now() < deadline);
+      expect(t.decision.endpoint.port).to.equal(holder.port);
+      expect(t.decision.matchedBlocks).to.be.greaterThan(0);
+    } finally {
+      scheduler.stop();
+    }
   });
 });

@@ -1,6 +1,7 @@
 /** `cacheAware:` section: prefix blocks, index size, scorer weights, imbalance escape. */
 import type { CacheAwareConfig } from '../types.js';
-import { bool, int, num, oneOf, type ObjectReader } from '../field-reader.js';
+import { bool, fail, int, num, ok, oneOf, type Check, type ObjectReader } from '../field-reader.js';
+import { parsePrecisePrefixCacheParams } from '../../plugins/multi/precise-prefix-cache-plugin.js';
 import {
   DEFAULT_BLOCK_CHARS,
   DEFAULT_COLD_ROUTING,
@@ -14,6 +15,9 @@ import {
 } from '../defaults.js';
 
 const WEIGHT = num({ min: 0, max: 1000 });
+
+const plainObject: Check<Readonly<Record<string, unknown>>> = (v) =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? ok(v as Record<string, unknown>) : fail('a mapping', v);
 
 export function parseCacheAware(r: ObjectReader): CacheAwareConfig {
   const blockChars = r.get('blockChars', int({ min: 1, max: 65_536 }), DEFAULT_BLOCK_CHARS);
@@ -44,6 +48,16 @@ export function parseCacheAware(r: ObjectReader): CacheAwareConfig {
   const queueSignal = r.get('queueSignal', oneOf(['effective', 'prefill']), DEFAULT_QUEUE_SIGNAL);
   const coldRouting = r.get('coldRouting', oneOf(['scores', 'prefill-queue']), DEFAULT_COLD_ROUTING);
   const coldSpread = r.get('coldSpread', bool(), DEFAULT_COLD_SPREAD);
+  // Parameters of the precise-prefix-cache plugin; its own parser checks them (field paths
+  // in its messages name the plugin and the parameter).
+  const preciseIndex = r.get('preciseIndex', plainObject, undefined);
+  if (preciseIndex !== undefined) {
+    try {
+      parsePrecisePrefixCacheParams('cacheAware.preciseIndex', preciseIndex);
+    } catch (err) {
+      r.report('preciseIndex', (err as Error).message);
+    }
+  }
   r.done();
-  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal, coldRouting, coldSpread };
+  return { blockChars, maxPrefixBlocks, indexCapacityBlocks, weights, imbalance, queueSignal, coldRouting, coldSpread, ...(preciseIndex !== undefined ? { preciseIndex } : {}) };
 }
