@@ -12,7 +12,7 @@
  *
  *   node dist/bench/micro/precise-decision-bench.js --model-dir DIR [--out bench/results/precise-decision] [--n 2000]
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Endpoint, RouteDecision, RouteRequest } from '../../src/core/types.js';
@@ -28,6 +28,7 @@ import { seededRng, type Rng } from '../../src/util/rng.js';
 import { distribution } from '../stats/percentiles.js';
 import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
 import { arg } from './cli-arg.js';
+import { emitRun } from '../kv-events/run-output.js';
 import { gitOutput } from './git-output.js';
 
 const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not but they all one can system user assistant tool call result request response model cache prefix token block engine router prompt context session question answer data value error status function argument list file path name type number string return query search read write memory queue latency first last next step turn message content reply summary report please explain describe show find check compare update create'.split(' ');
@@ -142,12 +143,7 @@ async function main(): Promise<void> {
     `p99 ratio precise/approx, cached system prompt: ${(d['preciseCached']!.p99! / d['approxCached']!.p99!).toFixed(2)}x; uncached: ${(d['preciseUncached']!.p99! / d['approxUncached']!.p99!).toFixed(2)}x`,
     '',
   ].join('\n');
-  process.stdout.write(md);
-  if (out !== undefined) {
-    mkdirSync(out, { recursive: true });
-    writeFileSync(join(out, 'run.json'), JSON.stringify(result, null, 2) + '\n');
-    writeFileSync(join(out, 'results.md'), md);
-  }
+  emitRun(out, result, md);
 }
 
 function f(v: number | null): string {
