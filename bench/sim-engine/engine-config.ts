@@ -25,6 +25,8 @@ export interface SimEngineConfig extends EngineModelConfig {
   readonly exitOnStdinClose: boolean;
   /** Publish KV events (vLLM's ZMQ wire format) on this port of `host`. */
   readonly kvEventsPort?: number;
+  /** Or on the engine's HTTP port + this offset (several engines per host, ports chosen late). */
+  readonly kvEventsPortOffset?: number;
   /** A model directory (tokenizer.json, tokenizer_config.json): tokenize like the real model. */
   readonly tokenizerDir?: string;
 }
@@ -73,6 +75,7 @@ const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports'; kind: Kind }
   'metrics-delay-ms': { key: 'metricsDelayMs', kind: 'num' },
   'exit-on-stdin-close': { key: 'exitOnStdinClose', kind: 'bool' },
   'kv-events-port': { key: 'kvEventsPort', kind: 'int' },
+  'kv-events-port-offset': { key: 'kvEventsPortOffset', kind: 'int' },
   tokenizer: { key: 'tokenizerDir', kind: 'str' },
 };
 

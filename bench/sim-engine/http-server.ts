@@ -116,12 +116,6 @@ export class SimEngineServer {
     if (this.started) throw new Error('SimEngineServer already started');
     this.started = true;
     if (this.cfg.tokenizerDir !== undefined) this.tokenizer = await ModelTokenizer.fromDirectory(this.cfg.tokenizerDir);
-    if (this.cfg.kvEventsPort !== undefined) {
-      const pub = new KvEventPublisher({ endpoint: `tcp://${this.cfg.host}:${this.cfg.kvEventsPort}`, blockSize: this.cfg.blockSize });
-      await pub.bind();
-      pub.attach(this.engine.kvCache);
-      this.kvPublisher = pub;
-    }
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error): void => reject(err);
       this.server.once('error', onError);
@@ -131,6 +125,13 @@ export class SimEngineServer {
       });
     });
     this.boundPort = (this.server.address() as AddressInfo).port;
+    const kvPort = this.cfg.kvEventsPort ?? (this.cfg.kvEventsPortOffset !== undefined ? this.boundPort + this.cfg.kvEventsPortOffset : undefined);
+    if (kvPort !== undefined) {
+      const pub = new KvEventPublisher({ endpoint: `tcp://${this.cfg.host}:${kvPort}`, blockSize: this.cfg.blockSize });
+      await pub.bind();
+      pub.attach(this.engine.kvCache);
+      this.kvPublisher = pub;
+    }
     if (this.cfg.id === undefined) this.engineId = `${this.cfg.host}:${this.boundPort}`;
     return { port: this.boundPort, id: this.engineId, url: this.url };
   }

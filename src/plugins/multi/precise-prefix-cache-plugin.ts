@@ -16,7 +16,8 @@
  * Parameters (all optional except `models` for precise/hybrid):
  *   mode: approximate | precise | hybrid (default hybrid)
  *   models: [{ name, tokenizerDir, blockSize }]   model → tokenizer files and engine block size
- *   kvEvents: { port, topic (default "kv-events"), urls: { "<ip:port>": "tcp://…" } }
+ *   kvEvents: { port | portOffset (endpoint port + offset), topic (default "kv-events"),
+ *               urls: { "<ip:port>": "tcp://…" } }
  *   speculativeTtlMs (10000), resyncWindowMs (30000), maxBlocks (512)
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
@@ -47,6 +48,8 @@ export interface PrecisePrefixCacheOptions {
   readonly mode: IndexMode;
   readonly models: readonly ModelTokenizerSpec[];
   readonly kvPort?: number;
+  /** Publisher port = the endpoint's port + this (when no `kvPort` / url is given). */
+  readonly kvPortOffset?: number;
   readonly kvTopic: string;
   readonly kvUrls: Readonly<Record<string, string>>;
   readonly speculativeTtlMs: number;
@@ -201,7 +204,9 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
   private sources(): KvEventSource[] {
     const out: KvEventSource[] = [];
     for (const ep of this.endpoints) {
-      const url = this.opts.kvUrls[ep.id] ?? (this.opts.kvPort !== undefined ? `tcp://${ep.address.includes(':') ? `[${ep.address}]` : ep.address}:${this.opts.kvPort}` : undefined);
+      const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
+      const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined);
+      const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${host}:${port}` : undefined);
       if (url === undefined) continue;
       const model = ep.models.length === 1 ? ep.models[0]! : (this.opts.models.length === 1 ? this.opts.models[0]!.name : '');
       out.push({ endpointIndex: ep.index, endpointId: ep.id, url, topic: this.opts.kvTopic, model });
@@ -230,10 +235,12 @@ export function parsePrecisePrefixCacheParams(name: string, p: PluginParams): Pr
   if (mode !== 'approximate' && models.length === 0) throw bad('models', `needs at least one model in mode ${mode}`);
   const kv = (p['kvEvents'] ?? {}) as Record<string, unknown>;
   if (typeof kv !== 'object' || kv === null || Array.isArray(kv)) throw bad('kvEvents', 'must be an object');
-  const extraKv = Object.keys(kv).filter((k) => !['port', 'topic', 'urls'].includes(k));
+  const extraKv = Object.keys(kv).filter((k) => !['port', 'portOffset', 'topic', 'urls'].includes(k));
   if (extraKv.length > 0) throw bad(`kvEvents.${extraKv[0]}`, 'is not a known field');
   const port = kv['port'];
   if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)) throw bad('kvEvents.port', 'must be a port number');
+  const offset = kv['portOffset'];
+  if (offset !== undefined && (typeof offset !== 'number' || !Number.isInteger(offset) || offset < -65535 || offset > 65535)) throw bad('kvEvents.portOffset', 'must be an integer');
   const topic = kv['topic'] ?? 'kv-events';
   if (typeof topic !== 'string') throw bad('kvEvents.topic', 'must be a string');
   const urls = (kv['urls'] ?? {}) as Record<string, unknown>;
@@ -244,6 +251,7 @@ export function parsePrecisePrefixCacheParams(name: string, p: PluginParams): Pr
     mode,
     models,
     ...(port !== undefined ? { kvPort: port as number } : {}),
+    ...(offset !== undefined ? { kvPortOffset: offset as number } : {}),
     kvTopic: topic,
     kvUrls: urls as Record<string, string>,
     speculativeTtlMs: r.number('speculativeTtlMs', 10_000, { min: 0, max: 600_000 }),
