@@ -49,11 +49,15 @@ async function main(): Promise<void> {
   const blockSize = Number(arg(argv, '--block-size') ?? 128);
   const systemsN = Number(arg(argv, '--systems') ?? 8);
   const systemChars = Number(arg(argv, '--system-chars') ?? 4000);
+  const userChars = Number(arg(argv, '--user-chars') ?? 100);
+  const simEngines = Number(arg(argv, '--sim-engines') ?? 2);
+  const kvBlocks = Number(arg(argv, '--kv-blocks') ?? 72);
+  const timeScale = Number(arg(argv, '--time-scale') ?? 1);
   const modelDir = arg(argv, '--model-dir') ?? (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-ab-'))));
   const engines: { url: string; kv: string; id: string; stop: () => Promise<void> }[] = [];
   if (kind === 'sim') {
-    for (let i = 0; i < 2; i++) {
-      const s = new SimEngineServer({ port: 0, model, blockSize, kvCacheBlocks: 72, tokenizerDir: modelDir, kvEventsPort: 0, maxModelLen: 8192, seed: i, prefillMsPerToken: 0.5, timeScale: 1 });
+    for (let i = 0; i < simEngines; i++) {
+      const s = new SimEngineServer({ port: 0, model, blockSize, kvCacheBlocks: kvBlocks, tokenizerDir: modelDir, kvEventsPort: 0, maxModelLen: 8192, seed: i, timeScale, ...(arg(argv, '--sim-prefill-ms') !== undefined ? { prefillMsPerToken: Number(arg(argv, '--sim-prefill-ms')) } : {}) });
       await s.start();
       engines.push({ url: s.url, kv: s.kvPublisher!.endpoint, id: `127.0.0.1:${s.port}`, stop: () => s.stop(500) });
     }
@@ -82,7 +86,7 @@ async function main(): Promise<void> {
     const inflight: Promise<void>[] = [];
     const t0 = Date.now();
     for (let i = 0; i < requests; i++) {
-      const body = Buffer.from(JSON.stringify({ model, messages: [{ role: 'system', content: systems[Math.floor(rng.next() * systemsN)]! }, { role: 'user', content: text(rng, 100) }], max_tokens: 4, stream: true, stream_options: { include_usage: true } }));
+      const body = Buffer.from(JSON.stringify({ model, messages: [{ role: 'system', content: systems[Math.floor(rng.next() * systemsN)]! }, { role: 'user', content: text(rng, userChars) }], max_tokens: 4, stream: true, stream_options: { include_usage: true } }));
       const p = extractPrompt('/v1/chat/completions', body, { maxPrefixChars: config.requests.maxPrefixChars, charsPerToken: config.requests.charsPerToken });
       const ticket = scheduler.route({ requestId: `${mode}-${i}`, model, prefix: p.prefix, promptChars: p.promptChars, promptTokens: p.promptTokens, stream: true, arrivalMs: systemClock.nowMs(), ...(p.input ? { promptInput: p.input } : {}) });
       const engine = engines.find((e) => e.id === ticket.decision.endpoint.id)!;
@@ -122,7 +126,7 @@ async function main(): Promise<void> {
   }
   const a = out['approximate'] as { tokenHitRate: number; ttftMs: { p50: number; p99: number } };
   const p = out['precise'] as typeof a;
-  const result = { bench: 'kv-routing-ab', engines: kind, commit: gitOutput(['rev-parse', 'HEAD']), dirty: gitOutput(['status', '--porcelain']).length > 0, config: { requests, qps, model, blockSize, systems: systemsN, systemChars, engines: engines.length, kvCacheBlocks: kind === 'sim' ? 72 : 'engine flag' }, results: out };
+  const result = { bench: 'kv-routing-ab', engines: kind, commit: gitOutput(['rev-parse', 'HEAD']), dirty: gitOutput(['status', '--porcelain']).length > 0, config: { requests, qps, model, blockSize, systems: systemsN, systemChars, userChars, engines: engines.length, kvCacheBlocks: kind === 'sim' ? kvBlocks : 'engine flag', timeScale: kind === 'sim' ? timeScale : undefined }, results: out };
   const md = [
     `# Cache-aware routing, approximate vs precise (hybrid) index (${kind}, ${engines.length} engines)`,
     '',

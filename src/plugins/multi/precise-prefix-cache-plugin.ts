@@ -25,9 +25,7 @@ import { RouterError } from '../../core/errors.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import type { PrefixIndex } from '../../prefix-cache/prefix-index.js';
 import { INDEX_MODES, PreciseAffinity, type IndexMode, type ModelTokenization, type RequestKeys } from '../../prefix-cache/precise-affinity.js';
-import { KvEventSubscriber, type KvEventSource, type KvStreamStats } from '../../kv-events/kv-event-subscriber.js';
-import { ModelTokenizer } from '../../tokenization/model-tokenizer.js';
-import { createTokenBlockHasher } from '../../tokenization/token-block-hasher.js';
+import type { KvEventSource, KvEventSubscriber, KvStreamStats } from '../../kv-events/kv-event-subscriber.js';
 import { AFFINITY_EVIDENCE, requestBlockHashes, scratchKey, getScratch, setScratch } from '../../scheduling/cycle-scratch.js';
 import type { PluginFactory, PluginParams } from '../../scheduling/plugin-registry.js';
 import type { LifecyclePlugin } from '../../scheduling/profile-spec.js';
@@ -179,6 +177,13 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
   }
 
   private async load(signal?: AbortSignal): Promise<void> {
+    // ZMQ, the tokenizer and the template engine load only when a precise mode starts, so
+    // `validate` and approximate-only routers do not pay for them.
+    const [{ KvEventSubscriber }, { ModelTokenizer }, { createTokenBlockHasher }] = await Promise.all([
+      import('../../kv-events/kv-event-subscriber.js'),
+      import('../../tokenization/model-tokenizer.js'),
+      import('../../tokenization/token-block-hasher.js'),
+    ]);
     const hasher = await createTokenBlockHasher();
     const models = new Map<string, ModelTokenization>();
     for (const m of this.opts.models) {
