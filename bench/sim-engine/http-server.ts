@@ -223,6 +223,13 @@ export class SimEngineServer {
           is_generation: true,
           max_model_len: this.cfg.maxModelLen,
         });
+      case '/kv_event_sources': {
+        // vLLM's shape: publisher config per data-parallel rank (empty without events).
+        const pub = this.kvPublisher;
+        if (pub === undefined) return this.json(res, 200, {});
+        const port = pub.endpoint.slice(pub.endpoint.lastIndexOf(':') + 1);
+        return this.json(res, 200, { '0': { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://*:${port}`, topic: 'kv-events' } });
+      }
       case '/load': {
         const s = this.engine.snapshot();
         return this.json(res, 200, { server_load: s.running + s.waiting, running: s.running, waiting: s.waiting });

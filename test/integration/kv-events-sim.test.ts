@@ -157,7 +157,7 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     expect(predictedTokens(1, sys, 'before restart')).to.equal(await chat(fresh, sys, 'before restart'));
   });
 
-  it('the cache-aware strategy with cacheAware.preciseIndex routes a sibling to the engine whose events hold its prefix', async () => {
+  it('the cache-aware strategy with cacheAware.preciseIndex discovers the publishers and routes a sibling to the engine whose events hold its prefix', async () => {
     // A prompt sharing no block with what the engines cached before this router subscribed:
     // blocks extending an ancestry the router never saw cannot be keyed (docs/kv-events.md).
     const sys = 'A brand new system prompt for the router that joined late. '.repeat(8);
@@ -169,7 +169,8 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
         preciseIndex: {
           mode: 'precise',
           models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }],
-          kvEvents: { urls: Object.fromEntries(engines.map((e) => [`127.0.0.1:${e.port}`, e.kvPublisher!.endpoint])) },
+          // Publisher ports discovered from each engine's /kv_event_sources.
+          kvEvents: { discover: true },
           resyncWindowMs: 0,
         },
       },

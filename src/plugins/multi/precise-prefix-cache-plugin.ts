@@ -11,13 +11,14 @@
  *
  * Lifecycle: `start` loads the tokenizers and xxHash (asynchronous; approximate until
  * ready, `ready` resolves then) and opens one ZMQ subscription per endpoint whose publisher
- * is known: `kvEvents.urls[endpointId]`, else `tcp://<endpoint address>:<kvEvents.port>`.
+ * is known: `kvEvents.urls[endpointId]`, else `tcp://<endpoint address>:<port>` with the port
+ * from `kvEvents.port`, `portOffset`, or (with `discover`) the engine's `/kv_event_sources`.
  *
  * Parameters (all optional except `models` for precise/hybrid):
  *   mode: approximate | precise | hybrid (default hybrid)
  *   models: [{ name, tokenizerDir, blockSize }]   model → tokenizer files and engine block size
  *   kvEvents: { port | portOffset (endpoint port + offset), topic (default "kv-events"),
- *               urls: { "<ip:port>": "tcp://…" } }
+ *               urls: { "<ip:port>": "tcp://…" }, discover (GET /kv_event_sources) }
  *   speculativeTtlMs (10000), resyncWindowMs (30000), maxBlocks (512)
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
@@ -50,6 +51,8 @@ export interface PrecisePrefixCacheOptions {
   readonly kvPortOffset?: number;
   readonly kvTopic: string;
   readonly kvUrls: Readonly<Record<string, string>>;
+  /** Ask each endpoint without a configured publisher for it (vLLM's GET /kv_event_sources). */
+  readonly kvDiscover?: boolean;
   readonly speculativeTtlMs: number;
   readonly resyncWindowMs: number;
   readonly maxBlocks: number;
@@ -67,6 +70,7 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
   private readonly loaded: Promise<void>;
   private resolveLoaded!: () => void;
   private loadError: Error | undefined;
+  private signal: AbortSignal | undefined;
 
   constructor(
     readonly name: string,
@@ -202,17 +206,52 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     );
     this.affinity = affinity;
     this.subscriber = new KvEventSubscriber(affinity.events, { clock: this.clock });
+    this.signal = signal;
     signal?.addEventListener('abort', () => this.stop(), { once: true });
     this.subscriber.setSources(this.sources());
+  }
+
+  /**
+   * Publisher ports learned from `/kv_event_sources` (endpoint id → port). Only the port is
+   * taken: the host is always the endpoint's own address, so an engine cannot point the
+   * router elsewhere.
+   */
+  private readonly discovered = new Map<string, number>();
+  private readonly discovering = new Set<string>();
+
+  private discover(ep: Endpoint, signal?: AbortSignal): void {
+    if (this.discovering.has(ep.id) || this.discovered.has(ep.id)) return;
+    this.discovering.add(ep.id);
+    const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
+    const timeout = AbortSignal.timeout(3000);
+    void fetch(`http://${host}:${ep.port}/kv_event_sources`, { signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout })
+      .then(async (r) => (r.ok ? ((await r.json()) as unknown) : undefined))
+      .then((doc) => {
+        const rank0 = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['0'] : undefined;
+        const endpoint = typeof rank0 === 'object' && rank0 !== null ? (rank0 as Record<string, unknown>)['endpoint'] : undefined;
+        const m = typeof endpoint === 'string' ? /^tcp:\/\/[^/]*:(\d+)$/.exec(endpoint) : null;
+        const port = m !== null ? Number(m[1]) : NaN;
+        if (Number.isInteger(port) && port > 0 && port <= 65535) {
+          this.discovered.set(ep.id, port);
+          this.subscriber?.setSources(this.sources());
+        }
+      })
+      .catch(() => {
+        // Engine down or without events: asked again when the endpoint set changes.
+      })
+      .finally(() => this.discovering.delete(ep.id));
   }
 
   private sources(): KvEventSource[] {
     const out: KvEventSource[] = [];
     for (const ep of this.endpoints) {
       const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
-      const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined);
+      const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined) ?? this.discovered.get(ep.id);
       const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${host}:${port}` : undefined);
-      if (url === undefined) continue;
+      if (url === undefined) {
+        if (this.opts.kvDiscover === true) this.discover(ep, this.signal);
+        continue;
+      }
       const model = ep.models.length === 1 ? ep.models[0]! : (this.opts.models.length === 1 ? this.opts.models[0]!.name : '');
       out.push({ endpointIndex: ep.index, endpointId: ep.id, url, topic: this.opts.kvTopic, model });
     }
@@ -240,7 +279,9 @@ export function parsePrecisePrefixCacheParams(name: string, p: PluginParams): Pr
   if (mode !== 'approximate' && models.length === 0) throw bad('models', `needs at least one model in mode ${mode}`);
   const kv = (p['kvEvents'] ?? {}) as Record<string, unknown>;
   if (typeof kv !== 'object' || kv === null || Array.isArray(kv)) throw bad('kvEvents', 'must be an object');
-  const extraKv = Object.keys(kv).filter((k) => !['port', 'portOffset', 'topic', 'urls'].includes(k));
+  const extraKv = Object.keys(kv).filter((k) => !['port', 'portOffset', 'topic', 'urls', 'discover'].includes(k));
+  const discover = kv['discover'] ?? false;
+  if (typeof discover !== 'boolean') throw bad('kvEvents.discover', 'must be a boolean');
   if (extraKv.length > 0) throw bad(`kvEvents.${extraKv[0]}`, 'is not a known field');
   const port = kv['port'];
   if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)) throw bad('kvEvents.port', 'must be a port number');
@@ -257,6 +298,7 @@ export function parsePrecisePrefixCacheParams(name: string, p: PluginParams): Pr
     models,
     ...(port !== undefined ? { kvPort: port as number } : {}),
     ...(offset !== undefined ? { kvPortOffset: offset as number } : {}),
+    ...(discover ? { kvDiscover: true } : {}),
     kvTopic: topic,
     kvUrls: urls as Record<string, string>,
     speculativeTtlMs: r.number('speculativeTtlMs', 10_000, { min: 0, max: 600_000 }),

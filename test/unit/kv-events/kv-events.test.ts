@@ -9,6 +9,7 @@ import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
 import { detectContentFormat, ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
+import { parsePrecisePrefixCacheParams } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
 import { writeTinyTokenizer } from '../../../bench/harness/tiny-tokenizer.js';
 
 describe('kv-events: wire format', () => {
@@ -263,5 +264,27 @@ describe('index modes: precise and hybrid affinity', () => {
     expect(out[0]).to.equal(1);
     a.fractions(rk.keys, 1101, () => 0, out);
     expect(out[0]).to.equal(0);
+  });
+});
+
+describe('precise-prefix-cache parameters', () => {
+  const ok = { models: [{ name: 'm', tokenizerDir: '/x', blockSize: 128 }] };
+  it('applies defaults and accepts every publisher source', () => {
+    const o = parsePrecisePrefixCacheParams('p', { ...ok, kvEvents: { portOffset: 100, discover: true } });
+    expect(o).to.include({ mode: 'hybrid', kvTopic: 'kv-events', kvPortOffset: 100, kvDiscover: true, speculativeTtlMs: 10_000, resyncWindowMs: 30_000, maxBlocks: 512 });
+  });
+  it('rejects bad parameters with the field named', () => {
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{}, /models/],
+      [{ ...ok, mode: 'exact' }, /mode/],
+      [{ models: [{ name: 'm', tokenizerDir: '/x', blockSize: 0 }] }, /blockSize/],
+      [{ models: [{ name: 'm', tokenizerDir: '/x', extra: 1 }] }, /models\[0\]\.extra/],
+      [{ ...ok, kvEvents: { port: 70000 } }, /kvEvents\.port/],
+      [{ ...ok, kvEvents: { urls: { a: 'http://x:1' } } }, /kvEvents\.urls\.a/],
+      [{ ...ok, kvEvents: { discover: 'yes' } }, /kvEvents\.discover/],
+      [{ ...ok, kvEvents: { nope: 1 } }, /kvEvents\.nope/],
+    ];
+    for (const [p, re] of bad) expect(() => parsePrecisePrefixCacheParams('p', p)).to.throw(re);
+    expect(parsePrecisePrefixCacheParams('p', { mode: 'approximate' }).models).to.deep.equal([]);
   });
 });
