@@ -3,7 +3,8 @@
  * mode, engine KV events), side by side on the same engines: each mode routes its own seeded
  * stream of the same shape (a pool of long system prompts, short user turns, Poisson
  * arrivals, streamed answers) through the router's scheduler (the ext_proc edge is not in the
- * loop; the scheduler decides, the request goes straight to the chosen engine). Modes run one
+ * loop; the scheduler decides, the request goes straight to the chosen engine; simulated
+ * engines run in their own processes). Modes run one
  * after the other with disjoint prompt texts, so one mode's cache never serves the other.
  *
  *   node dist/bench/kv-events/routing-ab.js --engines sim|vllm [--vllm http://h:p=tcp://h:kp,...] --model-dir DIR [--requests 48] [--qps 1] [--out DIR]
@@ -17,7 +18,7 @@ import { extractPrompt } from '../../src/request/extract-prompt.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { distribution } from '../stats/percentiles.js';
-import { SimEngineServer } from '../sim-engine/http-server.js';
+import { startSimEngines } from '../sim-engine/launcher.js';
 import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
 import { arg } from '../micro/cli-arg.js';
 import { gitOutput } from '../micro/git-output.js';
@@ -56,11 +57,23 @@ async function main(): Promise<void> {
   const modelDir = arg(argv, '--model-dir') ?? (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-ab-'))));
   const engines: { url: string; kv: string; id: string; stop: () => Promise<void> }[] = [];
   if (kind === 'sim') {
-    for (let i = 0; i < simEngines; i++) {
-      const s = new SimEngineServer({ port: 0, model, blockSize, kvCacheBlocks: kvBlocks, tokenizerDir: modelDir, kvEventsPort: 0, maxModelLen: 8192, seed: i, timeScale, ...(arg(argv, '--sim-prefill-ms') !== undefined ? { prefillMsPerToken: Number(arg(argv, '--sim-prefill-ms')) } : {}) });
-      await s.start();
-      engines.push({ url: s.url, kv: s.kvPublisher!.endpoint, id: `127.0.0.1:${s.port}`, stop: () => s.stop(500) });
-    }
+    // Engines in their own processes, so the router's tokenization does not delay them.
+    const basePort = Number(arg(argv, '--base-port') ?? 23170);
+    const fleet = await startSimEngines({
+      count: simEngines,
+      basePort,
+      flags: {
+        model,
+        'block-size': blockSize,
+        'kv-cache-blocks': kvBlocks,
+        tokenizer: modelDir,
+        'kv-events-port-offset': 1000,
+        'max-model-len': 8192,
+        'time-scale': timeScale,
+        ...(arg(argv, '--sim-prefill-ms') !== undefined ? { 'prefill-ms-per-token': Number(arg(argv, '--sim-prefill-ms')) } : {}),
+      },
+    });
+    fleet.engines.forEach((e, i) => engines.push({ url: e.url, kv: `tcp://${e.host}:${e.port + 1000}`, id: `${e.host}:${e.port}`, stop: i === 0 ? () => fleet.stop() : async () => {} }));
   } else {
     for (const pair of (arg(argv, '--vllm') ?? '').split(',').filter((x) => x !== '')) {
       const [url, kv] = pair.split('=') as [string, string];
