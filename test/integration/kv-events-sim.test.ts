@@ -191,6 +191,11 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
         t.finish({ aborted: false, status: 200 });
       } while (t.decision.matchedBlocks === 0 && Date.now() < deadline);
       expect(t.decision.endpoint.port).to.equal(holder.port);
+      const plugin = (scheduler as unknown as { plugins: { debugState?: () => Record<string, unknown> }[] }).plugins.find((p) => p.debugState !== undefined)!;
+      const dbg = plugin.debugState!() as { ready: boolean; streams: { connected: boolean }[]; tokenization: { requests: number } };
+      expect(dbg.ready).to.equal(true);
+      expect(dbg.streams.map((s) => s.connected)).to.deep.equal([true, true]);
+      expect(dbg.tokenization.requests).to.be.greaterThan(0);
       expect(t.decision.matchedBlocks).to.be.greaterThan(0);
     } finally {
       scheduler.stop();

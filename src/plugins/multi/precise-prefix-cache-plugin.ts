@@ -118,6 +118,21 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     return this.subscriber?.stats() ?? [];
   }
 
+  /** Plugin state for debugging endpoints (no prompt text): streams, ledgers, tokenization cost. */
+  debugState(): Record<string, unknown> {
+    const a = this.affinity;
+    return {
+      mode: this.opts.mode,
+      ready: a !== undefined,
+      ...(this.loadError !== undefined ? { loadError: this.loadError.message } : {}),
+      streams: this.kvStats(),
+      engines: a === undefined ? [] : this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
+      speculativeEntries: a?.speculativeEntries() ?? 0,
+      tokenization: a?.cost(),
+      tokenizerCaches: a === undefined ? {} : Object.fromEntries(this.opts.models.map((m) => [m.name, a.tokenizer(m.name)?.tokenizer.cacheStats()])),
+    };
+  }
+
   score(state: CycleState, candidates: readonly Candidate[]): number[] {
     const n = this.approx.endpointCount;
     if (this.fractions.length !== n) {
