@@ -202,3 +202,32 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     }
   });
 });
+
+describe('kv events under a storm (real ZMQ on loopback)', function () {
+  this.timeout(30_000);
+  it('keeps the queue bounded: an overflow drops it and resyncs the engine instead of growing', async () => {
+    const { Publisher } = await import('zeromq');
+    const { encodeKvEventMessage } = await import('../../src/kv-events/kv-event-wire.js');
+    const { EventFedIndex } = await import('../../src/prefix-cache/event-fed-index.js');
+    const pub = new Publisher({ sendHighWaterMark: 1_000_000, linger: 0 });
+    await pub.bind('tcp://127.0.0.1:*');
+    const idx = new EventFedIndex(await createTokenBlockHasher(), { endpoints: 1 });
+    let maxQueued = 0;
+    const sub = new KvEventSubscriber(idx, { clock: systemClock, maxQueue: 50, batchMax: 5 });
+    sub.setSources([{ endpointIndex: 0, endpointId: 'storm', url: pub.lastEndpoint!, topic: 'kv-events', model: 'm' }]);
+    await sleep(300);
+    const tokens = Array.from({ length: 16 }, (_, i) => i);
+    for (let s = 0; s < 3000; s++) {
+      await pub.send(encodeKvEventMessage('kv-events', BigInt(s), s, [{ type: 'BlockStored', blockHashes: [BigInt(s + 1)], parentBlockHash: null, tokenIds: tokens, blockSize: 16 }]));
+      if (s % 100 === 0) maxQueued = Math.max(maxQueued, sub.stats()[0]!.queued);
+    }
+    await sleep(500);
+    const st = sub.stats()[0]!;
+    sub.stop();
+    pub.close();
+    expect(st.overflows).to.be.greaterThan(0);
+    expect(maxQueued).to.be.at.most(50);
+    expect(idx.stats(0).resyncs).to.be.greaterThan(0);
+    expect(st.messages).to.be.lessThan(3000); // dropped, not buffered without bound
+  });
+});
