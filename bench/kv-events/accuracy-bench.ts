@@ -37,14 +37,10 @@ import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
 import { arg } from '../micro/cli-arg.js';
 import { emitRun } from './run-output.js';
 import { gitOutput } from '../micro/git-output.js';
+import { wordText } from './word-text.js';
+import { sleep } from '../harness/managed-process.js';
 
-const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not but they all one can system user assistant tool call result request response model cache prefix token block engine router prompt context session question answer data value error status function argument list file path name type'.split(' ');
-
-function text(rng: Rng, chars: number): string {
-  let s = '';
-  while (s.length < chars) s += WORDS[Math.floor(rng.next() * WORDS.length)]! + ' ';
-  return s.slice(0, chars);
-}
+const text = (rng: Rng, chars: number): string => wordText(rng, chars);
 
 interface EngineHandle {
   readonly url: string;
@@ -60,9 +56,6 @@ interface Tally {
   missedHits: number;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);

@@ -29,6 +29,8 @@ import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
 import { arg } from '../micro/cli-arg.js';
 import { gitOutput } from '../micro/git-output.js';
 import { emitRun } from './run-output.js';
+import { wordText } from './word-text.js';
+import { sleep } from '../harness/managed-process.js';
 
 interface Ask {
   readonly id: number;
@@ -40,14 +42,7 @@ interface Answer {
 }
 
 const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not but system user assistant cache prefix token block engine router prompt'.split(' ');
-function text(rng: Rng, chars: number): string {
-  let s = '';
-  while (s.length < chars) s += WORDS[Math.floor(rng.next() * WORDS.length)]! + ' ';
-  return s.slice(0, chars);
-}
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
+const text = (rng: Rng, chars: number): string => wordText(rng, chars, WORDS);
 
 async function follower(argv: string[]): Promise<void> {
   const model = arg(argv, '--model')!;
