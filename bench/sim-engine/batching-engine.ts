@@ -196,6 +196,11 @@ export class BatchingEngine {
     return this.cfg;
   }
 
+  /** The KV block pool (the KV-event publisher observes it). */
+  get kvCache(): KvBlockCache {
+    return this.cache;
+  }
+
   /** True while a step is executing or about to start. */
   get busy(): boolean {
     return this.stepping || this.kickCancel !== undefined;
@@ -371,7 +376,7 @@ export class BatchingEngine {
       // vLLM always recomputes at least the last prompt token, so a full hit is capped one block short.
       const hitBlocks = this.cache.matchPrefix(s.hashes, Math.floor((s.prefillTarget - 1) / bs));
       const totalBlocks = Math.ceil(s.prefillTarget / bs);
-      const alloc = this.cache.allocate(s.hashes, totalBlocks - s.hashes.length);
+      const alloc = this.cache.allocate(s.hashes, totalBlocks - s.hashes.length, s.spec.promptTokens);
       if (!alloc) {
         if (this.running.length === 0 && plan.length === 0) {
           // Nothing holds blocks, so it can never fit (the cache shrank under it).

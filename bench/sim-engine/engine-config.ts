@@ -23,6 +23,12 @@ export interface SimEngineConfig extends EngineModelConfig {
   readonly metricsDelayMs: number;
   /** Exit when stdin closes (the launcher sets this so engines die with their parent). */
   readonly exitOnStdinClose: boolean;
+  /** Publish KV events (vLLM's ZMQ wire format) on this port of `host`. */
+  readonly kvEventsPort?: number;
+  /** Or on the engine's HTTP port + this offset (several engines per host, ports chosen late). */
+  readonly kvEventsPortOffset?: number;
+  /** A model directory (tokenizer.json, tokenizer_config.json): tokenize like the real model. */
+  readonly tokenizerDir?: string;
 }
 
 export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
@@ -92,6 +98,9 @@ const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports' | 'profile'; 
   'metrics-delay-ms': { key: 'metricsDelayMs', kind: 'num' },
   'exit-on-stdin-close': { key: 'exitOnStdinClose', kind: 'bool' },
   profile: { key: 'profile', kind: 'str' },
+  'kv-events-port': { key: 'kvEventsPort', kind: 'int' },
+  'kv-events-port-offset': { key: 'kvEventsPortOffset', kind: 'int' },
+  tokenizer: { key: 'tokenizerDir', kind: 'str' },
 };
 
 export class FlagError extends Error {
@@ -157,6 +166,7 @@ export function parseSimEngineArgs(argv: readonly string[]): SimEngineArgs {
       ...base,
       port,
       seed: base.seed + i,
+      ...(base.kvEventsPort !== undefined ? { kvEventsPort: base.kvEventsPort + i } : {}),
       // A shared --id would make engines indistinguishable: suffix it.
       ...(base.id !== undefined ? { id: ports.length > 1 ? `${base.id}-${i}` : base.id } : {}),
     })),

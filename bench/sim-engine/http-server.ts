@@ -29,6 +29,9 @@ import {
 import { chatPrompt, completionPrompt, isRecord, promptTokenIds } from './prompt-template.js';
 import { PROMETHEUS_CONTENT_TYPE, renderVllmMetrics } from './prometheus-text.js';
 import { timerStepScheduler, type StepScheduler } from './step-scheduler.js';
+import { KvEventPublisher } from './kv-event-publisher.js';
+import { modelPromptTokenIds } from './model-prompt-tokens.js';
+import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { outputLength, tokenText } from './text-generator.js';
 
 /** Wall-clock start of this process (Prometheus `process_start_time_seconds`). */
@@ -75,6 +78,9 @@ export class SimEngineServer {
   private started = false;
   private draining = false;
   private stopping: Promise<void> | undefined;
+  private tokenizer: ModelTokenizer | undefined;
+  /** Set when the engine publishes KV events (--kv-events-port). */
+  kvPublisher: KvEventPublisher | undefined;
 
   constructor(config: Partial<SimEngineConfig> = {}, deps: SimEngineServerDeps = {}) {
     this.cfg = { ...DEFAULT_SIM_ENGINE_CONFIG, ...config };
@@ -112,6 +118,7 @@ export class SimEngineServer {
   async start(): Promise<{ port: number; id: string; url: string }> {
     if (this.started) throw new Error('SimEngineServer already started');
     this.started = true;
+    if (this.cfg.tokenizerDir !== undefined) this.tokenizer = await ModelTokenizer.fromDirectory(this.cfg.tokenizerDir);
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error): void => reject(err);
       this.server.once('error', onError);
@@ -121,6 +128,13 @@ export class SimEngineServer {
       });
     });
     this.boundPort = (this.server.address() as AddressInfo).port;
+    const kvPort = this.cfg.kvEventsPort ?? (this.cfg.kvEventsPortOffset !== undefined ? this.boundPort + this.cfg.kvEventsPortOffset : undefined);
+    if (kvPort !== undefined) {
+      const pub = new KvEventPublisher({ endpoint: `tcp://${this.cfg.host}:${kvPort}`, blockSize: this.cfg.blockSize });
+      await pub.bind();
+      pub.attach(this.engine.kvCache);
+      this.kvPublisher = pub;
+    }
     if (this.cfg.id === undefined) this.engineId = `${this.cfg.host}:${this.boundPort}`;
     return { port: this.boundPort, id: this.engineId, url: this.url };
   }
@@ -137,6 +151,7 @@ export class SimEngineServer {
   private async doStop(graceMs: number): Promise<void> {
     if (!this.started) {
       this.engine.stop();
+      await this.kvPublisher?.close();
       return;
     }
     this.draining = true;
@@ -151,6 +166,7 @@ export class SimEngineServer {
     this.engine.stop();
     this.server.closeAllConnections();
     await closed;
+    await this.kvPublisher?.close();
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -210,6 +226,13 @@ export class SimEngineServer {
           is_generation: true,
           max_model_len: this.cfg.maxModelLen,
         });
+      case '/kv_event_sources': {
+        // vLLM's shape: publisher config per data-parallel rank (empty without events).
+        const pub = this.kvPublisher;
+        if (pub === undefined) return this.json(res, 200, {});
+        const port = pub.endpoint.slice(pub.endpoint.lastIndexOf(':') + 1);
+        return this.json(res, 200, { '0': { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://*:${port}`, topic: 'kv-events' } });
+      }
       case '/load': {
         const s = this.engine.snapshot();
         return this.json(res, 200, { server_load: s.running + s.waiting, running: s.running, waiting: s.waiting });
@@ -263,7 +286,12 @@ export class SimEngineServer {
     if (this.cfg.strictModel && r.model !== undefined && r.model !== this.cfg.model) {
       throw new ApiError(404, `The model \`${r.model}\` does not exist.`);
     }
-    const tokens = promptTokenIds(r.prompt, this.cfg.charsPerToken);
+    let tokens: number[];
+    try {
+      tokens = this.tokenizer !== undefined ? modelPromptTokenIds(this.tokenizer, raw) : promptTokenIds(r.prompt, this.cfg.charsPerToken);
+    } catch (err) {
+      throw new ApiError(400, err instanceof Error ? err.message : String(err));
+    }
     if (tokens.length + r.maxTokens > this.cfg.maxModelLen) {
       throw new ApiError(
         400,

@@ -19,10 +19,22 @@ export interface CacheBlock {
   detached: boolean;
 }
 
+/** Observer of the cache's content, for the KV-event publisher (kv-event-publisher.ts). */
+export interface KvCacheListener {
+  /** Blocks `from..to-1` of `alloc` just became cached (computed); their prompt tokens are in `alloc.tokens`. */
+  stored(alloc: BlockAllocation, from: number, to: number): void;
+  /** A cached block left the cache. */
+  removed(hash: number): void;
+  /** Everything cached was dropped. */
+  cleared(): void;
+}
+
 /** What one request holds; pass it back to release()/markComputed()/grow(). */
 export interface BlockAllocation {
   /** Hashed (shareable) prompt blocks in prompt order. */
   readonly blocks: CacheBlock[];
+  /** The prompt's token ids (for KV events), when the caller passed them. */
+  readonly tokens?: readonly number[];
   /** Unhashed blocks (partial prompt tail, decoded tokens). */
   anon: number;
   released: boolean;
@@ -37,6 +49,8 @@ export class KvBlockCache {
   private detachedRefs = 0;
   private anon = 0;
   private evictionsTotal = 0;
+  /** Set by the KV-event publisher. */
+  listener: KvCacheListener | undefined;
 
   constructor(private cap: number) {
     if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`kv cache capacity must be a positive integer, got ${cap}`);
@@ -81,7 +95,7 @@ export class KvBlockCache {
    * References the blocks for `hashes` (sharing resident ones) plus `anonBlocks` unhashed
    * blocks. Returns null, changing nothing, when that does not fit even after evicting.
    */
-  allocate(hashes: readonly number[], anonBlocks: number): BlockAllocation | null {
+  allocate(hashes: readonly number[], anonBlocks: number, tokens?: readonly number[]): BlockAllocation | null {
     let reuseFree = 0;
     let fresh = 0;
     for (const h of hashes) {
@@ -107,7 +121,7 @@ export class KvBlockCache {
     }
     this.anon += anonBlocks;
     this.evictToFit();
-    return { blocks, anon: anonBlocks, released: false };
+    return { blocks, anon: anonBlocks, released: false, ...(tokens !== undefined ? { tokens } : {}) };
   }
 
   /** Adds `n` unhashed blocks to an allocation; false (no change) if they do not fit. */
@@ -123,7 +137,17 @@ export class KvBlockCache {
   /** Marks the first `nBlocks` hashed blocks of an allocation as computed (hits from now on). */
   markComputed(alloc: BlockAllocation, nBlocks: number): void {
     const lim = Math.min(nBlocks, alloc.blocks.length);
-    for (let i = 0; i < lim; i++) alloc.blocks[i]!.computed = true;
+    let run = -1; // start of the current run of newly cached blocks (one stored event each)
+    for (let i = 0; i <= lim; i++) {
+      const b = i < lim ? alloc.blocks[i]! : undefined;
+      const fresh = b !== undefined && !b.computed && !b.detached;
+      if (b !== undefined) b.computed = true;
+      if (fresh && run < 0) run = i;
+      if (!fresh && run >= 0) {
+        this.listener?.stored(alloc, run, i);
+        run = -1;
+      }
+    }
   }
 
   /** Drops a request's references. Computed blocks stay cached (tail first in the LRU). */
@@ -153,6 +177,7 @@ export class KvBlockCache {
 
   /** Forgets all cached content. Blocks held by running requests stay allocated but are no longer shareable. */
   clear(): void {
+    this.listener?.cleared();
     for (const b of this.byHash.values()) {
       if (b.refs > 0) {
         b.detached = true;
@@ -176,6 +201,7 @@ export class KvBlockCache {
       this.free.delete(h);
       this.byHash.delete(h);
       this.evictionsTotal++;
+      this.listener?.removed(h);
       over--;
     }
   }

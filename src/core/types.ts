@@ -20,6 +20,14 @@ export interface Endpoint {
   readonly index: number;
 }
 
+/**
+ * The prompt as the client sent it (parsed JSON, not re-encoded), for plugins that must
+ * reproduce the engine's own tokenization (precise prefix index). Never logged.
+ */
+export type PromptInput =
+  | { readonly kind: 'chat'; readonly messages: readonly unknown[]; readonly tools?: readonly unknown[] }
+  | { readonly kind: 'completion'; readonly prompt: unknown };
+
 /** What the router learned about one inference request before choosing an engine. */
 export interface RouteRequest {
   /** Envoy's `x-request-id`, or one the router generated. */
@@ -47,6 +55,8 @@ export interface RouteRequest {
   readonly tenant?: string;
   /** Priority from the configured priority header (higher is served first; default 0). */
   readonly priority?: number;
+  /** The parsed prompt, when the body was read (precise prefix matching tokenizes it). */
+  readonly promptInput?: PromptInput;
   /** Arrival time on the router clock (ms). */
   readonly arrivalMs: number;
   /**

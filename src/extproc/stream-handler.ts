@@ -29,7 +29,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RouterError } from '../core/errors.js';
-import type { RouteRequest } from '../core/types.js';
+import type { PromptInput, RouteRequest } from '../core/types.js';
 import type { AdmissionService, RouteTicket, RoutingService } from '../core/routing-service.js';
 import type { RequestsConfig } from '../config/types.js';
 import type { Clock } from '../util/clock.js';
@@ -71,6 +71,7 @@ export interface PromptInfo {
   readonly promptTokens: number;
   readonly maxTokens?: number;
   readonly stream: boolean;
+  readonly input?: PromptInput;
 }
 
 /** Signature of src/request/extract-prompt.ts `extractPrompt`; throws RouterError BAD_REQUEST. */
@@ -663,6 +664,7 @@ export class StreamHandler {
       stream: prompt.stream,
       ...(tenant !== undefined && tenant !== '' ? { tenant } : {}),
       ...(priority !== undefined ? { priority } : {}),
+      ...(prompt.input !== undefined ? { promptInput: prompt.input } : {}),
       arrivalMs: this.arrivalMs,
       traceparent: this.traceparent,
       tracestate: this.tracestate,

@@ -11,6 +11,7 @@ import { modelSubsetFilter } from './filter/model-subset-filter.js';
 import { autoProfileHandler } from './handler/auto-profile-handler.js';
 import { singleProfileHandler } from './handler/single-profile-handler.js';
 import { indexCalibration } from './multi/index-calibration.js';
+import { precisePrefixCache } from './multi/precise-prefix-cache-plugin.js';
 import { prefixCache } from './multi/prefix-cache-plugin.js';
 import { boundedLoadHashPicker } from './picker/bounded-load-hash.js';
 import { maxScorePicker } from './picker/max-score-picker.js';
@@ -39,6 +40,7 @@ export function registerBuiltins(catalog: PluginCatalog): PluginCatalog {
       .register(tokenLoadScorer)
       // multi (scorer / hooks / annotations)
       .register(prefixCache)
+      .register(precisePrefixCache)
       .register(indexCalibration)
       // placements
       .register(coldRequestPlacement)

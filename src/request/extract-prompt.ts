@@ -11,6 +11,7 @@
  * stops at `maxPrefixChars`; the rest of the prompt is only measured.
  */
 import { RouterError } from '../core/errors.js';
+import type { PromptInput } from '../core/types.js';
 import { badField, isObject, optionalCount, own, type JsonObject } from './body-fields.js';
 import { encodeChat } from './chat-prompt.js';
 import { encodeCompletion } from './completion-prompt.js';
@@ -29,6 +30,8 @@ export interface ExtractedPrompt {
   /** `max_completion_tokens`, else `max_tokens`, if set. */
   maxTokens?: number;
   stream: boolean;
+  /** The parsed prompt fields (messages + tools, or prompt), for router-side tokenization. */
+  input?: PromptInput;
 }
 
 export interface ExtractOptions {
@@ -88,6 +91,12 @@ function fromDocument(path: string, doc: JsonObject, opts: ExtractOptions): Extr
     stream: stream ?? false,
   };
   if (maxTokens !== undefined) result.maxTokens = maxTokens;
+  if (kind === 'chat') {
+    const tools = own(doc, 'tools');
+    result.input = { kind, messages: own(doc, 'messages') as unknown[], ...(Array.isArray(tools) ? { tools } : {}) };
+  } else {
+    result.input = { kind, prompt: own(doc, 'prompt') };
+  }
   return result;
 }
 

@@ -10,7 +10,7 @@
  */
 import { expect } from 'chai';
 import { startVllmEngines, type VllmEngineFleet } from '../../bench/real-engine/launcher.js';
-import { TINY_MODEL_NAME, VLLM_BIN, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
+import { TINY_MODEL_NAME } from '../../bench/real-engine/vllm-paths.js';
 import { parseEngineMetrics } from '../../src/endpoints/engine-metrics-parser.js';
 import { parseDecisionSummary } from '../../src/telemetry/decision-summary.js';
 import { syntheticTokens } from '../../bench/workloads/synthetic-text.js';
@@ -19,7 +19,7 @@ import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../../bench
 import { httpRequest, postJson, type HttpResult } from '../../bench/harness/http-client.js';
 import { routerConfigDoc, sleep, startEnvoy, startRouter, type ConfigDoc, type EnvoyProcess, type RouterProcess } from '../../bench/harness/processes.js';
 import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, type Component } from '../helpers/require-component.js';
+import { envoyBinary, requireComponents, routerBuild, vllmCpu } from '../helpers/require-component.js';
 
 /** KV blocks per engine: ~12k tokens, a few long prompts (max-model-len 4096 needs ≥ 32). */
 const NUM_BLOCKS = 96;
@@ -129,9 +129,7 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
 
   before(async function () {
     this.timeout(420_000);
-    const missing = vllmUnavailableReason();
-    const vllm: Component = { name: 'vLLM CPU', path: VLLM_BIN, hint: missing ?? 'run bash scripts/setup-vllm.sh', present: missing === undefined };
-    requireComponents(this, vllm, envoyBinary(), routerBuild());
+    requireComponents(this, vllmCpu(), envoyBinary(), routerBuild());
     fleet = await startVllmEngines({ count: 2, numGpuBlocks: NUM_BLOCKS, maxModelLen: 4096 });
     addresses = fleet.engines.map((e) => e.id);
     router = await startRouter({ name: 'router-real-vllm', config: routerConfig({}) });

@@ -10,6 +10,7 @@ import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { ETCD_BIN, KUBE_APISERVER_BIN } from '../../bench/harness/kube-cluster.js';
 import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+import { VLLM_BIN, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
 
 export interface Component {
   /** What the test needs, e.g. "Envoy". */
@@ -57,6 +58,12 @@ export function simEngineBuild(): Component {
 export function compiled(name: string, ...segments: string[]): Component {
   const path = join(REPO_ROOT, 'dist', ...segments);
   return { name, path, hint: BUILD, present: readable(path) };
+}
+
+/** The real vLLM CPU install (scripts/setup-vllm.sh), with the reason when it is not usable. */
+export function vllmCpu(): Component {
+  const missing = vllmUnavailableReason();
+  return { name: 'vLLM CPU', path: VLLM_BIN, hint: missing ?? 'run bash scripts/setup-vllm.sh', present: missing === undefined };
 }
 
 /** kube-apiserver and etcd, built by scripts/setup-kube.sh (the Kubernetes discovery tests). */

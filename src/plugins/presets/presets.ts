@@ -70,6 +70,17 @@ function prefixCacheSpec(i: PresetInput): PluginSpec {
   return { type: 'prefix-cache', parameters: { blockChars: c.blockChars, maxPrefixBlocks: c.maxPrefixBlocks, indexCapacityBlocks: c.indexCapacityBlocks } };
 }
 
+/**
+ * cache-aware's affinity scorer: `prefix-cache`, or `precise-prefix-cache` under the same
+ * instance name when `cacheAware.preciseIndex` is set (its parameters, over the block geometry).
+ */
+function affinitySpec(i: PresetInput): PluginSpec {
+  const precise = i.cacheAware.preciseIndex;
+  if (precise === undefined) return prefixCacheSpec(i);
+  const base = prefixCacheSpec(i);
+  return { type: 'precise-prefix-cache', name: 'prefix-cache', parameters: { ...base.parameters, ...precise } };
+}
+
 function hotspotSpec(i: PresetInput): PluginSpec {
   const { enabled: _enabled, ...h } = i.load.hotspot;
   return { type: 'hotspot-replication-filter', parameters: { ...h, minKeyChars: i.cacheAware.blockChars, ...unitOf(i) } };
@@ -134,14 +145,15 @@ function cacheAware(i: PresetInput): GraphSpec {
   const plugins: PluginSpec[] = [
     ...(hot ? [hotspotSpec(i)] : []),
     imbalanceSpec(i),
-    prefixCacheSpec(i),
+    affinitySpec(i),
     { type: 'queue-scorer', parameters: { softQueue: Math.max(1, c.imbalance.absThreshold), signal: c.queueSignal } },
     { type: 'kv-usage-scorer' },
     ...(session ? [session.spec] : []),
     ...(tokenLoad ? [{ type: 'token-load-scorer' }] : []),
     ...(cold ? [{ type: 'cold-request-placement', parameters: { spread: c.coldSpread } }] : []),
     { type: 'max-score-picker' },
-    calibrationSpec(i),
+    // Calibration sizes the approximate index from engine figures; the precise index has the engines' own events.
+    ...(c.preciseIndex === undefined ? [calibrationSpec(i)] : []),
   ];
   return single(
     'cache-aware',

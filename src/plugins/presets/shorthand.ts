@@ -5,9 +5,9 @@
  * traffic settings; no plugin sees them. With an explicit `plugins:` graph they configure
  * the data layer only.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { ConfigSection } from '../../config/config-section.js';
-import { ALWAYS, bool, int, num, oneOf, optionalSection } from '../../util/schema.js';
+import { ALWAYS, bool, expecting, int, num, oneOf, optionalSection } from '../../util/schema.js';
 import { AUTO_KNOBS } from '../handler/auto-profile-handler.js';
 import { CALIBRATION_KNOBS } from '../multi/index-calibration.js';
 import { BOUNDED_LOAD_KNOBS } from '../picker/bounded-load-hash.js';
@@ -43,6 +43,10 @@ const cacheAwareSchema = optionalSection({
   queueSignal: oneOf(['effective', 'prefill']).default(DEFAULT_QUEUE_SIGNAL),
   coldRouting: oneOf(['scores', 'prefill-queue']).default(DEFAULT_COLD_ROUTING),
   coldSpread: bool().default(DEFAULT_COLD_SPREAD),
+  preciseIndex: z
+    .record(z.string(), z.unknown(), { error: expecting('a mapping') })
+    .optional()
+    .describe('When set, the cache-aware strategy scores affinity with the precise-prefix-cache plugin (engine KV events + router-side tokenization); these are its parameters (docs/plugins.md, docs/kv-events.md).'),
 });
 
 export type CacheAwareConfig = z.output<typeof cacheAwareSchema>;

@@ -28,6 +28,27 @@ describe('shorthand sections (load, cacheAware)', () => {
     expect(c.engineMetrics.unobservedHalfLifeMs).to.equal(1000);
   });
 
+  it('cacheAware.preciseIndex swaps cache-aware\'s affinity scorer for precise-prefix-cache under the same name, without index-calibration', () => {
+    const plain = parseConfig(MINIMAL);
+    expect(plain.plugins.map((p) => p.type)).to.include.members(['prefix-cache', 'index-calibration']);
+    const c = parseConfig({ ...MINIMAL, cacheAware: { blockChars: 32, preciseIndex: { mode: 'approximate', maxBlocks: 64 } } });
+    const affinity = c.plugins.find((p) => (p.name ?? p.type) === 'prefix-cache');
+    expect(affinity?.type).to.equal('precise-prefix-cache');
+    expect(affinity?.parameters).to.include({ blockChars: 32, mode: 'approximate', maxBlocks: 64 });
+    expect(c.plugins.map((p) => p.type)).to.not.include('index-calibration');
+    expect(c.plugins.map((p) => p.type)).to.not.include('prefix-cache');
+  });
+
+  it('cacheAware.preciseIndex parameters are checked by the plugin\'s schema', () => {
+    let msg = '';
+    try {
+      parseConfig({ ...MINIMAL, cacheAware: { preciseIndex: { mode: 'precise' } } });
+    } catch (err) {
+      msg = (err as Error).message;
+    }
+    expect(msg).to.match(/parameters\.models: needs at least one model in mode precise/);
+  });
+
   it('a document with an empty section gets the defaults too', () => {
     expect(parseConfig({ ...MINIMAL, load: {}, cacheAware: {} }).load).to.deep.equal(DEFAULT_LOAD_CONFIG);
   });

@@ -1,0 +1,266 @@
+/**
+ * Index modes over the engines' caches: `approximate` (the router's own routing history,
+ * prefix-index.ts), `precise` (engine KV events only, event-fed-index.ts) and `hybrid`
+ * (events confirm and evict; each routing decision also adds a short-lived speculative
+ * entry, so a burst of siblings co-locates before the first one's prefill is published).
+ *
+ * Per endpoint, the fraction of the request's blocks believed cached is:
+ * - synced endpoint: precise matched token blocks ÷ request token blocks; in hybrid mode the
+ *   larger of that and the speculative match;
+ * - endpoint without a trustworthy feed (no event yet, or resyncing after a gap, disconnect
+ *   or overflow, for `resyncWindowMs`): the approximate fraction, whose entries for that
+ *   endpoint were dropped at the resync — only routings made since count — or the precise
+ *   one if larger. After the window it is trusted as precise again.
+ * - request without router-side tokens (no tokenizer for its model, not loaded yet, no
+ *   parsed prompt): the approximate fraction for every endpoint.
+ *
+ * Speculative entries live in their own PrefixIndex and leave it when the engine stores
+ * the block (confirmed: the precise index has it), when the engine evicts it, or after
+ * `speculativeTtlMs` (the request failed or went elsewhere).
+ */
+import type { PromptInput } from '../core/types.js';
+import { RouterError } from '../core/errors.js';
+import type { BlockHashes } from './block-hasher.js';
+import { EventFedIndex } from './event-fed-index.js';
+import { PrefixIndex } from './prefix-index.js';
+import type { ChatMessageInput, ModelTokenizer, TrackedIds } from '../tokenization/model-tokenizer.js';
+import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
+
+export const INDEX_MODES = ['approximate', 'precise', 'hybrid'] as const;
+export type IndexMode = (typeof INDEX_MODES)[number];
+
+export interface PreciseAffinityOptions {
+  readonly mode: IndexMode;
+  readonly speculativeTtlMs: number;
+  readonly resyncWindowMs: number;
+  /** At most this many leading token blocks are keyed per request. */
+  readonly maxBlocks: number;
+  readonly endpoints: number;
+}
+
+export interface ModelTokenization {
+  readonly tokenizer: ModelTokenizer;
+  /** Engine KV block size in tokens. */
+  readonly blockSize: number;
+}
+
+export interface RequestKeys {
+  readonly keys: BlockHashes;
+  readonly tokens: number;
+  /** Microseconds spent rendering, tokenizing and hashing. */
+  readonly micros: number;
+}
+
+export interface TokenizationCost {
+  readonly requests: number;
+  readonly totalMicros: number;
+  readonly maxMicros: number;
+  readonly failures: number;
+}
+
+interface Speculative {
+  readonly e: number;
+  readonly keys: BlockHashes;
+  readonly expiresMs: number;
+}
+
+const MAX_SPECULATIVE = 100_000;
+const MAX_KEY_MEMO = 256;
+
+interface KeyMemo {
+  /** The text prefix the keys were computed from (compared in full on every hit). */
+  readonly text: string;
+  readonly count: number;
+  readonly lo: Int32Array;
+  readonly hi: Int32Array;
+  readonly last: bigint;
+}
+
+function joinKey(lo: number, hi: number): bigint {
+  return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
+}
+
+export class PreciseAffinity {
+  readonly events: EventFedIndex;
+  private readonly speculative: PrefixIndex;
+  private readonly expiry: Speculative[] = [];
+  private expiryHead = 0;
+  private readonly one = { count: 1, lo: new Int32Array(1), hi: new Int32Array(1) };
+  private costRequests = 0;
+  private costTotal = 0;
+  private costMax = 0;
+  private failures = 0;
+  private memoHits = 0;
+  private readonly keyMemo = new Map<string, KeyMemo>();
+
+  constructor(
+    readonly opts: PreciseAffinityOptions,
+    private readonly hasher: TokenBlockHasher,
+    private readonly models: ReadonlyMap<string, ModelTokenization>,
+    private readonly nowMicros: () => number,
+    onResync?: (e: number) => void,
+  ) {
+    if (!INDEX_MODES.includes(opts.mode)) throw new RouterError('BAD_CONFIG', `index mode must be one of ${INDEX_MODES.join(', ')}`);
+    this.events = new EventFedIndex(hasher, {
+      endpoints: opts.endpoints,
+      onKeyChange: (e, k) => this.settle(e, k),
+      ...(onResync !== undefined ? { onResync } : {}),
+    });
+    this.speculative = new PrefixIndex({ endpoints: opts.endpoints, capacityBlocks: 1 << 20 });
+  }
+
+  get mode(): IndexMode {
+    return this.opts.mode;
+  }
+
+  /** The tokenizer and block size configured for `model`. */
+  tokenizer(model: string): ModelTokenization | undefined {
+    return this.models.get(model);
+  }
+
+  ensureEndpoints(n: number): void {
+    this.events.ensureEndpoints(n);
+    this.speculative.ensureEndpoints(n);
+  }
+
+  /** The request's token-block keys, or undefined when it cannot be tokenized here. */
+  requestKeys(model: string, input: PromptInput | undefined): RequestKeys | undefined {
+    if (input === undefined) return undefined;
+    const m = this.models.get(model);
+    if (m === undefined) return undefined;
+    const t0 = this.nowMicros();
+    let tracked: TrackedIds;
+    try {
+      if (input.kind === 'chat') tracked = m.tokenizer.encodeTracked(m.tokenizer.renderChat(input.messages as ChatMessageInput[], input.tools), false);
+      else if (typeof input.prompt === 'string') tracked = m.tokenizer.encodeTracked(input.prompt, true);
+      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number')) tracked = { ids: input.prompt as number[], stableChars: 0, stableIds: 0, stableText: '' };
+      else return undefined;
+    } catch {
+      // A template may reject a conversation (e.g. roles out of order); the engine will too.
+      this.failures++;
+      return undefined;
+    }
+    const ids = tracked.ids;
+    // The engine always computes the last prompt token, so a hit never covers it: only the
+    // blocks before it can be cache hits.
+    const hittable = Math.min(this.opts.maxBlocks, Math.floor(Math.max(0, ids.length - 1) / m.blockSize));
+    const keys = this.keysWithMemo(model, m.blockSize, tracked, hittable);
+    const micros = this.nowMicros() - t0;
+    this.costRequests++;
+    this.costTotal += micros;
+    if (micros > this.costMax) this.costMax = micros;
+    return { keys, tokens: ids.length, micros };
+  }
+
+  /**
+   * Block keys of `tracked.ids`, reusing those of the cached text prefix (a repeated system
+   * prompt) from a small LRU keyed by that text: only blocks past it are hashed.
+   */
+  private keysWithMemo(model: string, bs: number, tracked: TrackedIds, count: number): BlockHashes {
+    const stableBlocks = Math.min(count, Math.floor(tracked.stableIds / bs));
+    if (stableBlocks === 0) return this.hasher.hash(model, tracked.ids, bs, count);
+    // The memo key must name the model, block size and the exact text the ids came from.
+    const memoKey = `${model}\u0000${bs}\u0000${tracked.stableChars}`;
+    const textKey = tracked.stableText;
+    let memo = this.keyMemo.get(memoKey);
+    if (memo !== undefined && memo.text !== textKey) memo = undefined;
+    const lo = new Int32Array(count);
+    const hi = new Int32Array(count);
+    let from = 0;
+    let parent: bigint | undefined;
+    if (memo !== undefined && memo.count <= count) {
+      lo.set(memo.lo);
+      hi.set(memo.hi);
+      from = memo.count;
+      parent = memo.last;
+      this.keyMemo.delete(memoKey);
+      this.keyMemo.set(memoKey, memo);
+      this.memoHits++;
+    }
+    const rest = this.hasher.hash(model, from === 0 ? tracked.ids : tracked.ids.slice(from * bs), bs, count - from, parent);
+    lo.set(rest.lo, from);
+    hi.set(rest.hi, from);
+    if (memo === undefined) {
+      const last = joinKey(lo[stableBlocks - 1]!, hi[stableBlocks - 1]!);
+      this.keyMemo.set(memoKey, { text: textKey, count: stableBlocks, lo: lo.slice(0, stableBlocks), hi: hi.slice(0, stableBlocks), last });
+      if (this.keyMemo.size > MAX_KEY_MEMO) this.keyMemo.delete(this.keyMemo.keys().next().value as string);
+    }
+    return { count, lo, hi };
+  }
+
+  /**
+   * Fractions in [0,1] per endpoint index into `out`: how much of the request each endpoint
+   * is believed to hold (see the header). `approx(e)` is the approximate fraction.
+   */
+  fractions(keys: BlockHashes, nowMs: number, approx: (e: number) => number, out: Float64Array): void {
+    this.expire(nowMs);
+    const total = keys.count;
+    const n = out.length;
+    if (total === 0) {
+      out.fill(0);
+      return;
+    }
+    const precise = this.events.match(keys);
+    for (let e = 0; e < n; e++) {
+      let f = (precise[e] ?? 0) / total;
+      if (!this.trusted(e, nowMs)) f = Math.max(f, approx(e));
+      out[e] = f;
+    }
+    if (this.opts.mode === 'hybrid') {
+      const spec = this.speculative.match(keys);
+      for (let e = 0; e < n; e++) out[e] = Math.max(out[e]!, (spec[e] ?? 0) / total);
+    }
+  }
+
+  /** Whether endpoint `e`'s precise entries are complete (its feed is in sync). */
+  trusted(e: number, nowMs: number): boolean {
+    const st = this.events.state(e);
+    if (st === 'synced') return true;
+    if (st === 'resyncing' && nowMs - this.events.resyncAtMs(e) >= this.opts.resyncWindowMs) {
+      this.events.markSynced(e);
+      return true;
+    }
+    return false;
+  }
+
+  /** A routing decision: in hybrid mode the chosen endpoint speculatively holds the request's blocks. */
+  onRouted(e: number, keys: BlockHashes, nowMs: number): void {
+    if (this.opts.mode !== 'hybrid' || keys.count === 0) return;
+    this.speculative.insert(e, keys);
+    this.expiry.push({ e, keys, expiresMs: nowMs + this.opts.speculativeTtlMs });
+    if (this.expiry.length - this.expiryHead > MAX_SPECULATIVE) this.expireOne();
+  }
+
+  /** The engine stored or evicted a block: a speculative entry for it is no longer needed. */
+  settle(e: number, key: bigint): void {
+    if (this.opts.mode !== 'hybrid') return;
+    setKey(this.one.lo, this.one.hi, 0, key);
+    this.speculative.removeBlocks(e, 0, this.one);
+  }
+
+  /** Endpoint removed or its feed reset: forget its speculative entries too. */
+  dropSpeculative(e: number): void {
+    if (e < this.speculative.endpointCount) this.speculative.evictEndpoint(e);
+  }
+
+  speculativeEntries(): number {
+    return this.speculative.stats().entries;
+  }
+
+  cost(): TokenizationCost {
+    return { requests: this.costRequests, totalMicros: this.costTotal, maxMicros: this.costMax, failures: this.failures };
+  }
+
+  private expire(nowMs: number): void {
+    while (this.expiryHead < this.expiry.length && this.expiry[this.expiryHead]!.expiresMs <= nowMs) this.expireOne();
+  }
+
+  private expireOne(): void {
+    const s = this.expiry[this.expiryHead++]!;
+    if (s.e < this.speculative.endpointCount) this.speculative.removeBlocks(s.e, 0, s.keys);
+    if (this.expiryHead > 1024 && this.expiryHead * 2 > this.expiry.length) {
+      this.expiry.splice(0, this.expiryHead);
+      this.expiryHead = 0;
+    }
+  }
+}

@@ -1,0 +1,343 @@
+/**
+ * A model's tokenizer and chat template, loaded from its own files (`tokenizer.json`,
+ * `tokenizer_config.json`, optionally `chat_template.jinja`), so the router turns a request
+ * into the same token ids the engine computes: the KV cache is keyed by those ids.
+ *
+ * - Tokenizer: `@huggingface/tokenizers` (the Hugging Face tokenizers pipeline in
+ *   TypeScript, synchronous). Chat template: `@huggingface/jinja`, parsed once.
+ * - Chat prompts are rendered like vLLM's OpenAI server does for a string-content template:
+ *   text content parts joined with "\n", `add_generation_prompt` true, then tokenized
+ *   without the tokenizer's own special tokens (the template writes any it wants).
+ *   Completion prompts are tokenized with special tokens (vLLM's defaults).
+ * - Piece cache: the tokenizer splits its input at added tokens (the chat markers) before
+ *   anything else, so the ids of a rendered prompt are the concatenation of the ids of the
+ *   text between markers. Those pieces (a system prompt, earlier turns) repeat across
+ *   requests, so their ids are cached (LRU, bounded in characters) and only new text is
+ *   tokenized. This is exact only when no added token strips neighbouring whitespace or
+ *   depends on normalization; for such tokenizers the cache is off (`pieceCache` false)
+ *   and whole prompts are encoded.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { RouterError } from '../core/errors.js';
+
+export interface ChatMessageInput {
+  readonly role: string;
+  readonly content?: unknown;
+  readonly name?: string;
+  readonly tool_calls?: unknown;
+  readonly tool_call_id?: string;
+}
+
+export interface ModelTokenizerOptions {
+  /** Characters of cached piece text kept (LRU); default 8,000,000. */
+  readonly cacheChars?: number;
+  /** Pieces shorter than this are not cached (cheap to redo); default 64. */
+  readonly minCachedPieceChars?: number;
+}
+
+export interface TrackedIds {
+  readonly ids: number[];
+  readonly stableChars: number;
+  readonly stableIds: number;
+  /** text.slice(0, stableChars). */
+  readonly stableText: string;
+}
+
+export interface TokenizerCacheStats {
+  readonly enabled: boolean;
+  readonly hits: number;
+  readonly misses: number;
+  readonly cachedPieces: number;
+  readonly cachedChars: number;
+  /** Characters run through the tokenizer (misses and uncached pieces). */
+  readonly encodedChars: number;
+}
+
+interface AddedTokenSpec {
+  readonly id: number;
+  readonly content: string;
+  readonly special?: boolean;
+  readonly lstrip?: boolean;
+  readonly rstrip?: boolean;
+  readonly single_word?: boolean;
+  readonly normalized?: boolean;
+}
+
+export class ModelTokenizer {
+  private readonly template: Template | undefined;
+  private readonly splitter: RegExp | undefined;
+  private readonly addedIds = new Map<string, number>();
+  private readonly cache = new Map<string, readonly number[]>();
+  private cachedChars = 0;
+  private hits = 0;
+  private misses = 0;
+  private encodedChars = 0;
+  private readonly cacheChars: number;
+  private readonly minPiece: number;
+  /** Ids the post-processor adds around a single sequence (completions). */
+  private readonly specialPrefix: readonly number[];
+  private readonly specialSuffix: readonly number[];
+  readonly bosToken: string | undefined;
+  readonly eosToken: string | undefined;
+  /** How message content reaches the template (vLLM's detection): joined text, or a list of parts. */
+  readonly contentFormat: 'string' | 'openai';
+  private readonly developerRole: boolean;
+
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    tokenizerJson: Record<string, unknown>,
+    config: Record<string, unknown>,
+    chatTemplate: string | undefined,
+    opts: ModelTokenizerOptions = {},
+  ) {
+    this.cacheChars = opts.cacheChars ?? 8_000_000;
+    this.minPiece = opts.minCachedPieceChars ?? 64;
+    this.template = chatTemplate === undefined ? undefined : new Template(chatTemplate);
+    this.contentFormat = chatTemplate === undefined ? 'string' : detectContentFormat(chatTemplate);
+    this.developerRole = chatTemplate !== undefined && (chatTemplate.includes('"developer"') || chatTemplate.includes("'developer'"));
+    this.bosToken = tokenText(config['bos_token']);
+    this.eosToken = tokenText(config['eos_token']);
+    const added = Array.isArray(tokenizerJson['added_tokens']) ? (tokenizerJson['added_tokens'] as AddedTokenSpec[]) : [];
+    const exact = added.every((t) => !t.lstrip && !t.rstrip && !t.single_word) && (tokenizerJson['normalizer'] == null || added.every((t) => t.normalized === false));
+    for (const t of added) this.addedIds.set(t.content, t.id);
+    if (exact && added.length > 0) {
+      // Longest first, so a marker that contains another is matched whole (as the tokenizer does).
+      const alts = [...added].map((t) => t.content).filter((c) => c.length > 0).sort((a, b) => b.length - a.length).map(escapeRegex);
+      this.splitter = new RegExp(alts.join('|'), 'g');
+    }
+    const probe = 'a';
+    const bare = tokenizer.encode(probe, { add_special_tokens: false }).ids;
+    const full = tokenizer.encode(probe, { add_special_tokens: true }).ids;
+    const at = indexOfSeq(full, bare);
+    this.specialPrefix = at < 0 ? [] : full.slice(0, at);
+    this.specialSuffix = at < 0 ? [] : full.slice(at + bare.length);
+  }
+
+  /** Loads `tokenizer.json`, `tokenizer_config.json` and, if present, `chat_template.jinja` from `dir`. */
+  static async fromDirectory(dir: string, opts: ModelTokenizerOptions = {}): Promise<ModelTokenizer> {
+    const tj = await readJson(join(dir, 'tokenizer.json'));
+    const cfg = await readJson(join(dir, 'tokenizer_config.json'));
+    let template: string | undefined;
+    try {
+      template = await readFile(join(dir, 'chat_template.jinja'), 'utf8');
+    } catch {
+      template = templateFromConfig(cfg['chat_template']);
+    }
+    let tok: Tokenizer;
+    try {
+      tok = new Tokenizer(tj, cfg);
+    } catch (err) {
+      throw new RouterError('BAD_CONFIG', `tokenizer in ${dir} could not be loaded: ${(err as Error).message}`);
+    }
+    return new ModelTokenizer(tok, tj, cfg, template, opts);
+  }
+
+  get hasChatTemplate(): boolean {
+    return this.template !== undefined;
+  }
+
+  /** Whether rendered prompts are tokenized piece by piece with the cache. */
+  get pieceCache(): boolean {
+    return this.splitter !== undefined;
+  }
+
+  /** The chat prompt text exactly as the engine renders it (generation prompt included). */
+  renderChat(messages: readonly ChatMessageInput[], tools?: readonly unknown[]): string {
+    if (this.template === undefined) throw new RouterError('BAD_CONFIG', 'model has no chat template');
+    const parts = this.contentFormat === 'openai';
+    const msgs = messages.map((m) => ({
+      ...m,
+      role: m.role === 'developer' && !this.developerRole ? 'system' : m.role,
+      content: parts ? contentParts(m.content) : flattenContent(m.content),
+    }));
+    return this.template.render({
+      messages: msgs,
+      ...(tools !== undefined && tools.length > 0 ? { tools } : {}),
+      add_generation_prompt: true,
+      bos_token: this.bosToken ?? '',
+      eos_token: this.eosToken ?? '',
+    });
+  }
+
+  /** Token ids of a chat request as the engine computes them. */
+  chatTokenIds(messages: readonly ChatMessageInput[], tools?: readonly unknown[]): number[] {
+    return this.encode(this.renderChat(messages, tools), false);
+  }
+
+  /** Token ids of a text prompt; `addSpecialTokens` as the tokenizer's post-processor does. */
+  encode(text: string, addSpecialTokens: boolean): number[] {
+    return this.encodeTracked(text, addSpecialTokens).ids;
+  }
+
+  /**
+   * Like `encode`, also telling how far the text was served from the piece cache: the ids
+   * of `text.slice(0, stableChars)` are `ids.slice(0, stableIds)`, ending at the last cached
+   * piece (a repeated system prompt, earlier turns), a natural key for caching work on it.
+   */
+  encodeTracked(text: string, addSpecialTokens: boolean): TrackedIds {
+    const out: number[] = addSpecialTokens ? [...this.specialPrefix] : [];
+    let stableChars = 0;
+    let stableIds = 0;
+    if (this.splitter === undefined) {
+      this.encodedChars += text.length;
+      const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+      for (const id of ids) out.push(id);
+    } else {
+      const re = this.splitter;
+      re.lastIndex = 0;
+      let last = 0;
+      for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+        if (m.index > last && this.encodePiece(text.slice(last, m.index), out)) {
+          stableChars = m.index;
+          stableIds = out.length;
+        }
+        out.push(this.addedIds.get(m[0])!);
+        last = m.index + m[0].length;
+      }
+      if (last < text.length && this.encodePiece(last === 0 ? text : text.slice(last), out)) {
+        stableChars = text.length;
+        stableIds = out.length;
+      }
+    }
+    if (addSpecialTokens) for (const id of this.specialSuffix) out.push(id);
+    return { ids: out, stableChars, stableIds, stableText: stableChars === text.length ? text : text.slice(0, stableChars) };
+  }
+
+  /** The library's own encoding of the whole text (the reference the piece cache must equal). */
+  encodeWhole(text: string, addSpecialTokens: boolean): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: addSpecialTokens }).ids;
+  }
+
+  cacheStats(): TokenizerCacheStats {
+    return {
+      enabled: this.splitter !== undefined,
+      hits: this.hits,
+      misses: this.misses,
+      cachedPieces: this.cache.size,
+      cachedChars: this.cachedChars,
+      encodedChars: this.encodedChars,
+    };
+  }
+
+  /** Appends the piece's ids; true when they came from the cache. */
+  private encodePiece(piece: string, out: number[]): boolean {
+    if (piece.length < this.minPiece) {
+      this.encodedChars += piece.length;
+      for (const id of this.tokenizer.encode(piece, { add_special_tokens: false }).ids) out.push(id);
+      return false;
+    }
+    const hit = this.cache.get(piece);
+    let ids: readonly number[];
+    if (hit !== undefined) {
+      ids = hit;
+      this.hits++;
+      this.cache.delete(piece);
+      this.cache.set(piece, hit);
+    } else {
+      this.misses++;
+      this.encodedChars += piece.length;
+      const fresh = this.tokenizer.encode(piece, { add_special_tokens: false }).ids;
+      ids = fresh;
+      if (piece.length <= this.cacheChars) {
+        this.cache.set(piece, fresh);
+        this.cachedChars += piece.length;
+        while (this.cachedChars > this.cacheChars) {
+          const oldest = this.cache.keys().next().value as string;
+          this.cache.delete(oldest);
+          this.cachedChars -= oldest.length;
+        }
+      }
+    }
+    for (let i = 0; i < ids.length; i++) out.push(ids[i]!);
+    return hit !== undefined;
+  }
+}
+
+/**
+ * vLLM's choice of content format: "openai" (content stays a list of parts) when the template
+ * loops over a message's content, else "string". vLLM walks the Jinja AST; this looks for the
+ * same loops in the source: `for x in <message var>['content']` / `.content`, where the
+ * message var is a `for … in messages` loop target, or `for x in content`.
+ */
+export function detectContentFormat(template: string): 'string' | 'openai' {
+  const vars = [...template.matchAll(/for\s+(\w+)\s+in\s+messages\b/g)].map((m) => m[1]!);
+  for (const v of vars) {
+    if (new RegExp(`for\\s+\\w+\\s+in\\s+${v}\\s*(\\[\\s*['"]content['"]\\s*\\]|\\.content\\b)`).test(template)) return 'openai';
+  }
+  return /for\s+\w+\s+in\s+content\b/.test(template) ? 'openai' : 'string';
+}
+
+/** vLLM's "openai" content format: a string becomes one text part; text parts are kept, others reduced to their type. */
+function contentParts(content: unknown): unknown {
+  if (content === undefined || content === null) return [];
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) return content;
+  return content.map((part: unknown) => {
+    if (typeof part === 'string') return { type: 'text', text: part };
+    const p = (typeof part === 'object' && part !== null ? part : {}) as Record<string, unknown>;
+    return p['type'] === 'text' ? { type: 'text', text: p['text'] } : { type: p['type'] };
+  });
+}
+
+/** vLLM's "string" content format: text parts joined with newlines; other parts dropped. */
+function flattenContent(content: unknown): unknown {
+  if (!Array.isArray(content)) return content ?? '';
+  const texts: string[] = [];
+  for (const part of content) {
+    if (typeof part === 'string') texts.push(part);
+    else if (typeof part === 'object' && part !== null && (part as Record<string, unknown>)['type'] === 'text') {
+      const t = (part as Record<string, unknown>)['text'];
+      if (typeof t === 'string') texts.push(t);
+    }
+  }
+  return texts.join('\n');
+}
+
+function templateFromConfig(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v)) {
+    const named = v.find((t) => typeof t === 'object' && t !== null && (t as Record<string, unknown>)['name'] === 'default') ?? v[0];
+    const t = typeof named === 'object' && named !== null ? (named as Record<string, unknown>)['template'] : undefined;
+    return typeof t === 'string' ? t : undefined;
+  }
+  return undefined;
+}
+
+function tokenText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object' && v !== null && typeof (v as Record<string, unknown>)['content'] === 'string') {
+    return (v as Record<string, unknown>)['content'] as string;
+  }
+  return undefined;
+}
+
+async function readJson(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new RouterError('BAD_CONFIG', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    const doc: unknown = JSON.parse(text);
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error('not an object');
+    return doc as Record<string, unknown>;
+  } catch (err) {
+    throw new RouterError('BAD_CONFIG', `${path} is not a JSON object: ${(err as Error).message}`);
+  }
+}
+
+function escapeRegex(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+function indexOfSeq(hay: readonly number[], needle: readonly number[]): number {
+  outer: for (let i = 0; i + needle.length <= hay.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
