@@ -31,6 +31,7 @@ import { z } from 'zod';
 import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '../shared/cycle-keys.js';
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
 import { INDEX_CAPACITY_PARAM } from './prefix-cache-plugin.js';
+import { EndpointPresence } from '../shared/endpoint-presence.js';
 
 export const PRECISE_PREFIX_CACHE_PLUGIN = 'precise-prefix-cache';
 
@@ -66,7 +67,7 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
   private affinity: PreciseAffinity | undefined;
   private subscriber: KvEventSubscriber | undefined;
   private endpoints: readonly Endpoint[] = [];
-  private present = new Set<number>();
+  private readonly presence = new EndpointPresence();
   private fractions = new Float64Array(0);
   private matched = new Uint32Array(0);
   private readonly loaded: Promise<void>;
@@ -186,20 +187,13 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
 
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {
     this.endpoints = endpoints;
-    let maxIndex = -1;
-    const now = new Set<number>();
-    for (const e of endpoints) {
-      now.add(e.index);
-      if (e.index > maxIndex) maxIndex = e.index;
-    }
-    this.approx.ensureEndpoints(maxIndex + 1);
-    this.affinity?.ensureEndpoints(maxIndex + 1);
-    for (const i of this.present) {
-      if (now.has(i)) continue;
+    const { size, departed } = this.presence.update(endpoints);
+    this.approx.ensureEndpoints(size);
+    this.affinity?.ensureEndpoints(size);
+    for (const i of departed) {
       if (i < this.approx.endpointCount) this.approx.evictEndpoint(i);
       this.affinity?.dropSpeculative(i);
     }
-    this.present = now;
     this.subscriber?.setSources(this.sources());
   }
 

@@ -36,6 +36,7 @@ import type {
 import { int, section } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '../shared/cycle-keys.js';
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
+import { EndpointPresence } from '../shared/endpoint-presence.js';
 
 export const PREFIX_CACHE_PLUGIN = 'prefix-cache';
 
@@ -48,7 +49,7 @@ export const ENGINE_BLOCK_GRANULARITY = serviceKey<EngineBlockGranularity>('engi
 export const DEFAULT_INDEX_CAPACITY_BLOCKS = 31_250;
 
 export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHook, DecisionAnnotator {
-  private present = new Set<number>();
+  private readonly presence = new EndpointPresence();
   private zeros = new Uint32Array(0);
   private aligned = new Uint32Array(0);
   /** The engines' KV block as the unit of a match (engine block sizes set by index-calibration). */
@@ -113,20 +114,14 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
   }
 
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {
-    let maxIndex = -1;
-    const now = new Set<number>();
-    for (const e of endpoints) {
-      now.add(e.index);
-      if (e.index > maxIndex) maxIndex = e.index;
-    }
-    this.index.ensureEndpoints(maxIndex + 1);
-    for (const i of this.present) {
-      if (now.has(i) || i >= this.index.endpointCount) continue;
+    const { size, departed } = this.presence.update(endpoints);
+    this.index.ensureEndpoints(size);
+    for (const i of departed) {
+      if (i >= this.index.endpointCount) continue;
       // A departed engine's blocks and learned capacity go; a newcomer reusing the index starts fresh.
       this.index.evictEndpoint(i);
       this.index.setCapacity(i, this.index.defaultCapacity);
     }
-    this.present = now;
   }
 }
 
