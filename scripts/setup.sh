@@ -96,7 +96,10 @@ vllm_log="$(mktemp "${TMPDIR:-/tmp}/cacheroute-setup-vllm.XXXXXX")"
 bash scripts/setup-vllm.sh >"$vllm_log" 2>&1 &
 vllm_pid=$!
 cleanup_vllm() {
-  if kill -0 "$vllm_pid" 2>/dev/null; then kill -- "$vllm_pid" 2>/dev/null || true; fi
+  if kill -0 "$vllm_pid" 2>/dev/null; then
+    pkill -TERM -P "$vllm_pid" 2>/dev/null || true
+    kill "$vllm_pid" 2>/dev/null || true
+  fi
   rm -f "$vllm_log"
 }
 trap cleanup_vllm EXIT
