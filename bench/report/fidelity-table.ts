@@ -30,6 +30,8 @@ interface Run {
 
 interface Costs {
   readonly cold: ReadonlyArray<{ readonly words: number; readonly promptTokens: number; readonly ms: number; readonly hitMs: number }>;
+  /** Prefix cached, then prefix + a fresh 120-word question (absent in older files). */
+  readonly suffix?: ReadonlyArray<{ readonly prefixWords: number; readonly promptTokens: number; readonly cachedTokens: number; readonly ms: number }>;
 }
 
 function loadRuns(dir: string): Map<string, Run> {
@@ -51,6 +53,15 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
       lines.push(`| ${c.words} | ${c.promptTokens} | ${ms(c.ms)} | ${ms(s?.ms)} | ${ms(c.hitMs)} | ${ms(s?.hitMs)} |`);
     }
     lines.push('');
+    if (realCosts.suffix !== undefined && simCosts.suffix !== undefined) {
+      lines.push('Prefix cached, then the prefix with a fresh 120-word question:', '');
+      lines.push('| prefix words | real tokens (cached) | real | sim |', '|---|---|---|---|');
+      for (const c of realCosts.suffix) {
+        const s = simCosts.suffix.find((x) => x.prefixWords === c.prefixWords);
+        lines.push(`| ${c.prefixWords} | ${c.promptTokens} (${c.cachedTokens}) | ${ms(c.ms)} | ${ms(s?.ms)} |`);
+      }
+      lines.push('');
+    }
   }
   lines.push('## Runs: real vs simulated', '');
   lines.push(
