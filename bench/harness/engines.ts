@@ -6,6 +6,7 @@
 import { Agent, request } from 'node:http';
 import { startVllmEngines } from '../real-engine/launcher.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
+import { ensureTinyModel } from '../real-engine/tiny-model.js';
 import type { EngineHandle } from '../contenders/types.js';
 import type { EngineFlags, EngineSetup } from '../presets/types.js';
 import { countersFromSamples, type EngineCounters } from '../stats/engine-counters.js';
@@ -51,11 +52,13 @@ export function httpText(url: string, method: 'GET' | 'POST', timeoutMs = 5000, 
 
 export async function startEngineFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
   if (setup?.kind === 'vllm') {
-    const real = await startVllmEngines({ count, ...(setup.vllm ?? {}), modelName: model });
+    // A shared 2-core machine can take minutes to import vLLM twice at once: wait up to 10 min.
+    const real = await startVllmEngines({ count, startTimeoutMs: 600_000, ...(setup.vllm ?? {}), modelName: model });
     const engines = real.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: e.id, resetPath: '/reset_prefix_cache' }));
     return { engines, pids: real.engines.map((e) => e.pid), stop: async () => void (await real.stop()) };
   }
-  const fleet = await startSimEngines({ count, flags: { model, ...flags } });
+  const simFlags: EngineFlags = setup?.tinyModelTokenizer === true ? { model, tokenizer: ensureTinyModel().dir, ...flags } : { model, ...flags };
+  const fleet = await startSimEngines({ count, flags: simFlags });
   const engines = fleet.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: `${e.host}:${e.port}` }));
   return { engines, pids: [...new Set(fleet.engines.map((e) => e.pid))], stop: () => fleet.stop() };
 }

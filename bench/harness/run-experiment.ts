@@ -123,6 +123,7 @@ function notSentRecords(requests: readonly BenchRequest[], contender: string, wh
     scheduledMs: r.atMs,
     lagMs: 0,
     engine: null,
+    decision: null,
     status: 0,
     outcome: 'not-sent' as const,
     ttftMs: null,

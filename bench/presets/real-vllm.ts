@@ -39,7 +39,11 @@ export const REAL_VLLM_ENGINES: EngineSetup = {
 };
 
 /** The router polls real engines' /metrics every 250 ms (each scrape costs the engine's API server CPU). */
-const REAL_ENGINE_POLLING = { engineMetrics: { pollIntervalMs: 250, timeoutMs: 1000, staleAfterMs: 2000 } };
+const REAL_ENGINE_POLLING = {
+  engineMetrics: { pollIntervalMs: 250, timeoutMs: 1000, staleAfterMs: 2000 },
+  // The per-request decision (endpoint, reason, predicted match) lands in the raw records.
+  telemetry: { decisionHeader: true },
+};
 
 const CONTENDERS = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, ENVOY_RR];
 

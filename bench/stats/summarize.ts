@@ -41,6 +41,10 @@ export interface HitRates {
 export interface RunSummary {
   readonly success: SuccessAccounting;
   readonly ttftMs: Distribution;
+  /** TTFT of successful requests the engine reported no cached tokens for (cold prefills). */
+  readonly ttftColdMs: Distribution;
+  /** TTFT of successful requests with cached_tokens > 0 (prefix hits). */
+  readonly ttftHitMs: Distribution;
   readonly e2eMs: Distribution;
   readonly wallS: number;
   readonly reqPerS: number;
@@ -142,6 +146,8 @@ export function summarizeRun(input: SummarizeInput): RunSummary {
   return {
     success: successAccounting(records),
     ttftMs: distribution(ok.map((r) => r.ttftMs as number)),
+    ttftColdMs: distribution(ok.filter((r) => r.cachedTokens === 0).map((r) => r.ttftMs as number)),
+    ttftHitMs: distribution(ok.filter((r) => r.cachedTokens !== null && r.cachedTokens > 0).map((r) => r.ttftMs as number)),
     e2eMs: distribution(ok.map((r) => r.e2eMs as number)),
     wallS,
     reqPerS: wallS > 0 ? ok.length / wallS : 0,

@@ -36,6 +36,8 @@ export interface EngineMetricsOptions {
   /** Engine signals older than this are not trusted (router-side accounting is used). */
   readonly staleAfterMs: number;
   readonly maxConcurrency: number;
+  /** Share of an engine's time scrapes may take (EngineMetricsPoller); absent = no limit. */
+  readonly maxScrapeShare?: number;
   readonly frozenAfterCompletions: number;
   readonly unobservedHalfLifeMs: number;
 }
@@ -97,6 +99,7 @@ export class DataLayer {
         intervalMs: em.pollIntervalMs,
         timeoutMs: em.timeoutMs,
         maxConcurrency: em.maxConcurrency,
+        ...(em.maxScrapeShare !== undefined ? { maxScrapeShare: em.maxScrapeShare } : {}),
         clock,
         logger: logger.child({ component: 'engine-metrics' }),
       });

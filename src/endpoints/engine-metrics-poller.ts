@@ -8,6 +8,14 @@
  * once (the rest wait in a FIFO, and an endpoint already pending is skipped, not queued
  * twice). Bodies are read up to a byte cap and parsed by the bounded parser.
  *
+ * Scrape budget (`maxScrapeShare`): an endpoint is scraped again no sooner than its last
+ * scrape's duration ÷ maxScrapeShare after that scrape started, so the router's scrapes take
+ * at most that share of an engine's time, and back off further while the engine is slow to
+ * answer. Why: a real vLLM renders /metrics in its Python API server (~55 KB, ~13 ms of CPU
+ * on a small CPU host), the process that also tokenizes and streams every request; polled
+ * every 100–250 ms that work competes with serving (docs/decisions/0121-real-vllm-shared-prefix-loss.md),
+ * while a cheap page (a few ms) keeps the configured interval.
+ *
  * Lifecycle: start(signal?) arms the timer; stop() (or aborting the signal) clears it,
  * aborts in-flight scrapes, waits for them to settle and closes pooled sockets, so no
  * timer or socket is left behind.
@@ -35,6 +43,8 @@ export interface EngineMetricsPollerOptions {
   /** Bodies are read up to this many bytes (default 4 MiB); the rest is dropped. */
   readonly maxBodyBytes?: number;
   readonly parseLimits?: ParseLimits;
+  /** Share of an endpoint's time its scrapes may take, in (0, 1] (default 1: the interval alone decides). */
+  readonly maxScrapeShare?: number;
   readonly clock: Clock;
   readonly logger?: Logger;
 }
@@ -44,6 +54,8 @@ export interface PollerStats {
   readonly ticks: number;
   /** Scrapes not started because the endpoint's previous scrape was still pending. */
   readonly skippedPending: number;
+  /** Scrapes not started because the endpoint's scrape budget (maxScrapeShare) had not refilled. */
+  readonly skippedBudget: number;
   readonly timeouts: number;
   readonly truncatedBodies: number;
   readonly inFlight: number;
@@ -70,6 +82,10 @@ export class EngineMetricsPoller {
   private active = 0;
   private ticks = 0;
   private skippedPending = 0;
+  private skippedBudget = 0;
+  /** Per endpoint: the earliest time its next scrape may start (scrape budget). */
+  private readonly notBefore = new Map<string, number>();
+  private readonly maxScrapeShare: number;
   private timeouts = 0;
   private truncatedBodies = 0;
 
@@ -82,6 +98,9 @@ export class EngineMetricsPoller {
     this.maxBodyBytes = Math.max(1024, opts.maxBodyBytes ?? 4 << 20);
     this.parseLimits = opts.parseLimits ?? DEFAULT_PARSE_LIMITS;
     this.logger = opts.logger ?? silentLogger;
+    const share = opts.maxScrapeShare ?? 1;
+    if (!(share > 0 && share <= 1)) throw new RangeError(`maxScrapeShare must be in (0, 1], got ${share}`);
+    this.maxScrapeShare = share;
   }
 
   get isRunning(): boolean {
@@ -145,6 +164,7 @@ export class EngineMetricsPoller {
     return {
       ticks: this.ticks,
       skippedPending: this.skippedPending,
+      skippedBudget: this.skippedBudget,
       timeouts: this.timeouts,
       truncatedBodies: this.truncatedBodies,
       inFlight: this.active,
@@ -161,11 +181,22 @@ export class EngineMetricsPoller {
 
   private launchAll(): Promise<void>[] {
     const started: Promise<void>[] = [];
-    for (const t of this.targets()) {
+    const now = this.opts.clock.nowMs();
+    const targets = this.targets();
+    if (this.notBefore.size > 2 * targets.length) {
+      // Forget departed endpoints' budgets.
+      const live = new Set(targets.map((t) => t.endpointId));
+      for (const id of this.notBefore.keys()) if (!live.has(id)) this.notBefore.delete(id);
+    }
+    for (const t of targets) {
       const existing = this.pending.get(t.endpointId);
       if (existing !== undefined) {
         this.skippedPending++;
         started.push(existing);
+        continue;
+      }
+      if (now < (this.notBefore.get(t.endpointId) ?? -Infinity)) {
+        this.skippedBudget++;
         continue;
       }
       const p = this.scrapeOne(t).finally(() => this.pending.delete(t.endpointId));
@@ -182,6 +213,7 @@ export class EngineMetricsPoller {
       const startMs = this.opts.clock.nowMs();
       const res = await this.fetchText(t.url, this.agent);
       const durationMs = this.opts.clock.nowMs() - startMs;
+      if (this.maxScrapeShare < 1) this.notBefore.set(t.endpointId, startMs + durationMs / this.maxScrapeShare);
       if (res.ok) {
         if (res.truncated) this.truncatedBodies++;
         this.store.recordSuccess(t.endpointId, parseEngineMetrics(res.body, this.parseLimits), durationMs);

@@ -1,8 +1,9 @@
 /** `engineMetrics:` section: the data layer's polling of engines' Prometheus endpoints. */
 import type { z } from 'zod';
-import { ALWAYS, bool, int, optionalSection } from '../../util/schema.js';
+import { ALWAYS, bool, int, num, optionalSection } from '../../util/schema.js';
 import {
   DEFAULT_ENGINE_METRICS_ENABLED,
+  DEFAULT_MAX_SCRAPE_SHARE,
   DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_POLL_TIMEOUT_MS,
   DEFAULT_STALE_AFTER_MS,
@@ -22,6 +23,9 @@ const schema = optionalSection({
   timeoutMs: int({ min: 1, max: 60_000 }).default(DEFAULT_POLL_TIMEOUT_MS),
   staleAfterMs: int({ min: 1, max: 3_600_000 }).default(DEFAULT_STALE_AFTER_MS).describe('Engine signals older than this are not trusted.'),
   maxConcurrency: int({ min: 1, max: 10_000 }).default(DEFAULT_POLL_MAX_CONCURRENCY),
+  maxScrapeShare: num({ minExclusive: 0, max: 1 })
+    .default(DEFAULT_MAX_SCRAPE_SHARE)
+    .describe("Share of an engine's time the router's scrapes may take: the next scrape waits at least the last one's duration ÷ this (1 = poll interval only)."),
   frozenAfterCompletions: int({ min: 1, max: 1_000_000 }).default(DEFAULT_FROZEN_AFTER_COMPLETIONS),
   unobservedHalfLifeMs: int({ min: 1, max: 3_600_000 }).default(DEFAULT_UNOBSERVED_HALF_LIFE_MS),
 }).superRefine((s, ctx) => {

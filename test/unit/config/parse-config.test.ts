@@ -57,6 +57,7 @@ describe('config/parse-config', () => {
         timeoutMs: D.DEFAULT_POLL_TIMEOUT_MS,
         staleAfterMs: D.DEFAULT_STALE_AFTER_MS,
         maxConcurrency: 16,
+        maxScrapeShare: D.DEFAULT_MAX_SCRAPE_SHARE,
         frozenAfterCompletions: 3,
         unobservedHalfLifeMs: 1000,
       });

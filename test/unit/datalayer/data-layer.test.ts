@@ -138,7 +138,7 @@ describe('data layer and load-aware plugins through createScheduler', () => {
       const port = (server.address() as AddressInfo).port;
       const before = process.getActiveResourcesInfo().filter((x) => x === 'Timeout').length;
       const s = createScheduler(
-        defaultConfig({ strategy: 'cache-aware', endpoints: [{ address: `127.0.0.1:${port}` }], engineMetrics: { enabled: true, pollIntervalMs: 20, staleAfterMs: 500, timeoutMs: 200 } }),
+        defaultConfig({ strategy: 'cache-aware', endpoints: [{ address: `127.0.0.1:${port}` }], engineMetrics: { enabled: true, pollIntervalMs: 20, staleAfterMs: 500, timeoutMs: 200, maxScrapeShare: 1 } }),
         { clock: systemClock, rng: seededRng(1) },
       );
       await s.start();

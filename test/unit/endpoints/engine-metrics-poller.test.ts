@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { systemClock } from '../../../src/util/clock.js';
+import { ManualClock, systemClock } from '../../../src/util/clock.js';
 import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.js';
 import { EngineMetricsPoller } from '../../../src/endpoints/engine-metrics-poller.js';
 import type { ScrapeTarget } from '../../../src/endpoints/engine-metrics-poller.js';
@@ -73,6 +73,40 @@ describe('load/engine-metrics-poller', () => {
     expect(poller.stats().skippedPending).to.be.greaterThan(0);
     expect(poller.isRunning).to.equal(false);
     expect(timers()).to.equal(before, 'no timers left after stop');
+  });
+
+  it('spaces an endpoint\'s scrapes by its scrape duration ÷ maxScrapeShare, and leaves cheap endpoints on the interval', async () => {
+    const clock = new ManualClock(1000);
+    // The slow page "takes" 10 ms of the manual clock; the cheap one none.
+    const slow = await serve((_req, res) => {
+      clock.advance(10);
+      res.end('vllm:num_requests_waiting 1\n');
+    });
+    const cheap = await serve((_req, res) => res.end('vllm:num_requests_waiting 2\n'));
+    servers.push(slow.server, cheap.server);
+    const store = new EngineSignalStore(clock);
+    const targets: ScrapeTarget[] = [
+      { endpointId: 'slow', url: `${slow.base}/metrics` },
+      { endpointId: 'cheap', url: `${cheap.base}/metrics` },
+    ];
+    // One scrape at a time, so the slow page's clock advance falls inside its own scrape only.
+    const poller = new EngineMetricsPoller(store, () => targets, { intervalMs: 100, timeoutMs: 500, maxConcurrency: 1, maxScrapeShare: 0.01, clock });
+    const scrapes = (id: string): number => store.stats().find((x) => x.endpointId === id)?.scrapes ?? 0;
+    await poller.pollOnce(); // slow: started at 1000, took 10 ms → next no sooner than 2000
+    clock.set(1900);
+    await poller.pollOnce();
+    expect(scrapes('slow')).to.equal(1);
+    expect(scrapes('cheap')).to.equal(2);
+    expect(poller.stats().skippedBudget).to.equal(1);
+    clock.set(2000);
+    await poller.pollOnce();
+    expect(scrapes('slow')).to.equal(2);
+    // Without a budget every poll scrapes.
+    const unlimited = new EngineMetricsPoller(new EngineSignalStore(clock), () => targets, { intervalMs: 100, timeoutMs: 500, clock });
+    await unlimited.pollOnce();
+    await unlimited.pollOnce();
+    expect(unlimited.stats().skippedBudget).to.equal(0);
+    expect(() => new EngineMetricsPoller(store, () => targets, { intervalMs: 100, timeoutMs: 500, maxScrapeShare: 0, clock })).to.throw(RangeError);
   });
 
   it('never runs more than maxConcurrency scrapes at once and scrapes every target in pollOnce', async () => {

@@ -117,6 +117,22 @@ describe('sim-engine BatchingEngine', () => {
     expect(c.prefixHitTokens).to.equal(2000);
   });
 
+  it('charges attention over the context: a hit behind a long cached prefix and a long cold prefill cost more', () => {
+    const h = harness({ prefillContextMsPerKToken: 0.02, decodeContextMsPerKToken: 2 });
+    const shared = toks(0, 2000);
+    h.submit([...shared, ...toks(50_000, 40)], 1);
+    h.sched.runAll();
+    const hit = h.submit([...shared, ...toks(60_000, 40)], 1);
+    h.sched.runAll();
+    // 40 new tokens at positions 2000..2039 attend over 40 × 2000 + 40 × 41 / 2 = 80,820 token-positions.
+    close(hit.result!.ttftMs, 5 + 40 * 0.1 + (80_820 * 0.02) / 1000);
+    const cold = h.submit(toks(70_000, 1000), 2);
+    h.sched.runAll();
+    // 1000 tokens from position 0: 1000 × 1001 / 2 = 500,500; the decode step reads a context of 1001 tokens.
+    close(cold.result!.ttftMs, 5 + 1000 * 0.1 + (500_500 * 0.02) / 1000);
+    close(cold.tokenTimes[1]! - cold.tokenTimes[0]!, 5 + 1 + (1001 * 2) / 1000);
+  });
+
   it('counts only full blocks and always recomputes the last prompt token', () => {
     const h = harness();
     h.submit(toks(0, 50), 1); // blocks 0..2 full (48 tokens), 2 tokens partial

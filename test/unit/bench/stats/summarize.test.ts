@@ -11,6 +11,7 @@ function rec(over: Partial<RequestRecord>): RequestRecord {
     scheduledMs: 0,
     lagMs: 0,
     engine: 'e1',
+    decision: null,
     status: 200,
     outcome: 'ok',
     ttftMs: 100,
@@ -55,6 +56,21 @@ describe('bench/stats/summarize', () => {
     expect(s.ttftMs.max).to.equal(30);
     expect(s.reqPerS).to.equal(1);
     expect(s.outTokPerS).to.equal(10);
+  });
+
+  it('splits TTFT into cold (cached_tokens 0) and hit (cached_tokens > 0) requests', () => {
+    const records = [
+      rec({ id: 'a', ttftMs: 300, cachedTokens: 0 }),
+      rec({ id: 'b', ttftMs: 40, cachedTokens: 1408 }),
+      rec({ id: 'c', ttftMs: 60, cachedTokens: 128 }),
+      rec({ id: 'd', ttftMs: 90, cachedTokens: null }),
+      rec({ id: 'e', outcome: 'timeout', ttftMs: 5000, e2eMs: null, cachedTokens: 0 }),
+    ];
+    const s = summarizeRun({ records, wallMs: 1000, maxLagMs: 0, engineIds: ['e1'], idealReuse: 0.9 });
+    expect(s.ttftColdMs.count).to.equal(1);
+    expect(s.ttftColdMs.p50).to.equal(300);
+    expect(s.ttftHitMs.count).to.equal(2);
+    expect(s.ttftHitMs.max).to.equal(60);
   });
 
   it('request-level hit rate, cached fraction and ceiling on known inputs', () => {
