@@ -1,77 +1,67 @@
 /**
- * A real nats-server with JetStream on loopback for tests and benchmarks of router
- * replication: ephemeral client port, its JetStream store under the run directory (kept
- * across `restart`, so a stream survives a server restart the way a deployed one does),
- * ready once the client port accepts connections and /healthz?js-enabled-only=true says OK.
- *
- *   const nats = await startNatsServer({ name: 'nats' });
- *   … config `replication.servers: [nats.url]` …
- *   await nats.stop();   await nats.restart();
+ * A real nats-server (the binary scripts put in .bin/) with JetStream on, for benchmarks
+ * and tests of router replication: loopback only, fixed ports chosen once, so a stopped
+ * server can be started again where its clients expect it, with the same JetStream store
+ * (what a restarted broker finds on disk). Ready when its monitor answers /healthz.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { httpRequest } from './http-client.js';
+import { isHttpOk } from './http-client.js';
 import { freePort, runDir, startProcess, type ManagedProcess } from './managed-process.js';
-import { NATS_SERVER_BIN } from './repo-paths.js';
+import { REPO_ROOT } from './repo-paths.js';
 
-export interface StartNatsOptions {
-  readonly name?: string;
-  /** Client port (default: a free one). */
-  readonly port?: number;
-  readonly readyTimeoutMs?: number;
-}
+export const NATS_SERVER_BIN = join(REPO_ROOT, '.bin', 'nats-server');
 
-export interface NatsServerProcess {
-  /** `nats://127.0.0.1:<port>` */
+export interface NatsServer {
+  /** nats://127.0.0.1:port (what the routers' NATS client connects to). */
   readonly url: string;
   readonly port: number;
   readonly storeDir: string;
-  /** The running server process (undefined while stopped). */
-  current(): ManagedProcess | undefined;
   isRunning(): boolean;
-  /** Stops the server (SIGTERM, or `signal`); the store stays. */
-  stop(signal?: NodeJS.Signals): Promise<void>;
-  /** Starts it again on the same port and store. */
-  restart(): Promise<void>;
+  /** Stops the server (SIGTERM, SIGKILL after 3 s); the store stays. Idempotent while stopped. */
+  stop(): Promise<void>;
+  /** Starts it again on the same ports and store; no-op while it runs. */
+  start(): Promise<void>;
 }
 
-export async function startNatsServer(opts: StartNatsOptions = {}): Promise<NatsServerProcess> {
-  const name = opts.name ?? 'nats';
-  const port = opts.port ?? (await freePort());
-  const monitorPort = await freePort();
-  const storeDir = join(runDir(), `${name}-js-${port}`);
+export interface StartNatsOptions {
+  readonly name?: string;
+  /** JetStream store directory; default a fresh one under the run directory. */
+  readonly storeDir?: string;
+  readonly signal?: AbortSignal;
+}
+
+let natsCount = 0;
+
+export async function startNatsServer(opts: StartNatsOptions = {}): Promise<NatsServer> {
+  if (!existsSync(NATS_SERVER_BIN)) throw new Error(`nats-server not found at ${NATS_SERVER_BIN} (run scripts/setup.sh)`);
+  natsCount += 1;
+  const name = opts.name ?? `nats-${natsCount}`;
+  const storeDir = opts.storeDir ?? join(runDir(), `${name}-store`);
   mkdirSync(storeDir, { recursive: true });
+  const port = await freePort();
+  const monitorPort = await freePort();
   let proc: ManagedProcess | undefined;
-  const launch = async (): Promise<void> => {
+  const start = async (): Promise<void> => {
+    if (proc?.isRunning()) return;
     proc = await startProcess({
       name,
       command: NATS_SERVER_BIN,
-      args: ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir, '--server_name', `${name}-${port}`],
-      readyProbe: async () => {
-        try {
-          return (await httpRequest(`http://127.0.0.1:${monitorPort}/healthz?js-enabled-only=true`, { timeoutMs: 1000 })).status === 200;
-        } catch {
-          return false;
-        }
-      },
-      readyTimeoutMs: opts.readyTimeoutMs ?? 15_000,
+      args: ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir, '-n', name],
+      readyProbe: () => isHttpOk(`http://127.0.0.1:${monitorPort}/healthz`, 500),
+      readyTimeoutMs: 15_000,
+      ...(opts.signal ? { signal: opts.signal } : {}),
     });
   };
-  await launch();
+  await start();
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
-    current: () => proc,
     isRunning: () => proc?.isRunning() ?? false,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      const p = proc;
-      proc = undefined;
-      await p?.stop({ signal, graceMs: 3000 });
+    stop: async () => {
+      if (proc?.isRunning()) await proc.stop({ graceMs: 3000 });
     },
-    async restart() {
-      if (proc?.isRunning() === true) return;
-      await launch();
-    },
+    start,
   };
 }

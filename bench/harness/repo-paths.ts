@@ -27,6 +27,3 @@ export const ROUTER_MAIN: string = join(REPO_ROOT, 'dist', 'src', 'main.js');
 
 /** Directory for run artefacts (logs, rendered configs); git-ignored. */
 export const RUN_ROOT: string = join(REPO_ROOT, '.run');
-
-/** nats-server built by scripts/setup-nats.sh (override with NATS_SERVER_BIN). */
-export const NATS_SERVER_BIN: string = process.env['NATS_SERVER_BIN'] ?? join(REPO_ROOT, '.bin', 'nats-server');

@@ -11,7 +11,7 @@
  *    the other (outbox flush + catch-up from the last sequence).
  */
 import { expect } from 'chai';
-import { startNatsServer, type NatsServerProcess } from '../../bench/harness/nats-process.js';
+import { startNatsServer, type NatsServer } from '../../bench/harness/nats-process.js';
 import { engineAddress, routerConfigDoc, startEngines, startRouter, type RouterProcess, type SimEngineFleet } from '../../bench/harness/processes.js';
 import { httpRequest } from '../../bench/harness/http-client.js';
 import { connect, open, type ClientConversation } from '../helpers/ext-proc-client.js';
@@ -112,7 +112,7 @@ class Replica {
 
 describe('e2e: router replicas share load and index over NATS', function () {
   this.timeout(120_000);
-  let nats: NatsServerProcess | undefined;
+  let nats: NatsServer | undefined;
   let fleet: SimEngineFleet | undefined;
   const replicas: Replica[] = [];
   let engines: string[] = [];
@@ -203,7 +203,7 @@ describe('e2e: router replicas share load and index over NATS', function () {
 
     // Back: the metric flips to 1, and each replica learns what the other routed meanwhile.
     const appliedBefore = { a: (await a.stats()).index?.changesApplied ?? 0, b: (await b.stats()).index?.changesApplied ?? 0 };
-    await nats!.restart();
+    await nats!.start();
     for (const r of [a, b]) {
       await waitFor('connected = 1', async () => (metric(await r.metrics(), 'cacheroute_replication_connected') === 1 ? true : undefined), 15_000);
     }

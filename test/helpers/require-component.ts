@@ -9,7 +9,8 @@
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { ETCD_BIN, KUBE_APISERVER_BIN } from '../../bench/harness/kube-cluster.js';
-import { ENVOY_BIN, NATS_SERVER_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+import { NATS_SERVER_BIN } from '../../bench/harness/nats-process.js';
 import { VLLM_BIN, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
 
 export interface Component {
