@@ -129,7 +129,7 @@ describe('e2e: router replicas share load and index over NATS', function () {
         index: { flushIntervalMs: 20, replayWaitMs: 5000, maxAgeMs: 60_000 },
       },
     });
-    const r = new Replica(await startRouter({ config, name }));
+    const r = new Replica(await startRouter({ config, name, readyTimeoutMs: 60_000 }));
     replicas.push(r);
     return r;
   }
@@ -169,17 +169,19 @@ describe('e2e: router replicas share load and index over NATS', function () {
     }
 
     // Index: a prompt routed via A is predicted on B (same engine, the whole prefix matched).
+    const appliedOnB = (await b.stats()).index?.changesApplied ?? 0;
     const viaA = await a.routeAndFinish(prompt('shared-1'));
     expect(viaA.matchedBlocks, 'cold on A').to.equal(0);
-    await waitFor('B to apply A\'s index changes', async () => (((await b.stats()).index?.changesApplied ?? 0) > 0 ? true : undefined), 5000);
+    await waitFor('B to apply A\'s insert', async () => (((await b.stats()).index?.changesApplied ?? 0) > appliedOnB ? true : undefined), 5000);
     const onB = await b.routeAndFinish(prompt('shared-1'));
     expect(onB.endpoint).to.equal(viaA.endpoint);
     expect(onB.matchedBlocks).to.be.greaterThan(0);
     expect(onB.matchedBlocks).to.equal(onB.totalBlocks);
 
     // Replay: C starts after both prompts were routed and is warm when it reports ready.
+    const appliedOnA = (await a.stats()).index?.changesApplied ?? 0;
     const viaB = await b.routeAndFinish(prompt('shared-2'));
-    await waitFor('the stream to hold B\'s batch', async () => (((await a.stats()).index?.changesApplied ?? 0) >= 2 ? true : undefined), 5000);
+    await waitFor('the stream to hold B\'s batch', async () => (((await a.stats()).index?.changesApplied ?? 0) > appliedOnA ? true : undefined), 5000);
     const c = await startReplica('replica-c');
     const sc = await c.stats();
     expect(sc.index?.replay.caughtUp, JSON.stringify(sc)).to.equal(true);
