@@ -10,7 +10,9 @@
  * In: one consumer reads the stream from this replica's last applied sequence + 1
  * (from the beginning on start: the stream's max age is the index lifetime, so replaying it
  * warms a new or restarted replica up). Batches this replica published itself are skipped
- * (already applied); everything else goes through the plugin's `apply`. When the consumer
+ * (already applied; batches carry the replica id plus a per-process incarnation, so a
+ * replica restarted under the same id does replay its previous life's); everything else
+ * goes through the plugin's `apply`. When the consumer
  * fails (NATS away, stream gone), it is recreated from the last sequence once the link is
  * back: that is the catch-up after an outage.
  *
@@ -18,6 +20,7 @@
  * `caughtUp` turns true once everything up to it was applied.
  */
 import { AckPolicy, DeliverPolicy, DiscardPolicy, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type NatsConnection } from 'nats';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '../logging/logger.js';
 import type { PrefixIndexReplica } from '../plugins/multi/prefix-index-replica.js';
 import { abortableSleep } from '../util/abortable-sleep.js';
@@ -69,6 +72,8 @@ export interface IndexShareStats {
 
 export class IndexShare {
   private readonly outbox: IndexOutbox;
+  /** `r` of the batches this process publishes. */
+  readonly publisher: string;
   private readonly abort = new AbortController();
   private nc: NatsConnection | undefined;
   private unobserve: (() => void) | undefined;
@@ -95,7 +100,10 @@ export class IndexShare {
 
   constructor(private readonly opts: IndexShareOptions) {
     const s = opts.settings;
-    this.outbox = new IndexOutbox(opts.replicaId, opts.index.blockChars, s.maxBatchChanges, s.maxOutboxBytes);
+    // The replica id plus this process's incarnation: a replica restarted under the same
+    // (configured) id must replay what its previous life published, not skip it as its own.
+    this.publisher = `${opts.replicaId}/${randomBytes(4).toString('hex')}`;
+    this.outbox = new IndexOutbox(this.publisher, opts.index.blockChars, s.maxBatchChanges, s.maxOutboxBytes);
   }
 
   start(): void {
@@ -269,7 +277,7 @@ export class IndexShare {
       this.dropped.malformed++;
       return;
     }
-    if (b.replicaId === this.opts.replicaId) {
+    if (b.replicaId === this.publisher) {
       this.ownSkipped++;
       return;
     }

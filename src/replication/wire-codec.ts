@@ -4,7 +4,8 @@
  *   load report (core NATS, `<prefix>.load`, every load interval):
  *     { v: 1, r: replicaId, e: [[endpointId, inflight, prefilling, promptTokens, pendingTokens], …] }
  *   index batch (JetStream, `<prefix>.index`, every flush interval with changes):
- *     { v: 1, r: replicaId, b: blockChars, c: [[kind, endpointId, keys], …] }
+ *     { v: 1, r: publisher, b: blockChars, c: [[kind, endpointId, keys], …] }
+ *     publisher = `<replicaId>/<incarnation>` (one per router process)
  *     kind 0 = insert, 1 = remove, 2 = clear; keys = 8 bytes per block (lo, hi int32 LE).
  *
  * Why this shape: a block key is a 64-bit hash of the prompt text, so no prompt text is
