@@ -24,6 +24,7 @@ interface Decision {
   readonly endpoint: string;
   readonly matchedBlocks: number;
   readonly totalBlocks: number;
+  readonly candidates: readonly { readonly endpoint: string; readonly scores: Readonly<Record<string, number>> }[];
 }
 
 /** A distinct long prompt (many 64-char blocks); `tag` makes it unique from the first block on. */
@@ -163,6 +164,11 @@ describe('e2e: router replicas share load and index over NATS', function () {
     for (const [id, n] of perEngine) {
       await waitFor(`B to see ${n} in flight on ${id}`, async () => ((await b.inflightSeen(id)) === n ? true : undefined), 5000);
     }
+    // B's queue scorer ranks the engines by A's load (B itself has nothing in flight).
+    const cold = await b.routeAndFinish(prompt('cold-on-b'));
+    const queue = new Map(cold.candidates.map((c) => [c.endpoint, c.scores['queue-scorer'] ?? 1]));
+    const [busiest, quietest] = engines.map((id) => ({ id, n: perEngine.get(id) ?? 0 })).sort((x, y) => y.n - x.n);
+    if (busiest!.n > quietest!.n) expect(queue.get(busiest!.id)!, JSON.stringify(cold.candidates)).to.be.below(queue.get(quietest!.id)!);
     a.finishAll();
     for (const id of perEngine.keys()) {
       await waitFor(`B to see nothing in flight on ${id}`, async () => ((await b.inflightSeen(id)) === 0 ? true : undefined), 5000);
@@ -224,5 +230,14 @@ describe('e2e: router replicas share load and index over NATS', function () {
     const aSeesB = await a.routeAndFinish(prompt('outage-b'));
     expect(aSeesB.endpoint).to.equal(duringB.endpoint);
     expect(aSeesB.matchedBlocks).to.equal(aSeesB.totalBlocks);
+
+    // A SIGKILLed replica's load vanishes from the others' picture within its peer timeout.
+    const onC = await c.route(prompt('held-on-c'));
+    await waitFor('B to see C\'s request', async () => ((await b.inflightSeen(onC.endpoint)) === 1 ? true : undefined), 5000);
+    await c.proc.stop({ signal: 'SIGKILL' });
+    const killedAt = Date.now();
+    await waitFor('C\'s load to vanish on B', async () => ((await b.inflightSeen(onC.endpoint)) === 0 ? true : undefined), 5000);
+    expect(Date.now() - killedAt).to.be.below(3000); // peerTimeoutMs 600 + one 100 ms refresh + polling
+    expect((await b.stats()).peers).to.not.include('replica-c');
   });
 });
