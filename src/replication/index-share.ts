@@ -201,6 +201,7 @@ export class IndexShare {
 
   private async consume(): Promise<void> {
     const signal = this.abort.signal;
+    let failures = 0;
     while (!signal.aborted) {
       const nc = this.nc;
       if (nc === undefined || nc.isClosed()) {
@@ -213,8 +214,14 @@ export class IndexShare {
       }
       try {
         await this.readStream(nc);
+        failures = 0;
       } catch (err) {
-        if (!signal.aborted) this.opts.logger.debug('replication: index stream consumer stopped; will resume', { error: String(err), appliedSeq: this.appliedSeq });
+        // The first failure in a row is worth a warning (e.g. JetStream not enabled); repeats are debug.
+        if (!signal.aborted) {
+          const fields = { error: String(err), appliedSeq: this.appliedSeq };
+          if (failures++ === 0) this.opts.logger.warn('replication: index stream not readable; routing on own index, will retry', fields);
+          else this.opts.logger.debug('replication: index stream still not readable', fields);
+        }
       }
       this.messages = undefined;
       if (!signal.aborted) await abortableSleep(this.opts.reconnectWaitMs, signal);
