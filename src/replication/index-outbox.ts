@@ -3,12 +3,12 @@
  *
  * Changes are packed as they happen (the keys are copied out of the hasher's reused
  * buffer at once) into the open batch; the open batch is sealed when it reaches
- * `maxBatchChanges` or when the publisher takes it. Sealed batches queue while NATS is
+ * `maxBatchChanges` or 256 KiB, or when the publisher takes it. Sealed batches queue while NATS is
  * away, bounded by `maxOutboxBytes`: beyond it the oldest batches are dropped (and
  * counted), so a long outage costs bounded memory and the newest routing facts survive.
  */
 import type { IndexDelta } from '../plugins/multi/prefix-index-replica.js';
-import { encodeIndexBatch, packChange, type PackedChange } from './wire-codec.js';
+import { encodeIndexBatch, packChange, WIRE_LIMITS, type PackedChange } from './wire-codec.js';
 
 export interface OutboxStats {
   /** Changes accepted from the index. */
@@ -45,7 +45,7 @@ export class IndexOutbox {
     this.open.push(c);
     this.openBytes += c.keys.length + c.endpointId.length + 8;
     this.accepted++;
-    if (this.open.length >= this.maxBatchChanges || this.openBytes >= this.maxOutboxBytes / 4) this.seal();
+    if (this.open.length >= this.maxBatchChanges || this.openBytes >= Math.min(WIRE_LIMITS.batchBytes, this.maxOutboxBytes / 4)) this.seal();
   }
 
   /** The oldest batch to publish (sealing the open one if nothing is sealed), without removing it. */
@@ -54,10 +54,12 @@ export class IndexOutbox {
     return this.sealed[0];
   }
 
-  /** The batch `peek` returned was published. */
-  shift(): void {
+  /** The batch `peek` returned was published (or, `rejected`, refused for good: counted as dropped). */
+  shift(rejected = false): void {
     const b = this.sealed.shift();
-    if (b !== undefined) this.sealedBytes -= b.bytes.length;
+    if (b === undefined) return;
+    this.sealedBytes -= b.bytes.length;
+    if (rejected) this.dropped += b.changes;
   }
 
   get pending(): number {

@@ -187,6 +187,13 @@ export class IndexShare {
           await nc.jetstream().publish(this.opts.subject, b.bytes, { timeout: 2000 });
         } catch (err) {
           this.publishErrors++;
+          // A batch the server refuses for what it is (too big, no such stream subject) never
+          // goes through: drop it instead of blocking the queue. Anything else is retried.
+          if (/payload|message size exceeds/i.test(String(err))) {
+            this.opts.logger.warn('replication: index batch refused by NATS; dropped', { error: String(err), changes: b.changes });
+            this.outbox.shift(true);
+            continue;
+          }
           this.opts.logger.debug('replication: index batch not published yet', { error: String(err) });
           return;
         }

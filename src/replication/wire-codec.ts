@@ -42,7 +42,10 @@ export interface IndexBatch {
 
 /** Bounds a decoder enforces (a message beyond them is rejected whole). */
 export const WIRE_LIMITS = {
-  maxMessageBytes: 4 * 1024 * 1024,
+  /** NATS's default max_payload (1 MiB): a bigger message would be refused by the server anyway. */
+  maxMessageBytes: 1024 * 1024,
+  /** Batches are sealed at this size, well under maxMessageBytes. */
+  batchBytes: 256 * 1024,
   maxEndpoints: 4096,
   maxChanges: 10_000,
   maxKeysPerChange: 65_536,

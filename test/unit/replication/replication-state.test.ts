@@ -23,6 +23,7 @@ import {
   encodeLoadReport,
   packChange,
   unpackKeys,
+  WIRE_LIMITS,
 } from '../../../src/replication/wire-codec.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
@@ -129,6 +130,18 @@ describe('replication: index outbox', () => {
     expect(decodeIndexBatch(first.bytes)!.changes).to.have.length(1);
     box.shift();
     expect(box.stats().queuedBatches).to.equal(s.queuedBatches - 1);
+    box.shift(true); // refused by the server for good: counted as dropped
+    expect(box.stats().droppedChanges).to.equal(s.droppedChanges + 1);
+  });
+
+  it('seals a batch at 256 KiB whatever the outbox bound, so a batch stays under NATS max_payload', () => {
+    const big = keys(...Array.from({ length: 1024 }, (_, i): [number, number] => [i, -i]));
+    const box = new IndexOutbox('r', 64, 10_000, 1024 * 1024 * 1024);
+    for (let i = 0; i < 100; i++) box.add({ kind: 'insert', endpointId: 'e', keys: big });
+    const first = box.peek()!;
+    expect(first.changes).to.be.within(2, 40);
+    expect(first.bytes.length).to.be.below(WIRE_LIMITS.maxMessageBytes);
+    expect(decodeIndexBatch(first.bytes)!.changes).to.have.length(first.changes);
   });
 });
 
