@@ -9,12 +9,15 @@
  *
  * In: one consumer reads the stream from this replica's last applied sequence + 1
  * (from the beginning on start: the stream's max age is the index lifetime, so replaying it
- * warms a new or restarted replica up). Batches this replica published itself are skipped
- * (already applied; batches carry the replica id plus a per-process incarnation, so a
- * replica restarted under the same id does replay its previous life's); everything else
- * goes through the plugin's `apply`. When the consumer
- * fails (NATS away, stream gone), it is recreated from the last sequence once the link is
- * back: that is the catch-up after an outage.
+ * warms a new or restarted replica up) and applies every batch through the plugin's
+ * `apply`, its own included: a replica already applied its own changes when it routed, and
+ * applying them again in stream order (a touch: idempotent) makes every replica's LRU order
+ * the stream's order, so capacity evictions pick the same entries everywhere — otherwise,
+ * after an outage, each replica would hold its own outage-time inserts as older than the
+ * others' and evict different blocks for as long as the capacity takes to turn over.
+ * Batches carry the replica id plus a per-process incarnation (stats tell own from others').
+ * When the consumer fails (NATS away, stream gone), it is recreated from the last sequence
+ * once the link is back: that is the catch-up after an outage.
  *
  * Replay progress: the stream's last sequence when the consumer (re)starts is the target;
  * `caughtUp` turns true once everything up to it was applied.
@@ -63,8 +66,10 @@ export interface IndexShareStats {
   readonly changesPublished: number;
   readonly publishErrors: number;
   readonly batchesReceived: number;
+  /** Other replicas' changes applied. */
   readonly changesApplied: number;
-  readonly ownBatchesSkipped: number;
+  /** This process's own batches applied again in stream order (see the header). */
+  readonly ownBatchesReapplied: number;
   readonly dropped: Readonly<Record<IndexDropReason, number>>;
   readonly outbox: OutboxStats;
   readonly replay: ReplayProgress;
@@ -89,7 +94,7 @@ export class IndexShare {
   private publishErrors = 0;
   private batchesReceived = 0;
   private changesApplied = 0;
-  private ownSkipped = 0;
+  private ownReapplied = 0;
   private readonly dropped: Record<IndexDropReason, number> = { malformed: 0, 'block-size': 0, 'unknown-endpoint': 0, 'outbox-full': 0 };
   private targetSeq = 0;
   private appliedSeq = 0;
@@ -160,7 +165,7 @@ export class IndexShare {
       publishErrors: this.publishErrors,
       batchesReceived: this.batchesReceived,
       changesApplied: this.changesApplied,
-      ownBatchesSkipped: this.ownSkipped,
+      ownBatchesReapplied: this.ownReapplied,
       dropped: { ...this.dropped, 'outbox-full': o.droppedChanges },
       outbox: o,
       replay: {
@@ -291,18 +296,16 @@ export class IndexShare {
       this.dropped.malformed++;
       return;
     }
-    if (b.replicaId === this.publisher) {
-      this.ownSkipped++;
-      return;
-    }
-    this.batchesReceived++;
+    const own = b.replicaId === this.publisher;
+    if (own) this.ownReapplied++;
+    else this.batchesReceived++;
     if (b.blockChars !== this.opts.index.blockChars) {
       this.dropped['block-size'] += b.changes.length;
       return;
     }
     for (const c of b.changes) {
-      if (this.opts.index.apply(c)) this.changesApplied++;
-      else this.dropped['unknown-endpoint']++;
+      if (!this.opts.index.apply(c)) this.dropped['unknown-endpoint']++;
+      else if (!own) this.changesApplied++;
     }
   }
 

@@ -8,7 +8,9 @@
  *  - replay: a replica started later warms up from the JetStream stream before serving;
  *  - outage: with NATS stopped, the connected metric flips to 0 and routing goes on; once
  *    NATS is back, the metric flips to 1 and what each replica routed meanwhile reaches
- *    the other (outbox flush + catch-up from the last sequence).
+ *    the other (outbox flush + catch-up from the last sequence) and all replicas hold the
+ *    same index again;
+ *  - a SIGKILLed replica's load leaves the others' picture within its peer timeout.
  */
 import { expect } from 'chai';
 import { startNatsServer, type NatsServer } from '../../bench/harness/nats-process.js';
@@ -98,6 +100,11 @@ class Replica {
 
   async stats(): Promise<{ connected: boolean; peers: string[]; index?: { changesApplied: number; replay: { caughtUp: boolean; targetSeq: number; appliedSeq: number } } }> {
     return getJson(`${this.proc.adminUrl}/debug/replication`);
+  }
+
+  /** Per-engine block counts and key digests, as one comparable string. */
+  async indexDigest(): Promise<string> {
+    return JSON.stringify((await getJson<{ endpoints: unknown[] }>(`${this.proc.adminUrl}/debug/replication/index`)).endpoints);
   }
 
   async metrics(): Promise<string> {
@@ -230,6 +237,12 @@ describe('e2e: router replicas share load and index over NATS', function () {
     const aSeesB = await a.routeAndFinish(prompt('outage-b'));
     expect(aSeesB.endpoint).to.equal(duringB.endpoint);
     expect(aSeesB.matchedBlocks).to.equal(aSeesB.totalBlocks);
+
+    // Reconverged: every replica holds the same blocks per engine (count and key digest).
+    await waitFor('A, B and C to hold the same index', async () => {
+      const [da, db, dc] = await Promise.all([a, b, c].map((r) => r.indexDigest()));
+      return da === db && db === dc ? true : undefined;
+    }, 5000);
 
     // A SIGKILLed replica's load vanishes from the others' picture within its peer timeout.
     const onC = await c.route(prompt('held-on-c'));
