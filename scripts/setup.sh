@@ -13,10 +13,13 @@
 #   .bin/kube-apiserver    kube-apiserver v1.37.2 + etcd v3.7.0 from tools/kube, built once per
 #   .bin/etcd              machine into ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/kube-1.37.2/
 #                          (scripts/setup-kube.sh; required under CI=true)
+#   .bin/nats-server       nats-server v2.15.2 (JetStream) from tools/nats, built once per machine into
+#                          ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/nats-2.15.2/ (scripts/setup-nats.sh;
+#                          required under CI=true; the replication tests start it)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
 # CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
-# CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
+# CACHEROUTE_SKIP_NATS=1 to skip the nats-server build (not under CI), CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -134,6 +137,7 @@ else
   exec 9>&-
 fi
 bash scripts/setup-kube.sh
+bash scripts/setup-nats.sh
 
 if wait "$vllm_pid"; then
   cat "$vllm_log"

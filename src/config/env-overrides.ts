@@ -17,6 +17,7 @@ export const ENV_OVERRIDES: readonly EnvOverride[] = [
   { env: 'CACHEROUTE_ADMIN_ADDRESS', path: ['server', 'adminAddress'] },
   { env: 'CACHEROUTE_LOG_LEVEL', path: ['telemetry', 'logLevel'] },
   { env: 'CACHEROUTE_STRATEGY', path: ['strategy'] },
+  { env: 'CACHEROUTE_REPLICA_ID', path: ['replication', 'replicaId'] },
 ];
 
 function isMapping(v: unknown): v is Record<string, unknown> {

@@ -26,7 +26,9 @@ type Obj = Record<string, unknown>;
 export const COMPOSE_NET = {
   subnet: '10.89.7.0/24',
   envoy: '10.89.7.10',
-  router: '10.89.7.11',
+  /** router-a, router-b (docker-compose.yml services), sharing state over `nats`. */
+  routers: ['10.89.7.11', '10.89.7.15'],
+  nats: '10.89.7.16',
   jaeger: '10.89.7.12',
   engines: ['10.89.7.21', '10.89.7.22', '10.89.7.23', '10.89.7.24'],
   enginePort: 8000,
@@ -46,7 +48,7 @@ export function renderComposeEnvoy(): string {
     variant: 'override-host',
     listenerPort: 10000,
     adminPort: 9901,
-    routerAddress: `${COMPOSE_NET.router}:9002`,
+    routerAddress: `${COMPOSE_NET.routers[0]}:9002`,
     engines: COMPOSE_NET.engines.map((ip) => `${ip}:${COMPOSE_NET.enginePort}`),
     otelCollector: `${COMPOSE_NET.jaeger}:4317`,
     failureModeAllow: true,
@@ -62,7 +64,7 @@ export function renderComposeEnvoy(): string {
   );
 }
 
-/** examples/router.yaml with the compose engines and all-interfaces listeners. */
+/** examples/router.yaml with the compose engines, all-interfaces listeners and replication over the nats service. */
 export function renderComposeRouter(): string {
   const doc = obj(parse(readFileSync(join(REPO_ROOT, 'examples', 'router.yaml'), 'utf8')));
   const server = obj(doc['server'] ?? {});
@@ -74,6 +76,7 @@ export function renderComposeRouter(): string {
     const { metricsUrl: _m, ...rest } = examples[i] ?? {};
     return { ...rest, address: `${ip}:${COMPOSE_NET.enginePort}` };
   });
+  doc['replication'] = { enabled: true, servers: ['nats://nats:4222'] };
   return (
     '# Rendered from examples/router.yaml for docker-compose.yml by test/e2e/docker-compose.test.ts\n' +
     '# (UPDATE_COMPOSE_CONFIGS=1 to regenerate); do not edit.\n' +
@@ -126,17 +129,18 @@ describe('e2e: docker-compose.yml (static checks)', function () {
   });
 
   it('has the expected services, images and a fixed-address network', () => {
-    expect(Object.keys(services)).to.include.members(['envoy', 'router', 'jaeger', 'engine-1', 'engine-2', 'engine-3', 'engine-4', 'loadgen']);
+    expect(Object.keys(services)).to.include.members(['envoy', 'router-a', 'router-b', 'nats', 'jaeger', 'engine-1', 'engine-2', 'engine-3', 'engine-4', 'loadgen']);
     expect(String(svc('envoy')['image'])).to.match(/^envoyproxy\/envoy:v1\.40/);
     expect(String(svc('jaeger')['image'])).to.match(/^jaegertracing\/jaeger:2\./);
-    for (const name of ['router', 'engine-1', 'loadgen']) {
+    for (const name of ['router-a', 'router-b', 'engine-1', 'loadgen']) {
       expect(svc(name)['image']).to.equal('cacheroute:local');
       expect(obj(svc(name)['build'])['context']).to.equal('.');
     }
     const ipam = obj(obj(obj(compose['networks'])['cacheroute'])['ipam']);
     expect((ipam['config'] as Obj[])[0]!['subnet']).to.equal(COMPOSE_NET.subnet);
     expect(ipOf('envoy')).to.equal(COMPOSE_NET.envoy);
-    expect(ipOf('router')).to.equal(COMPOSE_NET.router);
+    COMPOSE_NET.routers.forEach((ip, i) => expect(ipOf(`router-${'ab'[i]}`)).to.equal(ip));
+    expect(ipOf('nats')).to.equal(COMPOSE_NET.nats);
     expect(ipOf('jaeger')).to.equal(COMPOSE_NET.jaeger);
     COMPOSE_NET.engines.forEach((ip, i) => expect(ipOf(`engine-${i + 1}`)).to.equal(ip));
   });
@@ -150,18 +154,19 @@ describe('e2e: docker-compose.yml (static checks)', function () {
     const mountedAt = (name: string, src: string): string | undefined => volumes(name).find((v) => v.src === src)?.dst;
     const cmd = (name: string): string[] => svc(name)['command'] as string[];
     expect(cmd('envoy')).to.include(mountedAt('envoy', './deploy/compose/envoy.yaml'));
-    expect(cmd('router')).to.include(mountedAt('router', './deploy/compose/router.yaml'));
+    for (const r of ['router-a', 'router-b']) expect(cmd(r)).to.include(mountedAt(r, './deploy/compose/router.yaml'));
     expect(cmd('jaeger').join(' ')).to.include(mountedAt('jaeger', './deploy/jaeger/jaeger-config.yaml'));
     expect(cmd('loadgen')[0]).to.equal(mountedAt('loadgen', './deploy/compose/loadgen.mjs'));
     // Commands run files the image builds.
-    expect(cmd('router')[0]).to.equal('dist/src/main.js');
+    expect(cmd('router-a')[0]).to.equal('dist/src/main.js');
+    expect(cmd('router-b')).to.deep.equal(cmd('router-a'));
     expect(cmd('engine-1')[0]).to.equal('dist/bench/sim-engine/main.js');
   });
 
   it('wires the same addresses and ports everywhere', () => {
     const envoyDoc = obj(parse(readFileSync(ENVOY_OUT, 'utf8')));
     const text = JSON.stringify(envoyDoc);
-    expect(text).to.include(`"address":"${COMPOSE_NET.router}","port_value":9002`);
+    expect(text).to.include(`"address":"${COMPOSE_NET.routers[0]}","port_value":9002`);
     expect(text).to.include(`"address":"${COMPOSE_NET.jaeger}","port_value":4317`);
     for (const ip of COMPOSE_NET.engines) expect(text).to.include(`"address":"${ip}","port_value":${COMPOSE_NET.enginePort}`);
     const router = obj(parse(readFileSync(ROUTER_OUT, 'utf8')));
@@ -171,14 +176,24 @@ describe('e2e: docker-compose.yml (static checks)', function () {
       const c = (svc(`engine-${i}`)['command'] as string[]).join(' ');
       expect(c).to.include('--host 0.0.0.0').and.include(`--port ${COMPOSE_NET.enginePort}`);
     }
-    const env = obj(svc('router')['environment']);
+    const env = obj(svc('router-a')['environment']);
     expect(env['OTEL_EXPORTER_OTLP_ENDPOINT']).to.equal('http://jaeger:4318');
+    // Two replicas, distinct ids, one NATS with JetStream on a named volume.
+    const envB = obj(svc('router-b')['environment']);
+    expect(envB['OTEL_SERVICE_NAME']).to.equal(env['OTEL_SERVICE_NAME']);
+    expect([env['CACHEROUTE_REPLICA_ID'], envB['CACHEROUTE_REPLICA_ID']]).to.deep.equal(['router-a', 'router-b']);
+    expect(obj(router['replication'])).to.deep.include({ enabled: true, servers: ['nats://nats:4222'] });
+    expect(svc('nats')['command']).to.include('-js');
+    const natsVolume = volumes('nats').find((v) => v.dst === '/data')?.src;
+    expect(Object.keys(obj(compose['volumes']))).to.include(natsVolume);
+    expect(String(svc('nats')['image'])).to.match(/^nats:2\./);
     expect(obj(svc('jaeger')['environment'])['JAEGER_LISTEN_HOST']).to.equal('0.0.0.0');
     expect(obj(svc('loadgen')['environment'])['LOADGEN_URL']).to.equal('http://envoy:10000');
     // Host ports: the listener, Jaeger UI, the router admin.
     expect(svc('envoy')['ports']).to.include('10000:10000');
     expect(svc('jaeger')['ports']).to.include('16686:16686');
-    expect(svc('router')['ports']).to.include('9003:9003');
+    expect(svc('router-a')['ports']).to.include('9003:9003');
+    expect(svc('router-b')['ports']).to.include('9004:9003');
   });
 
   it('the Dockerfile copies only files that exist and are not docker-ignored', () => {

@@ -9,15 +9,17 @@ describe('config/env-overrides', () => {
     CACHEROUTE_ADMIN_ADDRESS: '0.0.0.0:19003',
     CACHEROUTE_LOG_LEVEL: 'debug',
     CACHEROUTE_STRATEGY: 'power-of-two',
+    CACHEROUTE_REPLICA_ID: 'cacheroute-7f9c-abcde',
   };
 
-  it('overrides the four documented fields', () => {
+  it('overrides the five documented fields', () => {
     expect(ENV_OVERRIDES.map((o) => o.env)).to.have.members(Object.keys(env));
     const c = parseConfig({ ...MINIMAL, server: { grpcAddress: '127.0.0.1:1' }, strategy: 'random' }, { env });
     expect(c.server.grpcAddress).to.equal('0.0.0.0:19002');
     expect(c.server.adminAddress).to.equal('0.0.0.0:19003');
     expect(c.telemetry.logLevel).to.equal('debug');
     expect(c.strategy).to.equal('power-of-two');
+    expect(c.replication.replicaId).to.equal('cacheroute-7f9c-abcde');
   });
 
   it('does not modify the input and ignores empty variables', () => {
