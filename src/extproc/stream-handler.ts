@@ -125,6 +125,8 @@ export interface EdgeOptions {
   readonly logLimiter?: RateLimitedLog;
   /** Hand routed tickets to this at the decision (response completion via Envoy's access log). */
   readonly pending?: PendingResponses;
+  /** This router replica's id, appended to the decision summary as `replica=<id>`. */
+  readonly replicaId?: string;
 }
 
 export interface StreamIdleTimeouts {
@@ -147,6 +149,7 @@ export class EdgeContext {
   readonly logLimiter: RateLimitedLog;
   readonly tenantHeader: string | undefined;
   readonly priorityHeader: string | undefined;
+  private readonly replicaSuffix: string;
   /** Set once a degraded (header-only) body mode was logged. */
   warnedHeaderOnly = false;
   /** Open streams (for the idle sweep). */
@@ -163,6 +166,13 @@ export class EdgeContext {
     this.logLimiter = options.logLimiter ?? new RateLimitedLog({ clock: options.clock });
     this.tenantHeader = options.tenantHeader?.toLowerCase();
     this.priorityHeader = options.priorityHeader?.toLowerCase();
+    this.replicaSuffix = options.replicaId !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(options.replicaId) ? `;replica=${options.replicaId}` : '';
+  }
+
+  /** The decision summary (x-cacheroute-decision), with this replica's id when known. */
+  summaryOf(ticket: RouteTicket): string {
+    const s = formatDecisionSummary(ticket.decision);
+    return this.replicaSuffix === '' ? s : s + this.replicaSuffix;
   }
 
   open(stream: ProcessStream): StreamHandler {
@@ -552,7 +562,7 @@ export class StreamHandler {
     this.noteServed(msg);
     const ticket = this.ticket;
     if (ticket !== undefined && this.ctx.options.decisionHeader) {
-      this.send(continueResponseHeaders([setHeader(DECISION_HEADER, this.decisionExtras?.summary ?? formatDecisionSummary(ticket.decision))]));
+      this.send(continueResponseHeaders([setHeader(DECISION_HEADER, this.decisionExtras?.summary ?? this.ctx.summaryOf(ticket))]));
     } else {
       this.send(continueResponseHeaders());
     }
@@ -651,7 +661,7 @@ export class StreamHandler {
     if (this.ticketKey !== undefined || opts.decisionHeader) {
       this.decisionExtras = {
         ...(this.ticketKey !== undefined ? { ticket: this.ticketKey } : {}),
-        ...(opts.decisionHeader ? { summary: formatDecisionSummary(ticket.decision) } : {}),
+        ...(opts.decisionHeader ? { summary: this.ctx.summaryOf(ticket) } : {}),
       };
     }
     if (opts.logger.enabled('debug')) {

@@ -35,12 +35,21 @@ function entry(over: { key?: string; code?: number; flags?: Record<string, boole
   } as unknown as HTTPAccessLogEntry__Output;
 }
 
-function setup(decisionHeader = false) {
+function setup(decisionHeader = false, replicaId?: string) {
   const routing = new FakeRoutingService();
   const clock = new ManualClock(1000);
   const pending = new PendingResponses({ clock, maxAgeMs: 60_000, prefix: 'p' });
   const config = defaultConfig();
-  const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader, clock, logger: silentLogger, pending });
+  const edge = new EdgeContext({
+    routing,
+    extract: extractPrompt,
+    requests: config.requests,
+    decisionHeader,
+    clock,
+    logger: silentLogger,
+    pending,
+    ...(replicaId !== undefined ? { replicaId } : {}),
+  });
   const receiver = new AccessLogReceiver(pending, silentLogger);
   return { routing, clock, pending, edge, receiver };
 }
@@ -140,5 +149,8 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     const summary = ticketOf(out[0]!).decision;
     expect(summary).to.be.a('string');
     expect(parseDecisionSummary(summary!)?.ep).to.equal('10.0.0.1:8000');
+    expect(parseDecisionSummary(summary!)).to.not.have.property('replica');
+    const withReplica = ticketOf(openScripted(setup(true, 'router-b-42').edge).feed(requestHeaders(FDS_NONE), requestBody(chatBody('q'), true))[0]!).decision;
+    expect(parseDecisionSummary(withReplica!)['replica']).to.equal('router-b-42');
   });
 });
