@@ -35,7 +35,15 @@ async function startCacheroute(spec: Extract<ContenderSpec, { kind: 'cacheroute'
       seed: ctx.seed,
       grpcAddress: `127.0.0.1:${grpcPort}`,
       adminAddress: `127.0.0.1:${adminPort}`,
-      ...(spec.routerOverrides ? { overrides: spec.routerOverrides } : {}),
+      ...(spec.routerOverrides || spec.responsePath === 'ext-proc'
+        ? {
+            overrides: {
+              ...spec.routerOverrides,
+              // The router must expect response messages on the ext_proc stream.
+              ...(spec.responsePath === 'ext-proc' ? { server: { ...(spec.routerOverrides?.['server'] as object | undefined), responseCompletion: 'ext-proc' } } : {}),
+            },
+          }
+        : {}),
     }),
   );
   const router: ManagedProcess = await startProcess({
@@ -56,7 +64,7 @@ async function startCacheroute(spec: Extract<ContenderSpec, { kind: 'cacheroute'
       // Fail closed: a router failure must show up as failed requests, not as silent
       // fallback to Envoy's own balancing.
       failureModeAllow: false,
-      ...(spec.envoyResponseBody ? { responseBodyMode: spec.envoyResponseBody } : {}),
+      ...(spec.responsePath ? { responsePath: spec.responsePath } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   } catch (err) {

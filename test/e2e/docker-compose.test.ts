@@ -48,7 +48,7 @@ export function renderComposeEnvoy(): string {
     variant: 'override-host',
     listenerPort: 10000,
     adminPort: 9901,
-    routerAddress: `${COMPOSE_NET.routers[0]}:9002`,
+    routerAddresses: COMPOSE_NET.routers.map((ip) => `${ip}:9002`),
     engines: COMPOSE_NET.engines.map((ip) => `${ip}:${COMPOSE_NET.enginePort}`),
     otelCollector: `${COMPOSE_NET.jaeger}:4317`,
     failureModeAllow: true,
