@@ -188,20 +188,21 @@ export function deserializeRequest(bytes: Buffer): ProcessingRequest__Output {
 }
 
 const frozenEncodings = new WeakMap<object, Buffer>();
-const wireValued = new WeakSet<object>();
+/** Marks a response `wireReady` vouched for (a symbol key: protobufjs never reads it). */
+const WIRE_READY = Symbol('cacheroute.wireReady');
 
 /**
  * Vouches that `message` holds wire values only (no enum names, bytes as Buffers), so it is
  * encoded without protobufjs' `fromObject` conversion. For the per-chunk body echoes.
  */
 export function wireReady<T extends ProcessingResponse>(message: T): T {
-  wireValued.add(message);
+  (message as Record<symbol, unknown>)[WIRE_READY] = true;
   return message;
 }
 
 /** Encodes a ProcessingResponse (enum names or numbers, as proto-loader's serializer accepts). */
 export function serializeResponse(message: ProcessingResponse): Buffer {
-  if (wireValued.has(message)) return finish(serverCodec().response.encode(message));
+  if ((message as Record<symbol, unknown>)[WIRE_READY] === true) return finish(serverCodec().response.encode(message));
   if (!Object.isFrozen(message)) return encodeResponse(message);
   let bytes = frozenEncodings.get(message);
   if (bytes === undefined) {
