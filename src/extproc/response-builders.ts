@@ -9,11 +9,15 @@
  *   the ordered fallbacks); `cacheroute/destination` carries the chosen host alone for
  *   ORIGINAL_DST, which accepts exactly one literal ip:port.
  *
- * The constant answers (plain CONTINUEs) are shared, deep-frozen objects.
+ * The constant answers (plain CONTINUEs) are shared, deep-frozen objects, and so are the
+ * decision answers: a fleet produces few distinct destination lists, so each list's answer is
+ * built once, frozen and kept in a bounded memo (the serializer then encodes it once too, see
+ * ext-proc-proto.ts). Same input, same message: the builders stay pure to their callers.
  */
 import type { RouteDecision } from '../core/types.js';
 import type { RouterError } from '../core/errors.js';
 import { httpStatusOf } from './error-status.js';
+import { wireReady } from './ext-proc-proto.js';
 import type { HeaderMutation, HeaderValueOption, ProcessingResponse, StatusCode, Struct } from './ext-proc-proto.js';
 
 export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
@@ -85,9 +89,21 @@ export function requestBodyWithDecision(decision: RouteDecision, extras?: Decisi
   return withDecision(decision, 'request_body', extras);
 }
 
+/** Distinct destination lists kept per answer kind before the memo starts over. */
+const DECISION_MEMO_SIZE = 512;
+const decisionMemo = {
+  request_headers: new Map<string, ProcessingResponse>(),
+  request_body: new Map<string, ProcessingResponse>(),
+};
+
 function withDecision(decision: RouteDecision, member: 'request_headers' | 'request_body', extras: DecisionExtras | undefined): ProcessingResponse {
   const destinations = destinationList(decision);
-  return {
+  // A per-request ticket or summary makes the answer unique: only plain answers are shared.
+  const unique = extras?.ticket !== undefined || extras?.summary !== undefined;
+  const memo = decisionMemo[member];
+  const known = unique ? undefined : memo.get(destinations);
+  if (known !== undefined) return known;
+  const answer: ProcessingResponse = {
     [member]: {
       response: {
         status: 'CONTINUE',
@@ -97,6 +113,11 @@ function withDecision(decision: RouteDecision, member: 'request_headers' | 'requ
     },
     dynamic_metadata: metadataFor(destinations, decision.endpoint.id, extras),
   };
+  if (unique) return answer;
+  const built = deepFreeze(answer);
+  if (memo.size >= DECISION_MEMO_SIZE) memo.clear();
+  memo.set(destinations, built);
+  return built;
 }
 
 /** Plain CONTINUE for request headers; optionally removes headers (e.g. a forged destination). */
@@ -134,7 +155,8 @@ export function streamedResponseBody(body: Uint8Array, endOfStream: boolean): Pr
 }
 
 function streamedBody(member: 'request_body' | 'response_body', body: Uint8Array, endOfStream: boolean): ProcessingResponse {
-  return { [member]: { response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } } } };
+  const response = { response: { body_mutation: { streamed_response: { body: toBuffer(body), end_of_stream: endOfStream } } } };
+  return wireReady(member === 'request_body' ? { request_body: response } : { response_body: response });
 }
 
 export function continueRequestTrailers(): ProcessingResponse {
@@ -145,8 +167,11 @@ export function continueResponseTrailers(): ProcessingResponse {
   return CONTINUE.responseTrailers;
 }
 
+/** Freezes a message tree; byte buffers (header values) cannot be frozen and are left as they are. */
 function deepFreeze<T extends object>(value: T): T {
-  for (const v of Object.values(value)) if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) deepFreeze(v as object);
+  for (const v of Object.values(value)) {
+    if (typeof v === 'object' && v !== null && !ArrayBuffer.isView(v) && !Object.isFrozen(v)) deepFreeze(v as object);
+  }
   return Object.freeze(value);
 }
 

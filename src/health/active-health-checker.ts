@@ -1,12 +1,17 @@
 /**
  * Active health checks: GET <engine>/health on an interval, each engine independently (one
  * check in flight per engine, each with its own timeout), so one hanging engine never
- * delays the verdict on another. Every check opens a fresh connection: a pooled socket would
- * hide that nothing listens any more (a refused connect is the clearest "process gone"
- * signal there is).
+ * delays the verdict on another. Checks keep one connection per engine alive between them
+ * (opening a connection per check cost about three times the CPU of the check itself). That
+ * hides nothing: a process that exits has its sockets closed by the kernel, so the next check
+ * connects afresh and a refused connect — the clearest "process gone" signal there is — still
+ * reads as `refused`; a check that fails because the engine closed the kept connection just as
+ * it was reused (ECONNRESET / EPIPE on a reused socket) is retried once on a fresh connection,
+ * so an engine closing idle connections is never taken for a failing one.
  *
  * Results go to a callback; the verdict logic lives in engine-health-tracker.ts.
- * Lifecycle: start(signal?) arms the timer; stop() clears it and aborts checks in flight.
+ * Lifecycle: start(signal?) arms the timer; stop() clears it, aborts checks in flight and
+ * closes the kept connections.
  */
 import http from 'node:http';
 import type { ActiveResult } from './engine-health-tracker.js';
@@ -28,6 +33,8 @@ export class ActiveHealthChecker {
   private readonly pending = new Map<string, AbortController>();
   private running = false;
   private detach: (() => void) | undefined;
+  /** One kept-alive connection per engine, shared by its checks. */
+  private agent = new http.Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1 });
 
   constructor(
     private readonly targets: () => readonly HealthTarget[],
@@ -53,6 +60,8 @@ export class ActiveHealthChecker {
     this.detach = undefined;
     for (const ac of this.pending.values()) ac.abort();
     this.pending.clear();
+    this.agent.destroy();
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1 });
   }
 
   /** Checks every target with no check pending once; resolves when they are done (tests). */
@@ -71,15 +80,23 @@ export class ActiveHealthChecker {
     if (this.pending.has(t.endpointId)) return Promise.resolve();
     const ac = new AbortController();
     this.pending.set(t.endpointId, ac);
-    return probe(t.url, this.opts.timeoutMs, ac.signal).then(({ result, detail }) => {
+    return probe(t.url, this.opts.timeoutMs, ac.signal, this.agent).then(({ result, detail }) => {
       if (this.pending.get(t.endpointId) === ac) this.pending.delete(t.endpointId);
       if (!ac.signal.aborted) this.opts.onResult(t.endpointId, result, detail);
     });
   }
 }
 
-/** One GET: 2xx = ok. Never rejects. */
-export function probe(url: string, timeoutMs: number, signal: AbortSignal): Promise<{ result: ActiveResult; detail: string }> {
+/**
+ * One GET: 2xx = ok. Never rejects. With `agent`, a kept connection is reused; a reset of a
+ * reused one is retried once on a fresh connection (see the header).
+ */
+export function probe(
+  url: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+  agent: http.Agent | false = false,
+): Promise<{ result: ActiveResult; detail: string }> {
   return new Promise((resolve) => {
     let settled = false;
     let timedOut = false;
@@ -87,6 +104,7 @@ export function probe(url: string, timeoutMs: number, signal: AbortSignal): Prom
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
       resolve({ result, detail });
     };
     const ac = new AbortController();
@@ -96,25 +114,27 @@ export function probe(url: string, timeoutMs: number, signal: AbortSignal): Prom
       timedOut = true;
       ac.abort();
     }, timeoutMs);
-    let req: http.ClientRequest;
-    try {
-      req = http.get(url, { agent: false, signal: ac.signal, headers: { connection: 'close' } });
-    } catch (err) {
-      done('error', err instanceof Error ? err.message : String(err));
-      return;
-    }
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      signal.removeEventListener('abort', onAbort);
-      if (timedOut) done('timeout', `no answer within ${timeoutMs} ms`);
-      else if (err.code === 'ECONNREFUSED') done('refused', 'connection refused');
-      else done('error', err.code ?? err.message);
-    });
-    req.on('response', (res) => {
-      signal.removeEventListener('abort', onAbort);
-      res.resume();
-      const status = res.statusCode ?? 0;
-      if (status >= 200 && status < 300) done('ok', '');
-      else done('bad-status', `http ${status}`);
-    });
+    const send = (via: http.Agent | false): void => {
+      let req: http.ClientRequest;
+      try {
+        req = http.get(url, via === false ? { agent: false, signal: ac.signal, headers: { connection: 'close' } } : { agent: via, signal: ac.signal });
+      } catch (err) {
+        done('error', err instanceof Error ? err.message : String(err));
+        return;
+      }
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (timedOut) done('timeout', `no answer within ${timeoutMs} ms`);
+        else if (req.reusedSocket && !ac.signal.aborted && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) send(false);
+        else if (err.code === 'ECONNREFUSED') done('refused', 'connection refused');
+        else done('error', err.code ?? err.message);
+      });
+      req.on('response', (res) => {
+        res.resume();
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) done('ok', '');
+        else done('bad-status', `http ${status}`);
+      });
+    };
+    send(agent);
   });
 }

@@ -1,32 +1,8 @@
 /** The `health:` configuration section's shape and defaults (parsed in src/config/sections/health.ts). */
+import type { HealthSection } from '../config/sections/health.js';
 
-export interface HealthConfig {
-  /** Master switch: off = every engine is always routable (today's behaviour before health). */
-  readonly enabled: boolean;
-  readonly active: {
-    readonly enabled: boolean;
-    /** Path probed on each engine (`http://<address>:<port><path>`). */
-    readonly path: string;
-    readonly intervalMs: number;
-    readonly timeoutMs: number;
-    /** Consecutive failed checks that mark an engine down (a refused connection: at once). */
-    readonly unhealthyThreshold: number;
-    /** Consecutive good checks that mark it up again. */
-    readonly healthyThreshold: number;
-  };
-  readonly passive: {
-    readonly enabled: boolean;
-    /** Consecutive failures (connect failure/5xx on the response path, failed scrape) that eject. */
-    readonly consecutiveFailures: number;
-  };
-  readonly ejection: {
-    /** First ejection; each further one doubles, up to maxMs. */
-    readonly baseMs: number;
-    readonly maxMs: number;
-  };
-  /** Forget the prefix-index entries of an engine that restarted. */
-  readonly clearIndexOnRestart: boolean;
-}
+/** The parsed `health:` section: its schema (src/config/sections/health.ts) documents every field. */
+export type HealthConfig = HealthSection;
 
 /** Twice a second: a dead engine is out within one interval (a refused connect ejects at once). */
 export const DEFAULT_HEALTH_INTERVAL_MS = 500;
@@ -42,7 +18,7 @@ export const DEFAULT_CONSECUTIVE_FAILURES = 3;
 export const DEFAULT_BASE_EJECTION_MS = 1_000;
 export const DEFAULT_MAX_EJECTION_MS = 30_000;
 
-export const DEFAULT_HEALTH_CONFIG: HealthConfig = {
+export const DEFAULT_HEALTH_CONFIG = {
   enabled: true,
   active: {
     enabled: true,
@@ -55,4 +31,4 @@ export const DEFAULT_HEALTH_CONFIG: HealthConfig = {
   passive: { enabled: true, consecutiveFailures: DEFAULT_CONSECUTIVE_FAILURES },
   ejection: { baseMs: DEFAULT_BASE_EJECTION_MS, maxMs: DEFAULT_MAX_EJECTION_MS },
   clearIndexOnRestart: true,
-};
+} as const;

@@ -12,31 +12,38 @@
 import type { EngineSignals } from '../endpoints/engine-metrics-parser.js';
 
 interface Seen {
-  queries?: number;
-  hits?: number;
-  startTime?: number;
+  queries: number | undefined;
+  hits: number | undefined;
+  startTime: number | undefined;
 }
 
 export class RestartDetector {
+  /** The previous scrape's values per engine, updated in place (this runs on every scrape). */
   private readonly last = new Map<string, Seen>();
 
   /** Compares `signals` with the previous scrape of `id`; returns the reason if it restarted. */
   observe(id: string, signals: EngineSignals): string | undefined {
+    const queries = signals.prefixCacheQueries;
+    const hits = signals.prefixCacheHits;
+    const startTime = signals.processStartTimeSeconds;
     const prev = this.last.get(id);
-    const cur: Seen = {
-      ...(signals.prefixCacheQueries !== undefined ? { queries: signals.prefixCacheQueries } : {}),
-      ...(signals.prefixCacheHits !== undefined ? { hits: signals.prefixCacheHits } : {}),
-      ...(signals.processStartTimeSeconds !== undefined ? { startTime: signals.processStartTimeSeconds } : {}),
-    };
-    this.last.set(id, cur);
-    if (prev === undefined) return undefined;
-    // Start times are whole-process facts; a difference above clock jitter is a new process.
-    if (prev.startTime !== undefined && cur.startTime !== undefined && Math.abs(cur.startTime - prev.startTime) > 1) {
-      return 'process start time changed';
+    if (prev === undefined) {
+      this.last.set(id, { queries, hits, startTime });
+      return undefined;
     }
-    if (prev.queries !== undefined && cur.queries !== undefined && cur.queries < prev.queries) return 'counters went backwards';
-    if (prev.hits !== undefined && cur.hits !== undefined && cur.hits < prev.hits) return 'counters went backwards';
-    return undefined;
+    let reason: string | undefined;
+    // Start times are whole-process facts; a difference above clock jitter is a new process.
+    if (prev.startTime !== undefined && startTime !== undefined && Math.abs(startTime - prev.startTime) > 1) {
+      reason = 'process start time changed';
+    } else if (prev.queries !== undefined && queries !== undefined && queries < prev.queries) {
+      reason = 'counters went backwards';
+    } else if (prev.hits !== undefined && hits !== undefined && hits < prev.hits) {
+      reason = 'counters went backwards';
+    }
+    prev.queries = queries;
+    prev.hits = hits;
+    prev.startTime = startTime;
+    return reason;
   }
 
   /** Starts over for `id` (its next scrape is a new baseline), e.g. after a restart was handled. */

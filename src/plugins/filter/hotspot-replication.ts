@@ -93,7 +93,15 @@ export interface HotPrefixSet {
   readonly lastSeenMs: number;
 }
 
-export interface HotspotStats {
+/** What the filter has done so far (counted as it happens). */
+interface HotspotSteps {
+  grows: number;
+  shrinks: number;
+  heldByShare: number;
+  heldByImbalance: number;
+}
+
+export interface HotspotStats extends Readonly<HotspotSteps> {
   readonly trackedPrefixes: number;
   /** Groups with more than one member right now. */
   readonly replicated: number;
@@ -125,10 +133,7 @@ interface Pending {
 
 export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsChangedHook {
   private readonly groups = new Map<number, Entry>();
-  private grows = 0;
-  private shrinks = 0;
-  private heldByShare = 0;
-  private heldByImbalance = 0;
+  private readonly steps: HotspotSteps = { grows: 0, shrinks: 0, heldByShare: 0, heldByImbalance: 0 };
   /** Decayed arrivals of every routed request per endpoint id (the denominator of the share). */
   private readonly engineArrivals: DecayedCounts;
   private readonly minGroupShare: number;
@@ -220,7 +225,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
         const mean = n === 0 ? 0 : outside / n;
         if (minMember < this.minLoadRatio * mean) {
           held = true;
-          this.heldByImbalance++;
+          this.steps.heldByImbalance++;
           state.notes.push(`hotspot: members busy but not ${this.minLoadRatio}× the rest (${minMember.toFixed(1)} vs mean ${mean.toFixed(1)} ${this.opts.unit}): no growth`);
         }
       }
@@ -228,7 +233,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
         const share = this.groupShare(e, now);
         if (share < this.minGroupShare) {
           held = true;
-          this.heldByShare++;
+          this.steps.heldByShare++;
           state.notes.push(`hotspot: members busy but the group brings ${(share * 100).toFixed(0)}% of their arrivals (< ${(this.minGroupShare * 100).toFixed(0)}%): no growth`);
         }
       }
@@ -236,7 +241,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
         const pick = ties.length === 1 ? (ties[0] as number) : (ties[state.rng.int(ties.length)] as number);
         e.members.push(candidates[pick]!.endpoint.id);
         e.changedAtMs = now;
-        this.grows++;
+        this.steps.grows++;
         state.reasonHint = 'spill';
         state.notes.push(`hotspot: prefix set grew to ${e.members.length} (members above ${this.opts.highWater} ${this.opts.unit})`);
         state.scratch.set(SCRATCH, { key, mode: 'none' } satisfies Pending);
@@ -248,7 +253,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
     if (e.members.length > 1 && now - e.changedAtMs >= this.opts.minDwellMs && sumMembers <= this.opts.lowWater * (e.members.length - 1)) {
       const gone = e.members.pop() as string;
       e.changedAtMs = now;
-      this.shrinks++;
+      this.steps.shrinks++;
       state.notes.push(`hotspot: prefix set shrank to ${e.members.length}`);
       const at = memberIdx.findIndex((i) => candidates[i]!.endpoint.id === gone);
       if (at >= 0) memberIdx.splice(at, 1);
@@ -328,10 +333,7 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
       trackedPrefixes: this.groups.size,
       replicated,
       largestSet: largest,
-      grows: this.grows,
-      shrinks: this.shrinks,
-      heldByShare: this.heldByShare,
-      heldByImbalance: this.heldByImbalance,
+      ...this.steps,
     };
   }
 }

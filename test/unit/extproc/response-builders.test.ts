@@ -141,4 +141,37 @@ describe('extproc/response-builders constant answers', () => {
       expect(back.end_of_stream).to.equal(true);
     }
   });
+
+  it('memoises decision answers per destination list: the same frozen message for the same list, a fresh one for another', () => {
+    const a1 = requestHeadersWithDecision(decision(['10.9.0.1:8000', '10.9.0.2:8000']));
+    const a2 = requestHeadersWithDecision(decision(['10.9.0.1:8000', '10.9.0.2:8000']));
+    expect(a2).to.equal(a1);
+    expect(Object.isFrozen(a1) && Object.isFrozen(a1.request_headers!.response)).to.equal(true);
+    const swapped = requestHeadersWithDecision(decision(['10.9.0.2:8000', '10.9.0.1:8000']));
+    expect(swapped).to.not.equal(a1);
+    expect(decodeAsClient(swapped).request_headers!.response!.header_mutation!.set_headers[0]!.header!.raw_value.toString()).to.equal('10.9.0.2:8000,10.9.0.1:8000');
+    // The body answer is a different member: never the headers answer's memo entry.
+    const body = requestBodyWithDecision(decision(['10.9.0.1:8000', '10.9.0.2:8000']));
+    expect(decodeAsClient(body).response).to.equal('request_body');
+    // Past the memo's bound every list still gets its own correct answer.
+    for (let i = 0; i < 1200; i++) {
+      const ids = [`10.8.${i >> 8}.${i & 255}:8000`];
+      const back = decodeAsClient(requestHeadersWithDecision(decision(ids)));
+      expect(back.dynamic_metadata!.fields['cacheroute']!.structValue!.fields['destination']!.stringValue).to.equal(ids[0]);
+    }
+  });
+
+  it('never shares an answer that carries a per-request ticket or decision summary', () => {
+    const ids = ['10.9.1.1:8000', '10.9.1.2:8000'];
+    const plain = requestHeadersWithDecision(decision(ids));
+    const t1 = requestHeadersWithDecision(decision(ids), { ticket: 'r1-1' });
+    const t2 = requestHeadersWithDecision(decision(ids), { ticket: 'r1-2' });
+    expect(t1).to.not.equal(plain);
+    const ticketOf = (m: ReturnType<typeof requestHeadersWithDecision>): string | undefined =>
+      decodeAsClient(m).dynamic_metadata!.fields['cacheroute']!.structValue!.fields['ticket']?.stringValue;
+    expect(ticketOf(t1)).to.equal('r1-1');
+    expect(ticketOf(t2)).to.equal('r1-2');
+    expect(ticketOf(requestHeadersWithDecision(decision(ids)))).to.equal(undefined);
+  });
 });
+

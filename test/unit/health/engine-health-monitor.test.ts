@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { probe } from '../../../src/health/active-health-checker.js';
+import { ActiveHealthChecker, probe } from '../../../src/health/active-health-checker.js';
+import type { ActiveResult } from '../../../src/health/engine-health-tracker.js';
 import { EngineHealthMonitor } from '../../../src/health/engine-health-monitor.js';
 import { DEFAULT_HEALTH_CONFIG } from '../../../src/health/health-config.js';
 import type { RouteDecision } from '../../../src/core/types.js';
@@ -96,5 +97,66 @@ describe('health/active-health-checker probe (real sockets)', () => {
     const deadPort = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
     expect((await probe(`http://127.0.0.1:${deadPort}/health`, 1000, signal)).result).to.equal('refused');
+  });
+});
+
+describe('health/active-health-checker kept connections (real sockets)', () => {
+  /** A health server counting connections; `resetSecond` destroys a connection on its second request. */
+  async function healthServer(resetSecond: boolean): Promise<{ server: Server; port: number; connections: () => number }> {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      const socket = req.socket as typeof req.socket & { served?: number };
+      socket.served = (socket.served ?? 0) + 1;
+      if (resetSecond && socket.served === 2) {
+        socket.destroy();
+        return;
+      }
+      res.writeHead(200).end('ok');
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { server, port: (server.address() as AddressInfo).port, connections: () => connections };
+  }
+
+  function checker(port: number, results: ActiveResult[]): ActiveHealthChecker {
+    return new ActiveHealthChecker(() => [{ endpointId: 'e', url: `http://127.0.0.1:${port}/health` }], {
+      intervalMs: 1000,
+      timeoutMs: 1000,
+      onResult: (_id, result) => results.push(result),
+    });
+  }
+
+  it('reuses one connection per engine across checks', async () => {
+    const h = await healthServer(false);
+    const results: ActiveResult[] = [];
+    const c = checker(h.port, results);
+    try {
+      for (let i = 0; i < 5; i++) await c.checkOnce();
+      expect(results).to.deep.equal(['ok', 'ok', 'ok', 'ok', 'ok']);
+      expect(h.connections()).to.equal(1);
+    } finally {
+      c.stop();
+      await new Promise<void>((r) => h.server.close(() => r()));
+    }
+  });
+
+  it('retries a check whose kept connection the engine reset on a fresh one, and still reads a stopped engine as refused', async () => {
+    const h = await healthServer(true);
+    const results: ActiveResult[] = [];
+    const c = checker(h.port, results);
+    try {
+      await c.checkOnce();
+      await c.checkOnce(); // the server resets the kept connection: retried, not a failure
+      expect(results).to.deep.equal(['ok', 'ok']);
+      expect(h.connections()).to.equal(2);
+      await c.checkOnce(); // the fresh connection was not kept (connection: close): a new one
+      expect(results).to.deep.equal(['ok', 'ok', 'ok']);
+      h.server.closeAllConnections();
+      await new Promise<void>((r) => h.server.close(() => r()));
+      await c.checkOnce();
+      expect(results.at(-1)).to.equal('refused');
+    } finally {
+      c.stop();
+    }
   });
 });
