@@ -132,7 +132,10 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
       for (const close of ['half-close', 'reset'] as const) {
         for (const side of order(rep)) {
           const dir = join(tmp, `${side}-${close}-${rep}`);
-          const child = spawnSync(process.execPath, [EXTPROC_RUN, '--router-dir', builds[side].dir, '--close', close, '--duration-s', String(durationS), '--out', dir], {
+          // Like with like: this build also answers response headers on the stream (the
+          // baseline's only mode), instead of closing it after the request side.
+          const sameStream = side === 'current' ? ['--response-completion', 'ext-proc'] : [];
+          const child = spawnSync(process.execPath, [EXTPROC_RUN, '--router-dir', builds[side].dir, '--close', close, '--duration-s', String(durationS), ...sameStream, '--out', dir], {
             stdio: ['ignore', 'ignore', 'inherit'],
             timeout: (durationS + 60) * 1000,
           });
@@ -170,10 +173,21 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
 /** The peers shape at one rate, the two routers in ABBA order over `reps` pairs. */
 export function realisticPreset(builds: Record<Side, Build>, qps: number, reps: number): PresetSpec {
   const contenders: ContenderSpec[] = [];
+  // The bar compares like with like: both builds stream responses through the router (the
+  // baseline's only path). This build's default path (Envoy's access log ends each request,
+  // docs/decisions/0015) runs beside them for the record.
   for (let rep = 1; rep <= reps; rep++) {
     for (const side of order(rep)) {
-      contenders.push({ kind: 'cacheroute', label: `${side}-${rep}`, strategy: 'cache-aware', routerMain: join(builds[side].dir, 'dist', 'src', 'main.js') });
+      contenders.push({
+        kind: 'cacheroute',
+        label: `${side}-${rep}`,
+        strategy: 'cache-aware',
+        routerMain: join(builds[side].dir, 'dist', 'src', 'main.js'),
+        responsePath: 'ext-proc',
+        ...(side === 'baseline' ? { routerPredatesResponseCompletion: true } : {}),
+      });
     }
+    contenders.push({ kind: 'cacheroute', label: `current-access-log-${rep}`, strategy: 'cache-aware', routerMain: join(builds.current.dir, 'dist', 'src', 'main.js'), responsePath: 'access-log' });
   }
   const base = PEERS.blocks[0]!;
   return {
@@ -195,7 +209,8 @@ async function runRealistic(builds: Record<Side, Build>, qps: number, reps: numb
     log,
     command: ['bars', 'realistic'],
   });
-  return results.map((r) => realisticRunOf(r, r.contender.label.startsWith('current') ? 'current' : 'baseline'));
+  const sideOf = (label: string): string => (label.startsWith('current-access-log') ? 'current-access-log' : label.startsWith('current') ? 'current' : 'baseline');
+  return results.map((r) => realisticRunOf(r, sideOf(r.contender.label)));
 }
 
 /** One realistic-path result as the bars report it. */
@@ -219,7 +234,7 @@ const verdict = (ok: boolean): string => (ok ? '**met**' : '**NOT met**');
 interface Summary {
   decision?: { current: { p99Median: number; p50Median: number; hashP50Median: number }; baseline: { p99Median: number; p50Median: number; hashP50Median: number }; met: boolean };
   extproc?: Record<'half-close' | 'reset', { current: { streamsPerCpuSecond: number; errors: number; streams: number }; baseline: { streamsPerCpuSecond: number; errors: number; streams: number }; ratio: number }> & { met: boolean };
-  realistic?: { current: number; baseline: number; ratio: number; met: boolean };
+  realistic?: { current: number; baseline: number; ratio: number; met: boolean; accessLog?: number };
 }
 
 function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summary {
@@ -246,10 +261,11 @@ function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summar
     s.extproc = { 'half-close': half, reset: per('reset'), met: half.current.streamsPerCpuSecond >= BARS.streamsPerCpuSecond && half.current.errors === 0 };
   }
   if (r.length > 0) {
-    const side = (x: Side): number => mean(r.filter((v) => v.side === x && v.cpuMsPerRequest !== null).map((v) => v.cpuMsPerRequest!));
+    const side = (x: string): number => mean(r.filter((v) => v.side === x && v.cpuMsPerRequest !== null).map((v) => v.cpuMsPerRequest!));
     const current = side('current');
     const baseline = side('baseline');
-    s.realistic = { current, baseline, ratio: current / baseline, met: current / baseline <= BARS.realisticCpuRatio };
+    const accessLog = r.some((v) => v.side === 'current-access-log') ? side('current-access-log') : undefined;
+    s.realistic = { current, baseline, ratio: current / baseline, met: current / baseline <= BARS.realisticCpuRatio, ...(accessLog !== undefined ? { accessLog } : {}) };
   }
   return s;
 }
@@ -275,7 +291,10 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
     lines.push(`| same, reset endings (Envoy's default; informational) | ${f(x.current.streamsPerCpuSecond, 0)} (${x.current.errors} errors of ${x.current.streams}) | ${f(x.baseline.streamsPerCpuSecond, 0)} (${x.baseline.errors} errors of ${x.baseline.streams}) | ${f(x.ratio, 2)}× | — | — |`);
   }
   if (s.realistic) {
-    lines.push(`| router CPU per routed request, peers shape through Envoy at ${run.config.qps} req/s (ms, mean) | ${f(s.realistic.current, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.ratio, 2)}× | ≤ ${BARS.realisticCpuRatio}× | ${verdict(s.realistic.met)} |`);
+    lines.push(`| router CPU per routed request, peers shape through Envoy at ${run.config.qps} req/s, responses through the router in both (ms, mean) | ${f(s.realistic.current, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.ratio, 2)}× | ≤ ${BARS.realisticCpuRatio}× | ${verdict(s.realistic.met)} |`);
+    if (s.realistic.accessLog !== undefined) {
+      lines.push(`| same, this build on its default path (access log; informational) | ${f(s.realistic.accessLog, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.accessLog / s.realistic.baseline, 2)}× | — | — |`);
+    }
   }
   if (d.length > 0) {
     lines.push('', '## Decision compute', '', 'cache-aware, 16 endpoints, index warmed to ~100k blocks, 32 KB chat prompts, steady state (bench/micro/decision-bench.ts); one fresh process per run, pinned to CPU 1.', '');
@@ -283,12 +302,12 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
     for (const v of d) lines.push(`| ${v.rep} | ${v.side} | ${f(v.decisionMicros.p50)} / ${f(v.decisionMicros.p90)} / ${f(v.decisionMicros.p99)} | ${f(v.hashMicros.p50)} / ${f(v.hashMicros.p99)} | ${f(v.matchMicros.p50)} | ${f(v.routeCpuMicros.p50)} | ${v.indexBlocksAtStart} |`);
   }
   if (e.length > 0) {
-    lines.push('', '## ext_proc load', '', `bench/extproc-load/run.ts: the router CLI of each build pinned to CPU 1, the load client on CPU 0, 64 concurrent streams over 2 connections, each stream request headers (FDS) + one ~1.4 KB chat body + response headers; ${run.config.extprocDurationS} s measured after 3 s warm-up.`, '');
+    lines.push('', '## ext_proc load', '', `bench/extproc-load/run.ts: the router CLI of each build pinned to CPU 1, the load client on CPU 0, 64 concurrent streams over 2 connections, each stream request headers (FDS) + one ~1.4 KB chat body + response headers (this build with \`server.responseCompletion: ext-proc\`, so both answer the same three messages); ${run.config.extprocDurationS} s measured after 3 s warm-up.`, '');
     lines.push('| run | ending | build | streams/s | router cores | CPU µs/stream | streams per CPU-s | p50 / p99 ms | errors | connections |', '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const v of e) lines.push(`| ${v.rep} | ${v.close} | ${v.side} | ${f(v.streamsPerSecond, 0)} | ${f(v.serverCpuCores, 2)} | ${f(v.cpuMicrosPerStream, 0)} | ${f(v.streamsPerCpuSecond, 0)} | ${f(v.p50Ms)} / ${f(v.p99Ms)} | ${v.errors}${v.errorSamples.length > 0 ? ` (${v.errorSamples[0]})` : ''} | ${v.connectionsOpened} |`);
   }
   if (r.length > 0) {
-    lines.push('', '## Realistic path', '', `The \`peers\` workload (4 sim engines, 48 groups × 5 prompts, 1,600 + 200 tokens, 32 output tokens) through the real Envoy (override-host, response bodies FULL_DUPLEX_STREAMED through the router) at ${run.config.qps} req/s; router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`, '');
+    lines.push('', '## Realistic path', '', `The \`peers\` workload (4 sim engines, 48 groups × 5 prompts, 1,600 + 200 tokens, 32 output tokens) through the real Envoy (override-host) at ${run.config.qps} req/s: \`current\`/\`baseline\` with response bodies FULL_DUPLEX_STREAMED through the router, \`current-access-log\` on this build's default path (responses bypass the router; Envoy's gRPC access log ends each request); router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`, '');
     lines.push('| run | build | CPU ms/request | requests | success | TTFT p50 / p99 ms | decision p99 µs |', '| --- | --- | --- | --- | --- | --- | --- |');
     for (const v of r) lines.push(`| ${v.label} | ${v.side} | ${f(v.cpuMsPerRequest, 3)} | ${v.requests} | ${v.successRate === null ? '—' : (v.successRate * 100).toFixed(1) + '%'} | ${f(v.ttftP50Ms, 0)} / ${f(v.ttftP99Ms, 0)} | ${f(v.decisionP99Us, 0)}${v.error ? ` (error: ${v.error})` : ''} |`);
   }

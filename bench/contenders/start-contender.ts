@@ -27,6 +27,7 @@ async function startCacheroute(spec: Extract<ContenderSpec, { kind: 'cacheroute'
   const grpcPort = await freePort();
   const adminPort = await freePort();
   const configFile = join(runDir(), `router-${spec.label}-${++configCounter}.yaml`);
+  const tellRouter = spec.responsePath === 'ext-proc' && spec.routerPredatesResponseCompletion !== true;
   writeFileSync(
     configFile,
     renderRouterConfig({
@@ -35,12 +36,12 @@ async function startCacheroute(spec: Extract<ContenderSpec, { kind: 'cacheroute'
       seed: ctx.seed,
       grpcAddress: `127.0.0.1:${grpcPort}`,
       adminAddress: `127.0.0.1:${adminPort}`,
-      ...(spec.routerOverrides || spec.responsePath === 'ext-proc'
+      ...(spec.routerOverrides || tellRouter
         ? {
             overrides: {
               ...spec.routerOverrides,
               // The router must expect response messages on the ext_proc stream.
-              ...(spec.responsePath === 'ext-proc' ? { server: { ...(spec.routerOverrides?.['server'] as object | undefined), responseCompletion: 'ext-proc' } } : {}),
+              ...(tellRouter ? { server: { ...(spec.routerOverrides?.['server'] as object | undefined), responseCompletion: 'ext-proc' } } : {}),
             },
           }
         : {}),

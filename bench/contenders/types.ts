@@ -28,12 +28,16 @@ export type ContenderSpec =
       readonly strategy: StrategyName;
       /** Envoy host-pinning variant (default override-host). */
       readonly envoyVariant?: 'override-host' | 'original-dst';
-      /** `NONE`: response bodies do not stream through the router (default: the config's FDS). */
       /** `ext-proc`: responses stream through the router (the router is told so); default: the shipped access-log path. */
       readonly responsePath?: 'access-log' | 'ext-proc';
       readonly routerOverrides?: RouterOverrides;
       /** `dist/src/main.js` of another built checkout (e.g. a baseline commit); default this one. */
       readonly routerMain?: string;
+      /**
+       * The router build predates `server.responseCompletion` (it always reads responses from
+       * its ext_proc stream and would refuse the key): only Envoy is told the response path.
+       */
+      readonly routerPredatesResponseCompletion?: boolean;
     }
   | { readonly kind: 'envoy-only'; readonly label: string; readonly lb: 'round-robin' | 'least-request' }
   | {

@@ -67,6 +67,9 @@ async function main(): Promise<number> {
       close: { type: 'string', default: 'reset' },
       // A built checkout whose dist/src/main.js serves (default: this one).
       'router-dir': { type: 'string', default: REPO },
+      // server.responseCompletion for the router (e.g. ext-proc: it then also answers response
+      // headers, like a build from before the access-log path); default: the build's own default.
+      'response-completion': { type: 'string', default: '' },
       out: { type: 'string', default: 'bench/results/extproc-load' },
       // Extra Node.js flags for the router process, e.g. --server-node-arg=--cpu-prof.
       'server-node-arg': { type: 'string', multiple: true, default: [] },
@@ -87,6 +90,7 @@ async function main(): Promise<number> {
   const main = join(routerDir, 'dist/src/main.js');
   const configText =
     `apiVersion: cacheroute/v1\nserver:\n  grpcAddress: 127.0.0.1:0\n  adminAddress: 127.0.0.1:0\n  drainTimeoutMs: 2000\n` +
+    (values['response-completion'] !== '' ? `  responseCompletion: ${values['response-completion']}\n` : '') +
     `strategy: ${values.strategy}\nendpoints:\n${endpoints}\nengineMetrics:\n  enabled: false\ntelemetry:\n  logLevel: error\n`;
   writeFileSync(configPath, configText);
 
