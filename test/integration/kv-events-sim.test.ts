@@ -18,6 +18,14 @@ import { SimEngineServer } from '../../bench/sim-engine/http-server.js';
 import { defaultConfig } from '../../src/config/default-config.js';
 import { createScheduler } from '../../src/compose/create-scheduler.js';
 import { writeTinyTokenizer } from '../../bench/harness/tiny-tokenizer.js';
+import { Registry } from 'prom-client';
+import { PRECISE_INDEX_METRICS, registerKvEventMetrics } from '../../src/kv-events/kv-event-metrics.js';
+
+/** The value of one exposition line `name{labels} value` (labels as written, in order). */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
 
 const BS = 16;
 const MODEL = 'tiny';
@@ -198,6 +206,32 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
       expect(dbg.streams.map((s) => s.connected)).to.deep.equal([true, true]);
       expect(dbg.tokenization.requests).to.be.greaterThan(0);
       expect(t.decision.matchedBlocks).to.be.greaterThan(0);
+
+      // A repeat of the request: its system prompt comes from the tokenizer's piece cache.
+      const again = scheduler.route({ requestId: 'again', model: MODEL, prefix: sys, promptChars: sys.length, promptTokens: 100, stream: false, arrivalMs: 0, promptInput: { kind: 'chat', messages: [{ role: 'system', content: sys }, { role: 'user', content: 'a follow-up' }] } });
+      again.finish({ aborted: false, status: 200 });
+      // The same state as Prometheus series, through the registry the app's telemetry uses.
+      const registry = new Registry();
+      registerKvEventMetrics(registry, scheduler.service(PRECISE_INDEX_METRICS)!);
+      const text = await registry.metrics();
+      const ep0 = `127.0.0.1:${engines[0]!.port}`;
+      const ep1 = `127.0.0.1:${engines[1]!.port}`;
+      for (const ep of [ep0, ep1]) {
+        expect(sample(text, `cacheroute_kv_event_subscriber_connected{endpoint="${ep}"}`), ep).to.equal(1);
+        // Joined mid-stream: the first message was a gap (a late subscriber), nothing else.
+        expect(sample(text, `cacheroute_kv_event_resyncs_total{endpoint="${ep}",reason="gap"}`), ep).to.equal(1);
+        expect(sample(text, `cacheroute_kv_event_resyncs_total{endpoint="${ep}",reason="disconnect"}`), ep).to.equal(0);
+        expect(sample(text, `cacheroute_kv_event_dropped_messages_total{endpoint="${ep}"}`), ep).to.equal(0);
+        expect(sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`), ep).to.be.greaterThan(0);
+        expect(sample(text, `cacheroute_kv_event_lag_seconds_count{endpoint="${ep}"}`), ep).to.equal(sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`));
+      }
+      expect(sample(text, `cacheroute_kv_events_total{endpoint="${ep0}",type="block_stored"}`)).to.be.greaterThan(0);
+      const st = scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as { engines: { endpointId: string; blocks: number }[]; tokenization: { requests: number } };
+      expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.equal(st.engines.find((e) => e.endpointId === ep0)!.blocks);
+      expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.be.greaterThan(0);
+      expect(sample(text, `cacheroute_precise_tokenization_seconds_count{model="${MODEL}"}`)).to.equal(st.tokenization.requests);
+      expect(sample(text, `cacheroute_tokenizer_cache_lookups_total{model="${MODEL}",cache="piece",result="hit"}`)).to.be.greaterThan(0);
+      expect(text).to.not.include('brand new system prompt');
     } finally {
       scheduler.stop();
     }
@@ -230,5 +264,6 @@ describe('kv events under a storm (real ZMQ on loopback)', function () {
     expect(maxQueued).to.be.at.most(50);
     expect(idx.stats(0).resyncs).to.be.greaterThan(0);
     expect(st.messages).to.be.lessThan(3000); // dropped, not buffered without bound
+    expect(st.messages + st.droppedMessages, 'every message applied or counted as dropped').to.equal(3000);
   });
 });

@@ -32,6 +32,7 @@ import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '..
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
 import { INDEX_CAPACITY_PARAM } from './prefix-cache-plugin.js';
 import { EndpointPresence } from '../shared/endpoint-presence.js';
+import { kvLagHistogram, PRECISE_INDEX_METRICS, tokenizationHistogram, type PreciseIndexMetricsSlot, type PreciseIndexMetricsView } from '../../kv-events/kv-event-metrics.js';
 
 export const PRECISE_PREFIX_CACHE_PLUGIN = 'precise-prefix-cache';
 
@@ -81,6 +82,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     private readonly approxHasher: BlockHasher,
     private readonly approx: PrefixIndex,
     private readonly clock: Clock,
+    /** Where the metrics read the first precise instance's state (the scheduler's shared slot). */
+    private readonly metricsSlot?: PreciseIndexMetricsSlot,
   ) {
     this.loaded = new Promise((r) => (this.resolveLoaded = r));
     this.own = scratchKey<OwnEvidence>(`precise-prefix-cache/${name}`);
@@ -135,6 +138,21 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
 
   kvStats(): KvStreamStats[] {
     return this.subscriber?.stats() ?? [];
+  }
+
+  private metricsView(a: PreciseAffinity, lagSeconds: PreciseIndexMetricsView['lagSeconds'], tokenizationSeconds: PreciseIndexMetricsView['tokenizationSeconds']): PreciseIndexMetricsView {
+    return {
+      lagSeconds,
+      tokenizationSeconds,
+      streams: () => this.kvStats(),
+      engines: () => this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
+      speculativeEntries: () => a.speculativeEntries(),
+      cost: () => a.cost(),
+      tokenizerCaches: () => this.opts.models.flatMap((m) => {
+        const t = a.tokenizer(m.name);
+        return t === undefined ? [] : [{ model: m.name, stats: t.tokenizer.cacheStats() }];
+      }),
+    };
   }
 
   /** Plugin state for debugging endpoints (no prompt text): streams, ledgers, tokenization cost. */
@@ -216,6 +234,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       import('../../tokenization/token-block-hasher.js'),
     ]);
     const hasher = await createTokenBlockHasher();
+    const lagSeconds = kvLagHistogram();
+    const tokenizationSeconds = tokenizationHistogram();
     const models = new Map<string, ModelTokenization>();
     for (const m of this.opts.models) {
       models.set(m.name, { tokenizer: await ModelTokenizer.fromDirectory(m.tokenizerDir), blockSize: m.blockSize });
@@ -230,9 +250,11 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       (e) => {
         if (e < this.approx.endpointCount) this.approx.evictEndpoint(e);
       },
+      tokenizationSeconds,
     );
     this.affinity = affinity;
-    this.subscriber = new KvEventSubscriber(affinity.events, { clock: this.clock });
+    this.subscriber = new KvEventSubscriber(affinity.events, { clock: this.clock, lagSeconds });
+    if (this.metricsSlot !== undefined && this.metricsSlot.view === undefined) this.metricsSlot.view = this.metricsView(affinity, lagSeconds, tokenizationSeconds);
     this.signal = signal;
     signal?.addEventListener('abort', () => this.stop(), { once: true });
     this.subscriber.setSources(this.sources());
@@ -348,6 +370,7 @@ export const precisePrefixCache = definePlugin({
   parameters: preciseParams,
   create: (name, p, handle) => {
     const approx = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });
-    return new PrecisePrefixCachePlugin(name, preciseOptions(p), sharedBlockHasher(handle, p), approx, handle.clock);
+    const slot = handle.shared(PRECISE_INDEX_METRICS, (): PreciseIndexMetricsSlot => ({ view: undefined }));
+    return new PrecisePrefixCachePlugin(name, preciseOptions(p), sharedBlockHasher(handle, p), approx, handle.clock, slot);
   },
 });
