@@ -238,6 +238,56 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
   });
 });
 
+describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
+  this.timeout(30_000);
+  it('scores hybrid exactly where an engine publishes events and its model has a tokenizer, approximate elsewhere', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kv-auto-'));
+    writeTinyTokenizer(dir);
+    const withEvents = new SimEngineServer({ port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const noEvents = new SimEngineServer({ port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir });
+    const otherModel = new SimEngineServer({ port: 0, model: 'untokenized', timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const all = [withEvents, noEvents, otherModel];
+    await Promise.all(all.map((e) => e.start()));
+    const config = defaultConfig({
+      strategy: 'cache-aware',
+      endpoints: [
+        { address: `127.0.0.1:${withEvents.port}`, models: [MODEL] },
+        { address: `127.0.0.1:${noEvents.port}`, models: [MODEL] },
+        { address: `127.0.0.1:${otherModel.port}`, models: ['untokenized'] },
+      ],
+      // No mode, no kvEvents: auto, publishers discovered.
+      cacheAware: { preciseIndex: { models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }], resyncWindowMs: 0 } },
+    });
+    const scheduler = createScheduler(config, { clock: systemClock, rng: seededRng(3) });
+    scheduler.start();
+    try {
+      const state = () => scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as { mode: string; indexMode: string; endpointModes: Record<string, string>; streams: { endpointId: string }[] };
+      const deadline = Date.now() + 5000;
+      while (state().streams.length === 0 && Date.now() < deadline) await sleep(20);
+      await sleep(300);
+      // One message after the subscription connects puts the engine's stream in sync.
+      const body = (content: string) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 2 }) });
+      let st = state();
+      while (st.endpointModes[`127.0.0.1:${withEvents.port}`] !== 'hybrid' && Date.now() < deadline) {
+        await fetch(`${withEvents.url}/v1/chat/completions`, body(`tick ${Date.now()} `.repeat(20)));
+        await sleep(50);
+        st = state();
+      }
+      expect(st).to.include({ mode: 'auto', indexMode: 'hybrid' });
+      expect(st.streams.map((s) => s.endpointId), 'subscribed only where events exist and the model is tokenized').to.deep.equal([`127.0.0.1:${withEvents.port}`]);
+      expect(st.endpointModes).to.deep.equal({
+        [`127.0.0.1:${withEvents.port}`]: 'hybrid',
+        [`127.0.0.1:${noEvents.port}`]: 'approximate',
+        [`127.0.0.1:${otherModel.port}`]: 'approximate',
+      });
+    } finally {
+      scheduler.stop();
+      await Promise.all(all.map((e) => e.stop(300)));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('kv events under a storm (real ZMQ on loopback)', function () {
   this.timeout(30_000);
   it('keeps the queue bounded: an overflow drops it and resyncs the engine instead of growing', async () => {

@@ -15,7 +15,10 @@
  * from `kvEvents.port`, `portOffset`, or (with `discover`) the engine's `/kv_event_sources`.
  *
  * Parameters: the schema below (docs/plugins.md is generated from it). The default mode is
- * approximate so that empty parameters are valid; precise and hybrid require `models`.
+ * `auto`: without `models` it is approximate (nothing loads, empty parameters are valid);
+ * with them it runs hybrid, discovers publishers (unless configured), subscribes only to
+ * endpoints whose model has a tokenizer, and each endpoint without a synced stream is scored
+ * approximately (precise-affinity.ts), so events are used exactly where they exist.
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
@@ -42,15 +45,25 @@ export interface ModelTokenizerSpec {
   readonly blockSize: number;
 }
 
+/** The plugin's modes: the index modes, plus `auto` (hybrid where an endpoint publishes events and its model has a tokenizer). */
+export const PLUGIN_MODES = ['auto', ...INDEX_MODES] as const;
+export type PluginMode = (typeof PLUGIN_MODES)[number];
+
+/** The index mode a plugin mode runs: `auto` is hybrid when some model has a tokenizer, else approximate. */
+export function effectiveIndexMode(mode: PluginMode, models: readonly unknown[]): IndexMode {
+  if (mode !== 'auto') return mode;
+  return models.length > 0 ? 'hybrid' : 'approximate';
+}
+
 export interface PrecisePrefixCacheOptions {
-  readonly mode: IndexMode;
+  readonly mode: PluginMode;
   readonly models: readonly ModelTokenizerSpec[];
   readonly kvPort?: number;
   /** Publisher port = the endpoint's port + this (when no `kvPort` / url is given). */
   readonly kvPortOffset?: number;
   readonly kvTopic: string;
   readonly kvUrls: Readonly<Record<string, string>>;
-  /** Ask each endpoint without a configured publisher for it (vLLM's GET /kv_event_sources). */
+  /** Ask each endpoint without a configured publisher for it (vLLM's GET /kv_event_sources); default: in mode auto. */
   readonly kvDiscover?: boolean;
   readonly speculativeTtlMs: number;
   readonly resyncWindowMs: number;
@@ -117,8 +130,13 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     return this.affinity;
   }
 
+  /** The index mode this instance runs (`auto` resolved). */
+  get indexMode(): IndexMode {
+    return effectiveIndexMode(this.opts.mode, this.opts.models);
+  }
+
   start(signal?: AbortSignal): void {
-    if (this.opts.mode === 'approximate') {
+    if (this.indexMode === 'approximate') {
       this.resolveLoaded();
       return;
     }
@@ -138,6 +156,15 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
 
   kvStats(): KvStreamStats[] {
     return this.subscriber?.stats() ?? [];
+  }
+
+  /** How endpoint `ep` is scored now: the index mode when it has a synced event stream and a tokenizer for its model, else approximate. */
+  private endpointMode(ep: Endpoint): IndexMode {
+    const a = this.affinity;
+    if (a === undefined || this.indexMode === 'approximate') return 'approximate';
+    const model = this.endpointModel(ep);
+    if (model === '' || a.tokenizer(model) === undefined || !this.subscribed.has(ep.index)) return 'approximate';
+    return a.trusted(ep.index, this.clock.nowMs()) ? this.indexMode : 'approximate';
   }
 
   private metricsView(a: PreciseAffinity, lagSeconds: PreciseIndexMetricsView['lagSeconds'], tokenizationSeconds: PreciseIndexMetricsView['tokenizationSeconds']): PreciseIndexMetricsView {
@@ -160,7 +187,10 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     const a = this.affinity;
     return {
       mode: this.opts.mode,
+      indexMode: this.indexMode,
       ready: a !== undefined,
+      // Per endpoint: precise scoring needs an event stream and a tokenizer for its model.
+      endpointModes: Object.fromEntries(this.endpoints.map((ep) => [ep.id, this.endpointMode(ep)])),
       ...(this.loadError !== undefined ? { loadError: this.loadError.message } : {}),
       streams: this.kvStats(),
       engines: a === undefined ? [] : this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
@@ -243,7 +273,7 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     if (signal?.aborted === true) return;
     const n = Math.max(1, this.approx.endpointCount);
     const affinity = new PreciseAffinity(
-      { mode: this.opts.mode, speculativeTtlMs: this.opts.speculativeTtlMs, resyncWindowMs: this.opts.resyncWindowMs, maxBlocks: this.opts.maxBlocks, endpoints: n },
+      { mode: this.indexMode, speculativeTtlMs: this.opts.speculativeTtlMs, resyncWindowMs: this.opts.resyncWindowMs, maxBlocks: this.opts.maxBlocks, endpoints: n },
       hasher,
       models,
       () => this.clock.nowMicros(),
@@ -291,17 +321,31 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       .finally(() => this.discovering.delete(ep.id));
   }
 
+  /** Endpoint indices with an event stream open. */
+  private readonly subscribed = new Set<number>();
+
+  /** The model an endpoint's events are keyed with: its only model, else the only configured one ('' = none). */
+  private endpointModel(ep: Endpoint): string {
+    return ep.models.length === 1 ? ep.models[0]! : this.opts.models.length === 1 ? this.opts.models[0]!.name : '';
+  }
+
   private sources(): KvEventSource[] {
     const out: KvEventSource[] = [];
+    this.subscribed.clear();
+    const discover = this.opts.kvDiscover ?? this.opts.mode === 'auto';
+    const tokenized = new Set(this.opts.models.map((m) => m.name));
     for (const ep of this.endpoints) {
+      const model = this.endpointModel(ep);
+      // In auto mode, an endpoint whose model the router cannot tokenize is not subscribed to.
+      if (this.opts.mode === 'auto' && !tokenized.has(model)) continue;
       const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
       const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined) ?? this.discovered.get(ep.id);
       const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${host}:${port}` : undefined);
       if (url === undefined) {
-        if (this.opts.kvDiscover === true) this.discover(ep, this.signal);
+        if (discover) this.discover(ep, this.signal);
         continue;
       }
-      const model = ep.models.length === 1 ? ep.models[0]! : (this.opts.models.length === 1 ? this.opts.models[0]!.name : '');
+      this.subscribed.add(ep.index);
       out.push({ endpointIndex: ep.index, endpointId: ep.id, url, topic: this.opts.kvTopic, model });
     }
     return out;
@@ -325,13 +369,17 @@ const kvEventsParams = optionalSection({
     .record(z.string(), str({ pattern: PUBLISHER_URL, what: 'tcp://host:port' }))
     .default({})
     .describe('Publisher URL per endpoint id ("ip:port" → "tcp://host:port"); wins over port and portOffset.'),
-  discover: bool().default(false).describe('Ask each endpoint without a configured publisher for it (vLLM\'s GET /kv_event_sources; only the port is taken).'),
+  discover: bool().optional().describe('Ask each endpoint without a configured publisher for it (vLLM\'s GET /kv_event_sources; only the port is taken). Default: true in mode auto, else false.'),
 });
 
 const preciseParams = section({
   ...blockParams,
   indexCapacityBlocks: INDEX_CAPACITY_PARAM,
-  mode: oneOf(INDEX_MODES).default('approximate').describe('approximate: the router\'s own index only (no ZMQ, no tokenizer); precise: the engines\' KV events; hybrid: KV events plus speculative entries for routed requests (docs/kv-events.md). precise and hybrid need models.'),
+  mode: oneOf(PLUGIN_MODES)
+    .default('auto')
+    .describe(
+      'auto: hybrid for each endpoint that publishes KV events (configured or discovered) and whose model has a tokenizer in models, approximate for the others (approximate everywhere without models; no ZMQ, no tokenizer loaded); approximate: the router\'s own index only; precise: the engines\' KV events; hybrid: KV events plus speculative entries for routed requests (docs/kv-events.md). precise and hybrid need models.',
+    ),
   models: listOf(modelParams).default([]).describe('Models the router tokenizes (required in precise and hybrid).'),
   kvEvents: kvEventsParams.describe('Where each engine publishes its KV events.'),
   speculativeTtlMs: num({ min: 0, max: 600_000 }).default(10_000).describe('A routed request\'s blocks count as held until the engine confirms them or this passes.'),
@@ -339,7 +387,7 @@ const preciseParams = section({
   maxBlocks: int({ min: 1, max: 1 << 16 }).default(512).describe('At most this many leading token blocks are matched.'),
 }).superRefine((p, ctx) => {
   if (typeof p !== 'object' || p === null) return;
-  if (p.mode !== 'approximate' && Array.isArray(p.models) && p.models.length === 0) {
+  if ((p.mode === 'precise' || p.mode === 'hybrid') && Array.isArray(p.models) && p.models.length === 0) {
     ctx.addIssue({ code: 'custom', path: ['models'], message: `needs at least one model in mode ${String(p.mode)}` });
   }
 }, ALWAYS);
@@ -354,7 +402,7 @@ export function preciseOptions(p: PrecisePrefixCacheParams): PrecisePrefixCacheO
     models: p.models,
     ...(kv.port !== undefined ? { kvPort: kv.port } : {}),
     ...(kv.portOffset !== undefined ? { kvPortOffset: kv.portOffset } : {}),
-    ...(kv.discover ? { kvDiscover: true } : {}),
+    ...(kv.discover !== undefined ? { kvDiscover: kv.discover } : {}),
     kvTopic: kv.topic,
     kvUrls: kv.urls,
     speculativeTtlMs: p.speculativeTtlMs,
@@ -366,7 +414,7 @@ export function preciseOptions(p: PrecisePrefixCacheParams): PrecisePrefixCacheO
 export const precisePrefixCache = definePlugin({
   type: PRECISE_PREFIX_CACHE_PLUGIN,
   description:
-    "Scores each endpoint by the share of the request's token blocks it holds according to the engines' own KV events (ZMQ, vLLM format) with router-side tokenization; modes approximate, precise and hybrid (falls back to its own approximate index when the router cannot tokenize the request). Loads ZMQ and the tokenizers only when a precise mode starts.",
+    "Scores each endpoint by the share of the request's token blocks it holds according to the engines' own KV events (ZMQ, vLLM format) with router-side tokenization; modes auto (default: hybrid per endpoint where events and a tokenizer exist, approximate elsewhere), approximate, precise and hybrid (falls back to its own approximate index when the router cannot tokenize the request). Loads ZMQ and the tokenizers only when a precise mode starts.",
   parameters: preciseParams,
   create: (name, p, handle) => {
     const approx = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });

@@ -9,7 +9,7 @@ import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
 import { detectContentFormat, ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
-import { preciseOptions, precisePrefixCache, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
+import { effectiveIndexMode, preciseOptions, precisePrefixCache, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
 import { configError, parseWith } from '../../../src/util/schema.js';
 
 /** The plugin's options from raw parameters, as the plugin graph validates them (field paths under `base`). */
@@ -320,7 +320,12 @@ describe('precise-prefix-cache parameters', () => {
       [{ ...ok, kvEvents: { nope: 1 } }, /kvEvents\.nope/],
     ];
     for (const [p, re] of bad) expect(() => parsePrecisePrefixCacheParams('p', p)).to.throw(re);
-    expect(parsePrecisePrefixCacheParams('p', {})).to.include({ mode: 'approximate' });
+    const dflt = parsePrecisePrefixCacheParams('p', {});
+    expect(dflt).to.include({ mode: 'auto' });
+    expect(dflt.kvDiscover).to.equal(undefined);
+    expect(effectiveIndexMode(dflt.mode, dflt.models), 'auto without models: approximate, nothing loads').to.equal('approximate');
+    expect(effectiveIndexMode('auto', ok.models)).to.equal('hybrid');
+    expect(effectiveIndexMode('precise', ok.models)).to.equal('precise');
     expect(parsePrecisePrefixCacheParams('p', { mode: 'approximate' }).models).to.deep.equal([]);
   });
 });
