@@ -208,12 +208,18 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     }
     const approxHashes = requestBlockHashes(state, this.approxHasher);
     const approxTotal = approxHashes.count;
-    const approxMatched = approxTotal > 0 ? this.approx.match(approxHashes) : undefined;
-    const approxFrac = (e: number): number => (approxMatched === undefined ? 0 : (approxMatched[e] ?? 0) / approxTotal);
+    // Matched only when needed: a tokenized request on synced endpoints never reads it.
+    let approxMatched: Uint32Array | undefined;
+    const approxMatch = (): Uint32Array | undefined => (approxTotal > 0 ? (approxMatched ??= this.approx.match(approxHashes)) : undefined);
+    const approxFrac = (e: number): number => {
+      const m = approxMatch();
+      return m === undefined ? 0 : (m[e] ?? 0) / approxTotal;
+    };
     const rk = this.keysOf(state);
     const out = new Array<number>(candidates.length);
     if (rk === undefined || this.affinity === undefined) {
-      for (let e = 0; e < n; e++) this.matched[e] = approxMatched?.[e] ?? 0;
+      const m = approxMatch();
+      for (let e = 0; e < n; e++) this.matched[e] = m?.[e] ?? 0;
       this.publish(state, { matchedByEndpoint: this.matched, totalBlocks: approxTotal }, true);
       for (let i = 0; i < candidates.length; i++) out[i] = approxFrac(candidates[i]!.endpoint.index);
       return out;
