@@ -4,7 +4,7 @@
  * with `--engines vllm --vllm <url=publisher,…> --model-dir <tiny model> --model <name>` and
  * the remaining arguments, then stops the engines (also when the benchmark fails).
  *
- *   node dist/bench/kv-events/with-vllm.js [--count 2] [--blocks 72] -- dist/bench/kv-events/accuracy-bench.js --requests 80 --out DIR
+ *   node dist/bench/kv-events/with-vllm.js [--count 2] [--blocks 72] [--start-timeout-ms 240000] -- dist/bench/kv-events/accuracy-bench.js --requests 80 --out DIR
  */
 import { spawn } from 'node:child_process';
 import { startVllmEngines } from '../real-engine/launcher.js';
@@ -19,8 +19,9 @@ async function main(): Promise<void> {
   const [script, ...rest] = argv.slice(sep + 1) as [string, ...string[]];
   const count = Number(arg(own, '--count') ?? 2);
   const blocks = Number(arg(own, '--blocks') ?? 72);
+  const startTimeoutMs = Number(arg(own, '--start-timeout-ms') ?? 240_000);
   const model = ensureTinyModel();
-  const fleet = await startVllmEngines({ count, numGpuBlocks: blocks, kvEvents: true });
+  const fleet = await startVllmEngines({ count, numGpuBlocks: blocks, kvEvents: true, startTimeoutMs });
   let code = 1;
   try {
     const vllm = fleet.engines.map((e) => `${e.url}=${e.kvEvents!.endpoint.replace('*', e.host)}`).join(',');
