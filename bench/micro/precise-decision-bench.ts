@@ -27,6 +27,7 @@ import { systemClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { distribution } from '../stats/percentiles.js';
 import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
+import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { arg } from './cli-arg.js';
 import { emitRun } from '../kv-events/run-output.js';
 import { gitOutput } from './git-output.js';
@@ -119,7 +120,23 @@ async function main(): Promise<void> {
     }
     if (i === warm) tokens = aff.requestKeys('m', req.promptInput)!.tokens;
   }
-  const d = Object.fromEntries(Object.entries(rec).map(([k, v]) => [k, distribution(v)]));
+  // Tokenizing text never seen (a new 31.5 KB system prompt, rendered): the library on the
+  // whole text vs the pre-token id cache (warm with this vocabulary), interleaved.
+  const whole = await ModelTokenizer.fromDirectory(modelDir, { preTokenCache: false });
+  const pre = await ModelTokenizer.fromDirectory(modelDir);
+  pre.encode(text(rng, 32_000), false);
+  const tok = { libraryWhole: [] as number[], preTokenCache: [] as number[] };
+  for (let i = 0; i < 60; i++) {
+    const t = whole.renderChat([{ role: 'system', content: text(rng, 32_000 - userChars) }, { role: 'user', content: text(rng, userChars) }]);
+    let t0 = performance.now();
+    const a = whole.encode(t, false);
+    tok.libraryWhole.push((performance.now() - t0) * 1000);
+    t0 = performance.now();
+    const b = pre.encode(t, false);
+    tok.preTokenCache.push((performance.now() - t0) * 1000);
+    if (a.length !== b.length || a.some((x, j) => x !== b[j])) throw new Error('pre-token cache ids differ from the library encoding');
+  }
+  const d = Object.fromEntries([...Object.entries(rec), ...Object.entries(tok).map(([k, v]) => [`tokenizeNew32KB_${k}`, v] as const)].map(([k, v]) => [k, distribution(v)]));
   const bodyBytes = body(systems[0]!).byteLength;
   const result = {
     bench: 'precise-decision',
@@ -141,6 +158,10 @@ async function main(): Promise<void> {
     ...Object.entries(d).map(([k, v]) => `| ${k} | ${f(v.p50)} | ${f(v.p90)} | ${f(v.p99)} | ${f(v.max)} |`),
     '',
     `p99 ratio precise/approx, cached system prompt: ${(d['preciseCached']!.p99! / d['approxCached']!.p99!).toFixed(2)}x; uncached: ${(d['preciseUncached']!.p99! / d['approxUncached']!.p99!).toFixed(2)}x`,
+    '',
+    `tokenizing a new rendered 32 KB chat, library whole / pre-token cache: p50 ${(d['tokenizeNew32KB_libraryWhole']!.p50! / d['tokenizeNew32KB_preTokenCache']!.p50!).toFixed(1)}x (ids checked equal)`,
+    '',
+    'Rows: precise/approx = one decision (score + routed hook) of the precise-prefix-cache / prefix-cache plugin, cached = system prompt seen before, uncached = never seen; parse = body parsing (same for both); tokenizeNew32KB_* = tokenizer alone on text never seen.',
     '',
   ].join('\n');
   emitRun(out, result, md);

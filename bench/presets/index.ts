@@ -1,4 +1,5 @@
 /** The preset registry: one explicit list, names must be unique. */
+import { KV_INDEX_SIM, KV_INDEX_VLLM } from './kv-index.js';
 import { LONG_PRESETS } from './long-sweeps.js';
 import { PEERS } from './peers.js';
 import { REAL_VLLM } from './real-vllm.js';
@@ -9,7 +10,7 @@ import { TINY } from './tiny.js';
 import type { PresetSpec } from './types.js';
 
 /** Default presets first (each < 15 min), then the opt-in long ones and the real-vLLM pair. */
-export const PRESETS: readonly PresetSpec[] = [TINY, SEED_TABLE, PEERS, ...LONG_PRESETS, REAL_VLLM, REAL_VLLM_SIM, REAL_VLLM_LOSS];
+export const PRESETS: readonly PresetSpec[] = [TINY, SEED_TABLE, PEERS, ...LONG_PRESETS, REAL_VLLM, REAL_VLLM_SIM, REAL_VLLM_LOSS, KV_INDEX_VLLM, KV_INDEX_SIM];
 
 export function findPreset(name: string): PresetSpec | undefined {
   return PRESETS.find((p) => p.name === name);

@@ -19,6 +19,7 @@
  */
 import { Subscriber } from 'zeromq';
 import type { Clock } from '../util/clock.js';
+import type { HistogramCell, HotPathHistogram } from '../telemetry/hot-path-histogram.js';
 import type { EventFedIndex } from '../prefix-cache/event-fed-index.js';
 import { decodeKvEventMessage, KvWireError, type KvEventBatch } from './kv-event-wire.js';
 import { SequenceTracker } from './sequence-tracker.js';
@@ -45,6 +46,8 @@ export interface KvEventSubscriberOptions {
   readonly batchMax?: number;
   /** ZMQ reconnect interval (ms). */
   readonly reconnectMs?: number;
+  /** Lag of every applied message in seconds, by endpoint id (the metrics' histogram). */
+  readonly lagSeconds?: HotPathHistogram<'endpoint'>;
   /** Called after every applied message (tests, benchmarks). */
   readonly onApplied?: (endpointIndex: number, batch: KvEventBatch) => void;
 }
@@ -58,6 +61,8 @@ export interface KvStreamStats {
   readonly gaps: number;
   readonly disconnects: number;
   readonly overflows: number;
+  /** Messages thrown away unapplied: a full queue, or queued when the socket disconnected. */
+  readonly droppedMessages: number;
   readonly decodeErrors: number;
   readonly queued: number;
   readonly lastSeq?: string;
@@ -79,7 +84,9 @@ class EngineStream {
   gaps = 0;
   disconnects = 0;
   overflows = 0;
+  droppedMessages = 0;
   decodeErrors = 0;
+  lagCell: HistogramCell | undefined;
   lastSeq: bigint | undefined;
   lagLast: number | undefined;
   lagMax = 0;
@@ -135,6 +142,7 @@ export class KvEventSubscriber {
       gaps: st.gaps,
       disconnects: st.disconnects,
       overflows: st.overflows,
+      droppedMessages: st.droppedMessages,
       decodeErrors: st.decodeErrors,
       queued: st.queue.length,
       ...(st.lastSeq !== undefined ? { lastSeq: st.lastSeq.toString() } : {}),
@@ -151,6 +159,7 @@ export class KvEventSubscriber {
 
   private open(source: KvEventSource): void {
     const st = new EngineStream(source, this.reconnectMs);
+    st.lagCell = this.opts.lagSeconds?.cell(source.endpointId);
     this.streams.set(source.endpointIndex, st);
     st.socket.events.on('connect', () => {
       st.connected = true;
@@ -160,6 +169,7 @@ export class KvEventSubscriber {
       st.connected = false;
       st.disconnects++;
       // Events published while we are away are lost: what we know may go stale.
+      st.droppedMessages += st.queue.length;
       st.queue.length = 0;
       st.tracker.reset();
       this.target.resync(source.endpointIndex, this.opts.clock.nowMs());
@@ -175,6 +185,7 @@ export class KvEventSubscriber {
         if (st.closed) break;
         if (st.queue.length >= this.maxQueue) {
           st.overflows++;
+          st.droppedMessages += st.queue.length + 1;
           st.queue.length = 0;
           st.tracker.reset();
           this.target.resync(st.source.endpointIndex, this.opts.clock.nowMs());
@@ -240,6 +251,7 @@ export class KvEventSubscriber {
     const lag = Math.max(0, this.wallMs() - batch.ts * 1000);
     st.lagLast = lag;
     if (lag > st.lagMax) st.lagMax = lag;
+    if (st.lagCell !== undefined) this.opts.lagSeconds!.observe(st.lagCell, lag / 1000);
     this.opts.onApplied?.(e, batch);
   }
 

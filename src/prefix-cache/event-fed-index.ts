@@ -12,7 +12,7 @@
  * - A block whose content is not the token ids alone (extra keys: multimodal data, a cache
  *   salt, a LoRA) gets a ledger entry with no router key: no request can match it, and
  *   neither can its descendants. So does a block whose parent the ledger does not know
- *   (the router joined the stream late).
+ *   (the router joined the stream late: see "Late subscriber" below).
  * - Only GPU-tier (or unlabelled) events of KV-cache group 0 (or unlabelled) count: that is
  *   the prefix cache a new request can hit.
  * - Removals leave an endpoint's entries no longer prefix-closed (a parent may go before its
@@ -22,7 +22,17 @@
  * applied, or the engine said so with sequence 0), `resyncing` (a gap, reconnect or overflow
  * dropped its entries at `resyncAtMs`: the engine may hold blocks the router never heard
  * about) and `unknown` (no event yet). Index modes use the state to fall back to the
- * approximate index (index-modes.ts).
+ * approximate index (precise-affinity.ts).
+ *
+ * Late subscriber: a router that subscribes after the engine cached blocks sees a first
+ * message with sequence > 0 (a gap: `resyncing`) and BlockStored events extending chains it
+ * never saw. It cannot key those (a key covers every ancestor's tokens, which it never saw)
+ * and keying them by anything else would let no request match either, so they are ledger
+ * entries without a key (`unmatchableBlocks`), as are their descendants: the precise index
+ * under-predicts for those prefixes, never predicts a block that is not there. Blocks of
+ * chains rooted after the join are keyed normally. The engine leaves `resyncing` when it
+ * clears its cache (AllBlocksCleared: it is then complete) or when the caller's resync
+ * window ends; an orphan leaves the ledger when the engine evicts it.
  */
 import type { BlockHashes } from './block-hasher.js';
 import { PrefixIndex } from './prefix-index.js';
@@ -46,6 +56,10 @@ export interface EngineLedgerStats {
   readonly blocks: number;
   readonly unmatchableBlocks: number;
   readonly resyncs: number;
+  /** Resyncs because the ledger outgrew its bound. */
+  readonly ledgerOverflows: number;
+  /** Events of another tier or KV-cache group, not applied. */
+  readonly ignoredEvents: number;
   readonly resyncAtMs?: number;
 }
 
@@ -55,6 +69,8 @@ interface Ledger {
   state: EngineSyncState;
   resyncAtMs: number;
   resyncs: number;
+  ledgerOverflows: number;
+  ignored: number;
   unmatchable: number;
 }
 
@@ -81,7 +97,7 @@ export class EventFedIndex {
 
   ensureEndpoints(n: number): void {
     this.index.ensureEndpoints(n);
-    while (this.ledgers.length < n) this.ledgers.push({ keys: new Map(), state: 'unknown', resyncAtMs: 0, resyncs: 0, unmatchable: 0 });
+    while (this.ledgers.length < n) this.ledgers.push({ keys: new Map(), state: 'unknown', resyncAtMs: 0, resyncs: 0, ledgerOverflows: 0, ignored: 0, unmatchable: 0 });
   }
 
   state(e: number): EngineSyncState {
@@ -107,7 +123,10 @@ export class EventFedIndex {
     for (const ev of events) {
       switch (ev.type) {
         case 'BlockStored': {
-          if (!countsForPrefixCache(ev.medium, ev.groupIdx)) break;
+          if (!countsForPrefixCache(ev.medium, ev.groupIdx)) {
+            led.ignored++;
+            break;
+          }
           let parent: bigint | null;
           if (ev.parentBlockHash === null) parent = this.hasher.modelSeed(model);
           else parent = led.keys.get(ev.parentBlockHash) ?? null;
@@ -127,13 +146,17 @@ export class EventFedIndex {
             }
           }
           if (led.keys.size > this.maxBlocks) {
+            led.ledgerOverflows++;
             this.resync(e, nowMs);
             return false;
           }
           break;
         }
         case 'BlockRemoved': {
-          if (!countsForPrefixCache(ev.medium, ev.groupIdx)) break;
+          if (!countsForPrefixCache(ev.medium, ev.groupIdx)) {
+            led.ignored++;
+            break;
+          }
           for (const h of ev.blockHashes) {
             const k = led.keys.get(h);
             if (k === undefined) continue;
@@ -144,7 +167,10 @@ export class EventFedIndex {
           break;
         }
         case 'AllBlocksCleared':
+          // The engine's cache is empty now: from here the router hears of every block it
+          // holds, so a late or resyncing subscriber is complete again.
           this.dropEntries(e);
+          led.state = 'synced';
           break;
       }
     }
@@ -186,6 +212,8 @@ export class EventFedIndex {
       blocks: led.keys.size,
       unmatchableBlocks: led.unmatchable,
       resyncs: led.resyncs,
+      ledgerOverflows: led.ledgerOverflows,
+      ignoredEvents: led.ignored,
       ...(led.state === 'resyncing' ? { resyncAtMs: led.resyncAtMs } : {}),
     };
   }

@@ -25,6 +25,7 @@ import { EventFedIndex } from './event-fed-index.js';
 import { PrefixIndex } from './prefix-index.js';
 import type { ChatMessageInput, ModelTokenizer, TrackedIds } from '../tokenization/model-tokenizer.js';
 import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
+import type { HistogramCell, HotPathHistogram } from '../telemetry/hot-path-histogram.js';
 
 export const INDEX_MODES = ['approximate', 'precise', 'hybrid'] as const;
 export type IndexMode = (typeof INDEX_MODES)[number];
@@ -56,6 +57,9 @@ export interface TokenizationCost {
   readonly totalMicros: number;
   readonly maxMicros: number;
   readonly failures: number;
+  /** Requests whose cached text prefix had its block keys memoised (hits) or not (misses). */
+  readonly keyMemoHits: number;
+  readonly keyMemoMisses: number;
 }
 
 interface Speculative {
@@ -76,6 +80,10 @@ interface KeyMemo {
   readonly last: bigint;
 }
 
+function tailFrom(ids: Uint32Array | readonly number[], start: number): Uint32Array | readonly number[] {
+  return ids instanceof Uint32Array ? ids.subarray(start) : ids.slice(start);
+}
+
 function joinKey(lo: number, hi: number): bigint {
   return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
 }
@@ -91,6 +99,8 @@ export class PreciseAffinity {
   private costMax = 0;
   private failures = 0;
   private memoHits = 0;
+  private memoMisses = 0;
+  private readonly costCells = new Map<string, HistogramCell>();
   private readonly keyMemo = new Map<string, KeyMemo>();
 
   constructor(
@@ -99,6 +109,8 @@ export class PreciseAffinity {
     private readonly models: ReadonlyMap<string, ModelTokenization>,
     private readonly nowMicros: () => number,
     onResync?: (e: number) => void,
+    /** Receives each request's tokenization cost in seconds, by model. */
+    private readonly costSeconds?: HotPathHistogram<'model'>,
   ) {
     if (!INDEX_MODES.includes(opts.mode)) throw new RouterError('BAD_CONFIG', `index mode must be one of ${INDEX_MODES.join(', ')}`);
     this.events = new EventFedIndex(hasher, {
@@ -149,6 +161,11 @@ export class PreciseAffinity {
     this.costRequests++;
     this.costTotal += micros;
     if (micros > this.costMax) this.costMax = micros;
+    if (this.costSeconds !== undefined) {
+      let cell = this.costCells.get(model);
+      if (cell === undefined) this.costCells.set(model, (cell = this.costSeconds.cell(model)));
+      this.costSeconds.observe(cell, micros / 1e6);
+    }
     return { keys, tokens: ids.length, micros };
   }
 
@@ -176,8 +193,8 @@ export class PreciseAffinity {
       this.keyMemo.delete(memoKey);
       this.keyMemo.set(memoKey, memo);
       this.memoHits++;
-    }
-    const rest = this.hasher.hash(model, from === 0 ? tracked.ids : tracked.ids.slice(from * bs), bs, count - from, parent);
+    } else this.memoMisses++;
+    const rest = this.hasher.hash(model, from === 0 ? tracked.ids : tailFrom(tracked.ids, from * bs), bs, count - from, parent);
     lo.set(rest.lo, from);
     hi.set(rest.hi, from);
     if (memo === undefined) {
@@ -248,7 +265,7 @@ export class PreciseAffinity {
   }
 
   cost(): TokenizationCost {
-    return { requests: this.costRequests, totalMicros: this.costTotal, maxMicros: this.costMax, failures: this.failures };
+    return { requests: this.costRequests, totalMicros: this.costTotal, maxMicros: this.costMax, failures: this.failures, keyMemoHits: this.memoHits, keyMemoMisses: this.memoMisses };
   }
 
   private expire(nowMs: number): void {

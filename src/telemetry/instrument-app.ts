@@ -24,6 +24,7 @@ import { RouterTelemetry } from './router-telemetry.js';
 import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
 import { startTracing } from './tracing.js';
 import { registerDiscoveryMetrics } from '../discovery/discovery-metrics.js';
+import { PRECISE_INDEX_METRICS, registerKvEventMetrics } from '../kv-events/kv-event-metrics.js';
 import type { Tracing } from './tracing.js';
 
 export interface TelemetryInstrumentOptions {
@@ -101,6 +102,9 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const offMembership = registry?.onMembershipChange?.((c) => telemetry.onEndpointsChanged(c.endpoints));
     if (parts.discovery !== undefined) registerDiscoveryMetrics(telemetry.metrics.registry, parts.discovery);
     if (parts.replication !== undefined) registerReplicationMetrics(telemetry.metrics.registry, parts.replication);
+    // The precise prefix index's series, when a precise-prefix-cache plugin is configured.
+    const precise = typeof s.service === 'function' ? s.service(PRECISE_INDEX_METRICS) : undefined;
+    if (precise !== undefined) registerKvEventMetrics(telemetry.metrics.registry, precise);
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,

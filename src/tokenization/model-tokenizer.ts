@@ -22,6 +22,8 @@ import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { RouterError } from '../core/errors.js';
+import { IdBuffer } from './id-buffer.js';
+import { PreTokenIdCache, type PreTokenCacheStats } from './pre-token-id-cache.js';
 
 export interface ChatMessageInput {
   readonly role: string;
@@ -36,10 +38,13 @@ export interface ModelTokenizerOptions {
   readonly cacheChars?: number;
   /** Pieces shorter than this are not cached (cheap to redo); default 64. */
   readonly minCachedPieceChars?: number;
+  /** Cache ids per pre-token where the tokenizer allows it exactly (pre-token-id-cache.ts); default true. */
+  readonly preTokenCache?: boolean;
 }
 
 export interface TrackedIds {
-  readonly ids: number[];
+  /** The ids; from `encodeTracked` a view of a buffer the next call overwrites. */
+  readonly ids: Uint32Array | readonly number[];
   readonly stableChars: number;
   readonly stableIds: number;
   /** text.slice(0, stableChars). */
@@ -52,8 +57,10 @@ export interface TokenizerCacheStats {
   readonly misses: number;
   readonly cachedPieces: number;
   readonly cachedChars: number;
-  /** Characters run through the tokenizer (misses and uncached pieces). */
+  /** Characters of pieces not served whole from the piece cache. */
   readonly encodedChars: number;
+  /** Per-pre-token id cache (byte-level BPE tokenizers), when in use. */
+  readonly preTokens?: PreTokenCacheStats;
 }
 
 interface AddedTokenSpec {
@@ -69,8 +76,10 @@ interface AddedTokenSpec {
 export class ModelTokenizer {
   private readonly template: Template | undefined;
   private readonly splitter: RegExp | undefined;
+  private readonly preTokens: PreTokenIdCache | undefined;
   private readonly addedIds = new Map<string, number>();
-  private readonly cache = new Map<string, readonly number[]>();
+  private readonly cache = new Map<string, Uint32Array>();
+  private readonly out = new IdBuffer();
   private cachedChars = 0;
   private hits = 0;
   private misses = 0;
@@ -103,6 +112,8 @@ export class ModelTokenizer {
     const added = Array.isArray(tokenizerJson['added_tokens']) ? (tokenizerJson['added_tokens'] as AddedTokenSpec[]) : [];
     const exact = added.every((t) => !t.lstrip && !t.rstrip && !t.single_word) && (tokenizerJson['normalizer'] == null || added.every((t) => t.normalized === false));
     for (const t of added) this.addedIds.set(t.content, t.id);
+    // Sections are only known when added tokens split the text exactly (or there are none).
+    if (opts.preTokenCache !== false && (exact || added.length === 0)) this.preTokens = PreTokenIdCache.create(tokenizer, tokenizerJson);
     if (exact && added.length > 0) {
       // Longest first, so a marker that contains another is matched whole (as the tokenizer does).
       const alts = [...added].map((t) => t.content).filter((c) => c.length > 0).sort((a, b) => b.length - a.length).map(escapeRegex);
@@ -169,22 +180,27 @@ export class ModelTokenizer {
 
   /** Token ids of a text prompt; `addSpecialTokens` as the tokenizer's post-processor does. */
   encode(text: string, addSpecialTokens: boolean): number[] {
-    return this.encodeTracked(text, addSpecialTokens).ids;
+    return Array.from(this.encodeTracked(text, addSpecialTokens).ids);
   }
 
   /**
    * Like `encode`, also telling how far the text was served from the piece cache: the ids
    * of `text.slice(0, stableChars)` are `ids.slice(0, stableIds)`, ending at the last cached
    * piece (a repeated system prompt, earlier turns), a natural key for caching work on it.
+   * `ids` is a view of a buffer reused by the next call: copy it to keep it.
    */
   encodeTracked(text: string, addSpecialTokens: boolean): TrackedIds {
-    const out: number[] = addSpecialTokens ? [...this.specialPrefix] : [];
+    const out = this.out;
+    out.length = 0;
+    if (addSpecialTokens) out.pushAll(this.specialPrefix);
     let stableChars = 0;
     let stableIds = 0;
     if (this.splitter === undefined) {
-      this.encodedChars += text.length;
-      const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
-      for (const id of ids) out.push(id);
+      if (this.addedIds.size === 0) this.encodeSection(text, out);
+      else {
+        this.encodedChars += text.length;
+        out.pushAll(this.tokenizer.encode(text, { add_special_tokens: false }).ids);
+      }
     } else {
       const re = this.splitter;
       re.lastIndex = 0;
@@ -202,8 +218,8 @@ export class ModelTokenizer {
         stableIds = out.length;
       }
     }
-    if (addSpecialTokens) for (const id of this.specialSuffix) out.push(id);
-    return { ids: out, stableChars, stableIds, stableText: stableChars === text.length ? text : text.slice(0, stableChars) };
+    if (addSpecialTokens) out.pushAll(this.specialSuffix);
+    return { ids: out.view(), stableChars, stableIds, stableText: stableChars === text.length ? text : text.slice(0, stableChars) };
   }
 
   /** The library's own encoding of the whole text (the reference the piece cache must equal). */
@@ -219,29 +235,35 @@ export class ModelTokenizer {
       cachedPieces: this.cache.size,
       cachedChars: this.cachedChars,
       encodedChars: this.encodedChars,
+      ...(this.preTokens !== undefined ? { preTokens: this.preTokens.stats() } : {}),
     };
   }
 
+  /** Appends the ids of text holding no added token: per pre-token where possible, else whole. */
+  private encodeSection(section: string, out: IdBuffer): void {
+    this.encodedChars += section.length;
+    if (this.preTokens?.encodeSection(section, out) === true) return;
+    out.pushAll(this.tokenizer.encode(section, { add_special_tokens: false }).ids);
+  }
+
   /** Appends the piece's ids; true when they came from the cache. */
-  private encodePiece(piece: string, out: number[]): boolean {
+  private encodePiece(piece: string, out: IdBuffer): boolean {
     if (piece.length < this.minPiece) {
-      this.encodedChars += piece.length;
-      for (const id of this.tokenizer.encode(piece, { add_special_tokens: false }).ids) out.push(id);
+      this.encodeSection(piece, out);
       return false;
     }
     const hit = this.cache.get(piece);
-    let ids: readonly number[];
     if (hit !== undefined) {
-      ids = hit;
       this.hits++;
       this.cache.delete(piece);
       this.cache.set(piece, hit);
+      out.pushAll(hit);
     } else {
       this.misses++;
-      this.encodedChars += piece.length;
-      const fresh = this.tokenizer.encode(piece, { add_special_tokens: false }).ids;
-      ids = fresh;
+      const start = out.length;
+      this.encodeSection(piece, out);
       if (piece.length <= this.cacheChars) {
+        const fresh = out.copy(start);
         this.cache.set(piece, fresh);
         this.cachedChars += piece.length;
         while (this.cachedChars > this.cacheChars) {
@@ -251,7 +273,6 @@ export class ModelTokenizer {
         }
       }
     }
-    for (let i = 0; i < ids.length; i++) out.push(ids[i]!);
     return hit !== undefined;
   }
 }

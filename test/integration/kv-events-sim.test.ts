@@ -18,6 +18,14 @@ import { SimEngineServer } from '../../bench/sim-engine/http-server.js';
 import { defaultConfig } from '../../src/config/default-config.js';
 import { createScheduler } from '../../src/compose/create-scheduler.js';
 import { writeTinyTokenizer } from '../../bench/harness/tiny-tokenizer.js';
+import { Registry } from 'prom-client';
+import { PRECISE_INDEX_METRICS, registerKvEventMetrics } from '../../src/kv-events/kv-event-metrics.js';
+
+/** The value of one exposition line `name{labels} value` (labels as written, in order). */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
 
 const BS = 16;
 const MODEL = 'tiny';
@@ -198,8 +206,84 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
       expect(dbg.streams.map((s) => s.connected)).to.deep.equal([true, true]);
       expect(dbg.tokenization.requests).to.be.greaterThan(0);
       expect(t.decision.matchedBlocks).to.be.greaterThan(0);
+
+      // A repeat of the request: its system prompt comes from the tokenizer's piece cache.
+      const again = scheduler.route({ requestId: 'again', model: MODEL, prefix: sys, promptChars: sys.length, promptTokens: 100, stream: false, arrivalMs: 0, promptInput: { kind: 'chat', messages: [{ role: 'system', content: sys }, { role: 'user', content: 'a follow-up' }] } });
+      again.finish({ aborted: false, status: 200 });
+      // The same state as Prometheus series, through the registry the app's telemetry uses.
+      const registry = new Registry();
+      registerKvEventMetrics(registry, scheduler.service(PRECISE_INDEX_METRICS)!);
+      const text = await registry.metrics();
+      const ep0 = `127.0.0.1:${engines[0]!.port}`;
+      const ep1 = `127.0.0.1:${engines[1]!.port}`;
+      for (const ep of [ep0, ep1]) {
+        expect(sample(text, `cacheroute_kv_event_subscriber_connected{endpoint="${ep}"}`), ep).to.equal(1);
+        // Joined mid-stream: the first message was a gap (a late subscriber), nothing else.
+        expect(sample(text, `cacheroute_kv_event_resyncs_total{endpoint="${ep}",reason="gap"}`), ep).to.equal(1);
+        expect(sample(text, `cacheroute_kv_event_resyncs_total{endpoint="${ep}",reason="disconnect"}`), ep).to.equal(0);
+        expect(sample(text, `cacheroute_kv_event_dropped_messages_total{endpoint="${ep}"}`), ep).to.equal(0);
+        expect(sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`), ep).to.be.greaterThan(0);
+        expect(sample(text, `cacheroute_kv_event_lag_seconds_count{endpoint="${ep}"}`), ep).to.equal(sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`));
+      }
+      expect(sample(text, `cacheroute_kv_events_total{endpoint="${ep0}",type="block_stored"}`)).to.be.greaterThan(0);
+      const st = scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as { engines: { endpointId: string; blocks: number }[]; tokenization: { requests: number } };
+      expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.equal(st.engines.find((e) => e.endpointId === ep0)!.blocks);
+      expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.be.greaterThan(0);
+      expect(sample(text, `cacheroute_precise_tokenization_seconds_count{model="${MODEL}"}`)).to.equal(st.tokenization.requests);
+      expect(sample(text, `cacheroute_tokenizer_cache_lookups_total{model="${MODEL}",cache="piece",result="hit"}`)).to.be.greaterThan(0);
+      expect(text).to.not.include('brand new system prompt');
     } finally {
       scheduler.stop();
+    }
+  });
+});
+
+describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
+  this.timeout(30_000);
+  it('scores hybrid exactly where an engine publishes events and its model has a tokenizer, approximate elsewhere', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kv-auto-'));
+    writeTinyTokenizer(dir);
+    const withEvents = new SimEngineServer({ port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const noEvents = new SimEngineServer({ port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir });
+    const otherModel = new SimEngineServer({ port: 0, model: 'untokenized', timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const all = [withEvents, noEvents, otherModel];
+    await Promise.all(all.map((e) => e.start()));
+    const config = defaultConfig({
+      strategy: 'cache-aware',
+      endpoints: [
+        { address: `127.0.0.1:${withEvents.port}`, models: [MODEL] },
+        { address: `127.0.0.1:${noEvents.port}`, models: [MODEL] },
+        { address: `127.0.0.1:${otherModel.port}`, models: ['untokenized'] },
+      ],
+      // No mode, no kvEvents: auto, publishers discovered.
+      cacheAware: { preciseIndex: { models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }], resyncWindowMs: 0 } },
+    });
+    const scheduler = createScheduler(config, { clock: systemClock, rng: seededRng(3) });
+    scheduler.start();
+    try {
+      const state = () => scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as { mode: string; indexMode: string; endpointModes: Record<string, string>; streams: { endpointId: string }[] };
+      const deadline = Date.now() + 5000;
+      while (state().streams.length === 0 && Date.now() < deadline) await sleep(20);
+      await sleep(300);
+      // One message after the subscription connects puts the engine's stream in sync.
+      const body = (content: string) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 2 }) });
+      let st = state();
+      while (st.endpointModes[`127.0.0.1:${withEvents.port}`] !== 'hybrid' && Date.now() < deadline) {
+        await fetch(`${withEvents.url}/v1/chat/completions`, body(`tick ${Date.now()} `.repeat(20)));
+        await sleep(50);
+        st = state();
+      }
+      expect(st).to.include({ mode: 'auto', indexMode: 'hybrid' });
+      expect(st.streams.map((s) => s.endpointId), 'subscribed only where events exist and the model is tokenized').to.deep.equal([`127.0.0.1:${withEvents.port}`]);
+      expect(st.endpointModes).to.deep.equal({
+        [`127.0.0.1:${withEvents.port}`]: 'hybrid',
+        [`127.0.0.1:${noEvents.port}`]: 'approximate',
+        [`127.0.0.1:${otherModel.port}`]: 'approximate',
+      });
+    } finally {
+      scheduler.stop();
+      await Promise.all(all.map((e) => e.stop(300)));
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
@@ -230,5 +314,6 @@ describe('kv events under a storm (real ZMQ on loopback)', function () {
     expect(maxQueued).to.be.at.most(50);
     expect(idx.stats(0).resyncs).to.be.greaterThan(0);
     expect(st.messages).to.be.lessThan(3000); // dropped, not buffered without bound
+    expect(st.messages + st.droppedMessages, 'every message applied or counted as dropped').to.equal(3000);
   });
 });

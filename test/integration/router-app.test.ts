@@ -102,6 +102,54 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
     }
   });
 
+  it('exports the precise index series on /metrics, fed by a real ZMQ KV-event stream', async () => {
+    const { Publisher } = await import('zeromq');
+    const { encodeKvEventMessage } = await import('../../src/kv-events/kv-event-wire.js');
+    const { writeTinyTokenizer } = await import('../../bench/harness/tiny-tokenizer.js');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'app-kv-')));
+    const pub = new Publisher({ linger: 0 });
+    await pub.bind('tcp://127.0.0.1:*');
+    const ep = TEST_ENDPOINT_ADDRESSES[0]!;
+    try {
+      app = createRouterApp(
+        defaultConfig({
+          strategy: 'cache-aware',
+          cacheAware: { preciseIndex: { mode: 'precise', models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 2 }], kvEvents: { urls: { [ep]: pub.lastEndpoint! } } } },
+        }),
+        { logger: silentLogger, instrument: instrumentTelemetry() },
+      );
+      const { adminPort } = await app.start();
+      const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+      const value = (text: string, series: string): number => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? NaN);
+      const until = async (cond: () => Promise<boolean>, what: string): Promise<void> => {
+        const deadline = Date.now() + 5000;
+        while (!(await cond())) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      await until(async () => (await scrape()).includes(`cacheroute_kv_event_subscriber_connected{endpoint="${ep}"} 1`), 'subscriber connected');
+      await until(async () => {
+        await pub.send(encodeKvEventMessage('kv-events', 0n, Date.now() / 1000, [{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [5, 6, 7, 8], blockSize: 2 }]));
+        return value(await scrape(), `cacheroute_kv_event_messages_total{endpoint="${ep}"}`) >= 1;
+      }, 'a message applied');
+      const text = await scrape();
+      // (A sent message may be lost while the subscription is being set up; each one counts once.)
+      const messages = value(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`);
+      expect(value(text, `cacheroute_kv_events_total{endpoint="${ep}",type="block_stored"}`)).to.equal(messages);
+      expect(value(text, `cacheroute_kv_event_lag_seconds_count{endpoint="${ep}"}`)).to.equal(messages);
+      expect(text).to.include(`cacheroute_precise_index_blocks{endpoint="${ep}"} 2`);
+      expect(text).to.include(`cacheroute_precise_index_synced{endpoint="${ep}"} 1`);
+      expect(text).to.include(`cacheroute_kv_event_resyncs_total{endpoint="${ep}",reason="gap"} 0`);
+    } finally {
+      pub.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('on stop: readiness turns false first, open streams may finish within the grace, then everything closes', async () => {
     const routing = new FakeRoutingService(TEST_ENDPOINT_ADDRESSES);
     const scheduler = { route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r), start() {}, stop() {}, endpoints: () => routing.endpoints };

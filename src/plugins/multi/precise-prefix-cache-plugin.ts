@@ -15,7 +15,10 @@
  * from `kvEvents.port`, `portOffset`, or (with `discover`) the engine's `/kv_event_sources`.
  *
  * Parameters: the schema below (docs/plugins.md is generated from it). The default mode is
- * approximate so that empty parameters are valid; precise and hybrid require `models`.
+ * `auto`: without `models` it is approximate (nothing loads, empty parameters are valid);
+ * with them it runs hybrid, discovers publishers (unless configured), subscribes only to
+ * endpoints whose model has a tokenizer, and each endpoint without a synced stream is scored
+ * approximately (precise-affinity.ts), so events are used exactly where they exist.
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
@@ -32,6 +35,7 @@ import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '..
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
 import { INDEX_CAPACITY_PARAM } from './prefix-cache-plugin.js';
 import { EndpointPresence } from '../shared/endpoint-presence.js';
+import { kvLagHistogram, PRECISE_INDEX_METRICS, tokenizationHistogram, type PreciseIndexMetricsSlot, type PreciseIndexMetricsView } from '../../kv-events/kv-event-metrics.js';
 
 export const PRECISE_PREFIX_CACHE_PLUGIN = 'precise-prefix-cache';
 
@@ -41,15 +45,25 @@ export interface ModelTokenizerSpec {
   readonly blockSize: number;
 }
 
+/** The plugin's modes: the index modes, plus `auto` (hybrid where an endpoint publishes events and its model has a tokenizer). */
+export const PLUGIN_MODES = ['auto', ...INDEX_MODES] as const;
+export type PluginMode = (typeof PLUGIN_MODES)[number];
+
+/** The index mode a plugin mode runs: `auto` is hybrid when some model has a tokenizer, else approximate. */
+export function effectiveIndexMode(mode: PluginMode, models: readonly unknown[]): IndexMode {
+  if (mode !== 'auto') return mode;
+  return models.length > 0 ? 'hybrid' : 'approximate';
+}
+
 export interface PrecisePrefixCacheOptions {
-  readonly mode: IndexMode;
+  readonly mode: PluginMode;
   readonly models: readonly ModelTokenizerSpec[];
   readonly kvPort?: number;
   /** Publisher port = the endpoint's port + this (when no `kvPort` / url is given). */
   readonly kvPortOffset?: number;
   readonly kvTopic: string;
   readonly kvUrls: Readonly<Record<string, string>>;
-  /** Ask each endpoint without a configured publisher for it (vLLM's GET /kv_event_sources). */
+  /** Ask each endpoint without a configured publisher for it (vLLM's GET /kv_event_sources); default: in mode auto. */
   readonly kvDiscover?: boolean;
   readonly speculativeTtlMs: number;
   readonly resyncWindowMs: number;
@@ -81,6 +95,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     private readonly approxHasher: BlockHasher,
     private readonly approx: PrefixIndex,
     private readonly clock: Clock,
+    /** Where the metrics read the first precise instance's state (the scheduler's shared slot). */
+    private readonly metricsSlot?: PreciseIndexMetricsSlot,
   ) {
     this.loaded = new Promise((r) => (this.resolveLoaded = r));
     this.own = scratchKey<OwnEvidence>(`precise-prefix-cache/${name}`);
@@ -114,8 +130,13 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     return this.affinity;
   }
 
+  /** The index mode this instance runs (`auto` resolved). */
+  get indexMode(): IndexMode {
+    return effectiveIndexMode(this.opts.mode, this.opts.models);
+  }
+
   start(signal?: AbortSignal): void {
-    if (this.opts.mode === 'approximate') {
+    if (this.indexMode === 'approximate') {
       this.resolveLoaded();
       return;
     }
@@ -137,12 +158,39 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     return this.subscriber?.stats() ?? [];
   }
 
+  /** How endpoint `ep` is scored now: the index mode when it has a synced event stream and a tokenizer for its model, else approximate. */
+  private endpointMode(ep: Endpoint): IndexMode {
+    const a = this.affinity;
+    if (a === undefined || this.indexMode === 'approximate') return 'approximate';
+    const model = this.endpointModel(ep);
+    if (model === '' || a.tokenizer(model) === undefined || !this.subscribed.has(ep.index)) return 'approximate';
+    return a.trusted(ep.index, this.clock.nowMs()) ? this.indexMode : 'approximate';
+  }
+
+  private metricsView(a: PreciseAffinity, lagSeconds: PreciseIndexMetricsView['lagSeconds'], tokenizationSeconds: PreciseIndexMetricsView['tokenizationSeconds']): PreciseIndexMetricsView {
+    return {
+      lagSeconds,
+      tokenizationSeconds,
+      streams: () => this.kvStats(),
+      engines: () => this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
+      speculativeEntries: () => a.speculativeEntries(),
+      cost: () => a.cost(),
+      tokenizerCaches: () => this.opts.models.flatMap((m) => {
+        const t = a.tokenizer(m.name);
+        return t === undefined ? [] : [{ model: m.name, stats: t.tokenizer.cacheStats() }];
+      }),
+    };
+  }
+
   /** Plugin state for debugging endpoints (no prompt text): streams, ledgers, tokenization cost. */
   debugState(): Record<string, unknown> {
     const a = this.affinity;
     return {
       mode: this.opts.mode,
+      indexMode: this.indexMode,
       ready: a !== undefined,
+      // Per endpoint: precise scoring needs an event stream and a tokenizer for its model.
+      endpointModes: Object.fromEntries(this.endpoints.map((ep) => [ep.id, this.endpointMode(ep)])),
       ...(this.loadError !== undefined ? { loadError: this.loadError.message } : {}),
       streams: this.kvStats(),
       engines: a === undefined ? [] : this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
@@ -160,12 +208,18 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     }
     const approxHashes = requestBlockHashes(state, this.approxHasher);
     const approxTotal = approxHashes.count;
-    const approxMatched = approxTotal > 0 ? this.approx.match(approxHashes) : undefined;
-    const approxFrac = (e: number): number => (approxMatched === undefined ? 0 : (approxMatched[e] ?? 0) / approxTotal);
+    // Matched only when needed: a tokenized request on synced endpoints never reads it.
+    let approxMatched: Uint32Array | undefined;
+    const approxMatch = (): Uint32Array | undefined => (approxTotal > 0 ? (approxMatched ??= this.approx.match(approxHashes)) : undefined);
+    const approxFrac = (e: number): number => {
+      const m = approxMatch();
+      return m === undefined ? 0 : (m[e] ?? 0) / approxTotal;
+    };
     const rk = this.keysOf(state);
     const out = new Array<number>(candidates.length);
     if (rk === undefined || this.affinity === undefined) {
-      for (let e = 0; e < n; e++) this.matched[e] = approxMatched?.[e] ?? 0;
+      const m = approxMatch();
+      for (let e = 0; e < n; e++) this.matched[e] = m?.[e] ?? 0;
       this.publish(state, { matchedByEndpoint: this.matched, totalBlocks: approxTotal }, true);
       for (let i = 0; i < candidates.length; i++) out[i] = approxFrac(candidates[i]!.endpoint.index);
       return out;
@@ -216,6 +270,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       import('../../tokenization/token-block-hasher.js'),
     ]);
     const hasher = await createTokenBlockHasher();
+    const lagSeconds = kvLagHistogram();
+    const tokenizationSeconds = tokenizationHistogram();
     const models = new Map<string, ModelTokenization>();
     for (const m of this.opts.models) {
       models.set(m.name, { tokenizer: await ModelTokenizer.fromDirectory(m.tokenizerDir), blockSize: m.blockSize });
@@ -223,16 +279,18 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     if (signal?.aborted === true) return;
     const n = Math.max(1, this.approx.endpointCount);
     const affinity = new PreciseAffinity(
-      { mode: this.opts.mode, speculativeTtlMs: this.opts.speculativeTtlMs, resyncWindowMs: this.opts.resyncWindowMs, maxBlocks: this.opts.maxBlocks, endpoints: n },
+      { mode: this.indexMode, speculativeTtlMs: this.opts.speculativeTtlMs, resyncWindowMs: this.opts.resyncWindowMs, maxBlocks: this.opts.maxBlocks, endpoints: n },
       hasher,
       models,
       () => this.clock.nowMicros(),
       (e) => {
         if (e < this.approx.endpointCount) this.approx.evictEndpoint(e);
       },
+      tokenizationSeconds,
     );
     this.affinity = affinity;
-    this.subscriber = new KvEventSubscriber(affinity.events, { clock: this.clock });
+    this.subscriber = new KvEventSubscriber(affinity.events, { clock: this.clock, lagSeconds });
+    if (this.metricsSlot !== undefined && this.metricsSlot.view === undefined) this.metricsSlot.view = this.metricsView(affinity, lagSeconds, tokenizationSeconds);
     this.signal = signal;
     signal?.addEventListener('abort', () => this.stop(), { once: true });
     this.subscriber.setSources(this.sources());
@@ -269,17 +327,31 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       .finally(() => this.discovering.delete(ep.id));
   }
 
+  /** Endpoint indices with an event stream open. */
+  private readonly subscribed = new Set<number>();
+
+  /** The model an endpoint's events are keyed with: its only model, else the only configured one ('' = none). */
+  private endpointModel(ep: Endpoint): string {
+    return ep.models.length === 1 ? ep.models[0]! : this.opts.models.length === 1 ? this.opts.models[0]!.name : '';
+  }
+
   private sources(): KvEventSource[] {
     const out: KvEventSource[] = [];
+    this.subscribed.clear();
+    const discover = this.opts.kvDiscover ?? this.opts.mode === 'auto';
+    const tokenized = new Set(this.opts.models.map((m) => m.name));
     for (const ep of this.endpoints) {
+      const model = this.endpointModel(ep);
+      // In auto mode, an endpoint whose model the router cannot tokenize is not subscribed to.
+      if (this.opts.mode === 'auto' && !tokenized.has(model)) continue;
       const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
       const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined) ?? this.discovered.get(ep.id);
       const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${host}:${port}` : undefined);
       if (url === undefined) {
-        if (this.opts.kvDiscover === true) this.discover(ep, this.signal);
+        if (discover) this.discover(ep, this.signal);
         continue;
       }
-      const model = ep.models.length === 1 ? ep.models[0]! : (this.opts.models.length === 1 ? this.opts.models[0]!.name : '');
+      this.subscribed.add(ep.index);
       out.push({ endpointIndex: ep.index, endpointId: ep.id, url, topic: this.opts.kvTopic, model });
     }
     return out;
@@ -303,13 +375,17 @@ const kvEventsParams = optionalSection({
     .record(z.string(), str({ pattern: PUBLISHER_URL, what: 'tcp://host:port' }))
     .default({})
     .describe('Publisher URL per endpoint id ("ip:port" → "tcp://host:port"); wins over port and portOffset.'),
-  discover: bool().default(false).describe('Ask each endpoint without a configured publisher for it (vLLM\'s GET /kv_event_sources; only the port is taken).'),
+  discover: bool().optional().describe('Ask each endpoint without a configured publisher for it (vLLM\'s GET /kv_event_sources; only the port is taken). Default: true in mode auto, else false.'),
 });
 
 const preciseParams = section({
   ...blockParams,
   indexCapacityBlocks: INDEX_CAPACITY_PARAM,
-  mode: oneOf(INDEX_MODES).default('approximate').describe('approximate: the router\'s own index only (no ZMQ, no tokenizer); precise: the engines\' KV events; hybrid: KV events plus speculative entries for routed requests (docs/kv-events.md). precise and hybrid need models.'),
+  mode: oneOf(PLUGIN_MODES)
+    .default('auto')
+    .describe(
+      'auto: hybrid for each endpoint that publishes KV events (configured or discovered) and whose model has a tokenizer in models, approximate for the others (approximate everywhere without models; no ZMQ, no tokenizer loaded); approximate: the router\'s own index only; precise: the engines\' KV events; hybrid: KV events plus speculative entries for routed requests (docs/kv-events.md). precise and hybrid need models.',
+    ),
   models: listOf(modelParams).default([]).describe('Models the router tokenizes (required in precise and hybrid).'),
   kvEvents: kvEventsParams.describe('Where each engine publishes its KV events.'),
   speculativeTtlMs: num({ min: 0, max: 600_000 }).default(10_000).describe('A routed request\'s blocks count as held until the engine confirms them or this passes.'),
@@ -317,7 +393,7 @@ const preciseParams = section({
   maxBlocks: int({ min: 1, max: 1 << 16 }).default(512).describe('At most this many leading token blocks are matched.'),
 }).superRefine((p, ctx) => {
   if (typeof p !== 'object' || p === null) return;
-  if (p.mode !== 'approximate' && Array.isArray(p.models) && p.models.length === 0) {
+  if ((p.mode === 'precise' || p.mode === 'hybrid') && Array.isArray(p.models) && p.models.length === 0) {
     ctx.addIssue({ code: 'custom', path: ['models'], message: `needs at least one model in mode ${String(p.mode)}` });
   }
 }, ALWAYS);
@@ -332,7 +408,7 @@ export function preciseOptions(p: PrecisePrefixCacheParams): PrecisePrefixCacheO
     models: p.models,
     ...(kv.port !== undefined ? { kvPort: kv.port } : {}),
     ...(kv.portOffset !== undefined ? { kvPortOffset: kv.portOffset } : {}),
-    ...(kv.discover ? { kvDiscover: true } : {}),
+    ...(kv.discover !== undefined ? { kvDiscover: kv.discover } : {}),
     kvTopic: kv.topic,
     kvUrls: kv.urls,
     speculativeTtlMs: p.speculativeTtlMs,
@@ -344,10 +420,11 @@ export function preciseOptions(p: PrecisePrefixCacheParams): PrecisePrefixCacheO
 export const precisePrefixCache = definePlugin({
   type: PRECISE_PREFIX_CACHE_PLUGIN,
   description:
-    "Scores each endpoint by the share of the request's token blocks it holds according to the engines' own KV events (ZMQ, vLLM format) with router-side tokenization; modes approximate, precise and hybrid (falls back to its own approximate index when the router cannot tokenize the request). Loads ZMQ and the tokenizers only when a precise mode starts.",
+    "Scores each endpoint by the share of the request's token blocks it holds according to the engines' own KV events (ZMQ, vLLM format) with router-side tokenization; modes auto (default: hybrid per endpoint where events and a tokenizer exist, approximate elsewhere), approximate, precise and hybrid (falls back to its own approximate index when the router cannot tokenize the request). Loads ZMQ and the tokenizers only when a precise mode starts.",
   parameters: preciseParams,
   create: (name, p, handle) => {
     const approx = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });
-    return new PrecisePrefixCachePlugin(name, preciseOptions(p), sharedBlockHasher(handle, p), approx, handle.clock);
+    const slot = handle.shared(PRECISE_INDEX_METRICS, (): PreciseIndexMetricsSlot => ({ view: undefined }));
+    return new PrecisePrefixCachePlugin(name, preciseOptions(p), sharedBlockHasher(handle, p), approx, handle.clock, slot);
   },
 });

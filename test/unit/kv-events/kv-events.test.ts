@@ -9,7 +9,7 @@ import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
 import { detectContentFormat, ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
-import { preciseOptions, precisePrefixCache, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
+import { effectiveIndexMode, preciseOptions, precisePrefixCache, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
 import { configError, parseWith } from '../../../src/util/schema.js';
 
 /** The plugin's options from raw parameters, as the plugin graph validates them (field paths under `base`). */
@@ -122,6 +122,32 @@ describe('kv-events: event-fed index', () => {
     expect(idx.stats(0)).to.include({ blocks: 0, resyncs: 1 });
     idx.markFresh(0);
     expect(idx.state(0)).to.equal('synced');
+  });
+
+  it('late subscriber: blocks extending chains it never saw stay unmatchable; new roots match; a cache clear makes it complete', () => {
+    const idx = new EventFedIndex(hasher, { endpoints: 1 });
+    const seq = new SequenceTracker();
+    const old = tokens(8, 5); // cached before the router subscribed: blocks 101n..104n
+    const fresh = tokens(6, 6);
+    // First message the router hears has sequence 40: the engine may hold blocks it never heard of.
+    expect(seq.observe(40n)).to.equal('gap');
+    idx.resync(0, 0);
+    const g = { loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 } as const;
+    // A request extends the pre-join chain (parent 102n unknown) by two blocks, and a brand-new prompt is stored.
+    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [103n, 104n], parentBlockHash: 102n, tokenIds: old.slice(4, 8), blockSize: 2, ...g }], 1);
+    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [201n, 202n, 203n], parentBlockHash: null, tokenIds: fresh, blockSize: 2, ...g }], 1);
+    expect(idx.match(hasher.hash('m', old, 2))[0], 'no hit predicted for a chain whose ancestry is unknown').to.equal(0);
+    expect(idx.match(hasher.hash('m', fresh, 2))[0]).to.equal(3);
+    expect(idx.stats(0)).to.include({ state: 'resyncing', blocks: 5, unmatchableBlocks: 2 });
+    // The engine evicts the orphans: they leave the ledger.
+    idx.apply(0, 'm', [{ type: 'BlockRemoved', blockHashes: [104n, 103n], medium: 'GPU', groupIdx: 0 }], 2);
+    expect(idx.stats(0)).to.include({ blocks: 3, unmatchableBlocks: 0 });
+    // A cache reset: the engine is empty, so everything from here is known: synced at once.
+    idx.apply(0, 'm', [{ type: 'AllBlocksCleared' }], 3);
+    expect(idx.stats(0)).to.include({ state: 'synced', blocks: 0 });
+    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [301n, 302n, 303n, 304n], parentBlockHash: null, tokenIds: old, blockSize: 2, ...g }], 4);
+    expect(idx.match(hasher.hash('m', old, 2))[0]).to.equal(4);
+    idx.index.checkInvariants();
   });
 
   it('a ledger beyond its bound resyncs instead of growing', () => {
@@ -294,7 +320,12 @@ describe('precise-prefix-cache parameters', () => {
       [{ ...ok, kvEvents: { nope: 1 } }, /kvEvents\.nope/],
     ];
     for (const [p, re] of bad) expect(() => parsePrecisePrefixCacheParams('p', p)).to.throw(re);
-    expect(parsePrecisePrefixCacheParams('p', {})).to.include({ mode: 'approximate' });
+    const dflt = parsePrecisePrefixCacheParams('p', {});
+    expect(dflt).to.include({ mode: 'auto' });
+    expect(dflt.kvDiscover).to.equal(undefined);
+    expect(effectiveIndexMode(dflt.mode, dflt.models), 'auto without models: approximate, nothing loads').to.equal('approximate');
+    expect(effectiveIndexMode('auto', ok.models)).to.equal('hybrid');
+    expect(effectiveIndexMode('precise', ok.models)).to.equal('precise');
     expect(parsePrecisePrefixCacheParams('p', { mode: 'approximate' }).models).to.deep.equal([]);
   });
 });

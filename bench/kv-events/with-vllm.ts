@@ -1,0 +1,41 @@
+/**
+ * Runs one of the KV-event benchmarks against real vLLM engines it starts and stops itself:
+ * starts `--count` engines (KV events on, `--blocks` GPU blocks), then the benchmark script
+ * with `--engines vllm --vllm <url=publisher,…> --model-dir <tiny model> --model <name>` and
+ * the remaining arguments, then stops the engines (also when the benchmark fails).
+ *
+ *   node dist/bench/kv-events/with-vllm.js [--count 2] [--blocks 72] [--start-timeout-ms 240000] -- dist/bench/kv-events/accuracy-bench.js --requests 80 --out DIR
+ */
+import { spawn } from 'node:child_process';
+import { startVllmEngines } from '../real-engine/launcher.js';
+import { ensureTinyModel } from '../real-engine/tiny-model.js';
+import { arg } from '../micro/cli-arg.js';
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const sep = argv.indexOf('--');
+  if (sep < 0 || sep === argv.length - 1) throw new Error('usage: with-vllm.js [--count N] [--blocks N] -- <bench script> [args…]');
+  const own = argv.slice(0, sep);
+  const [script, ...rest] = argv.slice(sep + 1) as [string, ...string[]];
+  const count = Number(arg(own, '--count') ?? 2);
+  const blocks = Number(arg(own, '--blocks') ?? 72);
+  const startTimeoutMs = Number(arg(own, '--start-timeout-ms') ?? 240_000);
+  const model = ensureTinyModel();
+  const fleet = await startVllmEngines({ count, numGpuBlocks: blocks, kvEvents: true, startTimeoutMs });
+  let code = 1;
+  try {
+    const vllm = fleet.engines.map((e) => `${e.url}=${e.kvEvents!.endpoint.replace('*', e.host)}`).join(',');
+    code = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, [script, '--engines', 'vllm', '--vllm', vllm, '--model-dir', model.dir, '--model', fleet.model, ...rest], { stdio: 'inherit' });
+      child.on('exit', (c) => resolve(c ?? 1));
+    });
+  } finally {
+    await fleet.stop();
+  }
+  process.exitCode = code;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
