@@ -23,6 +23,8 @@ export interface RequestRecord {
   /** How late the request actually went out (client-side lag), ms. */
   readonly lagMs: number;
   readonly engine: string | null;
+  /** The router's `x-cacheroute-decision` header (null when absent or not sent). */
+  readonly decision: string | null;
   readonly status: number;
   readonly outcome: Outcome | 'client-shed';
   /** Measured from the intended send time, so client lag is not hidden. */
@@ -106,6 +108,7 @@ export async function runOpenLoop(opts: DriverOptions): Promise<DriverResult> {
     scheduledMs: req.atMs,
     lagMs: 0,
     engine: null,
+    decision: null,
     status: 0,
     outcome: 'not-sent',
     ttftMs: null,
@@ -176,6 +179,7 @@ export async function runOpenLoop(opts: DriverOptions): Promise<DriverResult> {
       scheduledMs,
       lagMs: lag,
       engine: res?.engine ?? null,
+      decision: res?.decision ?? null,
       status: res?.status ?? 0,
       outcome,
       ttftMs: res?.ttftMs === null || res === undefined ? null : res.ttftMs + lag,

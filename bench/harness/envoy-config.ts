@@ -33,6 +33,10 @@ export interface EnvoyRenderOptions {
   readonly adminPort?: number;
   /** cacheroute's ext_proc gRPC address `host:port` (router variants). */
   readonly routerAddress?: string;
+  /** Several router replicas' ext_proc addresses (router variants); replaces routerAddress. */
+  readonly routerAddresses?: readonly string[];
+  /** Render from this file instead of this checkout's envoy/<variant>.yaml (e.g. another commit's). */
+  readonly sourceFile?: string;
   /** Engine addresses `ip:port` for STATIC engine clusters (ignored by ORIGINAL_DST and EDS). */
   readonly engines?: readonly string[];
   /** The EDS file of an EDS engine cluster (its directory becomes the watched directory). */
@@ -142,7 +146,7 @@ function durationText(ms: number): string {
 
 /** Parses the canonical file and applies the options; returns the config as an object. */
 export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
-  const doc = obj(parse(readFileSync(envoyConfigPath(opts.variant), 'utf8')), 'document');
+  const doc = obj(parse(readFileSync(opts.sourceFile ?? envoyConfigPath(opts.variant), 'utf8')), 'document');
   const sr = obj(doc['static_resources'], 'static_resources');
   const clusters = sr['clusters'];
 
@@ -167,6 +171,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
 
   const routerOpts =
     opts.routerAddress !== undefined ||
+    opts.routerAddresses !== undefined ||
     opts.failureModeAllow !== undefined ||
     opts.otelCollector !== undefined ||
     opts.messageTimeoutMs !== undefined ||
@@ -176,8 +181,10 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   if (routerOpts && !usesRouter(opts.variant)) {
     throw new Error(`envoy config: variant ${opts.variant} has no ext_proc router`);
   }
-  if (opts.routerAddress !== undefined) {
-    setClusterEndpoints(byName(clusters, 'cacheroute_extproc', 'cluster'), [opts.routerAddress]);
+  const routers = opts.routerAddresses ?? (opts.routerAddress !== undefined ? [opts.routerAddress] : undefined);
+  if (routers !== undefined) {
+    if (routers.length === 0) throw new Error('envoy config: router address list is empty');
+    setClusterEndpoints(byName(clusters, 'cacheroute_extproc', 'cluster'), routers);
   }
   if (opts.otelCollector !== undefined) {
     setClusterEndpoints(byName(clusters, 'otel_collector', 'cluster'), [opts.otelCollector]);
@@ -208,6 +215,6 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
 
 /** Renders the variant as YAML text (with a header naming its source). */
 export function renderEnvoyConfig(opts: EnvoyRenderOptions): string {
-  const header = `# Rendered from envoy/${opts.variant}.yaml by bench/harness/envoy-config.ts; do not edit.\n`;
+  const header = `# Rendered from ${opts.sourceFile ?? `envoy/${opts.variant}.yaml`} by bench/harness/envoy-config.ts; do not edit.\n`;
   return header + stringify(buildEnvoyConfig(opts), { lineWidth: 0 });
 }

@@ -6,6 +6,7 @@
  * failures are counted rather than lost.
  */
 import { Agent, request as rawRequest } from 'node:http';
+import { DECISION_HEADER } from '../../src/telemetry/decision-summary.js';
 import type { BenchRequest } from '../workloads/types.js';
 
 export type Outcome =
@@ -21,6 +22,8 @@ export interface StreamResult {
   readonly outcome: Outcome;
   readonly status: number;
   readonly engine: string | null;
+  /** The router's `x-cacheroute-decision` response header, when it sets one. */
+  readonly decision: string | null;
   /** ms since the request was written, or null if no text arrived. */
   readonly ttftMs: number | null;
   readonly e2eMs: number | null;
@@ -139,6 +142,7 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
     const acc = new SseAccumulator(opts.keepText ?? false);
     let status = 0;
     let engine: string | null = null;
+    let decision: string | null = null;
     let settled = false;
     let errorText = '';
     const finish = (outcome: Outcome, error: string | null): void => {
@@ -153,6 +157,7 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
         outcome,
         status,
         engine,
+        decision,
         ttftMs: acc.firstTextAt === undefined ? null : acc.firstTextAt - start,
         e2eMs: outcome === 'ok' ? end - start : null,
         outputTokens: usage?.completion_tokens ?? acc.textChunks,
@@ -184,6 +189,8 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
       status = res.statusCode ?? 0;
       const e = res.headers['x-engine-id'];
       engine = (Array.isArray(e) ? e[0] : e) ?? null;
+      const d = res.headers[DECISION_HEADER];
+      decision = (Array.isArray(d) ? d[0] : d) ?? null;
       res.setEncoding('utf8');
       const ok = status >= 200 && status < 300;
       res.on('data', (chunk: string) => {
