@@ -21,7 +21,7 @@ type CacherouteSpec = Extract<ContenderSpec, { kind: 'cacheroute' }>;
  * reported as `replica=` in the decision header) and the broker.
  */
 export function replicationOverrides(url: string, name: string): RouterOverrides {
-  return { replication: { enabled: true, replicaId: name, nats: { servers: [url] } } };
+  return { replication: { enabled: true, replicaId: name, servers: [url] } };
 }
 
 interface Replica {
@@ -46,7 +46,7 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
   };
   const launch = async (r: Replica): Promise<void> => {
     r.proc = await startProcess({
-      name: `cacheroute-${r.name}`,
+      name: `cacheroute-${spec.label}-${r.name}`,
       command: process.execPath,
       args: [main, 'serve', '--config', r.configFile],
       readyLine: (line) => line.includes('"listening"'),
@@ -57,13 +57,13 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
   try {
     if (spec.replication === 'nats') nats = await startNatsServer({ name: `nats-${spec.label}`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
     for (let i = 0; i < count; i++) {
-      const name = count === 1 ? spec.label : `${spec.label}-r${i}`;
+      const name = `r${i}`;
       const grpcPort = await freePort();
       const adminPort = await freePort();
       let overrides: RouterOverrides = {};
       if (nats) overrides = deepMerge(overrides, replicationOverrides(nats.url, name));
       if (spec.routerOverrides) overrides = deepMerge(overrides, spec.routerOverrides);
-      const configFile = join(runDir(), `router-${name}-${configCounter()}.yaml`);
+      const configFile = join(runDir(), `router-${spec.label}-${name}-${configCounter()}.yaml`);
       writeFileSync(
         configFile,
         renderRouterConfig({

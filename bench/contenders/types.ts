@@ -78,7 +78,7 @@ export interface RunningContender {
 
 /** The router processes of one cacheroute contender, controllable while a run is going. */
 export interface ReplicaSet {
-  /** Replica names, in order (also their `replica=` id in the decision header when the router sets one). */
+  /** Replica names `r0`, `r1`, … in order (also their replica id in the router config and decision header). */
   readonly names: readonly string[];
   /** Admin base URL of replica i (stable across restarts: same ports). */
   adminUrl(i: number): string;

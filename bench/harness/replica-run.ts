@@ -25,7 +25,7 @@ import {
 import type { RequestRecord } from './driver.js';
 import { runFaultScript, type FaultEvent, type FaultScript } from './fault-script.js';
 import { sleep } from './managed-process.js';
-import { sampleReplica, startReplicaSampler, type ReplicaSample, type ReplicaSampler } from './replica-sampler.js';
+import { sampleReplica, startReplicaSampler, type IndexAgreement, type ReplicaSample, type ReplicaSampler } from './replica-sampler.js';
 
 const CPU = 'cacheroute_process_cpu_seconds_total';
 
@@ -73,6 +73,8 @@ export interface ReplicaFacts {
   /** Prediction checks per replica and second: replica → [second, n, correct][]. */
   readonly accuracyPerSecond: Readonly<Record<string, ReadonlyArray<readonly [number, number, number]>>>;
   readonly replicationSeries: readonly SeriesChanges[];
+  /** Runs with NATS and faults: how alike the replicas' prefix indexes were, about once a second. */
+  readonly indexAgreement: readonly IndexAgreement[];
   readonly inflightAtEnd: readonly InflightAtEnd[];
   readonly inflightExact: boolean;
   readonly samples: number;
@@ -147,7 +149,7 @@ export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultS
     begin: (t0) => {
       if (faults.length > 0) {
         script = runFaultScript(faults, set, t0, log);
-        sampler = startReplicaSampler(set, t0);
+        sampler = startReplicaSampler(set, t0, 500, set.hasNats ? 1000 : 0);
       }
     },
     abort: async () => {
@@ -162,7 +164,7 @@ export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultS
       // In-flight views settle within a sharing interval once the engines are idle.
       await sleep(1500);
       const end = await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, 0, 3000) : Promise.resolve(undefined))));
-      const samples = (await sampler?.stop()) ?? [];
+      const { samples, agreement } = (await sampler?.stop()) ?? { samples: [], agreement: [] };
       const cpuAfter = end.map((s) => s?.metrics[CPU] ?? null);
       const cpuWindowS = (performance.now() - cpuAt) / 1000;
       const restarted = new Set(events.filter((e) => e.action === 'restart-replica').map((e) => e.replica));
@@ -224,6 +226,7 @@ export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultS
           perSecond: perSecondSums(records),
           accuracyPerSecond,
           replicationSeries: seriesChanges(samples, set.names),
+          indexAgreement: agreement.map((a) => ({ ...a, tMs: Math.round(a.tMs), minJaccard: a.minJaccard === null ? null : Math.round(a.minJaccard * 1e4) / 1e4 })),
           inflightAtEnd: inflight,
           inflightExact: inflight.every((v) => v.requests === 0 && v.promptTokens === 0),
           samples: samples.length,

@@ -74,19 +74,86 @@ export async function sampleReplica(set: ReplicaSet, i: number, tMs: number, tim
   return { tMs, replica: i, metrics: keptMetrics(m.text), ...(endpoints ? { endpoints } : {}) };
 }
 
-export interface ReplicaSampler {
-  /** Stops polling; resolves with every sample taken. */
-  stop(): Promise<ReplicaSample[]>;
+/** How alike the running replicas' prefix indexes are at one moment. */
+export interface IndexAgreement {
+  readonly tMs: number;
+  /** Replicas that answered. */
+  readonly replicas: number;
+  /** Every endpoint's digest (block count and XOR of keys) equal on every replica. */
+  readonly digestsEqual: boolean;
+  /** Lowest, over replica pairs, of the mean over endpoints of |A ∩ B| ÷ |A ∪ B| of their block keys. */
+  readonly minJaccard: number | null;
 }
 
-export function startReplicaSampler(set: ReplicaSet, t0: number, intervalMs = 500): ReplicaSampler {
+/** |A ∩ B| ÷ |A ∪ B| (1 for two empty sets). */
+export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+  if (a.size === 0 && b.size === 0) return 1;
+  let both = 0;
+  for (const k of a) if (b.has(k)) both++;
+  return both / (a.size + b.size - both);
+}
+
+/** Lowest pairwise mean-over-endpoints Jaccard of per-replica key sets (endpoint → keys). */
+export function minPairJaccard(views: ReadonlyArray<ReadonlyMap<string, ReadonlySet<string>>>): number | null {
+  let min: number | null = null;
+  for (let i = 0; i < views.length; i++) {
+    for (let j = i + 1; j < views.length; j++) {
+      const a = views[i] as ReadonlyMap<string, ReadonlySet<string>>;
+      const b = views[j] as ReadonlyMap<string, ReadonlySet<string>>;
+      const ids = new Set([...a.keys(), ...b.keys()]);
+      let sum = 0;
+      for (const id of ids) sum += jaccard(a.get(id) ?? new Set(), b.get(id) ?? new Set());
+      const v = ids.size === 0 ? 1 : sum / ids.size;
+      min = min === null ? v : Math.min(min, v);
+    }
+  }
+  return min;
+}
+
+interface DigestBody {
+  endpoints?: Array<{ endpointId?: string; blocks?: number; xor?: string }>;
+}
+
+/** One replica's index: endpoint → block keys (from /debug/replication/index), or undefined. */
+async function indexKeys(base: string): Promise<{ digest: string; keys: Map<string, Set<string>> } | undefined> {
+  const d = await httpText(`${base}/debug/replication/index`, 'GET', 1000).catch(() => undefined);
+  if (d === undefined || d.status !== 200) return undefined;
+  const eps = ((JSON.parse(d.text) as DigestBody).endpoints ?? []).filter((e) => typeof e.endpointId === 'string');
+  const keys = new Map<string, Set<string>>();
+  for (const e of eps) {
+    const k = await httpText(`${base}/debug/replication/index?endpoint=${encodeURIComponent(e.endpointId as string)}`, 'GET', 2000).catch(() => undefined);
+    if (k === undefined || k.status !== 200) return undefined;
+    keys.set(e.endpointId as string, new Set((JSON.parse(k.text) as { keys?: string[] }).keys ?? []));
+  }
+  return { digest: eps.map((e) => `${e.endpointId}:${e.blocks}:${e.xor}`).join(','), keys };
+}
+
+export interface ReplicaSampler {
+  /** Stops polling; resolves with every sample taken. */
+  stop(): Promise<{ samples: ReplicaSample[]; agreement: IndexAgreement[] }>;
+}
+
+/**
+ * Polls every `intervalMs`; with `indexEveryMs` > 0 also compares the running replicas'
+ * prefix indexes (the replication debug route) that often.
+ */
+export function startReplicaSampler(set: ReplicaSet, t0: number, intervalMs = 500, indexEveryMs = 0): ReplicaSampler {
   const samples: ReplicaSample[] = [];
+  const agreement: IndexAgreement[] = [];
   const abort = new AbortController();
+  let nextIndexAt = 0;
   const loop = (async () => {
     while (!abort.signal.aborted) {
       const tMs = performance.now() - t0;
       const got = await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, tMs, 1000, false) : Promise.resolve(undefined))));
       for (const s of got) if (s !== undefined) samples.push(s);
+      if (indexEveryMs > 0 && tMs >= nextIndexAt) {
+        nextIndexAt = tMs + indexEveryMs;
+        const views = (await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? indexKeys(set.adminUrl(i)) : Promise.resolve(undefined))))).filter((v) => v !== undefined);
+        if (views.length >= 2) {
+          agreement.push({ tMs, replicas: views.length, digestsEqual: views.every((v) => v.digest === views[0]?.digest), minJaccard: minPairJaccard(views.map((v) => v.keys)) });
+        }
+      }
       await sleep(Math.max(0, intervalMs - (performance.now() - t0 - tMs)), abort.signal).catch(() => undefined);
     }
   })();
@@ -94,7 +161,7 @@ export function startReplicaSampler(set: ReplicaSet, t0: number, intervalMs = 50
     stop: async () => {
       abort.abort();
       await loop;
-      return samples;
+      return { samples, agreement };
     },
   };
 }

@@ -48,6 +48,9 @@ export interface StreamRequestOptions {
   readonly now?: () => number;
 }
 
+/** Header carrying a request's session (the fallback hash of the shipped Envoy configs). */
+export const SESSION_HEADER = 'x-session-id';
+
 export function requestBody(req: BenchRequest, model: string): Record<string, unknown> {
   const common = {
     model,
@@ -171,7 +174,13 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
     const httpReq = rawRequest(url, {
       method: 'POST',
       agent: opts.agent,
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': Buffer.byteLength(body), ...opts.headers },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        'content-length': Buffer.byteLength(body),
+        ...(req.session !== undefined ? { [SESSION_HEADER]: req.session } : {}),
+        ...opts.headers,
+      },
     });
     const timer = setTimeout(() => {
       finish('timeout', `no complete response after ${opts.timeoutMs} ms`);

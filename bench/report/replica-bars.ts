@@ -52,30 +52,45 @@ export function pooledAccuracy(facts: ReplicaFacts, fromS: number, toS: number):
   return { n, rate: n === 0 ? null : ok / n };
 }
 
-/** A series the router exports while it is connected to NATS (1 = connected), if any. */
-const CONNECTED = /(nats|replication).*connected|connected.*(nats|replication)/;
+/** The routers' gauges: 1 while connected to NATS; 1 once the index stream replay caught up. */
+export const CONNECTED_SERIES = 'cacheroute_replication_connected';
+export const CAUGHT_UP_SERIES = 'cacheroute_replication_replay_caught_up';
 
 /**
- * ms after NATS was ready again until every replica's "connected" series read 1 for good
- * (null when no replica exports such a series, or one never settled).
+ * ms after `backMs` until every replica's `series` read 1 for good (null when no replica
+ * exports it, or one never settled).
  */
-export function reconnectMs(facts: ReplicaFacts, backMs: number): { ms: number | null; series: string | null } {
-  const byReplica = new Map<string, number | null>();
-  let seriesName: string | null = null;
+export function settledMs(facts: ReplicaFacts, series: string, backMs: number): number | null {
+  const times: Array<number | null> = [];
   for (const sc of facts.replicationSeries) {
-    if (!CONNECTED.test(sc.series)) continue;
-    seriesName ??= sc.series;
+    if (sc.series !== series) continue;
     let settled: number | null = null;
     for (const [t, v] of sc.points) {
       if (v === 1) settled ??= Math.max(t, backMs);
       else settled = null;
     }
-    byReplica.set(sc.replica, settled);
+    times.push(settled);
   }
-  if (byReplica.size === 0) return { ms: null, series: null };
-  const times = [...byReplica.values()];
-  if (times.some((t) => t === null)) return { ms: null, series: seriesName };
-  return { ms: Math.max(...(times as number[])) - backMs, series: seriesName };
+  if (times.length === 0 || times.some((t) => t === null)) return null;
+  return Math.max(...(times as number[])) - backMs;
+}
+
+/**
+ * Reconvergence of the replicas' prefix indexes after NATS returned: the first comparison
+ * at or after `backMs` whose lowest pairwise key overlap is back within 2 points of its
+ * median over the 8 s before NATS stopped (the churn level of healthy sharing). Also the
+ * lowest overlap during the outage.
+ */
+export function indexReconvergence(facts: ReplicaFacts, stopMs: number, backMs: number): { ms: number | null; before: number | null; outageMin: number | null } {
+  const vals = (from: number, to: number): number[] =>
+    facts.indexAgreement.filter((a) => a.tMs >= from && a.tMs < to && a.minJaccard !== null).map((a) => a.minJaccard as number);
+  const pre = vals(Math.max(0, stopMs - 8000), stopMs).sort((x, y) => x - y);
+  const before = pre.length === 0 ? null : (pre[Math.floor(pre.length / 2)] as number);
+  const outage = vals(stopMs, backMs);
+  const outageMin = outage.length === 0 ? null : Math.min(...outage);
+  if (before === null) return { ms: null, before, outageMin };
+  const hit = facts.indexAgreement.find((a) => a.tMs >= backMs && a.minJaccard !== null && a.minJaccard >= before - 0.02);
+  return { ms: hit === undefined ? null : hit.tMs - backMs, before, outageMin };
 }
 
 /**
@@ -173,13 +188,17 @@ function natsChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
       status: status(d !== null, Math.abs(d ?? 1) <= REPLICA_BARS.natsHitPoints),
       detail: `requests sent ${stopS}–${backS} s: ${fmtPct(during.rate)} (${during.requests} requests) vs the same seconds of scale/replicas-3 with NATS up ${fmtPct(base?.rate)} (${base?.requests ?? 0})${d !== null ? `: ${pts(d)}` : ''}; whole run engine token hit ${fmtPct(r.summary.hits.engineTokenHitRate)}`,
     });
-    const rc = reconnectMs(f, back.doneMs as number);
+    const backMs = back.doneMs as number;
+    const ix = indexReconvergence(f, stop.startedMs, backMs);
+    const conn = settledMs(f, CONNECTED_SERIES, backMs);
+    const caught = settledMs(f, CAUGHT_UP_SERIES, backMs);
     const lastS = Math.max(0, ...f.perSecond.map((s) => s.s));
-    const acc = accuracyRecoveryS(f, Math.floor(stop.startedMs / 1000), Math.ceil((back.doneMs as number) / 1000), lastS + 1);
+    const acc = accuracyRecoveryS(f, Math.floor(stop.startedMs / 1000), Math.ceil(backMs / 1000), lastS + 1);
+    const known = ix.before !== null;
     out.push({
       target: `replicas reconverge within ${REPLICA_BARS.reconvergeMs / 1000} s after NATS returns`,
-      status: status(rc.ms !== null, (rc.ms ?? Number.POSITIVE_INFINITY) <= REPLICA_BARS.reconvergeMs),
-      detail: `${rc.series === null ? 'no replica exports a NATS-connected series' : `every replica's \`${rc.series}\` back to 1 ${fmtMs(rc.ms)} after NATS was ready`}; pooled predicted-hit accuracy (3 s windows) back within 5 points of its pre-stop ${fmtPct(acc.before)} ${acc.s === null ? 'never' : `${acc.s} s after`}`,
+      status: status(known, (ix.ms ?? Number.POSITIVE_INFINITY) <= REPLICA_BARS.reconvergeMs),
+      detail: `${known ? `prefix-index key overlap (lowest replica pair) back to ≥ its pre-stop median ${fmtPct(ix.before)} − 2 points ${ix.ms === null ? 'never' : fmtMs(ix.ms)} after NATS was ready (lowest during the outage ${fmtPct(ix.outageMin)})` : 'no index comparisons (no /debug/replication/index)'}; \`${CONNECTED_SERIES}\` 1 on every replica after ${fmtMs(conn)}, \`${CAUGHT_UP_SERIES}\` after ${fmtMs(caught)}; pooled predicted-hit accuracy (3 s windows) back within 5 points of its pre-stop ${fmtPct(acc.before)} ${acc.s === null ? 'never' : `${acc.s} s after`}`,
     });
   }
   return out;

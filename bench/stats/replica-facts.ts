@@ -4,7 +4,7 @@
  * replica samples. Pure functions, so the rules are unit-tested:
  *
  * - failed: every request whose outcome is not `ok` (not-sent included);
- * - cut: a response that started streaming (status 2xx, text arrived) and did not end with
+ * - cut: a response that started (status 2xx: the stream was open) and did not end with
  *   its final chunk / [DONE];
  * - streaming at a kill: responses whose first text came before the kill and whose end
  *   came after it; all of them must complete;
@@ -46,7 +46,7 @@ export function sentMs(r: RequestRecord): number {
 }
 
 export function isCut(r: RequestRecord): boolean {
-  return r.status >= 200 && r.status < 300 && r.ttftMs !== null && r.outcome !== 'ok';
+  return r.status >= 200 && r.status < 300 && r.outcome !== 'ok';
 }
 
 export interface Prediction {

@@ -7,7 +7,8 @@ import type { ReplicaFacts } from '../../../../bench/harness/replica-run.js';
 import { expandPreset } from '../../../../bench/presets/expand.js';
 import { REPLICAS, REPLICAS_SMOKE } from '../../../../bench/presets/replicas.js';
 import type { FaultStep, PresetSpec } from '../../../../bench/presets/types.js';
-import { accuracyRecoveryS, reconnectMs, windowHit } from '../../../../bench/report/replica-bars.js';
+import { accuracyRecoveryS, CONNECTED_SERIES, indexReconvergence, settledMs, windowHit } from '../../../../bench/report/replica-bars.js';
+import { jaccard, minPairJaccard } from '../../../../bench/harness/replica-sampler.js';
 import { isCut, judgePrediction, streamingAt, windowTokenHit } from '../../../../bench/stats/replica-facts.js';
 import { requestRecord } from '../../../helpers/request-record.js';
 
@@ -161,8 +162,10 @@ describe('bench/harness/fault-script', () => {
 });
 
 describe('bench/stats/replica-facts', () => {
-  it('a cut response started streaming and did not finish; a refused one is failed, not cut', () => {
+  it('a cut response started (2xx) and did not finish; a refused one is failed, not cut', () => {
     expect(isCut(rec({ outcome: 'incomplete', ttftMs: 50 }))).to.equal(true);
+    // Headers came (200), the stream broke before the first token: cut too.
+    expect(isCut(rec({ outcome: 'incomplete', ttftMs: null }))).to.equal(true);
     expect(isCut(rec({ outcome: 'http-error', status: 500, ttftMs: null }))).to.equal(false);
     expect(isCut(rec({ outcome: 'ok' }))).to.equal(false);
   });
@@ -213,23 +216,37 @@ describe('bench/report/replica-bars', () => {
     perSecond: [],
     accuracyPerSecond: {},
     replicationSeries: [],
+    indexAgreement: [],
     inflightAtEnd: [],
     inflightExact: true,
     samples: 0,
     ...over,
   });
 
-  it('reconnect time is when the last replica’s connected series is back at 1 for good', () => {
+  it('a gauge settles when the last replica reads 1 for good after NATS returns', () => {
     const f = facts({
       replicationSeries: [
-        { replica: 'r0', series: 'cacheroute_replication_nats_connected', points: [[0, 1], [10_500, 0], [30_800, 1]] },
-        { replica: 'r1', series: 'cacheroute_replication_nats_connected', points: [[0, 1], [10_300, 0], [31_900, 1]] },
+        { replica: 'r0', series: CONNECTED_SERIES, points: [[0, 1], [10_500, 0], [30_800, 1]] },
+        { replica: 'r1', series: CONNECTED_SERIES, points: [[0, 1], [10_300, 0], [31_900, 1]] },
       ],
     });
-    expect(reconnectMs(f, 30_000)).to.deep.equal({ ms: 1900, series: 'cacheroute_replication_nats_connected' });
-    const never = facts({ replicationSeries: [{ replica: 'r0', series: 'nats_connected', points: [[0, 1], [10_500, 0]] }] });
-    expect(reconnectMs(never, 30_000).ms).to.equal(null);
-    expect(reconnectMs(facts({}), 30_000)).to.deep.equal({ ms: null, series: null });
+    expect(settledMs(f, CONNECTED_SERIES, 30_000)).to.equal(1900);
+    const never = facts({ replicationSeries: [{ replica: 'r0', series: CONNECTED_SERIES, points: [[0, 1], [10_500, 0]] }] });
+    expect(settledMs(never, CONNECTED_SERIES, 30_000)).to.equal(null);
+    expect(settledMs(facts({}), CONNECTED_SERIES, 30_000)).to.equal(null);
+  });
+
+  it('index reconvergence: first comparison after NATS returns back near the pre-stop overlap', () => {
+    const points: Array<[number, number]> = [[3000, 0.97], [5000, 0.99], [7000, 0.98], [9000, 0.98], [12_000, 0.7], [20_000, 0.5], [30_500, 0.6], [31_500, 0.9], [32_500, 0.97], [33_500, 0.99]];
+    const f = facts({ indexAgreement: points.map(([tMs, j]) => ({ tMs, replicas: 3, digestsEqual: false, minJaccard: j })) });
+    expect(indexReconvergence(f, 10_000, 30_000)).to.deep.equal({ ms: 2500, before: 0.98, outageMin: 0.5 });
+    expect(indexReconvergence(facts({}), 10_000, 30_000).ms).to.equal(null);
+  });
+
+  it('key overlap: Jaccard per endpoint, mean over endpoints, lowest pair', () => {
+    const v = (m: Record<string, string[]>) => new Map(Object.entries(m).map(([k, xs]) => [k, new Set(xs)] as const));
+    expect(jaccard(new Set(['a', 'b']), new Set(['b', 'c']))).to.be.closeTo(1 / 3, 1e-9);
+    expect(minPairJaccard([v({ e1: ['a', 'b'], e2: ['x'] }), v({ e1: ['a', 'b'], e2: ['x'] }), v({ e1: ['a'], e2: [] })])).to.be.closeTo(0.25, 1e-9);
   });
 
   it('accuracy recovery: first 3 s window after NATS returns within 5 points of before', () => {
