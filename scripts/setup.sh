@@ -13,10 +13,13 @@
 #   .bin/kube-apiserver    kube-apiserver v1.37.2 + etcd v3.7.0 from tools/kube, built once per
 #   .bin/etcd              machine into ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/kube-1.37.2/
 #                          (scripts/setup-kube.sh; required under CI=true)
+#   .bin/nats-server       nats-server v2.15.2 (JetStream) from tools/nats, built once per machine into
+#                          ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/nats-2.15.2/ (scripts/setup-nats.sh;
+#                          required under CI=true; the replication tests start it)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
 # CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
-# CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
+# CACHEROUTE_SKIP_NATS=1 to skip the nats-server build (not under CI), CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -89,10 +92,23 @@ fi
 say "envoy: $(.venv/bin/envoy --version | sed -n 's/.*version: //p')"
 
 # --- vLLM CPU (real engines; fatal under CI=true) ------------------------------------------
-bash scripts/setup-vllm.sh
+# On a fresh machine the vLLM install is mostly downloads and the Go builds below are mostly
+# CPU, so the install runs in the background while they build; its log is printed when it ends.
+mkdir -p .bin
+vllm_log="$(mktemp "${TMPDIR:-/tmp}/cacheroute-setup-vllm.XXXXXX")"
+bash scripts/setup-vllm.sh >"$vllm_log" 2>&1 &
+vllm_pid=$!
+cleanup_vllm() {
+  if kill -0 "$vllm_pid" 2>/dev/null; then
+    pkill -TERM -P "$vllm_pid" 2>/dev/null || true
+    kill "$vllm_pid" 2>/dev/null || true
+  fi
+  rm -f "$vllm_log"
+}
+trap cleanup_vllm EXIT
+say "vLLM: scripts/setup-vllm.sh runs in the background; its log follows when it ends"
 
 # --- Jaeger (Go) ----------------------------------------------------------------------------
-mkdir -p .bin
 if [ -x .bin/jaeger ]; then
   say "jaeger present (.bin/jaeger)"
 elif [ "${CACHEROUTE_SKIP_JAEGER:-0}" = 1 ]; then
@@ -121,4 +137,13 @@ else
   exec 9>&-
 fi
 bash scripts/setup-kube.sh
+bash scripts/setup-nats.sh
+
+if wait "$vllm_pid"; then
+  cat "$vllm_log"
+else
+  cat "$vllm_log" >&2
+  echo "setup: scripts/setup-vllm.sh failed" >&2
+  exit 1
+fi
 say "done"

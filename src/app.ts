@@ -33,6 +33,11 @@ import type { DiscoveryView } from './discovery/discovery-metrics.js';
 import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from './discovery/discovery-service.js';
 import type { SourceStatus } from './discovery/endpoint-source.js';
 import type { EndpointRegistry } from './endpoints/registry.js';
+import { PeerLoadTable } from './replication/peer-load.js';
+import { ReplicationService } from './replication/replication-service.js';
+import type { ReplicationView } from './replication/replication-metrics.js';
+import { registerReplicationRoutes } from './replication/replication-routes.js';
+import { PREFIX_INDEX_REPLICA } from './plugins/multi/prefix-index-replica.js';
 
 /** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
@@ -52,6 +57,8 @@ export interface AppParts {
   readonly logger: Logger;
   /** Endpoint discovery and config reload status (when the app runs discovery). */
   readonly discovery?: DiscoveryView;
+  /** Replica state sharing (when `replication.enabled`). */
+  readonly replication?: ReplicationView;
 }
 
 /**
@@ -106,6 +113,8 @@ export interface RouterApp {
   readonly health?: AttachedHealth;
   /** Admission control (undefined when `admission.mode` is off). */
   readonly admission?: AdmissionController;
+  /** State sharing with the other replicas (undefined when `replication.enabled` is false). */
+  readonly replication?: ReplicationService;
   /** The ext_proc edge (open streams, idle expiry). */
   readonly edge: EdgeContext;
   start(): Promise<StartedAddresses>;
@@ -132,7 +141,23 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ level: config.telemetry.logLevel });
   const rng = deps.rng ?? seededRng(config.seed);
-  const scheduler: AppScheduler = deps.scheduler ?? createScheduler(config, { clock, rng, logger });
+  // Other replicas' load joins the data layer's load sources (only for a scheduler built here).
+  const peers = config.replication.enabled && deps.scheduler === undefined ? new PeerLoadTable(config.replication.load.peerTimeoutMs) : undefined;
+  const built = deps.scheduler === undefined ? createScheduler(config, { clock, rng, logger, ...(peers !== undefined ? { fleetLoadSources: [peers] } : {}) }) : undefined;
+  const scheduler: AppScheduler = deps.scheduler ?? built!;
+  const replicaIndex = built?.service(PREFIX_INDEX_REPLICA);
+  const tokenLoad = built?.dataLayer?.tokenLoad;
+  const replication =
+    built !== undefined && peers !== undefined
+      ? new ReplicationService(config.replication, {
+          registry: built.registry,
+          peers,
+          clock,
+          logger,
+          ...(tokenLoad !== undefined ? { tokenLoad } : {}),
+          ...(replicaIndex !== undefined ? { index: replicaIndex } : {}),
+        })
+      : undefined;
   const admin = new AdminServer({ address: config.server.adminAddress, logger });
   const reloads = new ReloadCounts();
   let running = config;
@@ -148,7 +173,15 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     discovery !== undefined ? { status: () => discovery.status(), reloads: () => reloads.snapshot() } : undefined;
   // Default telemetry: metrics, /debug/*, decision spans when OTEL_* configures an exporter.
   const instrument = deps.instrument ?? instrumentTelemetry({ tracing: 'env' });
-  const instrumentation: Instrumentation = instrument({ config, scheduler, admin, clock, logger, ...(discoveryView !== undefined ? { discovery: discoveryView } : {}) });
+  const instrumentation: Instrumentation = instrument({
+    config,
+    scheduler,
+    admin,
+    clock,
+    logger,
+    ...(discoveryView !== undefined ? { discovery: discoveryView } : {}),
+    ...(replication !== undefined ? { replication } : {}),
+  });
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
   const host = isHealthHost(scheduler) ? scheduler : undefined;
@@ -188,6 +221,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
 
   if (health !== undefined) admin.addRoute('GET', '/debug/health', (_req, res) => sendJson(res, 200, health.monitor.stats()));
   if (admission !== undefined) admin.addRoute('GET', '/debug/admission', (_req, res) => sendJson(res, 200, admission.stats()));
+  if (replication !== undefined) registerReplicationRoutes(admin, replication, replicaIndex);
   admin.addRoute('GET', '/debug/streams', (_req, res) =>
     sendJson(res, 200, { open: edge.openStreams, expiredIdle: edge.expiredStreams, logLinesSuppressed: edge.logLimiter.suppressed }),
   );
@@ -198,6 +232,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const stopAll = async (graceMs: number): Promise<void> => {
     admin.setReady(false);
     await extProc.stop({ graceMs });
+    await replication?.stop();
     await discovery?.stop();
     admission?.stop();
     edge.stop();
@@ -234,6 +269,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     edge,
     ...(health !== undefined ? { health } : {}),
     ...(admission !== undefined ? { admission } : {}),
+    ...(replication !== undefined ? { replication } : {}),
     async start() {
       if (state !== 'new') throw new Error(`router app cannot start in state ${state}`);
       state = 'starting';
@@ -244,6 +280,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         health?.start();
         edge.start();
         await discovery?.start();
+        // Before serving: connect and replay the index stream (both bounded; never fatal).
+        await replication?.start();
         const g = await extProc.start();
         admin.setReady(true);
         state = 'running';

@@ -25,6 +25,8 @@ export interface SchedulerDeps {
   readonly registry?: EndpointRegistry;
   /** Extra load sources (health…), applied in order after router accounting, before the data layer's. */
   readonly loadSources?: readonly LoadSource[];
+  /** Load sources applied after the data layer's (other replicas' load, src/replication/). */
+  readonly fleetLoadSources?: readonly LoadSource[];
   /** A graph instead of the config's (tests). */
   readonly graph?: GraphSpec;
 }
@@ -43,7 +45,7 @@ export function createScheduler(config: RouterConfig, deps: SchedulerDeps): Sche
   const logger = deps.logger ?? silentLogger;
   const registry = deps.registry ?? EndpointRegistry.fromConfig(config.endpoints, deps.clock);
   for (const s of deps.loadSources ?? []) registry.addLoadSource(s);
-  const dataLayer = new DataLayer(dataLayerOptions(config), registry, deps.clock, logger);
+  const dataLayer = new DataLayer(dataLayerOptions(config), registry, deps.clock, logger, deps.fleetLoadSources);
   const services = new Map<string, unknown>();
   const graph = buildPluginGraph(deps.graph ?? { plugins: config.plugins, schedulingProfiles: config.schedulingProfiles }, deps.catalog ?? builtinCatalog(), {
     endpoints: registry,

@@ -16,6 +16,7 @@ import { serverSection } from './sections/server.js';
 import { telemetrySection } from './sections/telemetry.js';
 import { healthSection } from './sections/health.js';
 import { admissionSection } from './sections/admission.js';
+import { replicationSection } from './sections/replication.js';
 
 export const CONFIG_SECTIONS = [
   ...routingSections,
@@ -31,4 +32,5 @@ export const CONFIG_SECTIONS = [
   loadSection,
   healthSection,
   admissionSection,
+  replicationSection,
 ] as const;

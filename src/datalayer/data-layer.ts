@@ -12,11 +12,12 @@
  * profile (and the profile handler choosing between them) reads the same numbers, and a
  * plugin graph can change without losing or duplicating a poller. The load figures reach
  * plugins inside each candidate's LoadSnapshot (registry load sources, in registration
- * order: engine metrics, then token load); the rest through the handle's SignalView.
+ * order: engine metrics, then token load, then fleet sources such as the other router
+ * replicas' load, src/replication/peer-load.ts); the rest through the handle's SignalView.
  */
 import { EngineMetricsPoller, type PollerStats } from '../endpoints/engine-metrics-poller.js';
 import { EngineSignalStore, type SampleListener, type ScrapeStats } from '../endpoints/engine-metrics-store.js';
-import type { EndpointRegistry } from '../endpoints/registry.js';
+import type { EndpointRegistry, LoadSource } from '../endpoints/registry.js';
 import { StalenessTracker, type FallbackReason, type StalenessStats } from '../endpoints/staleness.js';
 import type { Logger } from '../logging/logger.js';
 import type { Plugin } from '../scheduling/types.js';
@@ -81,6 +82,8 @@ export class DataLayer {
     registry: EndpointRegistry,
     clock: Clock,
     logger: Logger,
+    /** Load sources applied last (other router replicas' contributions), after the token load. */
+    fleetSources: readonly LoadSource[] = [],
   ) {
     const em = options.engineMetrics;
     const sources: Plugin[] = [];
@@ -116,6 +119,7 @@ export class DataLayer {
     const tokenSource = new TokenLoadSource(this.tokenLoad);
     registry.addLoadSource(tokenSource);
     sources.push(tokenSource);
+    for (const f of fleetSources) registry.addLoadSource(f);
     const t = options.traffic;
     this.traffic = new TrafficStats(clock, { windowMs: t.windowMs, buckets: 12, maxSeenKeys: 50_000, maxKeysPerBucket: 4096 });
     sources.push(new TrafficStatsRecorder(this.traffic, t.keyChars, t.minKeyChars));

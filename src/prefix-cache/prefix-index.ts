@@ -52,6 +52,17 @@ export interface PrefixIndexOptions {
   readonly initialSlots?: number;
 }
 
+/**
+ * A mutation of the index as its observer sees it (replication): `insert` = the first
+ * `blocks` keys of `h` were inserted for endpoint `e`; `remove` = keys `fromBlock..` of `h`
+ * were removed; `clear` = everything endpoint `e` held was evicted. `h` aliases the
+ * caller's buffer: copy what you keep before returning.
+ */
+export type PrefixIndexChange =
+  | { readonly kind: 'insert'; readonly e: number; readonly h: BlockHashes; readonly blocks: number }
+  | { readonly kind: 'remove'; readonly e: number; readonly h: BlockHashes; readonly fromBlock: number }
+  | { readonly kind: 'clear'; readonly e: number };
+
 export interface PrefixIndexStats {
   /** Distinct block hashes held by at least one endpoint. */
   readonly blocks: number;
@@ -113,6 +124,12 @@ export class PrefixIndex {
   private matched: Uint32Array;
   private alive: Int32Array;
   private walkAlive: Int32Array;
+
+  /**
+   * Told about every insert, removal and endpoint clear (not about capacity changes or the
+   * evictions capacity causes). Synchronous; must not throw or mutate this index.
+   */
+  observer: ((change: PrefixIndexChange) => void) | undefined = undefined;
 
   constructor(opts: PrefixIndexOptions) {
     checkCount('endpoints', opts.endpoints, MAX_ENDPOINTS);
@@ -222,6 +239,7 @@ export class PrefixIndex {
    */
   insert(e: number, h: BlockHashes, blocks: number = h.count): void {
     this.checkEndpoint(e);
+    if (this.observer !== undefined) this.observer({ kind: 'insert', e, h, blocks: Math.min(blocks, h.count) });
     const limit = Math.min(blocks, h.count, this.cap[e]!);
     const word = e >>> 5;
     const bit = 1 << (e & 31);
@@ -253,6 +271,7 @@ export class PrefixIndex {
    */
   removeBlocks(e: number, fromBlock: number, h: BlockHashes): number {
     this.checkEndpoint(e);
+    if (this.observer !== undefined) this.observer({ kind: 'remove', e, h, fromBlock: Math.max(0, fromBlock) });
     const word = e >>> 5;
     const bit = 1 << (e & 31);
     let removed = 0;
@@ -274,6 +293,7 @@ export class PrefixIndex {
   /** Forgets everything endpoint `e` holds (endpoint removed, restarted or drained). */
   evictEndpoint(e: number): void {
     this.checkEndpoint(e);
+    if (this.observer !== undefined) this.observer({ kind: 'clear', e });
     while (this.lru[e]! !== EMPTY) this.removeEntry(this.lru[e]!);
   }
 
@@ -288,6 +308,18 @@ export class PrefixIndex {
   capacity(e: number): number {
     this.checkEndpoint(e);
     return this.cap[e]!;
+  }
+
+  /**
+   * Calls `fn` with the key halves of every block endpoint `e` holds, most recently used
+   * first (digests for measurement and tests; O(blocks of e)). `fn` must not mutate the index.
+   */
+  forEachKey(e: number, fn: (lo: number, hi: number) => void): void {
+    this.checkEndpoint(e);
+    for (let ent = this.mru[e]!; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_NEXT]!) {
+      const b = this.ents[ent * ENTRY_STRIDE + E_SLOT]! * this.stride;
+      fn(this.table[b]!, this.table[b + 1]!);
+    }
   }
 
   /** Number of blocks endpoint `e` is believed to hold. */

@@ -7,6 +7,7 @@
  * The scheduler is read structurally (onDecision, registry, service) so a test double that
  * implements only RoutingService still works, with fewer signals.
  */
+import { registerReplicationMetrics } from '../replication/replication-metrics.js';
 import { readFileSync } from 'node:fs';
 import { sendJson } from '../admin/admin-server.js';
 import type { AppParts, Instrumentation } from '../app.js';
@@ -99,6 +100,7 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     }
     const offMembership = registry?.onMembershipChange?.((c) => telemetry.onEndpointsChanged(c.endpoints));
     if (parts.discovery !== undefined) registerDiscoveryMetrics(telemetry.metrics.registry, parts.discovery);
+    if (parts.replication !== undefined) registerReplicationMetrics(telemetry.metrics.registry, parts.replication);
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,

@@ -10,6 +10,7 @@ import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { ETCD_BIN, KUBE_APISERVER_BIN } from '../../bench/harness/kube-cluster.js';
 import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
+import { NATS_SERVER_BIN } from '../../bench/harness/nats-process.js';
 import { VLLM_BIN, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
 
 export interface Component {
@@ -72,6 +73,11 @@ export function kubeBinaries(): Component[] {
     { name: 'kube-apiserver', path: KUBE_APISERVER_BIN, hint: 'run bash scripts/setup-kube.sh', present: executable(KUBE_APISERVER_BIN) },
     { name: 'etcd', path: ETCD_BIN, hint: 'run bash scripts/setup-kube.sh', present: executable(ETCD_BIN) },
   ];
+}
+
+/** nats-server with JetStream, built by scripts/setup-nats.sh (the replication tests). */
+export function natsServer(): Component {
+  return { name: 'nats-server', path: NATS_SERVER_BIN, hint: 'run bash scripts/setup-nats.sh', present: executable(NATS_SERVER_BIN) };
 }
 
 /** True when this run must not skip for want of a component (CI=true). */

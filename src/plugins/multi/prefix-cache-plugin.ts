@@ -17,6 +17,10 @@
  * After routing, the request's blocks are inserted into the chosen endpoint's LRU, whatever
  * the reason for choosing it: that engine is about to compute (and cache) them. When an
  * endpoint leaves the registry its entries are evicted.
+ *
+ * Several router replicas share this index through `replica` (prefix-index-replica.ts,
+ * published as PREFIX_INDEX_REPLICA): its local changes go out by endpoint id, the others'
+ * come back in.
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
@@ -37,6 +41,7 @@ import { int, section } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '../shared/cycle-keys.js';
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
 import { EndpointPresence } from '../shared/endpoint-presence.js';
+import { PREFIX_INDEX_REPLICA, PrefixIndexReplicaPort } from './prefix-index-replica.js';
 
 export const PREFIX_CACHE_PLUGIN = 'prefix-cache';
 
@@ -56,6 +61,8 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
   readonly granularity: EngineBlockGranularity;
   /** This instance's evidence of the current cycle (annotate reports only what it scored). */
   private readonly own: ScratchKey<AffinityEvidence>;
+  /** The replication seam (local changes out, other replicas' changes in). */
+  readonly replica: PrefixIndexReplicaPort;
 
   constructor(
     readonly name: string,
@@ -63,9 +70,11 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
     readonly index: PrefixIndex,
     /** The configured per-endpoint capacity (the ceiling without engine data). */
     readonly capacityBlocks: number = DEFAULT_INDEX_CAPACITY_BLOCKS,
+    members: readonly Endpoint[] = [],
   ) {
     this.own = scratchKey<AffinityEvidence>(`prefix-cache/${name}`);
     this.granularity = new EngineBlockGranularity(hasher.blockChars, 4);
+    this.replica = new PrefixIndexReplicaPort(index, hasher.blockChars, members);
   }
 
   score(state: CycleState, candidates: readonly Candidate[]): number[] {
@@ -116,12 +125,16 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {
     const { size, departed } = this.presence.update(endpoints);
     this.index.ensureEndpoints(size);
-    for (const i of departed) {
-      if (i >= this.index.endpointCount) continue;
-      // A departed engine's blocks and learned capacity go; a newcomer reusing the index starts fresh.
-      this.index.evictEndpoint(i);
-      this.index.setCapacity(i, this.index.defaultCapacity);
-    }
+    // Leaving this replica's registry is not news for the others (they see it themselves).
+    this.replica.unobserved(() => {
+      for (const i of departed) {
+        if (i >= this.index.endpointCount) continue;
+        // A departed engine's blocks and learned capacity go; a newcomer reusing the index starts fresh.
+        this.index.evictEndpoint(i);
+        this.index.setCapacity(i, this.index.defaultCapacity);
+      }
+    });
+    this.replica.setMembers(endpoints);
   }
 }
 
@@ -141,8 +154,9 @@ export const prefixCache = definePlugin({
   create: (name, p, handle) => {
     const index = new PrefixIndex({ endpoints: handle.endpoints.size, capacityBlocks: p.indexCapacityBlocks });
     handle.shared(PREFIX_INDEX, () => index);
-    const plugin = new PrefixCachePlugin(name, sharedBlockHasher(handle, p), index, p.indexCapacityBlocks);
+    const plugin = new PrefixCachePlugin(name, sharedBlockHasher(handle, p), index, p.indexCapacityBlocks, handle.endpoints.all());
     handle.shared(ENGINE_BLOCK_GRANULARITY, () => plugin.granularity);
+    handle.shared(PREFIX_INDEX_REPLICA, () => plugin.replica);
     return plugin;
   },
 });

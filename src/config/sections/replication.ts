@@ -1,0 +1,45 @@
+/** `replication:` section: router replicas sharing load and prefix-index state over NATS (src/replication/). */
+import type { z } from 'zod';
+import { ALWAYS, bool, int, listOf, oneOf, optionalSection, str } from '../../util/schema.js';
+import { DEFAULT_REPLICATION as D } from '../../replication/replication-config.js';
+import type { ConfigSection } from '../config-section.js';
+
+const natsUrl = str({ pattern: /^(nats|tls):\/\/[A-Za-z0-9.\-_[\]:]+(:[0-9]{1,5})?$/, what: 'a NATS URL like nats://127.0.0.1:4222' });
+
+const schema = optionalSection({
+  enabled: bool().default(D.enabled).describe('Share load and prefix-index state with the other replicas over NATS.'),
+  servers: listOf(natsUrl, { minItems: 1, unique: true }).default([...D.servers]).describe('NATS server URLs.'),
+  subjectPrefix: str({ pattern: /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, what: 'NATS subject tokens like cacheroute or prod.cacheroute' })
+    .default(D.subjectPrefix)
+    .describe('Subjects <prefix>.load and <prefix>.index; replicas sharing state use the same prefix.'),
+  replicaId: str({ pattern: /^[A-Za-z0-9._:-]{0,128}$/, what: 'up to 128 of A-Z a-z 0-9 . _ : -' })
+    .default(D.replicaId)
+    .describe('Name on the wire; empty = <hostname>-<pid>-<random>, new on every start.'),
+  connectTimeoutMs: int({ min: 100, max: 60_000 }).default(D.connectTimeoutMs),
+  reconnectWaitMs: int({ min: 50, max: 60_000 }).default(D.reconnectWaitMs),
+  load: optionalSection({
+    enabled: bool().default(D.load.enabled).describe('Share per-engine in-flight counts and token load.'),
+    intervalMs: int({ min: 20, max: 10_000 }).default(D.load.intervalMs).describe('How often this replica publishes its load.'),
+    peerTimeoutMs: int({ min: 50, max: 120_000 }).default(D.load.peerTimeoutMs).describe("A peer's load older than this is dropped."),
+  }).superRefine((l, ctx) => {
+    if (typeof l.intervalMs === 'number' && typeof l.peerTimeoutMs === 'number' && l.peerTimeoutMs < 2 * l.intervalMs) {
+      ctx.addIssue({ code: 'custom', path: ['peerTimeoutMs'], message: `must be at least 2 × intervalMs (${2 * l.intervalMs})` });
+    }
+  }, ALWAYS),
+  index: optionalSection({
+    enabled: bool().default(D.index.enabled).describe('Share approximate prefix-index changes (prefix-cache plugin only).'),
+    stream: str({ pattern: /^[A-Za-z0-9_-]{1,64}$/, what: 'a JetStream stream name (A-Z a-z 0-9 _ -)' }).default(D.index.stream),
+    maxAgeMs: int({ min: 1000, max: 7 * 86_400_000 }).default(D.index.maxAgeMs).describe('Stream max age: how long a delta is worth replaying.'),
+    maxBytes: int({ min: 1024 * 1024, max: 64 * 1024 * 1024 * 1024 }).default(D.index.maxBytes),
+    storage: oneOf(['file', 'memory']).default(D.index.storage),
+    streamReplicas: int({ min: 1, max: 5 }).default(D.index.streamReplicas),
+    flushIntervalMs: int({ min: 5, max: 10_000 }).default(D.index.flushIntervalMs),
+    maxBatchChanges: int({ min: 1, max: 10_000 }).default(D.index.maxBatchChanges),
+    maxOutboxBytes: int({ min: 64 * 1024, max: 1024 * 1024 * 1024 }).default(D.index.maxOutboxBytes),
+    replayWaitMs: int({ min: 0, max: 600_000 }).default(D.index.replayWaitMs).describe('Start waits this long for the replay before reporting ready.'),
+  }),
+});
+
+export type ReplicationSection = z.output<typeof schema>;
+
+export const replicationSection = { key: 'replication', schema } as const satisfies ConfigSection;

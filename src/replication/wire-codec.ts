@@ -1,0 +1,155 @@
+/**
+ * The two messages replicas exchange, as msgpack:
+ *
+ *   load report (core NATS, `<prefix>.load`, every load interval):
+ *     { v: 1, r: replicaId, e: [[endpointId, inflight, prefilling, promptTokens, pendingTokens], …] }
+ *   index batch (JetStream, `<prefix>.index`, every flush interval with changes):
+ *     { v: 1, r: replicaId, b: blockChars, c: [[kind, endpointId, keys], …] }
+ *     kind 0 = insert, 1 = remove, 2 = clear; keys = 8 bytes per block (lo, hi int32 LE).
+ *
+ * Why this shape: a block key is a 64-bit hash of the prompt text, so no prompt text is
+ * ever on the wire; the keys travel as one binary blob per change (8 bytes a block, no
+ * per-key framing), and the only strings are replica and endpoint ids. Decoding validates
+ * everything and returns undefined for anything malformed or oversized: a bad message is
+ * dropped and counted, never applied halfway.
+ */
+import { decode, encode } from '@msgpack/msgpack';
+import type { BlockHashes } from '../prefix-cache/block-hasher.js';
+import type { IndexDelta } from '../plugins/multi/prefix-index-replica.js';
+
+export const WIRE_VERSION = 1;
+
+/** One engine's load as one replica contributes it. */
+export interface EndpointLoadShare {
+  readonly endpointId: string;
+  readonly inflightRequests: number;
+  readonly prefillingRequests: number;
+  readonly inflightPromptTokens: number;
+  readonly pendingTokens: number;
+}
+
+export interface LoadReport {
+  readonly replicaId: string;
+  readonly endpoints: readonly EndpointLoadShare[];
+}
+
+export interface IndexBatch {
+  readonly replicaId: string;
+  readonly blockChars: number;
+  readonly changes: readonly IndexDelta[];
+}
+
+/** Bounds a decoder enforces (a message beyond them is rejected whole). */
+export const WIRE_LIMITS = {
+  maxMessageBytes: 4 * 1024 * 1024,
+  maxEndpoints: 4096,
+  maxChanges: 10_000,
+  maxKeysPerChange: 65_536,
+  maxIdChars: 256,
+} as const;
+
+const KINDS = ['insert', 'remove', 'clear'] as const;
+
+export function encodeLoadReport(r: LoadReport): Uint8Array {
+  return encode({
+    v: WIRE_VERSION,
+    r: r.replicaId,
+    e: r.endpoints.map((s) => [s.endpointId, s.inflightRequests, s.prefillingRequests, s.inflightPromptTokens, s.pendingTokens]),
+  });
+}
+
+export function decodeLoadReport(bytes: Uint8Array): LoadReport | undefined {
+  const m = decodeMap(bytes);
+  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
+  const e = m['e'];
+  if (!Array.isArray(e) || e.length > WIRE_LIMITS.maxEndpoints) return undefined;
+  const endpoints: EndpointLoadShare[] = [];
+  for (const row of e) {
+    if (!Array.isArray(row) || row.length !== 5 || !isId(row[0])) return undefined;
+    const [id, inflight, prefilling, prompt, pending] = row as [string, unknown, unknown, unknown, unknown];
+    if (!isCount(inflight) || !isCount(prefilling) || !isAmount(prompt) || !isAmount(pending)) return undefined;
+    endpoints.push({ endpointId: id, inflightRequests: inflight, prefillingRequests: prefilling, inflightPromptTokens: prompt, pendingTokens: pending });
+  }
+  return { replicaId: m['r'], endpoints };
+}
+
+/** The keys of a change as 8 bytes per block. */
+export function packKeys(keys: BlockHashes): Uint8Array {
+  const out = new Uint8Array(keys.count * 8);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < keys.count; i++) {
+    view.setInt32(i * 8, keys.lo[i]!, true);
+    view.setInt32(i * 8 + 4, keys.hi[i]!, true);
+  }
+  return out;
+}
+
+export function unpackKeys(bytes: Uint8Array): BlockHashes | undefined {
+  if (bytes.length % 8 !== 0 || bytes.length / 8 > WIRE_LIMITS.maxKeysPerChange) return undefined;
+  const count = bytes.length / 8;
+  const lo = new Int32Array(count);
+  const hi = new Int32Array(count);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < count; i++) {
+    lo[i] = view.getInt32(i * 8, true);
+    hi[i] = view.getInt32(i * 8 + 4, true);
+  }
+  return { count, lo, hi };
+}
+
+/** A change ready for a batch (keys already packed, so the batch owns them). */
+export interface PackedChange {
+  readonly kind: IndexDelta['kind'];
+  readonly endpointId: string;
+  readonly keys: Uint8Array;
+}
+
+export function packChange(d: IndexDelta): PackedChange {
+  return { kind: d.kind, endpointId: d.endpointId, keys: packKeys(d.keys) };
+}
+
+export function encodeIndexBatch(replicaId: string, blockChars: number, changes: readonly PackedChange[]): Uint8Array {
+  return encode({ v: WIRE_VERSION, r: replicaId, b: blockChars, c: changes.map((c) => [KINDS.indexOf(c.kind), c.endpointId, c.keys]) });
+}
+
+export function decodeIndexBatch(bytes: Uint8Array): IndexBatch | undefined {
+  const m = decodeMap(bytes);
+  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
+  const b = m['b'];
+  const c = m['c'];
+  if (typeof b !== 'number' || !Number.isInteger(b) || b < 1 || !Array.isArray(c) || c.length > WIRE_LIMITS.maxChanges) return undefined;
+  const changes: IndexDelta[] = [];
+  for (const row of c) {
+    if (!Array.isArray(row) || row.length !== 3) return undefined;
+    const [k, id, raw] = row as [unknown, unknown, unknown];
+    const kind = typeof k === 'number' ? KINDS[k] : undefined;
+    if (kind === undefined || !isId(id) || !(raw instanceof Uint8Array)) return undefined;
+    const keys = unpackKeys(raw);
+    if (keys === undefined) return undefined;
+    changes.push({ kind, endpointId: id, keys });
+  }
+  return { replicaId: m['r'], blockChars: b, changes };
+}
+
+function decodeMap(bytes: Uint8Array): Record<string, unknown> | undefined {
+  if (bytes.length === 0 || bytes.length > WIRE_LIMITS.maxMessageBytes) return undefined;
+  let v: unknown;
+  try {
+    v = decode(bytes, { maxStrLength: 4096, maxArrayLength: WIRE_LIMITS.maxChanges, maxMapLength: 16, maxBinLength: WIRE_LIMITS.maxKeysPerChange * 8 });
+  } catch {
+    return undefined;
+  }
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) ? (v as Record<string, unknown>) : undefined;
+}
+
+function isId(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= WIRE_LIMITS.maxIdChars;
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 1e9;
+}
+
+function isAmount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1e15;
+}
