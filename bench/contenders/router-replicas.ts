@@ -77,8 +77,11 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
       );
       const r: Replica = { name, configFile, grpcAddress: `127.0.0.1:${grpcPort}`, adminUrl: `http://127.0.0.1:${adminPort}`, proc: undefined };
       replicas.push(r);
-      await launch(r);
     }
+    // In parallel: each replica may wait for its index replay before it listens.
+    const started = await Promise.allSettled(replicas.map((r) => launch(r)));
+    const failed = started.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+    if (failed) throw failed.reason;
     const variant = spec.envoyVariant ?? 'override-host';
     envoy = await startEnvoy({
       variant,
