@@ -10,6 +10,8 @@
  *                                        no per-request records needed)
  *   npm run bench -- bars --baseline <commit-or-dir> [...]   (the protocol-layer bars side by side
  *                                        with a baseline build: bench/bars/run-bars.ts)
+ *   npm run bench -- response-path [...]    (router CPU per request, responses through the
+ *                                        router vs Envoy's access log: bench/bars/response-path.ts)
  *
  * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts: what is committed)
  * and the per-request records to bench/results/raw/<preset>/ (git-ignored).
@@ -55,6 +57,7 @@ function rerender(dir: string): number {
 
 function main(): Promise<number> | number {
   if (process.argv[2] === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars(process.argv.slice(3)));
+  if (process.argv[2] === 'response-path') return import('./bars/response-path.js').then((m) => m.runResponsePath(process.argv.slice(3)));
   const { values } = parseArgs({
     options: {
       preset: { type: 'string' },

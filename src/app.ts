@@ -13,6 +13,8 @@ import { extractPrompt } from './request/extract-prompt.js';
 import { AdminServer, sendJson } from './admin/admin-server.js';
 import { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
+import { AccessLogReceiver } from './extproc/access-log-receiver.js';
+import { PendingResponses } from './extproc/pending-responses.js';
 import type { PromptExtractor } from './extproc/stream-handler.js';
 import type { EdgeStats } from './extproc/edge-stats.js';
 import type { BodySendMode } from './extproc/ext-proc-proto.js';
@@ -197,6 +199,11 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         })
       : undefined;
 
+  const pending =
+    config.server.responseCompletion === 'access-log'
+      ? new PendingResponses({ clock, maxAgeMs: config.server.responseIdleTimeoutMs, ...(edgeStats !== undefined ? { stats: edgeStats } : {}) })
+      : undefined;
+  const accessLog = pending !== undefined ? new AccessLogReceiver(pending, logger) : undefined;
   const edge = new EdgeContext({
     routing,
     extract: deps.extract ?? extractPrompt,
@@ -210,6 +217,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     ...(config.admission.priorityHeader !== undefined ? { priorityHeader: config.admission.priorityHeader } : {}),
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
+    ...(pending !== undefined ? { pending } : {}),
+    ...(replication !== undefined ? { replicaId: replication.replicaId } : {}),
   });
   const extProc = new ExtProcServer({
     address: config.server.grpcAddress,
@@ -217,13 +226,19 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     edge,
     logger,
     keepalive: { timeMs: config.server.keepaliveTimeMs, timeoutMs: config.server.keepaliveTimeoutMs },
+    ...(accessLog !== undefined ? { services: [accessLog.binding()] } : {}),
   });
 
   if (health !== undefined) admin.addRoute('GET', '/debug/health', (_req, res) => sendJson(res, 200, health.monitor.stats()));
   if (admission !== undefined) admin.addRoute('GET', '/debug/admission', (_req, res) => sendJson(res, 200, admission.stats()));
   if (replication !== undefined) registerReplicationRoutes(admin, replication, replicaIndex);
   admin.addRoute('GET', '/debug/streams', (_req, res) =>
-    sendJson(res, 200, { open: edge.openStreams, expiredIdle: edge.expiredStreams, logLinesSuppressed: edge.logLimiter.suppressed }),
+    sendJson(res, 200, {
+      open: edge.openStreams,
+      expiredIdle: edge.expiredStreams,
+      logLinesSuppressed: edge.logLimiter.suppressed,
+      ...(pending !== undefined && accessLog !== undefined ? { pendingResponses: pending.snapshot(), accessLog: accessLog.snapshot() } : {}),
+    }),
   );
 
   let state: AppState = 'new';
@@ -233,6 +248,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     admin.setReady(false);
     await extProc.stop({ graceMs });
     await replication?.stop();
+    pending?.stop();
     await discovery?.stop();
     admission?.stop();
     edge.stop();
@@ -279,6 +295,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         schedulerStarted = true;
         health?.start();
         edge.start();
+        pending?.start();
         await discovery?.start();
         // Before serving: connect and replay the index stream (both bounded; never fatal).
         await replication?.start();

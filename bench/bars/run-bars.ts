@@ -69,8 +69,8 @@ interface ExtprocRun {
   readonly errorSamples: readonly string[];
 }
 
-interface RealisticRun {
-  readonly side: Side;
+export interface RealisticRun {
+  readonly side: string;
   readonly label: string;
   readonly cpuMsPerRequest: number | null;
   readonly requests: number;
@@ -195,8 +195,13 @@ async function runRealistic(builds: Record<Side, Build>, qps: number, reps: numb
     log,
     command: ['bars', 'realistic'],
   });
-  return results.map((r) => ({
-    side: r.contender.label.startsWith('current') ? 'current' : 'baseline',
+  return results.map((r) => realisticRunOf(r, r.contender.label.startsWith('current') ? 'current' : 'baseline'));
+}
+
+/** One realistic-path result as the bars report it. */
+export function realisticRunOf(r: ExperimentResult, side: string): RealisticRun {
+  return {
+    side,
     label: r.contender.label,
     cpuMsPerRequest: r.routerDecision?.cpuMsPerRequest ?? null,
     requests: r.workload.requests,
@@ -205,7 +210,7 @@ async function runRealistic(builds: Record<Side, Build>, qps: number, reps: numb
     ttftP99Ms: r.summary.ttftMs.p99,
     decisionP99Us: r.routerDecision?.p99Us ?? null,
     error: r.error,
-  }));
+  };
 }
 
 const f = (v: number | null | undefined, d = 1): string => (v === null || v === undefined || Number.isNaN(v) ? '—' : v.toFixed(d));

@@ -62,6 +62,8 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
       const adminPort = await freePort();
       let overrides: RouterOverrides = {};
       if (nats) overrides = deepMerge(overrides, replicationOverrides(nats.url, name));
+      // Responses through the router again: it must expect response messages on the stream.
+      if (spec.responsePath === 'ext-proc') overrides = deepMerge(overrides, { server: { responseCompletion: 'ext-proc' } });
       if (spec.routerOverrides) overrides = deepMerge(overrides, spec.routerOverrides);
       const configFile = join(runDir(), `router-${spec.label}-${name}-${configCounter()}.yaml`);
       writeFileSync(
@@ -92,7 +94,7 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
       // silent fallback to Envoy's own balancing.
       failureModeAllow: spec.failOpen === true,
       ...(spec.checkout !== undefined ? { sourceFile: join(spec.checkout, 'envoy', `${variant}.yaml`) } : {}),
-      ...(spec.envoyResponseBody ? { responseBodyMode: spec.envoyResponseBody } : {}),
+      ...(spec.responsePath ? { responsePath: spec.responsePath } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   } catch (err) {

@@ -28,8 +28,8 @@ export type ContenderSpec =
       readonly strategy: StrategyName;
       /** Envoy host-pinning variant (default override-host). */
       readonly envoyVariant?: 'override-host' | 'original-dst';
-      /** `NONE`: response bodies do not stream through the router (default: the config's FDS). */
-      readonly envoyResponseBody?: 'NONE';
+      /** `ext-proc`: responses stream through the router (the router is told so); default: the shipped access-log path. */
+      readonly responsePath?: 'access-log' | 'ext-proc';
       readonly routerOverrides?: RouterOverrides;
       /** `dist/src/main.js` of another built checkout (e.g. a baseline commit); default this one. */
       readonly routerMain?: string;
@@ -98,7 +98,7 @@ export interface ReplicaSet {
 export function contenderDescription(spec: ContenderSpec): string {
   switch (spec.kind) {
     case 'cacheroute':
-      return `cacheroute${spec.checkout ? ` and Envoy config from ${spec.checkout}` : spec.routerMain ? ` from ${spec.routerMain}` : ''}${(spec.replicas ?? 1) > 1 ? `, ${spec.replicas} replicas` : ''}${spec.replication ? ` sharing state over ${spec.replication}` : ''}${spec.failOpen ? ', fail-open' : ''} (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.envoyResponseBody === 'NONE' ? ' (response_body_mode NONE)' : ''}`;
+      return `cacheroute${spec.checkout ? ` and Envoy config from ${spec.checkout}` : spec.routerMain ? ` from ${spec.routerMain}` : ''}${(spec.replicas ?? 1) > 1 ? `, ${spec.replicas} replicas` : ''}${spec.replication ? ` sharing state over ${spec.replication}` : ''}${spec.failOpen ? ', fail-open' : ''} (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.responsePath === 'ext-proc' ? ' (responses through the router)' : ''}`;
     case 'envoy-only':
       return `Envoy alone, lb ${spec.lb}`;
     case 'sglang-router':

@@ -1,9 +1,10 @@
 /**
  * Renders variants of the canonical Envoy configs in envoy/ for tests, benchmarks and the
  * demo. The checked-in YAML stays the single source of the Envoy logic; this file only
- * patches addresses, the engine list, the failure mode and the ext_proc graceful-close
- * runtime flag on named objects (listener `ingress`, clusters `cacheroute_extproc` /
- * `engines` / `otel_collector`, the ext_proc filter, the runtime layer `static`). A patch whose target is missing throws, so a renamed object in the YAML
+ * patches addresses, the engine list (and router replicas), the failure mode, the response
+ * path and the ext_proc graceful-close runtime flag on named objects (listener `ingress`,
+ * clusters `cacheroute_extproc` / `engines` / `otel_collector`, the ext_proc filter, the
+ * `http_grpc` access logger, the route's hash_policy, the runtime layer `static`). A patch whose target is missing throws, so a renamed object in the YAML
  * fails loudly instead of silently rendering the demo ports.
  */
 import { readFileSync } from 'node:fs';
@@ -33,8 +34,21 @@ export interface EnvoyRenderOptions {
   readonly adminPort?: number;
   /** cacheroute's ext_proc gRPC address `host:port` (router variants). */
   readonly routerAddress?: string;
-  /** Several router replicas' ext_proc addresses (router variants); replaces routerAddress. */
+  /**
+   * Several router replicas `host:port` (router variants; instead of routerAddress): all in
+   * cluster `cacheroute_extproc` (ext_proc streams spread over them), and one access logger
+   * per replica (cluster `cacheroute_replica_<i>`), since each replica ends the requests it
+   * routed.
+   */
   readonly routerAddresses?: readonly string[];
+  /**
+   * `ext-proc` streams responses through the router again (response headers SEND, bodies
+   * FULL_DUPLEX_STREAMED, trailers SEND; the router must run server.responseCompletion
+   * `ext-proc`) and drops the gRPC access logger. Default: keep the file's (`access-log`).
+   */
+  readonly responsePath?: 'access-log' | 'ext-proc';
+  /** Header the fallback policy hashes on (route hash_policy); default: keep the file's (x-session-id). */
+  readonly sessionHeader?: string;
   /** Render from this file instead of this checkout's envoy/<variant>.yaml (e.g. another commit's). */
   readonly sourceFile?: string;
   /** Engine addresses `ip:port` for STATIC engine clusters (ignored by ORIGINAL_DST and EDS). */
@@ -55,11 +69,6 @@ export interface EnvoyRenderOptions {
   readonly gracefulGrpcClose?: boolean;
   /** false removes the ext_proc grpc_service `retry_policy` (refused streams); router variants. */
   readonly refusedStreamRetry?: boolean;
-  /**
-   * `NONE` stops streaming response bodies through the router (response trailers `SKIP`
-   * too); router variants. Default: keep the file's (FULL_DUPLEX_STREAMED / SEND).
-   */
-  readonly responseBodyMode?: 'NONE';
 }
 
 /** The runtime key that makes Envoy half-close ext_proc streams instead of resetting them. */
@@ -177,19 +186,28 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     opts.messageTimeoutMs !== undefined ||
     opts.gracefulGrpcClose !== undefined ||
     opts.refusedStreamRetry !== undefined ||
-    opts.responseBodyMode !== undefined;
+    opts.routerAddresses !== undefined ||
+    opts.responsePath !== undefined ||
+    opts.sessionHeader !== undefined;
   if (routerOpts && !usesRouter(opts.variant)) {
     throw new Error(`envoy config: variant ${opts.variant} has no ext_proc router`);
   }
-  const routers = opts.routerAddresses ?? (opts.routerAddress !== undefined ? [opts.routerAddress] : undefined);
-  if (routers !== undefined) {
-    if (routers.length === 0) throw new Error('envoy config: router address list is empty');
-    setClusterEndpoints(byName(clusters, 'cacheroute_extproc', 'cluster'), routers);
+  if (opts.routerAddress !== undefined && opts.routerAddresses !== undefined) {
+    throw new Error('envoy config: give routerAddress or routerAddresses, not both');
+  }
+  if (opts.routerAddress !== undefined) {
+    setClusterEndpoints(byName(clusters, 'cacheroute_extproc', 'cluster'), [opts.routerAddress]);
+  }
+  if (opts.routerAddresses !== undefined) setRouterReplicas(doc, opts.routerAddresses);
+  if (opts.responsePath === 'ext-proc') streamResponsesThroughRouter(doc);
+  if (opts.sessionHeader !== undefined) {
+    const hash = routeHashPolicy(doc);
+    obj(hash[0], 'hash_policy[0]')['header'] = { header_name: opts.sessionHeader.toLowerCase() };
   }
   if (opts.otelCollector !== undefined) {
     setClusterEndpoints(byName(clusters, 'otel_collector', 'cluster'), [opts.otelCollector]);
   }
-  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined || opts.responseBodyMode !== undefined) {
+  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined) {
     const hcm = httpConnectionManager(doc);
     const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
     if (opts.failureModeAllow !== undefined) extProc['failure_mode_allow'] = opts.failureModeAllow;
@@ -199,11 +217,6 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
       if (!('retry_policy' in grpc)) throw new Error('envoy config: ext_proc grpc_service has no retry_policy');
       delete grpc['retry_policy'];
     }
-    if (opts.responseBodyMode === 'NONE') {
-      const mode = obj(extProc['processing_mode'], 'ext_proc processing_mode');
-      mode['response_body_mode'] = 'NONE';
-      mode['response_trailer_mode'] = 'SKIP';
-    }
   }
   if (opts.gracefulGrpcClose !== undefined) {
     const layer = staticRuntimeLayer(doc);
@@ -211,6 +224,74 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     layer[GRACEFUL_GRPC_CLOSE_KEY] = opts.gracefulGrpcClose;
   }
   return doc;
+}
+
+/** The gRPC access loggers of the ingress HCM (the router's response-completion path). */
+function grpcAccessLoggers(hcm: Obj): Obj[] {
+  return arr(hcm['access_log'] ?? [], 'HCM access_log').filter(
+    (l): l is Obj => isObj(l) && l['name'] === 'envoy.access_loggers.http_grpc',
+  );
+}
+
+function loggerCluster(logger: Obj): Obj {
+  const common = obj(obj(logger['typed_config'], 'http_grpc typed_config')['common_config'], 'http_grpc common_config');
+  return obj(obj(common['grpc_service'], 'http_grpc grpc_service')['envoy_grpc'], 'http_grpc envoy_grpc');
+}
+
+/**
+ * N router replicas: every replica in `cacheroute_extproc`, plus a single-host copy of that
+ * cluster per replica (`cacheroute_replica_<i>`) and a copy of the access logger sending to
+ * it, so every replica receives the entries of the requests it routed.
+ */
+function setRouterReplicas(doc: Obj, addrs: readonly string[]): void {
+  if (addrs.length === 0) throw new Error('envoy config: router replica list is empty');
+  const sr = obj(doc['static_resources'], 'static_resources');
+  const clusters = arr(sr['clusters'], 'clusters');
+  const extproc = byName(clusters, 'cacheroute_extproc', 'cluster');
+  setClusterEndpoints(extproc, addrs);
+  const hcm = httpConnectionManager(doc);
+  const loggers = grpcAccessLoggers(hcm);
+  if (loggers.length !== 1) return; // response path through ext_proc: nothing to fan out
+  const template = loggers[0]!;
+  const others = arr(hcm['access_log'], 'HCM access_log').filter((l) => l !== template);
+  const copies = addrs.map((addr, i) => {
+    const name = `cacheroute_replica_${i}`;
+    const cluster = structuredClone(extproc);
+    cluster['name'] = name;
+    obj(cluster['load_assignment'], 'load_assignment')['cluster_name'] = name;
+    setClusterEndpoints(cluster, [addr]);
+    clusters.push(cluster);
+    const logger = structuredClone(template);
+    loggerCluster(logger)['cluster_name'] = name;
+    return logger;
+  });
+  hcm['access_log'] = [...copies, ...others];
+}
+
+/** The response path of the older configs: response messages through the router, no access logger. */
+function streamResponsesThroughRouter(doc: Obj): void {
+  const hcm = httpConnectionManager(doc);
+  const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
+  const mode = obj(extProc['processing_mode'], 'ext_proc processing_mode');
+  mode['response_header_mode'] = 'SEND';
+  mode['response_body_mode'] = 'FULL_DUPLEX_STREAMED';
+  mode['response_trailer_mode'] = 'SEND';
+  const loggers = grpcAccessLoggers(hcm);
+  if (loggers.length === 0) throw new Error('envoy config: no http_grpc access logger to remove');
+  hcm['access_log'] = arr(hcm['access_log'], 'HCM access_log').filter((l) => !loggers.includes(l as Obj));
+}
+
+/** The hash_policy of the ingress route (the fallback policy's session hash). */
+function routeHashPolicy(doc: Obj): unknown[] {
+  const hcm = httpConnectionManager(doc);
+  const vhosts = arr(obj(hcm['route_config'], 'route_config')['virtual_hosts'], 'virtual_hosts');
+  for (const vh of vhosts) {
+    for (const r of arr(obj(vh, 'virtual_host')['routes'], 'routes')) {
+      const route = obj(r, 'route')['route'];
+      if (isObj(route) && Array.isArray(route['hash_policy']) && route['hash_policy'].length > 0) return route['hash_policy'];
+    }
+  }
+  throw new Error('envoy config: no route with a hash_policy');
 }
 
 /** Renders the variant as YAML text (with a header naming its source). */

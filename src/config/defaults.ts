@@ -31,6 +31,13 @@ export const DEFAULT_REQUEST_IDLE_TIMEOUT_MS = 30_000;
  * answer sends them only when it is complete): the shipped Envoy configs' route timeout.
  */
 export const DEFAULT_RESPONSE_IDLE_TIMEOUT_MS = 600_000;
+/**
+ * How the router learns that a routed request's response ended: from Envoy's gRPC access log
+ * (the shipped Envoy configs; the router stays out of the response path), or from response
+ * messages on the ext_proc stream (an Envoy config that streams responses through it).
+ */
+export const RESPONSE_COMPLETION_MODES = ['access-log', 'ext-proc'] as const;
+export const DEFAULT_RESPONSE_COMPLETION = 'access-log' as const;
 /** Headroom over the largest body for the surrounding protobuf/gRPC framing. */
 export const GRPC_FRAMING_HEADROOM_BYTES = 1024 * 1024;
 

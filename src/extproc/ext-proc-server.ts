@@ -25,6 +25,12 @@ export interface KeepaliveOptions {
   readonly timeoutMs: number;
 }
 
+/** A further gRPC service served on the same server and port (e.g. the access log receiver). */
+export interface GrpcServiceBinding {
+  readonly definition: grpc.ServiceDefinition;
+  readonly implementation: grpc.UntypedServiceImplementation;
+}
+
 export interface ExtProcServerOptions {
   /** `host:port` to listen on; port 0 picks a free port. */
   readonly address: string;
@@ -43,6 +49,8 @@ export interface ExtProcServerOptions {
   readonly keepalive?: KeepaliveOptions;
   /** Clock for the reset budget (tests). */
   readonly nowMs?: () => number;
+  /** Further services on the same port. */
+  readonly services?: readonly GrpcServiceBinding[];
 }
 
 export interface BoundAddress {
@@ -91,6 +99,7 @@ export class ExtProcServer {
     this.server.addService(extProcServiceDefinition(), {
       Process: (call: ProcessCall) => this.onCall(call),
     });
+    for (const s of options.services ?? []) this.server.addService(s.definition, s.implementation);
   }
 
   /** Binds and starts serving; resolves with the bound address (actual port if 0 was asked). */

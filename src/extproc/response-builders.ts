@@ -20,6 +20,18 @@ export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
 export const LB_METADATA_NAMESPACE = 'envoy.lb';
 export const CACHEROUTE_METADATA_NAMESPACE = 'cacheroute';
 export const CACHEROUTE_DESTINATION_KEY = 'destination';
+/** Under `cacheroute`: the key Envoy's access log entry names to end the request (pending-responses.ts). */
+export const CACHEROUTE_TICKET_KEY = 'ticket';
+/** Under `cacheroute`: the decision summary, which Envoy copies into the response header. */
+export const CACHEROUTE_DECISION_KEY = 'decision';
+
+/** Optional extras of the decision's `cacheroute` metadata. */
+export interface DecisionExtras {
+  /** The pending-response key (access-log completion). */
+  readonly ticket?: string;
+  /** The decision summary (telemetry.decisionHeader). */
+  readonly summary?: string;
+}
 /** Error messages are truncated to this many characters (they must stay small). */
 const MAX_ERROR_MESSAGE_CHARS = 200;
 
@@ -41,19 +53,20 @@ export function routingHeaderMutation(decision: RouteDecision, extra: readonly H
 }
 
 /** Dynamic metadata announcing the decision under `envoy.lb` and `cacheroute`. */
-export function routingMetadata(decision: RouteDecision): Struct {
-  return metadataFor(destinationList(decision), decision.endpoint.id);
+export function routingMetadata(decision: RouteDecision, extras?: DecisionExtras): Struct {
+  return metadataFor(destinationList(decision), decision.endpoint.id, extras);
 }
 
-function metadataFor(destinations: string, chosen: string): Struct {
+function metadataFor(destinations: string, chosen: string, extras: DecisionExtras | undefined): Struct {
+  const ours: Struct = { fields: { [CACHEROUTE_DESTINATION_KEY]: { stringValue: chosen } } };
+  if (extras?.ticket !== undefined) ours.fields![CACHEROUTE_TICKET_KEY] = { stringValue: extras.ticket };
+  if (extras?.summary !== undefined) ours.fields![CACHEROUTE_DECISION_KEY] = { stringValue: extras.summary };
   return {
     fields: {
       [LB_METADATA_NAMESPACE]: {
         structValue: { fields: { [DESTINATION_HEADER]: { stringValue: destinations } } },
       },
-      [CACHEROUTE_METADATA_NAMESPACE]: {
-        structValue: { fields: { [CACHEROUTE_DESTINATION_KEY]: { stringValue: chosen } } },
-      },
+      [CACHEROUTE_METADATA_NAMESPACE]: { structValue: ours },
     },
   };
 }
@@ -63,16 +76,16 @@ function metadataFor(destinations: string, chosen: string): Struct {
  * ended, or header-only routing). clear_route_cache is honoured here because the same
  * response carries a header mutation.
  */
-export function requestHeadersWithDecision(decision: RouteDecision): ProcessingResponse {
-  return withDecision(decision, 'request_headers');
+export function requestHeadersWithDecision(decision: RouteDecision, extras?: DecisionExtras): ProcessingResponse {
+  return withDecision(decision, 'request_headers', extras);
 }
 
 /** Answer to a BUFFERED request body that carries the decision (headers are still held). */
-export function requestBodyWithDecision(decision: RouteDecision): ProcessingResponse {
-  return withDecision(decision, 'request_body');
+export function requestBodyWithDecision(decision: RouteDecision, extras?: DecisionExtras): ProcessingResponse {
+  return withDecision(decision, 'request_body', extras);
 }
 
-function withDecision(decision: RouteDecision, member: 'request_headers' | 'request_body'): ProcessingResponse {
+function withDecision(decision: RouteDecision, member: 'request_headers' | 'request_body', extras: DecisionExtras | undefined): ProcessingResponse {
   const destinations = destinationList(decision);
   return {
     [member]: {
@@ -82,7 +95,7 @@ function withDecision(decision: RouteDecision, member: 'request_headers' | 'requ
         clear_route_cache: true,
       },
     },
-    dynamic_metadata: metadataFor(destinations, decision.endpoint.id),
+    dynamic_metadata: metadataFor(destinations, decision.endpoint.id, extras),
   };
 }
 

@@ -16,6 +16,10 @@
  * once — when the response completes, or when the stream ends in any other way (Envoy's
  * CANCELLED at the end of every request, client disconnect, transport error, our own
  * protocol error, or the idle timeout below). No path leaves a request counted as in flight.
+ * With `pending` (the response path is Envoy's access log, not this stream) the ticket is
+ * handed over at the decision instead: its key rides in the decision metadata, the access
+ * log entry finishes it, and this stream's ending no longer does (unless the stream itself
+ * saw the whole response).
  *
  * Admission: with an AdmissionService the decision may be held (phase `admitting`) until an
  * engine has room; the headers (or body) answer goes out when it is admitted, a 429 when it
@@ -45,6 +49,7 @@ import { readHeaderMap } from './header-map.js';
 import type { HeaderLookup } from './header-map.js';
 import { InferenceMatcher, checkInferenceHeaders } from './inference-request-rules.js';
 import { readServedEndpoint, readSubsetHint } from './lb-metadata.js';
+import type { DecisionExtras } from './response-builders.js';
 import {
   DESTINATION_HEADER,
   continueRequestBody,
@@ -61,6 +66,7 @@ import {
   streamedResponseBody,
 } from './response-builders.js';
 import { UsageSniffer } from './usage-sniffer.js';
+import type { PendingResponses } from './pending-responses.js';
 
 /** What the prompt extractor (src/request/extract-prompt.ts) returns. */
 export interface PromptInfo {
@@ -117,6 +123,10 @@ export interface EdgeOptions {
   readonly idle?: StreamIdleTimeouts;
   /** Rate limiter for per-cause log lines (default: 5 lines per cause per 10 s). */
   readonly logLimiter?: RateLimitedLog;
+  /** Hand routed tickets to this at the decision (response completion via Envoy's access log). */
+  readonly pending?: PendingResponses;
+  /** This router replica's id, appended to the decision summary as `replica=<id>`. */
+  readonly replicaId?: string;
 }
 
 export interface StreamIdleTimeouts {
@@ -139,6 +149,7 @@ export class EdgeContext {
   readonly logLimiter: RateLimitedLog;
   readonly tenantHeader: string | undefined;
   readonly priorityHeader: string | undefined;
+  private readonly replicaSuffix: string;
   /** Set once a degraded (header-only) body mode was logged. */
   warnedHeaderOnly = false;
   /** Open streams (for the idle sweep). */
@@ -155,6 +166,13 @@ export class EdgeContext {
     this.logLimiter = options.logLimiter ?? new RateLimitedLog({ clock: options.clock });
     this.tenantHeader = options.tenantHeader?.toLowerCase();
     this.priorityHeader = options.priorityHeader?.toLowerCase();
+    this.replicaSuffix = options.replicaId !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(options.replicaId) ? `;replica=${options.replicaId}` : '';
+  }
+
+  /** The decision summary (x-cacheroute-decision), with this replica's id when known. */
+  summaryOf(ticket: RouteTicket): string {
+    const s = formatDecisionSummary(ticket.decision);
+    return this.replicaSuffix === '' ? s : s + this.replicaSuffix;
   }
 
   open(stream: ProcessStream): StreamHandler {
@@ -266,6 +284,9 @@ export class StreamHandler {
   // Routed request.
   private ticket: RouteTicket | undefined;
   private ticketFinished = false;
+  /** Key of the ticket handed to EdgeOptions.pending (then the access log finishes it). */
+  private ticketKey: string | undefined;
+  private decisionExtras: DecisionExtras | undefined;
   private responseStatus: number | undefined;
   private responseHeadersSeen = false;
   private responseBodySeen = false;
@@ -439,7 +460,8 @@ export class StreamHandler {
         }
         this.decide(undefined, (ticket) => {
           this.phase = 'forwarded';
-          this.send(requestHeadersWithDecision(ticket.decision));
+          this.send(requestHeadersWithDecision(ticket.decision, this.decisionExtras));
+          this.closeIfHandedOver();
         });
       }
     }
@@ -471,13 +493,15 @@ export class StreamHandler {
       }
       this.decide(body, (ticket) => {
         this.phase = 'forwarded';
-        this.send(requestBodyWithDecision(ticket.decision));
+        this.send(requestBodyWithDecision(ticket.decision, this.decisionExtras));
+        this.closeIfHandedOver();
       });
       return;
     }
 
     // forwarded: pass-through or header-only routing.
     this.send(this.requestBodyMode === 'FULL_DUPLEX_STREAMED' ? streamedRequestBody(body, endOfStream) : continueRequestBody());
+    this.closeIfHandedOver();
   }
 
   private onRequestTrailers(): void {
@@ -493,6 +517,7 @@ export class StreamHandler {
       return this.reject(new RouterError('BAD_REQUEST', 'request body is empty'));
     }
     this.send(continueRequestTrailers());
+    this.closeIfHandedOver();
   }
 
   /**
@@ -504,12 +529,26 @@ export class StreamHandler {
     this.chunks = [];
     this.decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.bodyBytes), (ticket) => {
       this.phase = 'forwarded';
-      this.send(requestHeadersWithDecision(ticket.decision));
+      this.send(requestHeadersWithDecision(ticket.decision, this.decisionExtras));
       for (let i = 0; i < chunks.length; i++) {
         this.send(streamedRequestBody(chunks[i]!, endedByBody && i === chunks.length - 1));
       }
       if (!endedByBody) this.send(continueRequestTrailers());
+      this.closeIfHandedOver();
     });
+  }
+
+  /**
+   * Access-log completion: once the whole request side is answered nothing more is needed
+   * from this stream, so we end it with OK (Envoy then stops consulting the router for this
+   * request). Why: Envoy otherwise keeps the stream until the engine's response headers, and
+   * a router that dies in that window fails the request (a FULL_DUPLEX_STREAMED body rules
+   * out fail-open); after an OK close nothing the router does can touch the request.
+   */
+  private closeIfHandedOver(): void {
+    if (this.ticketKey === undefined || !this.requestEnded || this.phase !== 'forwarded') return;
+    this.finalize();
+    this.stream.end();
   }
 
   private onResponseHeaders(msg: ProcessingRequest__Output): void {
@@ -523,7 +562,7 @@ export class StreamHandler {
     this.noteServed(msg);
     const ticket = this.ticket;
     if (ticket !== undefined && this.ctx.options.decisionHeader) {
-      this.send(continueResponseHeaders([setHeader(DECISION_HEADER, formatDecisionSummary(ticket.decision))]));
+      this.send(continueResponseHeaders([setHeader(DECISION_HEADER, this.decisionExtras?.summary ?? this.ctx.summaryOf(ticket))]));
     } else {
       this.send(continueResponseHeaders());
     }
@@ -618,6 +657,13 @@ export class StreamHandler {
     this.ticket = ticket;
     this.admitAbort = undefined;
     const opts = this.ctx.options;
+    if (opts.pending !== undefined) this.ticketKey = opts.pending.hold(ticket);
+    if (this.ticketKey !== undefined || opts.decisionHeader) {
+      this.decisionExtras = {
+        ...(this.ticketKey !== undefined ? { ticket: this.ticketKey } : {}),
+        ...(opts.decisionHeader ? { summary: this.ctx.summaryOf(ticket) } : {}),
+      };
+    }
     if (opts.logger.enabled('debug')) {
       const d = ticket.decision;
       this.logger().debug('routed', {
@@ -700,18 +746,27 @@ export class StreamHandler {
   private finishTicket(aborted: boolean): void {
     const ticket = this.ticket;
     if (ticket === undefined || this.ticketFinished) return;
+    const key = this.ticketKey;
+    // Handed over: only a response this stream saw complete ends it here; every other ending
+    // is reported by the access log entry (which also covers aborts and resets).
+    if (key !== undefined && aborted) return;
     this.ticketFinished = true;
     const usage = this.sniffer?.result();
     this.sniffer = undefined;
-    if (aborted) this.ctx.stats.streamError('ABORTED');
-    ticket.finish({
+    const outcome = {
       aborted,
       status: this.responseStatus,
       promptTokens: usage?.promptTokens,
       cachedTokens: usage?.cachedTokens,
       completionTokens: usage?.completionTokens,
       servedBy: this.servedBy,
-    });
+    };
+    if (key !== undefined) {
+      this.ctx.options.pending!.complete(key, outcome);
+      return;
+    }
+    if (aborted) this.ctx.stats.streamError('ABORTED');
+    ticket.finish(outcome);
   }
 
   /** Releases everything; the stream is over. Idempotent. */
@@ -726,7 +781,8 @@ export class StreamHandler {
     this.headers = undefined;
     // Without response body messages (body mode NONE) seeing the response headers is the
     // most we can know; treat that as a completed response.
-    const completeEnough = this.responseEnded || (this.responseHeadersSeen && this.responseBodyMode === 'NONE');
+    const completeEnough =
+      this.responseEnded || (this.ticketKey === undefined && this.responseHeadersSeen && this.responseBodyMode === 'NONE');
     this.finishTicket(!completeEnough);
     this.ctx.stats.streamClosed();
   }

@@ -27,6 +27,8 @@ export const COMPOSE_NET = {
   subnet: '10.89.7.0/24',
   envoy: '10.89.7.10',
   router: '10.89.7.11',
+  /** Router replicas Envoy spreads ext_proc streams over (router-a = `router`, router-b). */
+  routers: ['10.89.7.11', '10.89.7.13'],
   jaeger: '10.89.7.12',
   engines: ['10.89.7.21', '10.89.7.22', '10.89.7.23', '10.89.7.24'],
   enginePort: 8000,
@@ -46,7 +48,7 @@ export function renderComposeEnvoy(): string {
     variant: 'override-host',
     listenerPort: 10000,
     adminPort: 9901,
-    routerAddress: `${COMPOSE_NET.router}:9002`,
+    routerAddresses: COMPOSE_NET.routers.map((ip) => `${ip}:9002`),
     engines: COMPOSE_NET.engines.map((ip) => `${ip}:${COMPOSE_NET.enginePort}`),
     otelCollector: `${COMPOSE_NET.jaeger}:4317`,
     failureModeAllow: true,

@@ -9,6 +9,8 @@ import { connect, eventually, open } from '../helpers/ext-proc-client.js';
 import type { ClientConversation } from '../helpers/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
 import { FakeRoutingService } from '../helpers/fake-routing-service.js';
+import { createAccessLogClient } from '../../src/extproc/access-log-proto.js';
+import type { HTTPAccessLogEntry } from '../../src/extproc/access-log-proto.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
 
@@ -60,7 +62,7 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
   });
 
   it('keeps requests that share a long prefix on the same engine (cache-aware end to end)', async () => {
-    app = createRouterApp(defaultConfig({ strategy: 'cache-aware' }), { logger: silentLogger });
+    app = createRouterApp(defaultConfig({ strategy: 'cache-aware', server: { responseCompletion: 'ext-proc' } }), { logger: silentLogger });
     const { grpcPort } = await app.start();
     const client = connect(grpcPort);
     try {
@@ -103,7 +105,7 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
   it('on stop: readiness turns false first, open streams may finish within the grace, then everything closes', async () => {
     const routing = new FakeRoutingService(TEST_ENDPOINT_ADDRESSES);
     const scheduler = { route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r), start() {}, stop() {}, endpoints: () => routing.endpoints };
-    app = createRouterApp(defaultConfig(), { logger: silentLogger, scheduler });
+    app = createRouterApp(defaultConfig({ server: { responseCompletion: 'ext-proc' } }), { logger: silentLogger, scheduler });
     const { grpcPort, adminPort } = await app.start();
     const client = connect(grpcPort);
     try {
@@ -122,6 +124,42 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
       await status(adminPort, '/healthz').catch(() => (refused = true));
       expect(refused).to.equal(true);
     } finally {
+      client.close();
+    }
+  });
+
+  it('access-log completion: ends the stream once the request side is answered; the access log entry naming its key ends the request', async () => {
+    const routing = new FakeRoutingService(TEST_ENDPOINT_ADDRESSES);
+    const scheduler = { route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r), start() {}, stop() {}, endpoints: () => routing.endpoints };
+    app = createRouterApp(defaultConfig(), { logger: silentLogger, scheduler });
+    const { grpcPort, adminPort } = await app.start();
+    const client = connect(grpcPort);
+    const logs = createAccessLogClient(`127.0.0.1:${grpcPort}`);
+    try {
+      const c = open(client);
+      c.send(requestHeaders(FDS), requestBody(chatBody('logged'), true));
+      const out = await c.waitFor(2);
+      expect((await c.finished).code, 'router ended the stream').to.equal(GrpcStatus.OK);
+      const ticket = out[0]!.dynamic_metadata!.fields['cacheroute']!.structValue!.fields['ticket']!.stringValue!;
+      expect(ticket).to.be.a('string').and.not.equal('');
+      expect(routing.inflight, 'held until the access log says it ended').to.equal(1);
+      const entry = (key: string, code: number): HTTPAccessLogEntry => ({
+        common_properties: {
+          metadata: { filter_metadata: { cacheroute: { fields: { ticket: { stringValue: key } } } } },
+          upstream_remote_address: { socket_address: { address: '10.0.0.1', port_value: 8000 } },
+          access_log_type: 'DownstreamEnd',
+        },
+        response: { response_code: { value: code } },
+      });
+      const call = logs.StreamAccessLogs(() => {});
+      call.write({ identifier: { log_name: 'cacheroute' }, http_logs: { log_entry: [entry('someone-else', 200), entry(ticket, 200)] } });
+      await eventually(() => routing.inflight === 0, 'ticket finished by the access log');
+      const dbg = (await (await fetch(`http://127.0.0.1:${adminPort}/debug/streams`)).json()) as { pendingResponses: { pending: number; completed: number; unknown: number } };
+      expect(dbg.pendingResponses).to.deep.include({ pending: 0, completed: 1, unknown: 1 });
+      expect(routing.finished.at(-1)?.outcome).to.deep.include({ aborted: false, status: 200, servedBy: '10.0.0.1:8000' });
+      call.end();
+    } finally {
+      logs.close();
       client.close();
     }
   });

@@ -1,5 +1,5 @@
 /** `server:` section: listen addresses and gRPC limits. */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ALWAYS, int, optionalSection } from '../../util/schema.js';
 import {
   DEFAULT_ADMIN_ADDRESS,
@@ -8,7 +8,9 @@ import {
   DEFAULT_KEEPALIVE_TIME_MS,
   DEFAULT_KEEPALIVE_TIMEOUT_MS,
   DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
+  DEFAULT_RESPONSE_COMPLETION,
   DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
+  RESPONSE_COMPLETION_MODES,
 } from '../defaults.js';
 import type { ConfigSection } from '../config-section.js';
 import { listenAddress } from './common-checks.js';
@@ -23,6 +25,10 @@ const schema = optionalSection({
   keepaliveTimeoutMs: int({ min: 1, max: 10 * 60 * 1000 }).default(DEFAULT_KEEPALIVE_TIMEOUT_MS).describe('A keepalive PING not acknowledged within this closes the connection.'),
   requestIdleTimeoutMs: int({ min: 100, max: 3_600_000 }).default(DEFAULT_REQUEST_IDLE_TIMEOUT_MS).describe('An ext_proc stream silent this long before its request was answered is expired (accounting released).'),
   responseIdleTimeoutMs: int({ min: 100, max: 24 * 3_600_000 }).default(DEFAULT_RESPONSE_IDLE_TIMEOUT_MS).describe('...and after it; must outlast the quietest legitimate response (Envoy route timeout).'),
+  responseCompletion: z
+    .enum(RESPONSE_COMPLETION_MODES)
+    .default(DEFAULT_RESPONSE_COMPLETION)
+    .describe('How a routed request is seen to end: Envoy\'s gRPC access log (served on the ext_proc port; a request with no entry after responseIdleTimeoutMs counts as aborted) or response messages on the ext_proc stream. Must match the Envoy config.'),
 }).superRefine((s, ctx) => {
   if (typeof s !== 'object' || s === null) return;
   if (typeof s.keepaliveTimeMs === 'number' && s.keepaliveTimeMs > 0 && s.keepaliveTimeMs < 1000) {

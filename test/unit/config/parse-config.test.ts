@@ -27,6 +27,7 @@ describe('config/parse-config', () => {
         keepaliveTimeoutMs: D.DEFAULT_KEEPALIVE_TIMEOUT_MS,
         requestIdleTimeoutMs: D.DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
         responseIdleTimeoutMs: D.DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
+        responseCompletion: D.DEFAULT_RESPONSE_COMPLETION,
       });
       expect(c.requests).to.deep.equal({
         paths: D.DEFAULT_PATHS,
