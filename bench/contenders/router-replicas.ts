@@ -50,7 +50,8 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
       command: process.execPath,
       args: [main, 'serve', '--config', r.configFile],
       readyLine: (line) => line.includes('"listening"'),
-      readyTimeoutMs: 20_000,
+      // Generous: on a loaded 2-core machine a cold start (module load, replay wait) can take long.
+      readyTimeoutMs: 45_000,
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   };
