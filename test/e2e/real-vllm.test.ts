@@ -124,6 +124,9 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       endpoints: addresses.map((address) => ({ address, models: [model] })),
       engineMetrics: { enabled: true, pollIntervalMs: 250, timeoutMs: 1000, staleAfterMs: 2000 },
       telemetry: { logLevel: 'warn', decisionHeader: true, recentDecisions: 1024 },
+      // Responses through the router: these tests read the engine's usage (cached tokens,
+      // calibration), which the default access-log path does not see.
+      server: { responseCompletion: 'ext-proc' },
       ...overrides,
     });
 
@@ -133,7 +136,7 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     fleet = await startVllmEngines({ count: 2, numGpuBlocks: NUM_BLOCKS, maxModelLen: 4096 });
     addresses = fleet.engines.map((e) => e.id);
     router = await startRouter({ name: 'router-real-vllm', config: routerConfig({}) });
-    envoy = await startEnvoy({ variant: 'override-host', name: 'envoy-real-vllm', listenerPort: 0, adminPort: 0, engines: addresses, routerAddress: router.grpcAddress });
+    envoy = await startEnvoy({ variant: 'override-host', name: 'envoy-real-vllm', listenerPort: 0, adminPort: 0, engines: addresses, routerAddress: router.grpcAddress, responsePath: 'ext-proc' });
     await envoy.waitForClusterHealth('cacheroute_extproc', true);
   });
 
@@ -308,7 +311,7 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       config: routerConfig({ load: { calibration: { enabled: true, sizeFromEngine: false } } }),
     });
     extra.push(calib);
-    const calibEnvoy = await startEnvoy({ variant: 'override-host', name: 'envoy-real-vllm-calibration', listenerPort: 0, adminPort: 0, engines: addresses, routerAddress: calib.grpcAddress });
+    const calibEnvoy = await startEnvoy({ variant: 'override-host', name: 'envoy-real-vllm-calibration', listenerPort: 0, adminPort: 0, engines: addresses, routerAddress: calib.grpcAddress, responsePath: 'ext-proc' });
     extra.push(calibEnvoy);
     await calibEnvoy.waitForClusterHealth('cacheroute_extproc', true);
     await Promise.all(fleet!.engines.map((e) => postJson(`${e.url}/reset_prefix_cache`, {})));

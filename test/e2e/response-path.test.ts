@@ -158,28 +158,47 @@ describe('e2e: router out of the response path (access-log completion)', functio
   });
 
   it('keeps each session on one engine and spreads sessions while no router answers', async () => {
-    await envoy!.waitForClusterHealth('cacheroute_extproc', false);
-    const bySession = new Map<string, Set<string>>();
-    for (let round = 0; round < 3; round++) {
-      for (let s = 0; s < 8; s++) {
-        const r = await stream(envoy!, chat(`s${s}-${round}`, systemPrompt(`session-${s}-${round}`, 50), 2), { session: `session-${s}` });
-        expect(r.outcome, r.error ?? '').to.equal('ok');
-        const set = bySession.get(`session-${s}`) ?? new Set<string>();
-        set.add(r.engine ?? '');
-        bySession.set(`session-${s}`, set);
-      }
+    // A fresh fleet (the one above lost an engine) behind a fresh Envoy whose router is the
+    // one SIGKILLed above: nothing answers on its address.
+    const fresh = await startEngines({ count: 4, flags: ENGINE_FLAGS });
+    const down = await startEnvoy({
+      variant: 'override-host',
+      name: 'envoy-router-down',
+      engines: fresh.engines.map(engineAddress),
+      routerAddress: router!.grpcAddress,
+      failureModeAllow: true,
+    });
+    try {
+      await checkSessionAffinity(down);
+    } finally {
+      await down.stop();
+      await fresh.stop();
     }
-    for (const [session, set] of bySession) expect([...set], session).to.have.length(1);
-    const sessionEngines = new Set([...bySession.values()].map((s) => [...s][0]));
-    expect(sessionEngines.size, 'sessions spread').to.be.at.least(2);
-    const noSession = new Set<string>();
-    for (let i = 0; i < 16; i++) {
-      const r = await stream(envoy!, chat(`nosession-${i}`, systemPrompt('same', 50), 2));
-      expect(r.outcome).to.equal('ok');
-      noSession.add(r.engine ?? '');
-    }
-    expect(noSession.size, 'session-less requests spread').to.be.at.least(2);
-    const allowed = (await envoy!.stat('http.ingress.ext_proc.failure_mode_allowed')) ?? 0;
-    expect(allowed).to.be.at.least(24);
   });
 });
+
+async function checkSessionAffinity(down: EnvoyProcess): Promise<void> {
+  await down.waitForClusterHealth('cacheroute_extproc', false);
+  const bySession = new Map<string, Set<string>>();
+  for (let round = 0; round < 3; round++) {
+    for (let s = 0; s < 8; s++) {
+      const r = await stream(down, chat(`s${s}-${round}`, systemPrompt(`session-${s}-${round}`, 50), 2), { session: `session-${s}` });
+      expect(r.outcome, r.error ?? '').to.equal('ok');
+      const set = bySession.get(`session-${s}`) ?? new Set<string>();
+      set.add(r.engine ?? '');
+      bySession.set(`session-${s}`, set);
+    }
+  }
+  for (const [session, set] of bySession) expect([...set], session).to.have.length(1);
+  const sessionEngines = new Set([...bySession.values()].map((s) => [...s][0]));
+  expect(sessionEngines.size, 'sessions spread').to.be.at.least(2);
+  const noSession = new Set<string>();
+  for (let i = 0; i < 16; i++) {
+    const r = await stream(down, chat(`nosession-${i}`, systemPrompt('same', 50), 2));
+    expect(r.outcome).to.equal('ok');
+    noSession.add(r.engine ?? '');
+  }
+  expect(noSession.size, 'session-less requests spread').to.be.at.least(2);
+  const allowed = (await down.stat('http.ingress.ext_proc.failure_mode_allowed')) ?? 0;
+  expect(allowed).to.be.at.least(24);
+}
