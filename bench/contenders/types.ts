@@ -38,6 +38,17 @@ export type ContenderSpec =
        * its ext_proc stream and would refuse the key): only Envoy is told the response path.
        */
       readonly routerPredatesResponseCompletion?: boolean;
+      /**
+       * Another built checkout whose router (`dist/src/main.js`) and Envoy config
+       * (`envoy/<variant>.yaml`) both replace this one's: that commit's whole request path.
+       */
+      readonly checkout?: string;
+      /** Router processes behind the one Envoy (its ext_proc cluster lists them all); default 1. */
+      readonly replicas?: number;
+      /** Start a nats-server (JetStream) for the run and point every replica at it. */
+      readonly replication?: 'nats';
+      /** ext_proc `failure_mode_allow` (default false: a router failure shows as failed requests). */
+      readonly failOpen?: boolean;
     }
   | { readonly kind: 'envoy-only'; readonly label: string; readonly lb: 'round-robin' | 'least-request' }
   | {
@@ -65,13 +76,34 @@ export interface RunningContender {
   readonly notes: readonly string[];
   /** PIDs of the processes this contender started (for run.json). */
   readonly pids: readonly number[];
+  /** cacheroute only: the router replicas (and NATS) behind its Envoy, for fault scripts and per-replica scrapes. */
+  readonly replicaSet?: ReplicaSet;
   stop(): Promise<void>;
+}
+
+/** The router processes of one cacheroute contender, controllable while a run is going. */
+export interface ReplicaSet {
+  /** Replica names `r0`, `r1`, … in order (also their replica id in the router config and decision header). */
+  readonly names: readonly string[];
+  /** Admin base URL of replica i (stable across restarts: same ports). */
+  adminUrl(i: number): string;
+  isRunning(i: number): boolean;
+  /** SIGKILL replica i; resolves once it has exited. */
+  kill(i: number): Promise<void>;
+  /** Starts replica i again on its ports and config; resolves when it listens. */
+  restart(i: number): Promise<void>;
+  /** Whether a nats-server belongs to this set. */
+  readonly hasNats: boolean;
+  /** Stops the nats-server (SIGTERM); its JetStream store stays on disk. */
+  stopNats(): Promise<void>;
+  /** Starts it again on the same port and store; resolves when it is ready. */
+  startNats(): Promise<void>;
 }
 
 export function contenderDescription(spec: ContenderSpec): string {
   switch (spec.kind) {
     case 'cacheroute':
-      return `cacheroute${spec.routerMain ? ` from ${spec.routerMain}` : ''} (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.responsePath === 'ext-proc' ? ' (responses through the router)' : ''}`;
+      return `cacheroute${spec.checkout ? ` and Envoy config from ${spec.checkout}` : spec.routerMain ? ` from ${spec.routerMain}` : ''}${(spec.replicas ?? 1) > 1 ? `, ${spec.replicas} replicas` : ''}${spec.replication ? ` sharing state over ${spec.replication}` : ''}${spec.failOpen ? ', fail-open' : ''} (strategy ${spec.strategy}${spec.routerOverrides ? `, overrides ${JSON.stringify(spec.routerOverrides)}` : ''}) behind Envoy ${spec.envoyVariant ?? 'override-host'}${spec.responsePath === 'ext-proc' ? ' (responses through the router)' : ''}`;
     case 'envoy-only':
       return `Envoy alone, lb ${spec.lb}`;
     case 'sglang-router':

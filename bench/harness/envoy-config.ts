@@ -49,6 +49,8 @@ export interface EnvoyRenderOptions {
   readonly responsePath?: 'access-log' | 'ext-proc';
   /** Header the fallback policy hashes on (route hash_policy); default: keep the file's (x-session-id). */
   readonly sessionHeader?: string;
+  /** Render from this file instead of this checkout's envoy/<variant>.yaml (e.g. another commit's). */
+  readonly sourceFile?: string;
   /** Engine addresses `ip:port` for STATIC engine clusters (ignored by ORIGINAL_DST and EDS). */
   readonly engines?: readonly string[];
   /** The EDS file of an EDS engine cluster (its directory becomes the watched directory). */
@@ -153,7 +155,7 @@ function durationText(ms: number): string {
 
 /** Parses the canonical file and applies the options; returns the config as an object. */
 export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
-  const doc = obj(parse(readFileSync(envoyConfigPath(opts.variant), 'utf8')), 'document');
+  const doc = obj(parse(readFileSync(opts.sourceFile ?? envoyConfigPath(opts.variant), 'utf8')), 'document');
   const sr = obj(doc['static_resources'], 'static_resources');
   const clusters = sr['clusters'];
 
@@ -178,6 +180,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
 
   const routerOpts =
     opts.routerAddress !== undefined ||
+    opts.routerAddresses !== undefined ||
     opts.failureModeAllow !== undefined ||
     opts.otelCollector !== undefined ||
     opts.messageTimeoutMs !== undefined ||
@@ -293,6 +296,6 @@ function routeHashPolicy(doc: Obj): unknown[] {
 
 /** Renders the variant as YAML text (with a header naming its source). */
 export function renderEnvoyConfig(opts: EnvoyRenderOptions): string {
-  const header = `# Rendered from envoy/${opts.variant}.yaml by bench/harness/envoy-config.ts; do not edit.\n`;
+  const header = `# Rendered from ${opts.sourceFile ?? `envoy/${opts.variant}.yaml`} by bench/harness/envoy-config.ts; do not edit.\n`;
   return header + stringify(buildEnvoyConfig(opts), { lineWidth: 0 });
 }

@@ -16,6 +16,8 @@ import { buildWorkload } from '../workloads/scenario.js';
 import { idealReuse, type BenchRequest } from '../workloads/types.js';
 import { runOpenLoop, type RequestRecord } from './driver.js';
 import { enginesBusy, httpText, resetEngines, scrapeEngineCounters } from './engines.js';
+import { prepareReplicaRun, type ReplicaFacts, type ReplicaRun } from './replica-run.js';
+import type { ReplicaSample } from './replica-sampler.js';
 
 /** Decision-time histograms we know, by contender kind. */
 const DECISION_HISTOGRAMS = ['cacheroute_decision_duration_seconds'];
@@ -49,6 +51,8 @@ export interface ExperimentResult {
   readonly workload: { readonly name: string; readonly requests: number; readonly idealReuse: number; readonly params: Readonly<Record<string, unknown>> };
   readonly summary: RunSummary;
   readonly routerDecision: DecisionTime | null;
+  /** cacheroute contenders: per-replica facts (faults, cut responses, predicted-hit checks, CPU). */
+  readonly replicas?: ReplicaFacts;
   readonly notes: readonly string[];
   /** Set when the contender could not be started or the run broke. */
   readonly error: string | null;
@@ -138,7 +142,7 @@ function notSentRecords(requests: readonly BenchRequest[], contender: string, wh
   }));
 }
 
-export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Promise<{ result: ExperimentResult; records: RequestRecord[] }> {
+export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Promise<{ result: ExperimentResult; records: RequestRecord[]; replicaSamples: ReplicaSample[] }> {
   const startedAt = new Date();
   const t0 = performance.now();
   const workload = buildWorkload(exp.scenario, ctx.seed, ctx.repoRoot);
@@ -157,6 +161,9 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
   let decision: DecisionTime | null = null;
   let error: string | null = null;
   let actionTimers: NodeJS.Timeout[] = [];
+  let replicaRun: ReplicaRun | undefined;
+  let replicaFacts: ReplicaFacts | undefined;
+  let replicaSamples: ReplicaSample[] = [];
   try {
     contender = await startContender(exp.contender, { engines: ctx.engines, model: ctx.model, seed: ctx.seed, ...(ctx.signal ? { signal: ctx.signal } : {}) });
     notes.push(...contender.notes);
@@ -177,6 +184,7 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     }
     const before = await scrapeEngineCounters(ctx.engines);
     const routerBefore = await scrapeRouter(contender.routerMetricsUrl);
+    if (contender.replicaSet) replicaRun = await prepareReplicaRun(contender.replicaSet, exp.faults ?? [], ctx.log, exp.idleCpuMs ?? 0);
     actionTimers = (exp.engineActions ?? []).map((a) =>
       setTimeout(() => {
         void postToEngines(ctx.engines, a.path).then((bad) => {
@@ -184,6 +192,7 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
         });
       }, a.atMs),
     );
+    replicaRun?.begin(performance.now());
     const run = await runOpenLoop({
       baseUrl: contender.baseUrl,
       model: ctx.model,
@@ -201,6 +210,10 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     maxLagMs = run.maxLagMs;
     if (!(await waitIdle(ctx.engines, 15_000))) notes.push('engines still busy 15 s after the run (cut requests kept running)');
     if (metricsDelay > 0) await new Promise((r) => setTimeout(r, metricsDelay + 200));
+    if (replicaRun) {
+      ({ facts: replicaFacts, samples: replicaSamples } = await replicaRun.finish(run.records, measured.length));
+      replicaRun = undefined;
+    }
     const after = await scrapeEngineCounters(ctx.engines);
     deltas = new Map(engineIds.map((id) => [id, counterDelta(before.get(id) as EngineCounters, after.get(id) as EngineCounters)] as const));
     const routerAfter = await scrapeRouter(contender.routerMetricsUrl);
@@ -230,6 +243,7 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     ctx.log(`  ! ${exp.id}: ${error}`);
     records = notSentRecords(measured, exp.contender.label, `contender failed: ${error}`);
   } finally {
+    await replicaRun?.abort();
     for (const t of actionTimers) clearTimeout(t);
     for (const a of exp.engineActions ?? []) if (a.undo !== undefined) await postToEngines(ctx.engines, a.undo);
     await contender?.stop();
@@ -245,10 +259,11 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     workload: { name: workload.name, requests: measured.length, idealReuse: reuse, params: workload.params },
     summary,
     routerDecision: decision,
+    ...(replicaFacts ? { replicas: replicaFacts } : {}),
     notes,
     error,
     startedAt: startedAt.toISOString(),
     durationS: (performance.now() - t0) / 1000,
   };
-  return { result, records };
+  return { result, records, replicaSamples };
 }

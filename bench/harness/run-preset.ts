@@ -7,7 +7,7 @@ import { expandPreset } from '../presets/expand.js';
 import type { Experiment, PresetSpec } from '../presets/types.js';
 import { fmtMs, fmtPct } from '../report/format.js';
 import { collectRunInfo } from '../report/run-info.js';
-import { prepareOutDir, rawDirFor, writeRecords, writeResults } from '../report/write-results.js';
+import { prepareOutDir, rawDirFor, writeRecords, writeResults, writeSamples } from '../report/write-results.js';
 import { startEngineFleet } from './engines.js';
 import { runExperiment, type ExperimentResult } from './run-experiment.js';
 
@@ -60,7 +60,7 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
         if (opts.signal?.aborted) break;
         index++;
         log(`[${index}/${experiments.length}] ${exp.id}`);
-        const { result, records } = await runExperiment(exp, {
+        const { result, records, replicaSamples } = await runExperiment(exp, {
           engines: fleet.engines,
           model: preset.model,
           seed,
@@ -71,6 +71,7 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
         });
         results.push(result);
         writeRecords(rawDir, exp.id, records);
+        if (replicaSamples.length > 0) writeSamples(rawDir, exp.id, replicaSamples);
         const s = result.summary;
         log(
           `    success ${fmtPct(s.success.successRate)}  TTFT p50 ${fmtMs(s.ttftMs.p50)} p99 ${fmtMs(s.ttftMs.p99)}  ` +

@@ -6,6 +6,7 @@
  * failures are counted rather than lost.
  */
 import { Agent, request as rawRequest } from 'node:http';
+import { DECISION_HEADER } from '../../src/telemetry/decision-summary.js';
 import type { BenchRequest } from '../workloads/types.js';
 
 export type Outcome =
@@ -21,7 +22,7 @@ export interface StreamResult {
   readonly outcome: Outcome;
   readonly status: number;
   readonly engine: string | null;
-  /** The router's `x-cacheroute-decision` header (endpoint, reason, predicted match), when it sent one. */
+  /** The router's `x-cacheroute-decision` response header, when it sets one. */
   readonly decision: string | null;
   /** ms since the request was written, or null if no text arrived. */
   readonly ttftMs: number | null;
@@ -46,6 +47,9 @@ export interface StreamRequestOptions {
   /** Clock for timings (ms); default performance.now. */
   readonly now?: () => number;
 }
+
+/** Header carrying a request's session (the fallback hash of the shipped Envoy configs). */
+export const SESSION_HEADER = 'x-session-id';
 
 export function requestBody(req: BenchRequest, model: string): Record<string, unknown> {
   const common = {
@@ -170,7 +174,13 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
     const httpReq = rawRequest(url, {
       method: 'POST',
       agent: opts.agent,
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': Buffer.byteLength(body), ...opts.headers },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        'content-length': Buffer.byteLength(body),
+        ...(req.session !== undefined ? { [SESSION_HEADER]: req.session } : {}),
+        ...opts.headers,
+      },
     });
     const timer = setTimeout(() => {
       finish('timeout', `no complete response after ${opts.timeoutMs} ms`);
@@ -188,7 +198,7 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
       status = res.statusCode ?? 0;
       const e = res.headers['x-engine-id'];
       engine = (Array.isArray(e) ? e[0] : e) ?? null;
-      const d = res.headers['x-cacheroute-decision'];
+      const d = res.headers[DECISION_HEADER];
       decision = (Array.isArray(d) ? d[0] : d) ?? null;
       res.setEncoding('utf8');
       const ok = status >= 200 && status < 300;

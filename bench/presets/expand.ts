@@ -6,11 +6,25 @@
 import { deepMerge } from '../contenders/router-config.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import { scenarioAtQps, scenarioQps } from '../workloads/scenario.js';
-import type { Experiment, PresetSpec } from './types.js';
+import type { Experiment, FaultStep, PresetSpec } from './types.js';
 
 function withBlockOverrides(c: ContenderSpec, over: Readonly<Record<string, unknown>> | undefined): ContenderSpec {
   if (c.kind !== 'cacheroute' || over === undefined) return c;
   return { ...c, routerOverrides: deepMerge(over, c.routerOverrides ?? {}) };
+}
+
+/** Faults must be in time order and name replicas and a NATS server the contender has. */
+function checkedFaults(preset: string, id: string, faults: readonly FaultStep[], c: Extract<ContenderSpec, { kind: 'cacheroute' }>): readonly FaultStep[] {
+  let last = -1;
+  for (const f of faults) {
+    if (!(f.atMs >= last)) throw new Error(`preset ${preset}: ${id}: faults out of time order at ${f.atMs} ms`);
+    last = f.atMs;
+    if ((f.action === 'kill-replica' || f.action === 'restart-replica') && !(Number.isInteger(f.replica) && f.replica >= 0 && f.replica < (c.replicas ?? 1))) {
+      throw new Error(`preset ${preset}: ${id}: ${f.action} names replica ${f.replica} of ${c.replicas ?? 1}`);
+    }
+    if ((f.action === 'stop-nats' || f.action === 'start-nats') && c.replication !== 'nats') throw new Error(`preset ${preset}: ${id}: ${f.action} without replication over NATS`);
+  }
+  return faults;
 }
 
 export function expandPreset(preset: PresetSpec): Experiment[] {
@@ -36,6 +50,8 @@ export function expandPreset(preset: PresetSpec): Experiment[] {
             qps,
             contender: withBlockOverrides(c, block.routerOverrides),
             ...(block.engineActions ? { engineActions: block.engineActions } : {}),
+            ...(block.faults && c.kind === 'cacheroute' ? { faults: checkedFaults(preset.name, id, block.faults, c) } : {}),
+            ...(block.idleCpuMs !== undefined && c.kind === 'cacheroute' ? { idleCpuMs: block.idleCpuMs } : {}),
           });
         }
       }

@@ -39,6 +39,14 @@ export interface EngineAction {
   readonly undo?: string;
 }
 
+/**
+ * A fault injected into a cacheroute contender during the measured run: SIGKILL or start a
+ * router replica (by index), stop or start its nats-server. Offsets are into the run.
+ */
+export type FaultStep =
+  | { readonly atMs: number; readonly action: 'kill-replica' | 'restart-replica'; readonly replica: number }
+  | { readonly atMs: number; readonly action: 'stop-nats' | 'start-nats' };
+
 export interface MatrixBlock {
   /** Section name in the report, e.g. `sharing-sweep`. */
   readonly name: string;
@@ -56,6 +64,10 @@ export interface MatrixBlock {
   readonly routerOverrides?: RouterOverrides;
   /** Engine admin calls at set times of every measured run of this block. */
   readonly engineActions?: readonly EngineAction[];
+  /** Faults injected into every cacheroute contender of this block (in time order). */
+  readonly faults?: readonly FaultStep[];
+  /** Measure the routers' CPU with no traffic for this long before each run (ms). */
+  readonly idleCpuMs?: number;
 }
 
 export interface RunBudget {
@@ -87,4 +99,6 @@ export interface Experiment {
   readonly qps: number | null;
   readonly contender: ContenderSpec;
   readonly engineActions?: readonly EngineAction[];
+  readonly faults?: readonly FaultStep[];
+  readonly idleCpuMs?: number;
 }

@@ -8,6 +8,7 @@ import type { PresetSpec } from '../presets/types.js';
 import type { Chart } from './charts.js';
 import { fmtMs, fmtNum, fmtPct, fmtRatio, mdTable, NA } from './format.js';
 import type { RunInfo } from './run-info.js';
+import { replicaTable } from './replica-bars.js';
 import { addedLatency, checkTargets } from './targets.js';
 import { variantRatios } from './variants.js';
 
@@ -106,6 +107,16 @@ export function resultsMarkdown(input: MarkdownInput): string {
     out.push(mdTable(ROW_HEADER, rs.map(row)));
     out.push('');
     for (const c of input.charts.filter((c) => c.block === block)) out.push(`![${c.title}](${c.file})`);
+    out.push('');
+  }
+
+  const replicaRows = replicaTable(results);
+  if (replicaRows !== null) {
+    out.push('## Router replicas and faults');
+    out.push('');
+    out.push('Fault times are seconds into the measured run (a restart is done when the replica listens, a NATS start when the server is ready). failed = not `ok` (any reason); cut = the response started streaming and ended without its final chunk; streaming at kill = responses whose first text came before the kill and whose end came after it; predicted-hit accuracy = the decision header\'s `match=m/t` of the deciding replica against the engine\'s cached_tokens / prompt_tokens (bench/stats/replica-facts.ts); router CPU = Σ over replicas of `cacheroute_process_cpu_seconds_total` over the run ÷ requests (– when a replica restarted); in-flight at end = each replica\'s /debug/endpoints once the engines were idle.');
+    out.push('');
+    out.push(replicaRows);
     out.push('');
   }
 

@@ -5,6 +5,7 @@
  */
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import { fmtMs, fmtPct, fmtRatio } from './format.js';
+import { replicaChecks } from './replica-bars.js';
 
 export type TargetStatus = 'PASS' | 'FAIL' | 'n/a';
 
@@ -137,7 +138,7 @@ function versusPeers(results: readonly ExperimentResult[]): TargetCheck[] {
 }
 
 export function checkTargets(results: readonly ExperimentResult[]): TargetCheck[] {
-  return [...rrHit(results), ...cacheAwareHit(results), ...hotPrefix(results), ...versusPeers(results)];
+  return [...rrHit(results), ...cacheAwareHit(results), ...hotPrefix(results), ...versusPeers(results), ...replicaChecks(results)];
 }
 
 export interface AddedLatency {

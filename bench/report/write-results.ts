@@ -8,6 +8,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import type { RequestRecord } from '../harness/driver.js';
+import type { ReplicaSample } from '../harness/replica-sampler.js';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import type { PresetSpec } from '../presets/types.js';
 import { buildCharts } from './charts.js';
@@ -57,6 +58,11 @@ export function writeRecords(rawDir: string, id: string, records: readonly Reque
     JSON.stringify({ ...r, scheduledMs: round(r.scheduledMs), lagMs: round(r.lagMs), ttftMs: round(r.ttftMs), e2eMs: round(r.e2eMs), endMs: round(r.endMs) }),
   );
   writeFileSync(join(rawDir, recordsFileName(id)), lines.join('\n') + '\n');
+}
+
+/** The replica sampler's series of one run (git-ignored, next to its records). */
+export function writeSamples(rawDir: string, id: string, samples: readonly ReplicaSample[]): void {
+  writeFileSync(join(rawDir, recordsFileName(`${id}.samples`)), samples.map((s) => JSON.stringify(s)).join('\n') + '\n');
 }
 
 export function writeResults(input: WriteResultsInput): void {

@@ -86,6 +86,7 @@ export function agenticWorkload(p: AgenticParams): Workload {
         ...shaped,
         maxTokens: p.outputTokens,
         group: `t${tenant}`,
+        session: `s${u}`,
         reusableTokens: tracker.observe(segs),
         ...(t > 1 ? { dependsOn: { afterId: `${name}-s${u}-t${t - 1}`, thinkMs: p.thinkMs } } : {}),
       });

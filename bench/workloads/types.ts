@@ -45,6 +45,8 @@ export interface BenchRequest {
    */
   readonly reusableTokens: number;
   readonly dependsOn?: RequestDependency;
+  /** Conversation / agent session the request belongs to (sent as the `x-session-id` header). */
+  readonly session?: string;
   /**
    * Warm-up request: sent in a separate phase before the measured stream and left out of
    * the statistics (like inference-perf's warm-up stage), so short runs are not dominated

@@ -1,31 +1,9 @@
 import { expect } from 'chai';
-import type { RequestRecord } from '../../../../bench/harness/driver.js';
 import { ZERO_COUNTERS, type EngineCounters } from '../../../../bench/stats/engine-counters.js';
 import { hitRates, successAccounting, summarizeRun } from '../../../../bench/stats/summarize.js';
+import { requestRecord } from '../../../helpers/request-record.js';
 
-function rec(over: Partial<RequestRecord>): RequestRecord {
-  return {
-    id: 'r',
-    contender: 'c',
-    group: 'g',
-    scheduledMs: 0,
-    lagMs: 0,
-    engine: 'e1',
-    decision: null,
-    status: 200,
-    outcome: 'ok',
-    ttftMs: 100,
-    e2eMs: 500,
-    outputTokens: 10,
-    promptTokens: 1000,
-    cachedTokens: 0,
-    expectedPromptTokens: 1000,
-    reusableTokens: 900,
-    error: null,
-    endMs: 500,
-    ...over,
-  };
-}
+const rec = requestRecord;
 
 describe('bench/stats/summarize', () => {
   it('counts every request and keeps failures in the denominator', () => {
