@@ -77,10 +77,11 @@ export const DEFAULT_POLL_TIMEOUT_MS = 500;
 /** After 10 missed polls engine numbers are more misleading than router-side accounting. */
 export const DEFAULT_STALE_AFTER_MS = 1000;
 /**
- * 1%: an engine whose /metrics page takes 13 ms to serve (vLLM on a small CPU host) is
- * scraped about every 1.3 s, a 1 ms page at the poll interval (docs/decisions/0121-real-vllm-shared-prefix-loss.md).
+ * 1: the poll interval alone. Engines with an expensive /metrics page (vLLM on a small CPU
+ * host: ~13 ms in its API server) want 0.01, a scrape about every 1.3 s; as a default that
+ * starved cheap pages on a loaded host (docs/decisions/0121-real-vllm-shared-prefix-loss.md).
  */
-export const DEFAULT_MAX_SCRAPE_SHARE = 0.01;
+export const DEFAULT_MAX_SCRAPE_SHARE = 1;
 
 // --- telemetry ---
 export const DEFAULT_LOG_LEVEL = 'info' as const;

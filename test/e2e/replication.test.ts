@@ -128,6 +128,9 @@ describe('e2e: router replicas share load and index over NATS', function () {
   async function startReplica(name: string): Promise<Replica> {
     const config = routerConfigDoc(engines, {
       strategy: 'cache-aware',
+      // This test plays Envoy on each replica's ext_proc stream, response side included (there
+      // is no Envoy here to send the access log that ends a request on the default path).
+      server: { responseCompletion: 'ext-proc' },
       replication: {
         enabled: true,
         servers: [nats!.url],
