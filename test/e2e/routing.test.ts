@@ -40,6 +40,20 @@ describe('e2e: routing through Envoy', function () {
     await stack?.stop();
   });
 
+  // Each case starts from an idle fleet: the previous case's requests must all have ended in
+  // the router's accounting (Envoy's access log ends them a few ms after their responses),
+  // then one more engine scrape lands. A leak fails here instead of skewing the next case.
+  beforeEach(async () => {
+    const router = stack.router!;
+    let metrics = await router.metrics();
+    for (let i = 0; i < 100 && sumSamples(metrics, 'cacheroute_endpoint_inflight_requests') !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      metrics = await router.metrics();
+    }
+    expect(sumSamples(metrics, 'cacheroute_endpoint_inflight_requests'), 'in flight before the case').to.equal(0);
+    await new Promise((r) => setTimeout(r, 300));
+  });
+
   const envoyUrl = (variant: (typeof VARIANTS)[number]): string => {
     const i = VARIANTS.indexOf(variant);
     const e = stack.envoys[i];
