@@ -40,6 +40,7 @@ import { ReplicationService } from './replication/replication-service.js';
 import type { ReplicationView } from './replication/replication-metrics.js';
 import { registerReplicationRoutes } from './replication/replication-routes.js';
 import { PREFIX_INDEX_REPLICA } from './plugins/multi/prefix-index-replica.js';
+import { formatHostPort } from './util/host-port.js';
 
 /** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
@@ -338,6 +339,3 @@ function discoveryInput(config: RouterConfig, base: RouterConfig = config): Disc
   };
 }
 
-function formatHostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}

@@ -8,6 +8,7 @@
  * a missed or duplicated update cannot leave a ghost engine behind. A source that cannot
  * refresh (bad file, DNS or API server down) keeps its last good set and records why.
  */
+import { formatHostPort } from '../util/host-port.js';
 
 /** One engine address a source found. */
 export interface DiscoveredEndpoint {
@@ -66,7 +67,7 @@ export interface SourceLog {
 
 /** `ip:port`, IPv6 in brackets: the id Envoy uses. */
 export function endpointKey(e: DiscoveredEndpoint): string {
-  return e.address.includes(':') ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`;
+  return formatHostPort(e.address, e.port);
 }
 
 /** Listener fan-out, change detection and status for the concrete sources. */

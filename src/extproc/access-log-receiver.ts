@@ -19,6 +19,7 @@ import { accessLogServiceDefinition } from './access-log-proto.js';
 import type { GrpcServiceBinding } from './ext-proc-server.js';
 import type { PendingResponses } from './pending-responses.js';
 import { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } from './response-builders.js';
+import { formatHostPort } from '../util/host-port.js';
 
 type LogCall = grpc.ServerReadableStream<StreamAccessLogsMessage__Output, Record<string, never>>;
 
@@ -106,10 +107,6 @@ export function outcomeOf(entry: HTTPAccessLogEntry__Output): RequestOutcome {
     f?.stream_idle_timeout === true;
   const sa = common?.upstream_remote_address?.socket_address;
   const servedBy =
-    sa !== undefined && sa !== null && sa.address !== '' && typeof sa.port_value === 'number'
-      ? sa.address.includes(':')
-        ? `[${sa.address}]:${sa.port_value}`
-        : `${sa.address}:${sa.port_value}`
-      : undefined;
+    sa !== undefined && sa !== null && sa.address !== '' && typeof sa.port_value === 'number' ? formatHostPort(sa.address, sa.port_value) : undefined;
   return { aborted, ...(status !== undefined ? { status } : {}), ...(servedBy !== undefined ? { servedBy } : {}) };
 }

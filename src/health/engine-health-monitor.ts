@@ -23,6 +23,7 @@ import { ActiveHealthChecker, type HealthTarget } from './active-health-checker.
 import { EngineHealthTracker, type EngineHealthView } from './engine-health-tracker.js';
 import type { HealthConfig } from './health-config.js';
 import { RestartDetector } from './restart-detector.js';
+import { formatHostPort } from '../util/host-port.js';
 
 export interface EngineHealthMonitorDeps {
   readonly config: HealthConfig;
@@ -174,7 +175,7 @@ export class EngineHealthMonitor implements LoadSource {
     const path = this.deps.config.active.path;
     return this.deps.endpoints().map((e) => ({
       endpointId: e.id,
-      url: `http://${e.address.includes(':') ? `[${e.address}]` : e.address}:${e.port}${path}`,
+      url: `http://${formatHostPort(e.address, e.port)}${path}`,
     }));
   }
 

@@ -4,6 +4,11 @@ import { isIP } from 'node:net';
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
 const HOSTNAME = new RegExp(`^(?=.{1,253}\\.?$)${LABEL}(\\.${LABEL})*\\.?$`, 'i');
 
+/** `host:port` for an IP literal or name, IPv6 in brackets (how Envoy prints addresses). */
+export function formatHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /** True for an RFC 1123 host name (not an IP literal). */
 export function isHostName(text: string): boolean {
   return isIP(text) === 0 && HOSTNAME.test(text) && !/^[0-9.]+$/.test(text);

@@ -36,6 +36,7 @@ import { blockParams, sharedBlockHasher } from '../shared/params.js';
 import { INDEX_CAPACITY_PARAM } from './prefix-cache-plugin.js';
 import { EndpointPresence } from '../shared/endpoint-presence.js';
 import { kvLagHistogram, PRECISE_INDEX_METRICS, tokenizationHistogram, type PreciseIndexMetricsSlot, type PreciseIndexMetricsView } from '../../kv-events/kv-event-metrics.js';
+import { formatHostPort } from '../../util/host-port.js';
 
 export const PRECISE_PREFIX_CACHE_PLUGIN = 'precise-prefix-cache';
 
@@ -307,9 +308,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
   private discover(ep: Endpoint, signal?: AbortSignal): void {
     if (this.discovering.has(ep.id) || this.discovered.has(ep.id)) return;
     this.discovering.add(ep.id);
-    const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
     const timeout = AbortSignal.timeout(3000);
-    void fetch(`http://${host}:${ep.port}/kv_event_sources`, { signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout })
+    void fetch(`http://${formatHostPort(ep.address, ep.port)}/kv_event_sources`, { signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout })
       .then(async (r) => (r.ok ? ((await r.json()) as unknown) : undefined))
       .then((doc) => {
         const rank0 = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['0'] : undefined;
@@ -344,9 +344,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       const model = this.endpointModel(ep);
       // In auto mode, an endpoint whose model the router cannot tokenize is not subscribed to.
       if (this.opts.mode === 'auto' && !tokenized.has(model)) continue;
-      const host = ep.address.includes(':') ? `[${ep.address}]` : ep.address;
       const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined) ?? this.discovered.get(ep.id);
-      const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${host}:${port}` : undefined);
+      const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${formatHostPort(ep.address, port)}` : undefined);
       if (url === undefined) {
         if (discover) this.discover(ep, this.signal);
         continue;

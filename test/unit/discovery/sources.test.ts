@@ -7,6 +7,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseHostPort } from '../../../src/discovery/endpoint-entry.js';
+import { formatHostPort } from '../../../src/util/host-port.js';
 import { endpointKey, type DiscoveredEndpoint, type EndpointSource, type SourceLog } from '../../../src/discovery/endpoint-source.js';
 import { DnsSource } from '../../../src/discovery/dns-source.js';
 import { FileSource, parseEndpointFile } from '../../../src/discovery/file-source.js';
@@ -68,6 +69,14 @@ async function until(cond: () => boolean, ms = 3000): Promise<void> {
 }
 
 describe('discovery: host:port entries', () => {
+  it('formats host and port back into the form it parses (IPv6 in brackets)', () => {
+    for (const text of ['10.0.0.1:8000', '[fd00::1]:8000', 'vllm-0.ns.svc:8000']) {
+      const hp = parseHostPort(text);
+      if (typeof hp === 'string') throw new Error(hp);
+      expect(formatHostPort(hp.host, hp.port)).to.equal(text);
+    }
+  });
+
   it('accepts IPs, bracketed IPv6 and host names; rejects the rest with a reason', () => {
     expect(parseHostPort('10.0.0.1:8000')).to.deep.equal({ host: '10.0.0.1', port: 8000 });
     expect(parseHostPort('[fd00::1]:8000')).to.deep.equal({ host: 'fd00::1', port: 8000 });
