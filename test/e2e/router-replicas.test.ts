@@ -15,6 +15,7 @@ import { streamRequest } from '../../bench/harness/sse-request.js';
 import type { BenchRequest } from '../../bench/workloads/types.js';
 import { sumSamples } from '../../bench/stats/prometheus-text.js';
 import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { settledMetrics } from '../helpers/settled-metrics.js';
 
 const REPLICAS = 3;
 const REQUESTS = 300;
@@ -87,11 +88,7 @@ describe('e2e: several router replicas behind Envoy', function () {
     // Every survivor routed some of the load, and its accounting is back to zero (Envoy's
     // access log ends each request a few ms after its response).
     for (const r of [routers[0]!, routers[2]!]) {
-      let m = await r.metrics();
-      for (let i = 0; i < 40 && sumSamples(m, 'cacheroute_endpoint_inflight_requests') !== 0; i++) {
-        await sleep(50);
-        m = await r.metrics();
-      }
+      const m = await settledMetrics(r);
       expect(sumSamples(m, 'cacheroute_decisions_total'), r.name).to.be.above(0);
       expect(sumSamples(m, 'cacheroute_endpoint_inflight_requests'), r.name).to.equal(0);
     }

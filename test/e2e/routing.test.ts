@@ -14,9 +14,10 @@ import {
   tally,
 } from '../../bench/harness/chat-requests.js';
 import { postJson, type HttpResult } from '../../bench/harness/http-client.js';
-import { startStack, type Stack } from '../../bench/harness/processes.js';
+import { sleep, startStack, type Stack } from '../../bench/harness/processes.js';
 import { sumSamples } from '../../bench/stats/prometheus-text.js';
 import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { settledMetrics } from '../helpers/settled-metrics.js';
 
 const VARIANTS = ['override-host', 'original-dst'] as const;
 
@@ -44,14 +45,9 @@ describe('e2e: routing through Envoy', function () {
   // the router's accounting (Envoy's access log ends them a few ms after their responses),
   // then one more engine scrape lands. A leak fails here instead of skewing the next case.
   beforeEach(async () => {
-    const router = stack.router!;
-    let metrics = await router.metrics();
-    for (let i = 0; i < 100 && sumSamples(metrics, 'cacheroute_endpoint_inflight_requests') !== 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      metrics = await router.metrics();
-    }
+    const metrics = await settledMetrics(stack.router!, 5000);
     expect(sumSamples(metrics, 'cacheroute_endpoint_inflight_requests'), 'in flight before the case').to.equal(0);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
   });
 
   const envoyUrl = (variant: (typeof VARIANTS)[number]): string => {

@@ -8,9 +8,10 @@
 import { expect } from 'chai';
 import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../../bench/harness/chat-requests.js';
 import { postJson } from '../../bench/harness/http-client.js';
-import { sleep, startStack, type Stack } from '../../bench/harness/processes.js';
+import { startStack, type Stack } from '../../bench/harness/processes.js';
 import { sumSamples } from '../../bench/stats/prometheus-text.js';
 import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { settledMetrics } from '../helpers/settled-metrics.js';
 
 const REQUESTS = 24;
 
@@ -45,11 +46,7 @@ for (const gracefulGrpcClose of [false, true]) {
       if (gracefulGrpcClose) expect(resets, 'Envoy reset ext_proc streams').to.equal(0);
       else expect(resets, 'Envoy reset ext_proc streams').to.be.at.least(REQUESTS);
       // Envoy's access log ends each request a few ms after its response (flushed every 5 ms).
-      let metrics = await stack.router!.metrics();
-      for (let i = 0; i < 40 && sumSamples(metrics, 'cacheroute_endpoint_inflight_requests') !== 0; i++) {
-        await sleep(50);
-        metrics = await stack.router!.metrics();
-      }
+      const metrics = await settledMetrics(stack.router!);
       expect(sumSamples(metrics, 'cacheroute_extproc_stream_errors_total', { kind: 'transport' }), 'transport errors').to.equal(0);
       expect(sumSamples(metrics, 'cacheroute_endpoint_inflight_requests'), 'in flight').to.equal(0);
     });
