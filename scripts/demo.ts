@@ -306,7 +306,7 @@ function log(msg: string): void {
 }
 
 async function startSimFleet(fixed: boolean, model: string): Promise<DemoFleet> {
-  const sim = await startEngines({ count: 4, ...(fixed ? { basePort: DEMO_PORTS.engines } : {}), flags: { model, 'kv-cache-blocks': KV_CACHE_BLOCKS } });
+  const sim = await startEngines({ count: 4, ...(fixed ? { basePort: DEMO_PORTS.engines } : {}), flags: { profile: 'gpu-like', model, 'kv-cache-blocks': KV_CACHE_BLOCKS } });
   const engines = sim.engines.map((e) => ({ address: engineAddress(e), url: e.url }));
   return {
     engines,

@@ -78,7 +78,7 @@ export async function runKubeMembership(opts: KubeMembershipOptions = {}): Promi
     const ns = await cluster.createNamespace('fleet');
     const port = await freePort();
     for (const host of HOSTS) {
-      fleets.push(await startSimEngines({ count: 1, host, basePort: port }));
+      fleets.push(await startSimEngines({ count: 1, host, basePort: port, flags: { profile: 'gpu-like' } }));
     }
     const engineId = (i: number): string => `${HOSTS[i]}:${port}`;
     const labels = { app: 'sim-engine' };

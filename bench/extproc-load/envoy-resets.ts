@@ -182,7 +182,7 @@ function jsonLines(file: string): Array<Record<string, unknown>> {
 
 async function runCell(transport: Transport, gracefulGrpcClose: boolean, retry: boolean, rep: number, requests: number, concurrency: number, timeScale: number): Promise<CellResult> {
   const stack: Stack = await startStack({
-    engines: { count: ENGINES, flags: { 'time-scale': timeScale } },
+    engines: { count: ENGINES, flags: { profile: 'gpu-like', 'time-scale': timeScale } },
     router: { name: `router-${transport}`, config: { telemetry: { logLevel: 'info' } } },
     envoys: [{ variant: 'original-dst', gracefulGrpcClose, refusedStreamRetry: retry, name: `envoy-${transport}-graceful-${gracefulGrpcClose}-retry-${retry}` }],
   });

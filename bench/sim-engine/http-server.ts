@@ -73,6 +73,7 @@ export class SimEngineServer {
   private readonly view: MetricsView;
   private readonly rng: Rng;
   private readonly clock: Clock;
+  private readonly scheduler: StepScheduler;
   private cfg: SimEngineConfig;
   private engineId: string;
   private boundPort = 0;
@@ -87,12 +88,13 @@ export class SimEngineServer {
   constructor(config: Partial<SimEngineConfig> = {}, deps: SimEngineServerDeps = {}) {
     this.cfg = { ...DEFAULT_SIM_ENGINE_CONFIG, ...config };
     this.clock = deps.clock ?? systemClock;
+    this.scheduler = deps.scheduler ?? timerStepScheduler;
     this.engineId = this.cfg.id ?? `${this.cfg.host}:${this.cfg.port}`;
     this.rng = seededRng(this.cfg.seed);
     let view: MetricsView | undefined;
     this.engine = new BatchingEngine(this.cfg, {
       clock: this.clock,
-      scheduler: deps.scheduler ?? timerStepScheduler,
+      scheduler: this.scheduler,
       onChange: () => view?.record(),
     });
     view = new MetricsView(() => this.engine.snapshot(), this.clock, this.cfg.metricsDelayMs);
@@ -311,6 +313,11 @@ export class SimEngineServer {
     const wordSeed = (this.cfg.seed * 0x9e3779b1) ^ seqNo;
     const finishReason = n >= r.maxTokens ? 'length' : 'stop';
 
+    const overheadMs = r.prompt.kind === 'text' ? this.cfg.tokenizeOverheadMs * this.engine.config.timeScale : 0;
+    if (overheadMs > 0) {
+      await new Promise<void>((resolve) => this.scheduler.schedule(overheadMs, resolve));
+      if (res.destroyed || req.socket.destroyed) return; // the client left before the request reached the scheduler
+    }
     let handle: SequenceHandle;
     const stream = r.stream ? new SseWriter(res, kind, meta, r) : undefined;
     let text = '';

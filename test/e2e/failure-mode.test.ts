@@ -49,7 +49,7 @@ describe('e2e: Envoy failure modes when the router is down', function () {
     requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
     stack = await startStack({
-      engines: { count: 4, flags: { 'time-scale': 0.05 } },
+      engines: { count: 4, flags: { profile: 'gpu-like', 'time-scale': 0.05 } },
       envoys: CASES.map((c) => ({ variant: c.variant, failureModeAllow: c.failureModeAllow, name: `envoy-${c.variant}-${c.failureModeAllow ? 'open' : 'closed'}` })),
     });
   });
@@ -132,7 +132,7 @@ describe('e2e: Envoy retries when the chosen engine is dead', function () {
   before(async function () {
     requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
-    fleet = await startEngines({ count: 4, flags: { 'time-scale': 0.05 } });
+    fleet = await startEngines({ count: 4, flags: { profile: 'gpu-like', 'time-scale': 0.05 } });
     live = fleet.engines.map(engineAddress);
     dead = `127.0.0.1:${await freePort()}`; // nothing listens here
     const all = [...live, dead];

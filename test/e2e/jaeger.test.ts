@@ -124,7 +124,7 @@ describe('e2e: one trace in Jaeger holds Envoy and cacheroute spans', function (
       const p = await startProcess({
         name: `sim-engine-${i}`,
         command: process.execPath,
-        args: [SIM_ENGINE, '--port', '0', '--seed', String(i + 1)],
+        args: [SIM_ENGINE, '--port', '0', '--profile', 'gpu-like', '--seed', String(i + 1)],
         readyLine: (l) => l.includes('"event":"listening"'),
       });
       procs.push(p);

@@ -37,7 +37,7 @@ describe('e2e: pass-through and bad inputs through Envoy', function () {
     requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
     stack = await startStack({
-      engines: { count: 4, flags: { 'time-scale': 0.05, 'max-model-len': 65536 } },
+      engines: { count: 4, flags: { profile: 'gpu-like', 'time-scale': 0.05, 'max-model-len': 65536 } },
       router: { config: { requests: { maxBodyBytes: MAX_BODY_BYTES } } },
       envoys: VARIANTS.map((variant) => ({ variant })),
     });

@@ -148,7 +148,7 @@ describe('e2e: router replicas share load and index over NATS', function () {
   before(async function () {
     requireComponents(this, natsServer(), routerBuild(), simEngineBuild());
     nats = await startNatsServer({ name: 'nats-replication' });
-    fleet = await startEngines({ count: 2 });
+    fleet = await startEngines({ count: 2, flags: { profile: 'gpu-like' } });
     engines = fleet.engines.map(engineAddress);
   });
 

@@ -24,7 +24,7 @@ const SESSION_HEADER = 'x-session-id';
 /** The shipped response path (the older `ext-proc` one fails the SIGKILL case: responses are cut). */
 const RESPONSE_PATH: 'access-log' | 'ext-proc' = 'access-log';
 /** Sim engine timing: 10 ms per decode step, so 60 output tokens stream for ~0.6 s or more. */
-const ENGINE_FLAGS = { 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
+const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
 
 function chat(id: string, system: string, maxTokens: number): BenchRequest {
   return {

@@ -20,7 +20,7 @@ import { settledMetrics } from '../helpers/settled-metrics.js';
 const REPLICAS = 3;
 const REQUESTS = 300;
 const CONCURRENCY = 12;
-const ENGINE_FLAGS = { 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
+const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
 
 function chat(i: number): BenchRequest {
   return {

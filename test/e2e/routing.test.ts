@@ -29,7 +29,7 @@ describe('e2e: routing through Envoy', function () {
     requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
     this.timeout(60_000);
     stack = await startStack({
-      engines: { count: 4, flags: { 'time-scale': 0.05 } },
+      engines: { count: 4, flags: { profile: 'gpu-like', 'time-scale': 0.05 } },
       // The imbalance escape at 8 in-flight requests (the default is 32, sized for larger
       // fleets) so a burst of 32 concurrent requests crosses it on 4 engines.
       router: { config: { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } } },

@@ -24,7 +24,7 @@ for (const gracefulGrpcClose of [false, true]) {
       requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild());
       this.timeout(60_000);
       stack = await startStack({
-        engines: { count: 2, flags: { 'time-scale': 0.05 } },
+        engines: { count: 2, flags: { profile: 'gpu-like', 'time-scale': 0.05 } },
         envoys: [{ variant: 'original-dst', gracefulGrpcClose }],
       });
     });

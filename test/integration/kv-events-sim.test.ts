@@ -14,6 +14,7 @@ import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher } from '../../src/tokenization/token-block-hasher.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
+import { simProfile } from '../../bench/sim-engine/engine-config.js';
 import { SimEngineServer } from '../../bench/sim-engine/http-server.js';
 import { defaultConfig } from '../../src/config/default-config.js';
 import { createScheduler } from '../../src/compose/create-scheduler.js';
@@ -45,6 +46,7 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
   const base = [0, 0];
 
   const engineOpts = (kvPort: number, port = 0) => ({
+    ...simProfile('gpu-like'),
     port,
     model: MODEL,
     timeScale: 0.02,
@@ -243,9 +245,9 @@ describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
   it('scores hybrid exactly where an engine publishes events and its model has a tokenizer, approximate elsewhere', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kv-auto-'));
     writeTinyTokenizer(dir);
-    const withEvents = new SimEngineServer({ port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
-    const noEvents = new SimEngineServer({ port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir });
-    const otherModel = new SimEngineServer({ port: 0, model: 'untokenized', timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const withEvents = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const noEvents = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir });
+    const otherModel = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: 'untokenized', timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
     const all = [withEvents, noEvents, otherModel];
     await Promise.all(all.map((e) => e.start()));
     const config = defaultConfig({

@@ -23,6 +23,23 @@ describe('bench/real-engine/fit-costs', () => {
     expect(fit.prefillMsPerToken).to.be.closeTo(truth.a, 1e-9);
     expect(fit.prefillContextMsPerKToken).to.be.closeTo(truth.b, 1e-9);
     expect(fit.stepOverheadMs).to.equal(12);
+    expect(fit.textPromptOverheadMs).to.equal(null);
     for (const p of fit.points) expect(p.modelMs).to.be.closeTo(p.ms, 1e-6);
+  });
+
+  it('separates what a text prompt costs over a token-id prompt when both kinds are measured', () => {
+    const truth = { fixed: 15, text: 9, a: 0.1, b: 0.12, overhead: 12 };
+    const model = (from: number, to: number): number => {
+      const [steps, n, ctx] = prefillWork(from, to, 2048);
+      return truth.fixed + (steps - 1) * truth.overhead + truth.a * n + (truth.b * ctx) / 1000;
+    };
+    const cold = [400, 1600, 3200].map((p) => ({ promptTokens: p, cachedTokens: Math.floor((p - 1) / 128) * 128, ms: model(0, p) + truth.text, hitMs: 0 }));
+    const withHits = cold.map((c) => ({ ...c, hitMs: model(c.cachedTokens, c.promptTokens) + truth.text }));
+    const contextGrid = [256, 1024, 2048].flatMap((c) => [32, 256].map((t) => ({ cachedTokens: c, tailTokens: t, reportedCached: c, ms: model(c, c + t) })));
+    const fit = fitCosts([{ cold: withHits, decode: { overheadMs: truth.overhead, decodeMsPerSeq: 1 } }, { contextGrid }]);
+    expect(fit.fixedMs).to.be.closeTo(truth.fixed, 1e-6);
+    expect(fit.textPromptOverheadMs).to.be.closeTo(truth.text, 1e-6);
+    expect(fit.prefillMsPerToken).to.be.closeTo(truth.a, 1e-9);
+    expect(fit.prefillContextMsPerKToken).to.be.closeTo(truth.b, 1e-9);
   });
 });

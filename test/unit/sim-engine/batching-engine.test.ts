@@ -4,7 +4,7 @@ import { ManualClock } from '../../../src/util/clock.js';
 import {
   BatchingEngine,
   CapacityError,
-  DEFAULT_ENGINE_MODEL,
+  GPU_LIKE_ENGINE_MODEL,
   type EngineModelConfig,
   type FinishReason,
   type SequenceResult,
@@ -12,7 +12,7 @@ import {
 import { ManualStepScheduler } from '../../../bench/sim-engine/step-scheduler.js';
 
 const CFG: EngineModelConfig = {
-  ...DEFAULT_ENGINE_MODEL,
+  ...GPU_LIKE_ENGINE_MODEL,
   blockSize: 16,
   kvCacheBlocks: 1024,
   maxNumSeqs: 8,

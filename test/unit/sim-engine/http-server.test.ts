@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { simProfile } from '../../../bench/sim-engine/engine-config.js';
 import { SimEngineServer } from '../../../bench/sim-engine/http-server.js';
 
 /** Minimal Prometheus text parser: sample name + label map + value. */
@@ -36,7 +37,7 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
   let base: string;
 
   before(async () => {
-    server = new SimEngineServer({ port: 0, model: 'sim-model', timeScale: 0.05, seed: 3 });
+    server = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: 'sim-model', timeScale: 0.05, seed: 3 });
     const { url } = await server.start();
     base = url;
   });
@@ -237,8 +238,45 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
     }
   });
 
+  it('holds a text request for --tokenize-overhead-ms before the scheduler sees it, and drops it if the client leaves meanwhile', async () => {
+    const slow = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, tokenizeOverheadMs: 400, timeScale: 1 });
+    await slow.start();
+    try {
+      type Stats = { running: number; waiting: number; requestsServed: number; requestsAborted: number };
+      const stats = async (): Promise<Stats> => (await (await fetch(slow.url + '/stats')).json()) as Stats;
+      const t0 = performance.now();
+      const pending = fetch(slow.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'hello', max_tokens: 1 }) });
+      await new Promise((r) => setTimeout(r, 100));
+      const during = await stats();
+      expect(during.running + during.waiting, 'not yet at the scheduler').to.equal(0);
+      const res = await pending;
+      expect(res.status).to.equal(200);
+      await res.json();
+      expect(performance.now() - t0).to.be.at.least(400);
+      expect((await stats()).requestsServed).to.equal(1);
+
+      // Token-id prompts need no tokenization: they reach the scheduler at once.
+      const ids = fetch(slow.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: [5, 6, 7], max_tokens: 200, ignore_eos: true }) });
+      await new Promise((r) => setTimeout(r, 100));
+      const idsDuring = await stats();
+      expect(idsDuring.running + idsDuring.waiting, 'token ids skip the overhead').to.equal(1);
+      await (await ids).json();
+
+      const gone = new AbortController();
+      const left = fetch(slow.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'bye', max_tokens: 1 }), signal: gone.signal }).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 100));
+      gone.abort();
+      await left;
+      await new Promise((r) => setTimeout(r, 450));
+      const after = await stats();
+      expect(after.requestsServed + after.running + after.waiting, 'never submitted').to.equal(2);
+    } finally {
+      await slow.stop(500);
+    }
+  });
+
   it('rejects other models only with strictModel', async () => {
-    const strict = new SimEngineServer({ port: 0, model: 'm1', strictModel: true, timeScale: 0.05, id: 'strict-engine' });
+    const strict = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: 'm1', strictModel: true, timeScale: 0.05, id: 'strict-engine' });
     await strict.start();
     try {
       const bad = await fetch(strict.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'm2', prompt: 'x' }) });

@@ -34,7 +34,7 @@ describe('sim-engine launcher (child processes)', function () {
     const fleet = await startSimEngines({ count: 1 });
     try {
       const e = fleet.engines[0]!;
-      // ~8 + 4000 x 0.15 = 608 ms of prefill at default timing.
+      // ~1.3 s of prefill at the default (fitted CPU) timing: two steps, attention over up to 4,000 tokens.
       const pending = fetch(e.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'w'.repeat(16_000), max_tokens: 2 }) });
       // Wait until the engine holds the request, so SIGTERM cannot race the connection.
       for (let i = 0; i < 200; i++) {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../../src/util/clock.js';
-import { BatchingEngine, DEFAULT_ENGINE_MODEL } from '../../../bench/sim-engine/batching-engine.js';
+import { BatchingEngine, GPU_LIKE_ENGINE_MODEL } from '../../../bench/sim-engine/batching-engine.js';
 import { MetricsView } from '../../../bench/sim-engine/metrics-view.js';
 import { ManualStepScheduler } from '../../../bench/sim-engine/step-scheduler.js';
 
@@ -8,7 +8,7 @@ function setup(delayMs: number) {
   const clock = new ManualClock(0);
   const sched = new ManualStepScheduler(clock);
   let view: MetricsView | undefined;
-  const engine = new BatchingEngine(DEFAULT_ENGINE_MODEL, { clock, scheduler: sched, onChange: () => view?.record() });
+  const engine = new BatchingEngine(GPU_LIKE_ENGINE_MODEL, { clock, scheduler: sched, onChange: () => view?.record() });
   view = new MetricsView(() => engine.snapshot(), clock, delayMs);
   const submit = (): void => {
     engine.submit({ promptTokens: [1, 2, 3], outputTokens: 1, finishReason: 'length' }, { onToken() {}, onFinish() {}, onError() {} });
