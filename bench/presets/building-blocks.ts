@@ -8,7 +8,7 @@ import type { EngineFlags, EngineSetup } from './types.js';
 
 export const BENCH_MODEL = 'sim-model';
 
-/** Simulator block size (vLLM's CUDA default). */
+/** Block size of the presets' `gpu-like` engines (vLLM's CUDA default). */
 export const BLOCK_TOKENS = 16;
 
 /**

@@ -5,14 +5,14 @@
  *
  * The simulated engines tokenize with the tiny model's own tokenizer (`--tokenizer`), so
  * prompts, KV blocks (128 tokens), the cache size (96 blocks) and the prefill budget (2,048
- * tokens) are counted in the real engines' tokens; the step costs are the simulator's
- * `vllm-cpu-tiny` profile, fitted by bench/real-engine/measure-costs.ts on one real engine
- * (bench/results/real-vllm/engine-costs.json).
+ * tokens) are counted in the real engines' tokens; the step costs and the tokenize wait are the
+ * simulator's defaults, named `vllm-cpu-tiny`, fitted to bench/real-engine/measure-costs.ts's
+ * measurements of one real engine (bench/results/real-vllm/engine-costs*.json).
  */
 import type { EngineFlags, EngineSetup, PresetSpec } from './types.js';
 import { REAL_VLLM, REAL_VLLM_BLOCKS } from './real-vllm.js';
 
-/** The simulator's `vllm-cpu-tiny` profile (bench/sim-engine/engine-config.ts) with the real engines' cache size. */
+/** The simulator's `vllm-cpu-tiny` profile (its defaults; bench/sim-engine/engine-config.ts) with the real engines' cache size. */
 export const VLLM_CPU_TINY_FLAGS: EngineFlags = {
   profile: 'vllm-cpu-tiny',
   'kv-cache-blocks': REAL_VLLM_BLOCKS,

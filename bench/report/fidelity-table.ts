@@ -6,6 +6,7 @@
  *
  *   node dist/bench/report/fidelity-table.js --real bench/results/real-vllm --sim bench/results/real-vllm-sim \
  *     [--real-costs bench/results/real-vllm/engine-costs.json --sim-costs bench/results/real-vllm-sim/engine-costs.json] \
+ *     [--real-costs <measure-costs --only loaded|context file> --sim-costs <the same, simulated> ...] \
  *     [--out bench/results/real-vllm-sim/fidelity.md]
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,7 +30,13 @@ interface Run {
 }
 
 interface Costs {
-  readonly cold: ReadonlyArray<{ readonly words: number; readonly promptTokens: number; readonly ms: number; readonly hitMs: number }>;
+  readonly cold?: ReadonlyArray<{ readonly words: number; readonly promptTokens: number; readonly ms: number; readonly hitMs: number }>;
+  /** A 4-word text completion's round trip. */
+  readonly tinyMs?: number;
+  /** A 4-word streamed chat's TTFT (`--only loaded`). */
+  readonly chatTinyMs?: number;
+  readonly loaded?: ReadonlyArray<{ readonly streams: number; readonly ttftMs: number; readonly promptTokens: number; readonly cachedTokens: number }>;
+  readonly contextGrid?: ReadonlyArray<{ readonly cachedTokens: number; readonly tailTokens: number; readonly ms: number }>;
   /** Prefix cached, then prefix + a fresh 120-word question (absent in older files). */
   readonly suffix?: ReadonlyArray<{ readonly prefixWords: number; readonly promptTokens: number; readonly cachedTokens: number; readonly ms: number }>;
 }
@@ -45,7 +52,7 @@ const ratio = (a: number | null | undefined, b: number | null | undefined): stri
 
 export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, realCosts?: Costs, simCosts?: Costs): string {
   const lines: string[] = [];
-  if (realCosts && simCosts) {
+  if (realCosts?.cold && simCosts?.cold) {
     lines.push('## Engine: cold and prefix-hit TTFT (1-token completions, median of 3)', '');
     lines.push('| words | real tokens | real cold | sim cold | real hit | sim hit |', '|---|---|---|---|---|---|');
     for (const c of realCosts.cold) {
@@ -63,6 +70,7 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
       lines.push('');
     }
   }
+  if (realCosts && simCosts) lines.push(...engineUnderLoad(realCosts, simCosts));
   lines.push('## Runs: real vs simulated', '');
   lines.push(
     'Cold = requests the engine reported no cached tokens for, hit = cached_tokens > 0 (p50, count in brackets).',
@@ -100,12 +108,65 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
   return `${lines.join('\n')}\n`;
 }
 
+/** The fixed cost of a text request, the benchmarks' request under decode load, and exact-token hits. */
+function engineUnderLoad(real: Costs, sim: Costs): string[] {
+  const lines: string[] = [];
+  if (real.tinyMs !== undefined || real.chatTinyMs !== undefined) {
+    lines.push('A 4-word text prompt (the fixed cost of a request):', '', '| request | real | sim |', '|---|---|---|');
+    if (real.tinyMs !== undefined) lines.push(`| completion, round trip | ${ms(real.tinyMs)} | ${ms(sim.tinyMs)} |`);
+    if (real.chatTinyMs !== undefined) lines.push(`| streamed chat, TTFT | ${ms(real.chatTinyMs)} | ${ms(sim.chatTinyMs)} |`);
+    lines.push('');
+  }
+  if (real.loaded !== undefined && sim.loaded !== undefined) {
+    lines.push(
+      "The benchmarks' shared-prefix request (streamed chat, 900-word system prompt cached, fresh 120-word question) while other streams decode (TTFT, median of 3):",
+      '',
+      '| other streams | real tokens (cached) | real | sim | sim÷real |',
+      '|---|---|---|---|---|',
+    );
+    for (const r of real.loaded) {
+      const s = sim.loaded.find((x) => x.streams === r.streams);
+      lines.push(`| ${r.streams} | ${r.promptTokens} (${r.cachedTokens}) | ${ms(r.ttftMs)} | ${ms(s?.ttftMs)} | ${ratio(r.ttftMs, s?.ttftMs)} |`);
+    }
+    lines.push('');
+  }
+  if (real.contextGrid !== undefined && sim.contextGrid !== undefined) {
+    const tails = [...new Set(real.contextGrid.map((g) => g.tailTokens))];
+    lines.push(
+      'Prefix hits in exact tokens (token-id prompts, 1-token completions, median of 3): real / sim per fresh tail:',
+      '',
+      `| cached tokens | ${tails.map((t) => `tail ${t}`).join(' | ')} |`,
+      `|---|${tails.map(() => '---|').join('')}`,
+    );
+    for (const cached of [...new Set(real.contextGrid.map((g) => g.cachedTokens))]) {
+      const cell = (t: number): string => {
+        const r = real.contextGrid!.find((g) => g.cachedTokens === cached && g.tailTokens === t);
+        const s = sim.contextGrid!.find((g) => g.cachedTokens === cached && g.tailTokens === t);
+        return `${ms(r?.ms)} / ${ms(s?.ms)}`;
+      };
+      lines.push(`| ${cached} | ${tails.map(cell).join(' | ')} |`);
+    }
+    lines.push('');
+  }
+  return lines;
+}
+
 function main(): void {
   const { values } = parseArgs({
-    options: { real: { type: 'string' }, sim: { type: 'string' }, 'real-costs': { type: 'string' }, 'sim-costs': { type: 'string' }, out: { type: 'string' } },
+    options: {
+      real: { type: 'string' },
+      sim: { type: 'string' },
+      'real-costs': { type: 'string', multiple: true },
+      'sim-costs': { type: 'string', multiple: true },
+      out: { type: 'string' },
+    },
   });
-  if (!values.real || !values.sim) throw new Error('usage: fidelity-table --real DIR --sim DIR [--real-costs F --sim-costs F] [--out F]');
-  const costs = (f: string | undefined): Costs | undefined => (f && existsSync(f) ? (JSON.parse(readFileSync(f, 'utf8')) as Costs) : undefined);
+  if (!values.real || !values.sim) throw new Error('usage: fidelity-table --real DIR --sim DIR [--real-costs F --sim-costs F ...] [--out F]');
+  // Several cost files (a full measurement, `--only loaded`, `--only context`) merge into one.
+  const costs = (fs: readonly string[] | undefined): Costs | undefined => {
+    const docs = (fs ?? []).filter((f) => existsSync(f)).map((f) => JSON.parse(readFileSync(f, 'utf8')) as Costs);
+    return docs.length === 0 ? undefined : (Object.assign({}, ...docs) as Costs);
+  };
   const md = fidelityMarkdown(loadRuns(values.real), loadRuns(values.sim), costs(values['real-costs']), costs(values['sim-costs']));
   if (values.out) writeFileSync(values.out, md);
   else process.stdout.write(md);
