@@ -178,6 +178,7 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
     for (const r of routers) if ((await accessLogStreams(r)) > 0) victim = r;
     const survivors = routers.filter((r) => r !== victim);
     const before = await Promise.all(survivors.map(async (r) => sumSamples(await r.metrics(), 'cacheroute_replication_completions_forwarded_total', { direction: 'in' })));
+    const orphanedBefore = await Promise.all(survivors.map(async (r) => sumSamples(await r.metrics(), 'cacheroute_pending_responses_finished_total', { how: 'orphaned' })));
     const kill = (async () => {
       await sleep(1200);
       process.kill(victim.pid, 'SIGKILL');
@@ -185,12 +186,17 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
     const results = await run(90, 9);
     await kill;
     expect(failures(results), 'failed or cut responses').to.deep.equal([]);
+    const lastResponseAt = Date.now();
     let forwardedIn = 0;
+    let orphaned = 0;
     for (const [i, r] of survivors.entries()) {
       const s = await settle(r, ORPHAN_AGE_MS + 4000);
       expect({ name: r.name, pending: s.pending, inflight: s.inflight }).to.deep.equal({ name: r.name, pending: 0, inflight: 0 });
       forwardedIn += sumSamples(s.text, 'cacheroute_replication_completions_forwarded_total', { direction: 'in' }) - before[i]!;
+      orphaned += sumSamples(s.text, 'cacheroute_pending_responses_finished_total', { how: 'orphaned' }) - orphanedBefore[i]!;
     }
+    const settledMs = Date.now() - lastResponseAt;
+    console.log(`      SIGKILL of ${victim.name}: 0 of ${results.length} failed; survivors: ${forwardedIn} completions forwarded in, ${orphaned} ended by the orphan age, at 0 ${settledMs} ms after the last response`);
     // Envoy moved its log stream to a survivor, which forwarded the other survivor's entries.
     expect(forwardedIn, 'completions forwarded after the kill').to.be.above(0);
   });
