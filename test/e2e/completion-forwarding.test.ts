@@ -84,6 +84,8 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
       routers.push(
         await startRouter({
           name: `router-fwd-${i}`,
+          // The full suite shares 2 cores with other work: a start can take longer than 20 s.
+          readyTimeoutMs: 60_000,
           config: routerConfigDoc(engines, {
             replication: { enabled: true, servers: [nats.url], replicaId: `fwd-${i}`, completions: { orphanAgeMs: ORPHAN_AGE_MS, lossyGraceMs: LOSSY_GRACE_MS } },
           }),
