@@ -15,8 +15,10 @@ import { ExtProcServer } from './extproc/ext-proc-server.js';
 import { EdgeContext } from './extproc/stream-handler.js';
 import { AccessLogReceiver } from './extproc/access-log-receiver.js';
 import { PendingResponses } from './extproc/pending-responses.js';
+import type { PendingResponsesView } from './extproc/pending-responses-metrics.js';
 import type { PromptExtractor } from './extproc/stream-handler.js';
 import type { EdgeStats } from './extproc/edge-stats.js';
+import { noopEdgeStats } from './extproc/edge-stats.js';
 import type { BodySendMode } from './extproc/ext-proc-proto.js';
 import { systemClock } from './util/clock.js';
 import type { Clock } from './util/clock.js';
@@ -36,7 +38,8 @@ import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from './dis
 import type { SourceStatus } from './discovery/endpoint-source.js';
 import type { EndpointRegistry } from './endpoints/registry.js';
 import { PeerLoadTable } from './replication/peer-load.js';
-import { ReplicationService } from './replication/replication-service.js';
+import { defaultReplicaId, ReplicationService } from './replication/replication-service.js';
+import { ownerTagOf } from './replication/completion-forwarding.js';
 import type { ReplicationView } from './replication/replication-metrics.js';
 import { registerReplicationRoutes } from './replication/replication-routes.js';
 import { PREFIX_INDEX_REPLICA } from './plugins/multi/prefix-index-replica.js';
@@ -62,6 +65,8 @@ export interface AppParts {
   readonly discovery?: DiscoveryView;
   /** Replica state sharing (when `replication.enabled`). */
   readonly replication?: ReplicationView;
+  /** Tickets waiting for Envoy's access log (when `server.responseCompletion` is access-log). */
+  readonly pendingResponses?: PendingResponsesView;
 }
 
 /**
@@ -150,16 +155,35 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const scheduler: AppScheduler = deps.scheduler ?? built!;
   const replicaIndex = built?.service(PREFIX_INDEX_REPLICA);
   const tokenLoad = built?.dataLayer?.tokenLoad;
+  // Access-log completion: tickets are held here until Envoy's access log (or, with
+  // replication, another replica forwarding it) reports the request's end. With replication
+  // every key names this replica (its owner tag), so the others can forward to it.
+  const replicaId = peers !== undefined ? config.replication.replicaId || defaultReplicaId() : undefined;
+  let edgeStatsLate: EdgeStats | undefined;
+  const pending =
+    config.server.responseCompletion === 'access-log'
+      ? new PendingResponses({
+          clock,
+          maxAgeMs: config.server.responseIdleTimeoutMs,
+          ...(replicaId !== undefined ? { owner: ownerTagOf(replicaId), orphanAgeMs: config.replication.completions.orphanAgeMs } : {}),
+          // The edge's stats sink comes from the instrumentation, which needs this object first.
+          stats: { ...noopEdgeStats, streamError: (kind: string) => edgeStatsLate?.streamError(kind) },
+        })
+      : undefined;
   const replication =
     built !== undefined && peers !== undefined
-      ? new ReplicationService(config.replication, {
-          registry: built.registry,
-          peers,
-          clock,
-          logger,
-          ...(tokenLoad !== undefined ? { tokenLoad } : {}),
-          ...(replicaIndex !== undefined ? { index: replicaIndex } : {}),
-        })
+      ? new ReplicationService(
+          { ...config.replication, replicaId: replicaId! },
+          {
+            registry: built.registry,
+            peers,
+            clock,
+            logger,
+            ...(tokenLoad !== undefined ? { tokenLoad } : {}),
+            ...(replicaIndex !== undefined ? { index: replicaIndex } : {}),
+            ...(pending !== undefined ? { tickets: pending } : {}),
+          },
+        )
       : undefined;
   const admin = new AdminServer({ address: config.server.adminAddress, logger });
   const reloads = new ReloadCounts();
@@ -184,9 +208,13 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     logger,
     ...(discoveryView !== undefined ? { discovery: discoveryView } : {}),
     ...(replication !== undefined ? { replication } : {}),
+    ...(pending !== undefined
+      ? { pendingResponses: { snapshot: () => pending.snapshot(), lossy: () => pending.lossy, accessLog: () => accessLog?.snapshot() } }
+      : {}),
   });
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
+  edgeStatsLate = edgeStats;
   const host = isHealthHost(scheduler) ? scheduler : undefined;
   const health = host !== undefined ? attachEngineHealth(config.health, host, { clock, logger }) : undefined;
   const admission =
@@ -200,11 +228,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         })
       : undefined;
 
-  const pending =
-    config.server.responseCompletion === 'access-log'
-      ? new PendingResponses({ clock, maxAgeMs: config.server.responseIdleTimeoutMs, ...(edgeStats !== undefined ? { stats: edgeStats } : {}) })
-      : undefined;
-  const accessLog = pending !== undefined ? new AccessLogReceiver(pending, logger) : undefined;
+  const accessLog = pending !== undefined ? new AccessLogReceiver(pending, logger, replication?.completions) : undefined;
   const edge = new EdgeContext({
     routing,
     extract: deps.extract ?? extractPrompt,

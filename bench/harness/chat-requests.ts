@@ -5,6 +5,7 @@
  */
 import { syntheticTokens } from '../workloads/synthetic-text.js';
 import type { HttpResult } from './http-client.js';
+import type { BenchRequest } from '../workloads/types.js';
 
 export const CHAT_PATH = '/v1/chat/completions';
 
@@ -19,6 +20,26 @@ export interface ChatOptions {
 /** A system prompt of `tokens` tokens determined by `key` (equal keys share the whole prompt). */
 export function systemPrompt(key: string, tokens: number): string {
   return syntheticTokens(`system:${key}`, tokens);
+}
+
+/**
+ * Request `i` of a load loop over `groups` prompt groups: the group's system prompt
+ * (`systemTokens` long, keyed `<tag>-<i % groups>`) and a question of its own.
+ */
+export function groupChat(i: number, opts: { readonly tag: string; readonly groups: number; readonly systemTokens: number; readonly maxTokens: number }): BenchRequest {
+  return {
+    id: `${opts.tag}-r${i}`,
+    atMs: 0,
+    api: 'chat',
+    messages: [
+      { role: 'system', content: systemPrompt(`${opts.tag}-${i % opts.groups}`, opts.systemTokens) },
+      { role: 'user', content: `question ${i}` },
+    ],
+    promptTokens: 0,
+    maxTokens: opts.maxTokens,
+    group: '',
+    reusableTokens: 0,
+  };
 }
 
 export function chatRequest(system: string, user: string, opts: ChatOptions = {}): Record<string, unknown> {

@@ -42,6 +42,13 @@ export interface EnvoyRenderOptions {
    */
   readonly routerAddresses?: readonly string[];
   /**
+   * With routerAddresses: `per-replica` (default) gives each replica its own access logger
+   * (every replica gets every entry); `load-balanced` keeps the one logger on
+   * `cacheroute_extproc`, so the log stream reaches one replica of the cluster — as behind a
+   * Kubernetes Service — and the routers must forward completions (replication on).
+   */
+  readonly accessLogStream?: 'per-replica' | 'load-balanced';
+  /**
    * `ext-proc` streams responses through the router again (response headers SEND, bodies
    * FULL_DUPLEX_STREAMED, trailers SEND; the router must run server.responseCompletion
    * `ext-proc`) and drops the gRPC access logger. Default: keep the file's (`access-log`).
@@ -186,7 +193,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     opts.messageTimeoutMs !== undefined ||
     opts.gracefulGrpcClose !== undefined ||
     opts.refusedStreamRetry !== undefined ||
-    opts.routerAddresses !== undefined ||
+    opts.accessLogStream !== undefined ||
     opts.responsePath !== undefined ||
     opts.sessionHeader !== undefined;
   if (routerOpts && !usesRouter(opts.variant)) {
@@ -198,7 +205,10 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   if (opts.routerAddress !== undefined) {
     setClusterEndpoints(byName(clusters, 'cacheroute_extproc', 'cluster'), [opts.routerAddress]);
   }
-  if (opts.routerAddresses !== undefined) setRouterReplicas(doc, opts.routerAddresses);
+  if (opts.accessLogStream !== undefined && opts.routerAddresses === undefined) {
+    throw new Error('envoy config: accessLogStream needs routerAddresses');
+  }
+  if (opts.routerAddresses !== undefined) setRouterReplicas(doc, opts.routerAddresses, opts.accessLogStream ?? 'per-replica');
   if (opts.responsePath === 'ext-proc') streamResponsesThroughRouter(doc);
   if (opts.sessionHeader !== undefined) {
     const hash = routeHashPolicy(doc);
@@ -239,16 +249,17 @@ function loggerCluster(logger: Obj): Obj {
 }
 
 /**
- * N router replicas: every replica in `cacheroute_extproc`, plus a single-host copy of that
- * cluster per replica (`cacheroute_replica_<i>`) and a copy of the access logger sending to
- * it, so every replica receives the entries of the requests it routed.
+ * N router replicas: every replica in `cacheroute_extproc`, plus (per-replica log streams) a
+ * single-host copy of that cluster per replica (`cacheroute_replica_<i>`) and a copy of the
+ * access logger sending to it, so every replica receives the entries of the requests it routed.
  */
-function setRouterReplicas(doc: Obj, addrs: readonly string[]): void {
+function setRouterReplicas(doc: Obj, addrs: readonly string[], logStream: 'per-replica' | 'load-balanced'): void {
   if (addrs.length === 0) throw new Error('envoy config: router replica list is empty');
   const sr = obj(doc['static_resources'], 'static_resources');
   const clusters = arr(sr['clusters'], 'clusters');
   const extproc = byName(clusters, 'cacheroute_extproc', 'cluster');
   setClusterEndpoints(extproc, addrs);
+  if (logStream === 'load-balanced') return; // the one logger stays on cacheroute_extproc
   const hcm = httpConnectionManager(doc);
   const loggers = grpcAccessLoggers(hcm);
   if (loggers.length !== 1) return; // response path through ext_proc: nothing to fan out

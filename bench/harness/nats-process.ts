@@ -39,8 +39,8 @@ export async function startNatsServer(opts: StartNatsOptions = {}): Promise<Nats
   const name = opts.name ?? `nats-${natsCount}`;
   const storeDir = opts.storeDir ?? join(runDir(), `${name}-store`);
   mkdirSync(storeDir, { recursive: true });
-  const port = await freePort();
-  const monitorPort = await freePort();
+  let port = await freePort();
+  let monitorPort = await freePort();
   let proc: ManagedProcess | undefined;
   const start = async (): Promise<void> => {
     if (proc?.isRunning()) return;
@@ -53,7 +53,18 @@ export async function startNatsServer(opts: StartNatsOptions = {}): Promise<Nats
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
   };
-  await start();
+  // A free port can be taken by another process before nats-server binds it (tests run side
+  // by side): the first start retries on fresh ports; later starts keep them.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (err) {
+      if (attempt >= 3 || !String(err).includes('address already in use')) throw err;
+      port = await freePort();
+      monitorPort = await freePort();
+    }
+  }
   return {
     url: `nats://127.0.0.1:${port}`,
     port,

@@ -60,6 +60,12 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   if (parsed.admission.mode === 'queue' && parsed.admission.queue.maxWaitMs >= server.requestIdleTimeoutMs) {
     problems.push(`admission.queue.maxWaitMs: must be below server.requestIdleTimeoutMs (${server.requestIdleTimeoutMs})`);
   }
+  const completions = parsed.replication.completions;
+  if (parsed.replication.enabled && server.responseCompletion === 'access-log' && completions.enabled && completions.orphanAgeMs > server.responseIdleTimeoutMs) {
+    problems.push(
+      `replication.completions.orphanAgeMs: must not exceed server.responseIdleTimeoutMs (${server.responseIdleTimeoutMs}); it shortens the wait for a completion that may be lost`,
+    );
+  }
   const graph = resolveGraph(parsed, problems);
   if (problems.length > 0) throw configError(problems);
   const catalog = options.catalog ?? (defaultCatalog ??= builtinCatalog());

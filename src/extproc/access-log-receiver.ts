@@ -7,9 +7,14 @@
  * response message ever waits for the router, and a router crash cannot cut a response.
  *
  * An entry is matched to its request by the key the router put into the decision's dynamic
- * metadata (`cacheroute.ticket`, see pending-responses.ts); entries without one (requests
- * the router did not route) and keys this router does not hold (another replica's) are
- * counted and ignored. Envoy never expects an answer on this stream.
+ * metadata (`cacheroute.ticket`, see pending-responses.ts). Entries without one (requests
+ * the router did not route) are counted and ignored; keys of this replica that it no longer
+ * holds are counted as unknown. A key naming another owner is handed to the `forwarder`
+ * (src/replication/completion-forwarding.ts: sent to the owner over NATS), grouped per owner
+ * and batch; without one (no replication) it is counted as `foreign` and ignored — right
+ * when every replica gets its own copy of the log (one access logger per replica), a leak
+ * bounded only by the route timeout when the log stream is load-balanced across replicas,
+ * so the first such entry is logged as a warning. Envoy never expects an answer here.
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { RequestOutcome } from '../core/types.js';
@@ -18,6 +23,7 @@ import type { HTTPAccessLogEntry__Output, StreamAccessLogsMessage__Output } from
 import { accessLogServiceDefinition } from './access-log-proto.js';
 import type { GrpcServiceBinding } from './ext-proc-server.js';
 import type { PendingResponses } from './pending-responses.js';
+import { ticketOwner } from './pending-responses.js';
 import { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } from './response-builders.js';
 import { formatHostPort } from '../util/host-port.js';
 
@@ -28,16 +34,30 @@ export interface AccessLogReceiverStats {
   readonly entries: number;
   /** Entries without a ticket key (requests the router did not route). */
   readonly unrouted: number;
+  /** Entries naming another replica's ticket, handed to the forwarder. */
+  readonly forwarded: number;
+  /** Entries naming another replica's ticket with no forwarder (ignored). */
+  readonly foreign: number;
+}
+
+/** Where completions of other replicas' tickets go (the NATS forwarder). */
+export interface CompletionForwarder {
+  forward(owner: string, batch: { key: string; outcome: RequestOutcome }[]): void;
 }
 
 export class AccessLogReceiver {
   private streams = 0;
   private entries = 0;
   private unrouted = 0;
+  private forwarded = 0;
+  private foreign = 0;
+  /** Per-batch grouping of other owners' completions (reused). */
+  private readonly others = new Map<string, { key: string; outcome: RequestOutcome }[]>();
 
   constructor(
     private readonly pending: PendingResponses,
     private readonly logger: Logger,
+    private readonly forwarder?: CompletionForwarder,
   ) {}
 
   /** The service to add to the router's gRPC server. */
@@ -51,12 +71,21 @@ export class AccessLogReceiver {
   }
 
   snapshot(): AccessLogReceiverStats {
-    return { streams: this.streams, entries: this.entries, unrouted: this.unrouted };
+    return { streams: this.streams, entries: this.entries, unrouted: this.unrouted, forwarded: this.forwarded, foreign: this.foreign };
   }
 
   /** Handles one batch (exported for unit tests through the class). */
   onMessage(msg: StreamAccessLogsMessage__Output): void {
     for (const entry of msg.http_logs?.log_entry ?? []) this.onEntry(entry);
+    if (this.others.size === 0) return;
+    for (const [owner, batch] of this.others) {
+      try {
+        this.forwarder!.forward(owner, batch);
+      } catch (err) {
+        this.logger.warn('access log: forwarding completions failed', { error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    this.others.clear();
   }
 
   private onStream(call: LogCall, callback: grpc.sendUnaryData<Record<string, never>>): void {
@@ -84,7 +113,23 @@ export class AccessLogReceiver {
       this.unrouted++;
       return;
     }
-    this.pending.complete(key, outcomeOf(entry));
+    const owner = ticketOwner(key);
+    if (owner === undefined || owner === this.pending.owner) {
+      this.pending.complete(key, outcomeOf(entry));
+      return;
+    }
+    if (this.forwarder === undefined) {
+      if (this.foreign++ === 0) {
+        this.logger.warn(
+          "access log: entries name another replica's tickets and replication is off; those requests stay in flight on their owner until server.responseIdleTimeoutMs (give each replica its own access logger, or turn replication on)",
+        );
+      }
+      return;
+    }
+    this.forwarded++;
+    let batch = this.others.get(owner);
+    if (batch === undefined) this.others.set(owner, (batch = []));
+    batch.push({ key, outcome: outcomeOf(entry) });
   }
 }
 

@@ -4,12 +4,23 @@
  * streaming the response through ext_proc, the stream handler hands each ticket over here
  * at the decision, under a router-made key that travels in the decision's dynamic metadata
  * (`cacheroute.ticket`; clients cannot set metadata, so they cannot end someone else's
- * request). The access log entry of that request finishes it.
+ * request). The access log entry of that request finishes it — on this replica, or, when
+ * the log stream reached another replica, forwarded here over NATS
+ * (src/replication/completion-forwarding.ts).
  *
+ * Key: `<owner>.<seq>.<nonce>`. `owner` names the replica holding the ticket (a tag of its
+ * replica id with replication, else random per process), so any replica can tell whose
+ * ticket an entry names; the per-ticket nonce (48 random bits) keeps keys unguessable, so a
+ * forged entry or forwarded completion cannot end a live request by counting.
  * Why a key of our own: x-request-id is kept from internal clients, so it may repeat.
- * Why an age limit: an entry can be lost (Envoy's access log is lossy by design, e.g. while
- * its stream reconnects); a ticket older than `maxAgeMs` (the longest response Envoy allows)
- * is finished as aborted, so nothing stays counted in flight forever.
+ *
+ * Why two age limits: an entry can be lost (Envoy's access log is lossy by design, e.g. while
+ * its stream reconnects), so a ticket older than `maxAgeMs` (the longest response Envoy
+ * allows) is finished as aborted and nothing stays counted in flight forever. When the
+ * completion path is known to have lost entries — this replica's NATS link went down, or a
+ * peer that may have been receiving the log stream vanished (`markLossy`) — every ticket
+ * alive at that moment is "at risk" and expires `orphanAgeMs` after it, which is much
+ * shorter: a leak is then bounded by the orphan age instead of the route timeout.
  */
 import { randomBytes } from 'node:crypto';
 import type { RequestOutcome } from '../core/types.js';
@@ -22,9 +33,16 @@ export interface PendingResponsesOptions {
   readonly clock: Clock;
   /** A held ticket older than this is finished as aborted by `sweep`. */
   readonly maxAgeMs: number;
+  /**
+   * A ticket alive when the completion path lost entries (`markLossy`) is finished as
+   * aborted this long after that moment. Default: maxAgeMs (no shorter bound).
+   */
+  readonly orphanAgeMs?: number;
   readonly stats?: EdgeStats;
-  /** Key prefix (default: 8 random hex digits, distinct per router process). */
-  readonly prefix?: string;
+  /** Owner tag that starts every key (default: 8 random hex digits, distinct per router process). */
+  readonly owner?: string;
+  /** Per-ticket nonce (default: 12 hex digits from crypto randomness); tests inject a fixed one. */
+  readonly nonce?: () => string;
 }
 
 interface Held {
@@ -34,32 +52,89 @@ interface Held {
 
 export interface PendingResponsesStats {
   readonly pending: number;
+  /** Held tickets whose completion may have been lost (they expire after the orphan age). */
+  readonly atRisk: number;
   readonly completed: number;
+  /** Finished as aborted after maxAgeMs. */
   readonly expired: number;
-  /** Completions naming a key this router does not hold (another replica's, or finished). */
+  /** Finished as aborted after orphanAgeMs (completion path known lossy). */
+  readonly orphaned: number;
+  /** Completions naming a key of this owner that is not held (finished, expired, duplicate). */
   readonly unknown: number;
+  /** Times the completion path was marked lossy. */
+  readonly lossyMarks: number;
+}
+
+/** Owner tags and key parts: characters that are safe in a NATS subject token. */
+const OWNER_RE = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** The owner tag a ticket key names, or undefined for a key without one. */
+export function ticketOwner(key: string): string | undefined {
+  const dot = key.indexOf('.');
+  if (dot <= 0) return undefined;
+  const owner = key.slice(0, dot);
+  return OWNER_RE.test(owner) ? owner : undefined;
+}
+
+/** Checks an owner tag (a NATS subject token); throws on a bad one. */
+export function checkOwnerTag(owner: string): string {
+  if (!OWNER_RE.test(owner)) throw new Error(`ticket owner tag must match ${OWNER_RE.source}: ${owner}`);
+  return owner;
+}
+
+/** Random hex nonces drawn from one pooled buffer (one crypto call per 512 tickets). */
+function pooledNonce(): () => string {
+  let pool = Buffer.alloc(0);
+  let at = 0;
+  return () => {
+    if (at + 6 > pool.length) {
+      pool = randomBytes(6 * 512);
+      at = 0;
+    }
+    const s = pool.toString('hex', at, at + 6);
+    at += 6;
+    return s;
+  };
 }
 
 export class PendingResponses {
   private readonly held = new Map<string, Held>();
-  private readonly prefix: string;
+  /** Keys at risk → the lossy moment they were alive at, in that moment's order. */
+  private readonly atRisk = new Map<string, number>();
+  readonly owner: string;
   private readonly stats: EdgeStats;
+  private readonly nonce: () => string;
+  private readonly orphanAgeMs: number;
   private seq = 0;
+  private lossyOngoing = false;
+  private lossyUntilMs = -Infinity;
   private completedCount = 0;
   private expiredCount = 0;
+  private orphanedCount = 0;
   private unknownCount = 0;
+  private lossyMarks = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PendingResponsesOptions) {
-    this.prefix = options.prefix ?? randomBytes(4).toString('hex');
+    this.owner = checkOwnerTag(options.owner ?? randomBytes(4).toString('hex'));
     this.stats = options.stats ?? noopEdgeStats;
+    this.nonce = options.nonce ?? pooledNonce();
+    this.orphanAgeMs = Math.min(options.orphanAgeMs ?? options.maxAgeMs, options.maxAgeMs);
   }
 
   /** Takes over `ticket`; returns the key its completion report must name. */
   hold(ticket: RouteTicket): string {
-    const key = `${this.prefix}-${(this.seq++).toString(36)}`;
-    this.held.set(key, { ticket, sinceMs: this.options.clock.nowMs() });
+    const key = `${this.owner}.${(this.seq++).toString(36)}.${this.nonce()}`;
+    const now = this.options.clock.nowMs();
+    this.held.set(key, { ticket, sinceMs: now });
+    // Held while completions cannot reach us: at risk from the start.
+    if (this.lossyOngoing || now < this.lossyUntilMs) this.atRisk.set(key, now);
     return key;
+  }
+
+  /** True when `key` names this owner (held or not). */
+  owns(key: string): boolean {
+    return ticketOwner(key) === this.owner;
   }
 
   /** Finishes the ticket held under `key`. Returns false if none is (unknown or already finished). */
@@ -70,10 +145,31 @@ export class PendingResponses {
       return false;
     }
     this.held.delete(key);
+    this.atRisk.delete(key);
     this.completedCount++;
     if (outcome.aborted) this.stats.streamError('ABORTED');
     h.ticket.finish(outcome);
     return true;
+  }
+
+  /**
+   * The completion path lost (or may have lost) entries now: every held ticket becomes at
+   * risk. `ongoing` = it keeps losing them (e.g. NATS away) until `markLossy(false)`, so
+   * tickets held meanwhile are at risk from their start; `graceMs` extends that past the
+   * call (e.g. while Envoy moves its log stream off a dead replica). O(held) per call;
+   * calls are rare.
+   */
+  markLossy(ongoing: boolean, graceMs = 0): void {
+    const now = this.options.clock.nowMs();
+    this.lossyMarks++;
+    this.lossyOngoing = ongoing;
+    this.lossyUntilMs = Math.max(this.lossyUntilMs, now + graceMs);
+    for (const key of this.held.keys()) if (!this.atRisk.has(key)) this.atRisk.set(key, now);
+  }
+
+  /** True while the completion path is known to be losing entries (or within a grace after). */
+  get lossy(): boolean {
+    return this.lossyOngoing || this.options.clock.nowMs() < this.lossyUntilMs;
   }
 
   /** Tickets held now. */
@@ -82,28 +178,46 @@ export class PendingResponses {
   }
 
   snapshot(): PendingResponsesStats {
-    return { pending: this.held.size, completed: this.completedCount, expired: this.expiredCount, unknown: this.unknownCount };
+    return {
+      pending: this.held.size,
+      atRisk: this.atRisk.size,
+      completed: this.completedCount,
+      expired: this.expiredCount,
+      orphaned: this.orphanedCount,
+      unknown: this.unknownCount,
+      lossyMarks: this.lossyMarks,
+    };
   }
 
-  /** Finishes, as aborted, every ticket held longer than maxAgeMs. Returns how many. */
+  /** Finishes, as aborted, every ticket past maxAgeMs or at risk past orphanAgeMs. Returns how many. */
   sweep(nowMs: number = this.options.clock.nowMs()): number {
     let n = 0;
-    // Map iteration follows insertion order, i.e. age: stop at the first young one.
+    // Both maps follow insertion order, i.e. age: stop at the first young one.
+    for (const [key, since] of this.atRisk) {
+      if (nowMs - since <= this.orphanAgeMs) break;
+      this.atRisk.delete(key);
+      const h = this.held.get(key);
+      if (h === undefined) continue;
+      this.held.delete(key);
+      this.orphanedCount++;
+      n++;
+      this.abort(h);
+    }
     for (const [key, h] of this.held) {
       if (nowMs - h.sinceMs <= this.options.maxAgeMs) break;
       this.held.delete(key);
+      this.atRisk.delete(key);
+      this.expiredCount++;
       n++;
-      this.stats.streamError('ABORTED');
-      h.ticket.finish({ aborted: true });
+      this.abort(h);
     }
-    this.expiredCount += n;
     return n;
   }
 
   /** Arms the periodic sweep. Idempotent. */
   start(): void {
     if (this.timer !== undefined) return;
-    const everyMs = Math.min(5_000, Math.max(50, this.options.maxAgeMs / 4));
+    const everyMs = Math.min(5_000, Math.max(50, this.orphanAgeMs / 4));
     this.timer = setInterval(() => this.sweep(), everyMs);
     this.timer.unref();
   }
@@ -114,5 +228,11 @@ export class PendingResponses {
     this.timer = undefined;
     for (const h of this.held.values()) h.ticket.finish({ aborted: true });
     this.held.clear();
+    this.atRisk.clear();
+  }
+
+  private abort(h: Held): void {
+    this.stats.streamError('ABORTED');
+    h.ticket.finish({ aborted: true });
   }
 }

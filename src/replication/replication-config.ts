@@ -9,7 +9,7 @@ export interface ReplicationOptions {
   readonly enabled: boolean;
   /** NATS server URLs (`nats://host:port`); the client fails over between them. */
   readonly servers: readonly string[];
-  /** Subjects are `<prefix>.load` and `<prefix>.index`; replicas that share state use one prefix. */
+  /** Subjects are `<prefix>.load`, `<prefix>.index` and `<prefix>.completions.<owner>`; replicas that share state use one prefix. */
   readonly subjectPrefix: string;
   /** This replica's name on the wire; empty = `<hostname>-<pid>-<random>` (new on every start). */
   readonly replicaId: string;
@@ -23,6 +23,25 @@ export interface ReplicationOptions {
     readonly intervalMs: number;
     /** A peer's contribution older than this (receive time) is dropped: a dead replica's load vanishes. */
     readonly peerTimeoutMs: number;
+  };
+  readonly completions: {
+    /**
+     * Forward access-log completions of other replicas' tickets to their owner over NATS
+     * (needed when Envoy's access log stream is load-balanced across replicas, e.g. behind
+     * a Kubernetes Service; harmless with one access logger per replica).
+     */
+    readonly enabled: boolean;
+    /** A ticket alive when the completion path lost entries expires this long after it. */
+    readonly orphanAgeMs: number;
+    /** Completions kept for their owners while NATS is away. */
+    readonly maxOutboxEntries: number;
+    /** How often the live peer set is checked for vanished replicas. */
+    readonly peerCheckIntervalMs: number;
+    /**
+     * After a peer vanished or NATS came back, tickets held for this long more are at risk
+     * too (Envoy needs a few seconds to move its log stream off a dead replica).
+     */
+    readonly lossyGraceMs: number;
   };
   readonly index: {
     /** Share approximate prefix-index changes (only with a `prefix-cache` plugin; see docs/replication.md). */
@@ -56,6 +75,7 @@ export const DEFAULT_REPLICATION: ReplicationOptions = {
   connectTimeoutMs: 2000,
   reconnectWaitMs: 500,
   load: { enabled: true, intervalMs: 200, peerTimeoutMs: 1000 },
+  completions: { enabled: true, orphanAgeMs: 60_000, maxOutboxEntries: 20_000, peerCheckIntervalMs: 250, lossyGraceMs: 10_000 },
   index: {
     enabled: true,
     stream: 'CACHEROUTE_INDEX',

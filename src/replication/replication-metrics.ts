@@ -10,6 +10,9 @@
  *   cacheroute_replication_replay_pending                  stream messages not yet applied (replay / catch-up)
  *   cacheroute_replication_replay_caught_up                1 once the replay reached the stream's end
  *   cacheroute_replication_replay_last_catchup_seconds     consumer (re)start → caught up, last time
+ *   cacheroute_replication_completions_forwarded_total{direction}  out (sent to owners) | in (finished here)
+ *   cacheroute_replication_completions_dropped_total{reason}  owner-gone | outbox-full | malformed | unknown-ticket | not-owner
+ *   cacheroute_replication_completions_outbox               completions waiting for NATS
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ReplicationStats } from './replication-service.js';
@@ -44,6 +47,7 @@ export function registerReplicationMetrics(registry: Registry, view: Replication
   gauge('cacheroute_replication_replay_last_catchup_seconds', 'Time from the index consumer (re)start to caught up, the last time.', (s) =>
     s.index?.replay.lastCatchUpMs !== undefined ? s.index.replay.lastCatchUpMs / 1000 : undefined,
   );
+  gauge('cacheroute_replication_completions_outbox', 'Completions of other replicas\' tickets waiting for NATS.', (s) => s.completions?.outboxEntries);
   const counter = (name: string, help: string, label: string, values: (s: ReplicationStats) => Readonly<Record<string, number>> | undefined): void => {
     new Counter({
       name,
@@ -63,4 +67,8 @@ export function registerReplicationMetrics(registry: Registry, view: Replication
     s.index !== undefined ? { published: s.index.changesPublished, applied: s.index.changesApplied } : undefined,
   );
   counter('cacheroute_replication_index_dropped_total', 'Index changes dropped, by reason.', 'reason', (s) => s.index?.dropped);
+  counter('cacheroute_replication_completions_forwarded_total', "Access-log completions sent to their ticket's owner (out) and received and finished here (in).", 'direction', (s) =>
+    s.completions !== undefined ? { out: s.completions.forwardedOut, in: s.completions.forwardedIn } : undefined,
+  );
+  counter('cacheroute_replication_completions_dropped_total', 'Forwarded completions dropped, by reason.', 'reason', (s) => s.completions?.dropped);
 }

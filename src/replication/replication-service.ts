@@ -2,7 +2,9 @@
  * Router replicas acting as one: this replica's NATS link, load sharing (load-share.ts,
  * always when enabled) and index sharing (index-share.ts, when the plugin graph has an
  * approximate `prefix-cache` index; with engine KV events each replica subscribes to
- * every engine itself and no deltas are exchanged). Built and started by the composition
+ * every engine itself and no deltas are exchanged) and, with access-log completion,
+ * completion forwarding (completion-forwarding.ts: an access log entry for another
+ * replica's ticket goes to its owner). Built and started by the composition
  * root (src/app.ts); losing NATS never stops routing, it only narrows this replica's view
  * to its own state until the link is back.
  */
@@ -14,6 +16,7 @@ import type { EndpointRegistry } from '../endpoints/registry.js';
 import type { Logger } from '../logging/logger.js';
 import type { PrefixIndexReplica } from '../plugins/multi/prefix-index-replica.js';
 import type { Clock } from '../util/clock.js';
+import { CompletionForwarding, type CompletionForwardingStats, type OwnedTickets } from './completion-forwarding.js';
 import { IndexShare, type IndexShareStats } from './index-share.js';
 import { LoadShare, type LoadShareStats } from './load-share.js';
 import { NatsLink } from './nats-link.js';
@@ -27,6 +30,8 @@ export interface ReplicationDeps {
   readonly tokenLoad?: TokenLoadModel;
   /** The prefix-cache plugin's seam; absent = no approximate index to share. */
   readonly index?: PrefixIndexReplica;
+  /** This replica's pending tickets (access-log completion); absent = nothing to forward. */
+  readonly tickets?: OwnedTickets;
   readonly clock: Clock;
   readonly logger: Logger;
 }
@@ -42,6 +47,8 @@ export interface ReplicationStats {
   /** Why index deltas are not exchanged, when they are not. */
   readonly indexSharing: 'on' | 'off (replication.index.enabled is false)' | 'off (no prefix-cache plugin in the graph)';
   readonly index?: IndexShareStats;
+  /** Access-log completions forwarded to and from other replicas. */
+  readonly completions?: CompletionForwardingStats;
 }
 
 /** A fresh replica id: stable for this process, new on restart. */
@@ -55,6 +62,8 @@ export class ReplicationService {
   private readonly link: NatsLink;
   private readonly load: LoadShare | undefined;
   private readonly index: IndexShare | undefined;
+  /** Forwards other owners' completions (access-log completion with `completions.enabled`). */
+  readonly completions: CompletionForwarding | undefined;
   private readonly indexSharing: ReplicationStats['indexSharing'];
   private state: 'new' | 'started' | 'stopped' = 'new';
 
@@ -92,16 +101,31 @@ export class ReplicationService {
             logger,
           })
         : undefined;
+    this.completions =
+      options.completions.enabled && deps.tickets !== undefined
+        ? new CompletionForwarding({
+            replicaId: this.replicaId,
+            subjectPrefix: prefix,
+            tickets: deps.tickets,
+            ...(options.load.enabled ? { peers: deps.peers } : {}),
+            maxOutboxEntries: options.completions.maxOutboxEntries,
+            checkIntervalMs: options.completions.peerCheckIntervalMs,
+            lossyGraceMs: options.completions.lossyGraceMs,
+            logger,
+          })
+        : undefined;
     this.link = new NatsLink(
       { servers: options.servers, name: `cacheroute ${this.replicaId}`, connectTimeoutMs: options.connectTimeoutMs, reconnectWaitMs: options.reconnectWaitMs, logger },
       {
         up: (nc: NatsConnection, fresh: boolean) => {
           this.load?.up(nc, fresh);
           this.index?.up(nc);
+          this.completions?.up(nc, fresh);
         },
         down: () => {
           this.load?.down();
           this.index?.down();
+          this.completions?.down();
         },
       },
     );
@@ -117,6 +141,7 @@ export class ReplicationService {
     this.state = 'started';
     this.load?.start();
     this.index?.start();
+    this.completions?.start();
     await this.link.start(this.options.connectTimeoutMs);
     if (this.index !== undefined && this.link.connected && this.options.index.replayWaitMs > 0) {
       await this.index.waitCaughtUp(this.options.index.replayWaitMs);
@@ -130,6 +155,7 @@ export class ReplicationService {
     }
     this.state = 'stopped';
     this.load?.stop();
+    this.completions?.stop();
     const index = this.index?.stop();
     await this.link.stop();
     await index;
@@ -151,6 +177,7 @@ export class ReplicationService {
       ...(this.load !== undefined ? { load: this.load.stats() } : {}),
       indexSharing: this.indexSharing,
       ...(this.index !== undefined ? { index: this.index.stats() } : {}),
+      ...(this.completions !== undefined ? { completions: this.completions.stats() } : {}),
     };
   }
 }

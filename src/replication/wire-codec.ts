@@ -7,6 +7,8 @@
  *     { v: 1, r: publisher, b: blockChars, c: [[kind, endpointId, keys], …] }
  *     publisher = `<replicaId>/<incarnation>` (one per router process)
  *     kind 0 = insert, 1 = remove, 2 = clear; keys = 8 bytes per block (lo, hi int32 LE).
+ *   forwarded completions (core NATS, `<prefix>.completions.<owner>`, one per access-log batch):
+ *     { v: 1, r: sender, c: [[ticketKey, aborted 0|1, status|nil, servedBy|nil, prompt|nil, cached|nil, completion|nil], …] }
  *
  * Why this shape: a block key is a 64-bit hash of the prompt text, so no prompt text is
  * ever on the wire; the keys travel as one binary blob per change (8 bytes a block, no
@@ -17,6 +19,7 @@
 import { decode, encode } from '@msgpack/msgpack';
 import type { BlockHashes } from '../prefix-cache/block-hasher.js';
 import type { IndexDelta } from '../plugins/multi/prefix-index-replica.js';
+import type { RequestOutcome } from '../core/types.js';
 
 export const WIRE_VERSION = 1;
 
@@ -133,6 +136,59 @@ export function decodeIndexBatch(bytes: Uint8Array): IndexBatch | undefined {
     changes.push({ kind, endpointId: id, keys });
   }
   return { replicaId: m['r'], blockChars: b, changes };
+}
+
+/** One request's end, reported to the replica holding its ticket. */
+export interface ForwardedCompletion {
+  readonly key: string;
+  readonly outcome: RequestOutcome;
+}
+
+export interface CompletionBatch {
+  readonly replicaId: string;
+  readonly completions: readonly ForwardedCompletion[];
+}
+
+export function encodeCompletions(replicaId: string, completions: readonly ForwardedCompletion[]): Uint8Array {
+  return encode({
+    v: WIRE_VERSION,
+    r: replicaId,
+    c: completions.map(({ key, outcome: o }) => [
+      key,
+      o.aborted ? 1 : 0,
+      o.status ?? null,
+      o.servedBy ?? null,
+      o.promptTokens ?? null,
+      o.cachedTokens ?? null,
+      o.completionTokens ?? null,
+    ]),
+  });
+}
+
+export function decodeCompletions(bytes: Uint8Array): CompletionBatch | undefined {
+  const m = decodeMap(bytes);
+  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
+  const c = m['c'];
+  if (!Array.isArray(c) || c.length > WIRE_LIMITS.maxChanges) return undefined;
+  const completions: ForwardedCompletion[] = [];
+  for (const row of c) {
+    if (!Array.isArray(row) || row.length !== 7) return undefined;
+    const [key, aborted, status, servedBy, prompt, cached, completion] = row as unknown[];
+    if (!isId(key) || (aborted !== 0 && aborted !== 1)) return undefined;
+    if (!(status === null || (isCount(status) && status >= 100 && status <= 999))) return undefined;
+    if (!(servedBy === null || isId(servedBy))) return undefined;
+    if (![prompt, cached, completion].every((t) => t === null || isCount(t))) return undefined;
+    const outcome: RequestOutcome = {
+      aborted: aborted === 1,
+      ...(status !== null ? { status: status as number } : {}),
+      ...(servedBy !== null ? { servedBy: servedBy as string } : {}),
+      ...(prompt !== null ? { promptTokens: prompt as number } : {}),
+      ...(cached !== null ? { cachedTokens: cached as number } : {}),
+      ...(completion !== null ? { completionTokens: completion as number } : {}),
+    };
+    completions.push({ key, outcome });
+  }
+  return { replicaId: m['r'], completions };
 }
 
 function decodeMap(bytes: Uint8Array): Record<string, unknown> | undefined {

@@ -8,6 +8,7 @@
  * implements only RoutingService still works, with fewer signals.
  */
 import { registerReplicationMetrics } from '../replication/replication-metrics.js';
+import { registerPendingResponseMetrics } from '../extproc/pending-responses-metrics.js';
 import { readFileSync } from 'node:fs';
 import { sendJson } from '../admin/admin-server.js';
 import type { AppParts, Instrumentation } from '../app.js';
@@ -102,6 +103,7 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const offMembership = registry?.onMembershipChange?.((c) => telemetry.onEndpointsChanged(c.endpoints));
     if (parts.discovery !== undefined) registerDiscoveryMetrics(telemetry.metrics.registry, parts.discovery);
     if (parts.replication !== undefined) registerReplicationMetrics(telemetry.metrics.registry, parts.replication);
+    if (parts.pendingResponses !== undefined) registerPendingResponseMetrics(telemetry.metrics.registry, parts.pendingResponses);
     // The precise prefix index's series, when a precise-prefix-cache plugin is configured.
     const precise = typeof s.service === 'function' ? s.service(PRECISE_INDEX_METRICS) : undefined;
     if (precise !== undefined) registerKvEventMetrics(telemetry.metrics.registry, precise);

@@ -1,7 +1,7 @@
 /**
  * The mesh examples under deploy/ must hold real, loadable Envoy config and agree with the
- * router's wire contract. The Istio EnvoyFilter's embedded filters and cluster patch are
- * extracted, wrapped in a minimal bootstrap (listener → HCM → those filters → router; the
+ * router's wire contract. The Istio EnvoyFilter's embedded filters, access logger and cluster
+ * patches are extracted, wrapped in a minimal bootstrap (listener → HCM (+ the access logger) → those filters → router; the
  * Istio-named ext_proc cluster; a model-server cluster with the MERGE patch applied) and run
  * through `envoy --mode validate`. The Envoy Gateway and Kubernetes manifests cannot be
  * loaded without a cluster, so their cross-references are checked structurally.
@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { runDir } from '../../bench/harness/managed-process.js';
 import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
 import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
@@ -79,6 +79,9 @@ function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
     lb_policy: 'LEAST_REQUEST',
     load_assignment: { cluster_name: modelCluster, endpoints: [{ lb_endpoints: [{ endpoint: socket(18000) }] }] },
   };
+  // NETWORK_FILTER MERGE patches on the HCM: repeated fields (access_log) are appended.
+  const hcmPatches = patches.filter((p) => p['applyTo'] === 'NETWORK_FILTER').map((p) => get(p, 'patch', 'value', 'typed_config') as Obj);
+  const accessLog = hcmPatches.flatMap((t) => (t['access_log'] as Obj[] | undefined) ?? []);
   const filters = [...httpFilters, { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }];
   if (opts.breakIt) (filters[1] as Obj)['typed_config'] = { ...(filters[1] as Obj)['typed_config'] as Obj, processing_mode: { request_body_mode: 'NOT_A_MODE' } };
   return {
@@ -97,6 +100,7 @@ function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
                     stat_prefix: 'gw',
                     route_config: { virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: modelCluster } }] }] },
                     http_filters: filters,
+                    ...(accessLog.length > 0 ? { access_log: accessLog } : {}),
                   },
                 },
               ],
@@ -155,6 +159,21 @@ describe('e2e: deploy/ mesh manifests', function () {
       expect(get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name')).to.match(/^outbound\|9002\|\|cacheroute\.[a-z0-9-]+\.svc\.cluster\.local$/);
     });
 
+    it('keeps responses away from the router and sends the access log of routed requests to the router Service', async () => {
+      const { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } = await import('../../src/extproc/response-builders.js');
+      const ep = get(patches.find((p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc'), 'patch', 'value', 'typed_config') as Obj;
+      expect(get(ep, 'processing_mode')).to.deep.include({ response_header_mode: 'SKIP', response_body_mode: 'NONE', response_trailer_mode: 'SKIP' });
+      const net = patches.filter((p) => p['applyTo'] === 'NETWORK_FILTER');
+      expect(net.map((p) => get(p, 'patch', 'operation'))).to.deep.equal(['MERGE']);
+      expect(get(net[0], 'match', 'listener', 'filterChain', 'filter', 'name')).to.equal('envoy.filters.network.http_connection_manager');
+      const logs = get(net[0], 'patch', 'value', 'typed_config', 'access_log') as Obj[];
+      expect(logs.map((l) => l['name'])).to.deep.equal(['envoy.access_loggers.http_grpc']);
+      const log = logs[0]!;
+      expect(get(log, 'typed_config', 'common_config', 'grpc_service', 'envoy_grpc', 'cluster_name')).to.equal(get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name'));
+      expect(get(log, 'filter', 'metadata_filter', 'matcher')).to.deep.include({ filter: CACHEROUTE_METADATA_NAMESPACE, path: [{ key: CACHEROUTE_TICKET_KEY }] });
+      expect(get(ep, 'metadata_options', 'receiving_namespaces', 'untyped')).to.include(CACHEROUTE_METADATA_NAMESPACE);
+    });
+
     it('health-checks the router cluster with panic routing off (fail-open works with FDS)', () => {
       const cp = patches.find((p) => p['applyTo'] === 'CLUSTER' && get(p, 'match', 'cluster', 'portNumber') === 9002);
       expect(get(cp, 'patch', 'value', 'common_lb_config', 'healthy_panic_threshold', 'value')).to.equal(0);
@@ -176,6 +195,12 @@ describe('e2e: deploy/ mesh manifests', function () {
       writeFileSync(file, stringify(istioBootstrap(filter)));
       const res = await validateEnvoyConfig(file);
       expect(res.ok, res.output).to.equal(true);
+    });
+
+    it('the wrapped bootstrap carries the access logger (so validate checks it too)', () => {
+      const b = istioBootstrap(filter);
+      const hcm = get(b, 'static_resources', 'listeners', 0, 'filter_chains', 0, 'filters', 0, 'typed_config') as Obj;
+      expect((hcm['access_log'] as Obj[]).map((l) => l['name'])).to.deep.equal(['envoy.access_loggers.http_grpc']);
     });
 
     it('the wrapping is strict enough to catch a broken filter (the check can fail)', async () => {
@@ -219,6 +244,13 @@ describe('e2e: deploy/ mesh manifests', function () {
       expect(JSON.parse(stdout.trim())).to.include({ event: 'valid', grpc: '0.0.0.0:9002', admin: '0.0.0.0:9003' });
     });
 
+    it('the ConfigMap completes responses from the access log, with replication and completion forwarding on', () => {
+      const cfg = parse(String(get(kind(all, 'ConfigMap', 'cacheroute-config'), 'data', 'router.yaml'))) as Obj;
+      expect(get(cfg, 'server', 'responseCompletion')).to.equal('access-log');
+      expect(get(cfg, 'replication', 'enabled')).to.equal(true);
+      expect(get(cfg, 'replication', 'completions', 'enabled')).to.equal(true);
+    });
+
     it('binds the router on all interfaces inside the pod and probes the admin port', () => {
       const cm = kind(all, 'ConfigMap', 'cacheroute-config');
       const routerYaml = String(get(cm, 'data', 'router.yaml'));
@@ -237,6 +269,19 @@ describe('e2e: deploy/ mesh manifests', function () {
       expect(ext['failOpen']).to.equal(false);
       expect(get(ext, 'metadata', 'writableNamespaces')).to.include('envoy.lb');
       for (const ns of get(ext, 'metadata', 'writableNamespaces') as string[]) expect(ns).to.not.match(/^envoy\.filters\.http/);
+    });
+
+    it('sends no response to ext_proc and the ALS access log to the same router Service', () => {
+      const eep = kind(all, 'EnvoyExtensionPolicy');
+      const ext = get(eep, 'spec', 'extProc', 0) as Obj;
+      expect(get(ext, 'processingMode', 'response'), 'no response processing').to.equal(undefined);
+      const proxy = kind(all, 'EnvoyProxy');
+      const settings = get(proxy, 'spec', 'telemetry', 'accessLog', 'settings') as Obj[];
+      const als = settings.flatMap((st) => st['sinks'] as Obj[]).filter((k) => k['type'] === 'ALS');
+      expect(als).to.have.length(1);
+      expect(get(als[0], 'als', 'type')).to.equal('HTTP');
+      expect(get(als[0], 'als', 'backendRefs')).to.deep.equal(get(ext, 'backendRefs'));
+      expect(get(proxy, 'metadata', 'namespace'), 'same namespace as the Gateway (parametersRef is local)').to.equal(get(eep, 'metadata', 'namespace'));
     });
 
     it('overrides the endpoint from the header the router sets, and strips it early from clients', async () => {

@@ -64,7 +64,10 @@ export function renderComposeEnvoy(): string {
   );
 }
 
-/** examples/router.yaml with the compose engines, all-interfaces listeners and replication over the nats service. */
+/**
+ * examples/router.yaml with the compose engines, all-interfaces listeners and replication over
+ * the nats service (no completion forwarding: each replica has its own access logger).
+ */
 export function renderComposeRouter(): string {
   const doc = obj(parse(readFileSync(join(REPO_ROOT, 'examples', 'router.yaml'), 'utf8')));
   const server = obj(doc['server'] ?? {});
@@ -76,7 +79,9 @@ export function renderComposeRouter(): string {
     const { metricsUrl: _m, ...rest } = examples[i] ?? {};
     return { ...rest, address: `${ip}:${COMPOSE_NET.enginePort}` };
   });
-  doc['replication'] = { enabled: true, servers: ['nats://nats:4222'] };
+  // deploy/compose/envoy.yaml gives each replica its own access logger (every replica gets
+  // every entry), so nothing needs forwarding to a ticket's owner.
+  doc['replication'] = { enabled: true, servers: ['nats://nats:4222'], completions: { enabled: false } };
   return (
     '# Rendered from examples/router.yaml for docker-compose.yml by test/e2e/docker-compose.test.ts\n' +
     '# (UPDATE_COMPOSE_CONFIGS=1 to regenerate); do not edit.\n' +

@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { Agent } from 'node:http';
-import { mapLimit, systemPrompt } from '../../bench/harness/chat-requests.js';
+import { groupChat, mapLimit } from '../../bench/harness/chat-requests.js';
 import { engineAddress, routerConfigDoc, sleep, startEngines, startEnvoy, startRouter } from '../../bench/harness/processes.js';
 import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../../bench/harness/processes.js';
 import { streamRequest } from '../../bench/harness/sse-request.js';
@@ -23,19 +23,7 @@ const CONCURRENCY = 12;
 const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
 
 function chat(i: number): BenchRequest {
-  return {
-    id: `r${i}`,
-    atMs: 0,
-    api: 'chat',
-    messages: [
-      { role: 'system', content: systemPrompt(`replica-group-${i % 16}`, 300) },
-      { role: 'user', content: `question ${i}` },
-    ],
-    promptTokens: 0,
-    maxTokens: 16,
-    group: '',
-    reusableTokens: 0,
-  };
+  return groupChat(i, { tag: 'replica-group', groups: 16, systemTokens: 300, maxTokens: 16 });
 }
 
 describe('e2e: several router replicas behind Envoy', function () {

@@ -26,6 +26,19 @@ const schema = optionalSection({
       ctx.addIssue({ code: 'custom', path: ['peerTimeoutMs'], message: `must be at least 2 × intervalMs (${2 * l.intervalMs})` });
     }
   }, ALWAYS),
+  completions: optionalSection({
+    enabled: bool()
+      .default(D.completions.enabled)
+      .describe("Forward access-log completions of other replicas' tickets to their owner (a load-balanced access log stream needs it)."),
+    orphanAgeMs: int({ min: 1000, max: 24 * 3_600_000 })
+      .default(D.completions.orphanAgeMs)
+      .describe('A ticket alive when completions were lost (NATS away, a peer vanished) counts as aborted this long after (at most server.responseIdleTimeoutMs).'),
+    maxOutboxEntries: int({ min: 0, max: 10_000_000 }).default(D.completions.maxOutboxEntries).describe('Completions kept for their owners while NATS is away.'),
+    peerCheckIntervalMs: int({ min: 20, max: 60_000 }).default(D.completions.peerCheckIntervalMs).describe('How often vanished peers are looked for.'),
+    lossyGraceMs: int({ min: 0, max: 600_000 })
+      .default(D.completions.lossyGraceMs)
+      .describe('After a peer vanished or NATS came back, tickets held this long more are at risk too (Envoy moving its log stream).'),
+  }),
   index: optionalSection({
     enabled: bool().default(D.index.enabled).describe('Share approximate prefix-index changes (prefix-cache plugin only).'),
     stream: str({ pattern: /^[A-Za-z0-9_-]{1,64}$/, what: 'a JetStream stream name (A-Z a-z 0-9 _ -)' }).default(D.index.stream),

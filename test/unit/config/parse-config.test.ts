@@ -265,3 +265,19 @@ describe('config/parse-config', () => {
     }
   });
 });
+
+describe('config/parse-config: replication.completions', () => {
+  it('defaults completion forwarding on, with the orphan age below the route timeout', () => {
+    const c = parseConfig(doc({ replication: { enabled: true } }));
+    expect(c.replication.completions).to.deep.equal({ enabled: true, orphanAgeMs: 60_000, maxOutboxEntries: 20_000, peerCheckIntervalMs: 250, lossyGraceMs: 10_000 });
+  });
+
+  it('rejects an orphan age above server.responseIdleTimeoutMs (only where it applies)', () => {
+    const bad = { server: { responseIdleTimeoutMs: 30_000 }, replication: { enabled: true } };
+    expect(problemsOf(() => parseConfig(doc(bad))).join('\n')).to.match(/replication\.completions\.orphanAgeMs: must not exceed server\.responseIdleTimeoutMs \(30000\)/);
+    expect(() => parseConfig(doc({ ...bad, replication: { enabled: true, completions: { orphanAgeMs: 20_000 } } }))).to.not.throw();
+    expect(() => parseConfig(doc({ ...bad, replication: { enabled: true, completions: { enabled: false } } }))).to.not.throw();
+    expect(() => parseConfig(doc({ server: { responseIdleTimeoutMs: 30_000, responseCompletion: 'ext-proc' }, replication: { enabled: true } }))).to.not.throw();
+    expect(problemsOf(() => parseConfig(doc({ replication: { enabled: true, completions: { orphanAgeMs: 10 } } }))).join('\n')).to.match(/replication\.completions\.orphanAgeMs/);
+  });
+});

@@ -38,7 +38,7 @@ function entry(over: { key?: string; code?: number; flags?: Record<string, boole
 function setup(decisionHeader = false, replicaId?: string) {
   const routing = new FakeRoutingService();
   const clock = new ManualClock(1000);
-  const pending = new PendingResponses({ clock, maxAgeMs: 60_000, prefix: 'p' });
+  const pending = new PendingResponses({ clock, maxAgeMs: 60_000, owner: 'p', nonce: () => 'n' });
   const config = defaultConfig();
   const edge = new EdgeContext({
     routing,
@@ -65,7 +65,7 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     const s = openScripted(edge);
     const out = s.feed(requestHeaders(FDS_NONE), requestBody(chatBody('hi'), true));
     expect(out.map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
-    expect(ticketOf(out[0]!).ticket).to.equal('p-0');
+    expect(ticketOf(out[0]!).ticket).to.equal('p.0.n');
     expect(s.stream.ended, 'stream ended by the router').to.equal(true);
     expect(s.handler.state).to.equal('closed');
     expect(routing.inflight, 'still in flight: the access log ends it').to.equal(1);
@@ -98,7 +98,8 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
         log_entry: [
           entry({ key: keys[0], code: 200, upstream: '10.0.0.3:8000' }),
           entry({ key: keys[1], code: 200, flags: { downstream_connection_termination: true } }),
-          entry({ key: 'other-replica-7', code: 200 }),
+          entry({ key: 'q.7.ffffff', code: 200 }),
+          entry({ key: 'p.99.n', code: 200 }),
           entry({ code: 404 }),
         ],
       },
@@ -109,7 +110,8 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
       { aborted: true, status: 200, servedBy: '10.0.0.2:8000' },
     ]);
     expect(pending.snapshot()).to.deep.include({ pending: 1, completed: 2, unknown: 1 });
-    expect(receiver.snapshot()).to.deep.include({ entries: 4, unrouted: 1 });
+    // Another owner's ticket with no forwarder (replication off) is foreign and ignored.
+    expect(receiver.snapshot()).to.deep.include({ entries: 5, unrouted: 1, foreign: 1, forwarded: 0 });
     // A second entry for a finished key changes nothing.
     receiver.onMessage({ identifier: null, log_entries: 'http_logs', http_logs: { log_entry: [entry({ key: keys[0], code: 500 })] } });
     expect(routing.finished).to.have.length(2);
