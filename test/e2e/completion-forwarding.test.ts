@@ -27,7 +27,7 @@ const REPLICAS = 3;
 const ORPHAN_AGE_MS = 4000;
 const LOSSY_GRACE_MS = 2000;
 const OUTPUT_TOKENS = 24;
-const ENGINE_FLAGS = { 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
+const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
 
 function chat(i: number): BenchRequest {
   return groupChat(i, { tag: 'forward-group', groups: 12, systemTokens: 200, maxTokens: OUTPUT_TOKENS });
