@@ -8,7 +8,9 @@
  * - Chat prompts are rendered like vLLM's OpenAI server does for a string-content template:
  *   text content parts joined with "\n", `add_generation_prompt` true, then tokenized
  *   without the tokenizer's own special tokens (the template writes any it wants).
- *   Completion prompts are tokenized with special tokens (vLLM's defaults).
+ *   Completion prompts are tokenized with special tokens (vLLM's defaults). Where the
+ *   template only writes message text out verbatim, prompts are rebuilt from a skeleton
+ *   rendered once per conversation shape (chat-render-cache.ts) instead of re-interpreted.
  * - Piece cache: the tokenizer splits its input at added tokens (the chat markers) before
  *   anything else, so the ids of a rendered prompt are the concatenation of the ids of the
  *   text between markers. Those pieces (a system prompt, earlier turns) repeat across
@@ -22,6 +24,7 @@ import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { RouterError } from '../core/errors.js';
+import { ChatRenderCache, contentIsOpaque, type ChatRenderStats, type TemplateMessage } from './chat-render-cache.js';
 import { IdBuffer } from './id-buffer.js';
 import { PreTokenIdCache, type PreTokenCacheStats } from './pre-token-id-cache.js';
 
@@ -40,6 +43,8 @@ export interface ModelTokenizerOptions {
   readonly minCachedPieceChars?: number;
   /** Cache ids per pre-token where the tokenizer allows it exactly (pre-token-id-cache.ts); default true. */
   readonly preTokenCache?: boolean;
+  /** Render chat prompts from cached skeletons where the template allows it exactly (chat-render-cache.ts); default true. */
+  readonly renderCache?: boolean;
 }
 
 export interface TrackedIds {
@@ -75,6 +80,7 @@ interface AddedTokenSpec {
 
 export class ModelTokenizer {
   private readonly template: Template | undefined;
+  private readonly renderCache: ChatRenderCache | undefined;
   private readonly splitter: RegExp | undefined;
   private readonly preTokens: PreTokenIdCache | undefined;
   private readonly addedIds = new Map<string, number>();
@@ -106,6 +112,11 @@ export class ModelTokenizer {
     this.minPiece = opts.minCachedPieceChars ?? 64;
     this.template = chatTemplate === undefined ? undefined : new Template(chatTemplate);
     this.contentFormat = chatTemplate === undefined ? 'string' : detectContentFormat(chatTemplate);
+    const template = this.template;
+    this.renderCache =
+      template === undefined || chatTemplate === undefined
+        ? undefined
+        : new ChatRenderCache((m, t) => this.renderTemplate(template, m, t), opts.renderCache !== false && contentIsOpaque(template.parsed, chatTemplate, this.contentFormat), this.contentFormat);
     this.developerRole = chatTemplate !== undefined && (chatTemplate.includes('"developer"') || chatTemplate.includes("'developer'"));
     this.bosToken = tokenText(config['bos_token']);
     this.eosToken = tokenText(config['eos_token']);
@@ -157,20 +168,30 @@ export class ModelTokenizer {
 
   /** The chat prompt text exactly as the engine renders it (generation prompt included). */
   renderChat(messages: readonly ChatMessageInput[], tools?: readonly unknown[]): string {
-    if (this.template === undefined) throw new RouterError('BAD_CONFIG', 'model has no chat template');
+    if (this.renderCache === undefined) throw new RouterError('BAD_CONFIG', 'model has no chat template');
     const parts = this.contentFormat === 'openai';
     const msgs = messages.map((m) => ({
       ...m,
       role: m.role === 'developer' && !this.developerRole ? 'system' : m.role,
       content: parts ? contentParts(m.content) : flattenContent(m.content),
     }));
-    return this.template.render({
-      messages: msgs,
-      ...(tools !== undefined && tools.length > 0 ? { tools } : {}),
+    return this.renderCache.renderChat(msgs, tools !== undefined && tools.length > 0 ? tools : undefined);
+  }
+
+  /** The template interpreter on already converted messages (what the render cache reproduces). */
+  private renderTemplate(template: Template, messages: readonly TemplateMessage[], tools: readonly unknown[] | undefined): string {
+    return template.render({
+      messages: messages as TemplateMessage[],
+      ...(tools !== undefined ? { tools: tools as unknown[] } : {}),
       add_generation_prompt: true,
       bos_token: this.bosToken ?? '',
       eos_token: this.eosToken ?? '',
     });
+  }
+
+  /** Chat render cache counters (undefined without a chat template). */
+  renderStats(): ChatRenderStats | undefined {
+    return this.renderCache?.stats();
   }
 
   /** Token ids of a chat request as the engine computes them. */
