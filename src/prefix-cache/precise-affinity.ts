@@ -25,6 +25,7 @@ import { EventFedIndex } from './event-fed-index.js';
 import { PrefixIndex } from './prefix-index.js';
 import type { ChatMessageInput, ModelTokenizer, TrackedIds } from '../tokenization/model-tokenizer.js';
 import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
+import { ownString } from '../tokenization/own-string.js';
 import type { HistogramCell, HotPathHistogram } from '../telemetry/hot-path-histogram.js';
 
 export const INDEX_MODES = ['approximate', 'precise', 'hybrid'] as const;
@@ -199,7 +200,7 @@ export class PreciseAffinity {
     hi.set(rest.hi, from);
     if (memo === undefined) {
       const last = joinKey(lo[stableBlocks - 1]!, hi[stableBlocks - 1]!);
-      this.keyMemo.set(memoKey, { text: textKey, count: stableBlocks, lo: lo.slice(0, stableBlocks), hi: hi.slice(0, stableBlocks), last });
+      this.keyMemo.set(memoKey, { text: ownString(textKey), count: stableBlocks, lo: lo.slice(0, stableBlocks), hi: hi.slice(0, stableBlocks), last });
       if (this.keyMemo.size > MAX_KEY_MEMO) this.keyMemo.delete(this.keyMemo.keys().next().value as string);
     }
     return { count, lo, hi };

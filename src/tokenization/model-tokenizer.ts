@@ -26,6 +26,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import { RouterError } from '../core/errors.js';
 import { ChatRenderCache, contentIsOpaque, type ChatRenderStats, type TemplateMessage } from './chat-render-cache.js';
 import { IdBuffer } from './id-buffer.js';
+import { ownString } from './own-string.js';
 import { PreTokenIdCache, type PreTokenCacheStats } from './pre-token-id-cache.js';
 
 export interface ChatMessageInput {
@@ -68,6 +69,12 @@ export interface TokenizerCacheStats {
   readonly preTokens?: PreTokenCacheStats;
 }
 
+interface CachedPiece {
+  /** The stored key (an own copy, see own-string.ts). */
+  readonly text: string;
+  readonly ids: Uint32Array;
+}
+
 interface AddedTokenSpec {
   readonly id: number;
   readonly content: string;
@@ -84,7 +91,7 @@ export class ModelTokenizer {
   private readonly splitter: RegExp | undefined;
   private readonly preTokens: PreTokenIdCache | undefined;
   private readonly addedIds = new Map<string, number>();
-  private readonly cache = new Map<string, Uint32Array>();
+  private readonly cache = new Map<string, CachedPiece>();
   private readonly out = new IdBuffer();
   private cachedChars = 0;
   private hits = 0;
@@ -276,16 +283,18 @@ export class ModelTokenizer {
     const hit = this.cache.get(piece);
     if (hit !== undefined) {
       this.hits++;
-      this.cache.delete(piece);
-      this.cache.set(piece, hit);
-      out.pushAll(hit);
+      // Re-inserted under its own stored key: the request's piece (a view of the whole
+      // request text) must not become the key.
+      this.cache.delete(hit.text);
+      this.cache.set(hit.text, hit);
+      out.pushAll(hit.ids);
     } else {
       this.misses++;
       const start = out.length;
       this.encodeSection(piece, out);
       if (piece.length <= this.cacheChars) {
-        const fresh = out.copy(start);
-        this.cache.set(piece, fresh);
+        const text = ownString(piece);
+        this.cache.set(text, { text, ids: out.copy(start) });
         this.cachedChars += piece.length;
         while (this.cachedChars > this.cacheChars) {
           const oldest = this.cache.keys().next().value as string;

@@ -21,6 +21,7 @@
  */
 import type { Tokenizer } from '@huggingface/tokenizers';
 import type { IdBuffer } from './id-buffer.js';
+import { ownString } from './own-string.js';
 
 type SplitMode = 'matches' | 'isolated';
 
@@ -125,7 +126,7 @@ export class PreTokenIdCache {
     const ids = this.tokenizer.encode(pre, { add_special_tokens: false }).ids;
     if (pre.length <= this.maxChars) {
       if (this.ids.size >= this.maxEntries) this.ids.clear();
-      this.ids.set(pre, ids);
+      this.ids.set(ownString(pre), ids);
     }
     out.pushAll(ids);
     return true;
