@@ -22,6 +22,8 @@
  * is rendered in full every time. Empty or non-string contents stay in the shape key.
  */
 
+import { ownString } from './own-string.js';
+
 /** A message as the template receives it (content already in the template's format). */
 export type TemplateMessage = Readonly<Record<string, unknown>> & { readonly content?: unknown };
 
@@ -316,5 +318,7 @@ function split(rendered: string, slotCount: number): Skeleton | null {
     last = m.index + m[0].length;
   }
   parts.push(rendered.slice(last));
-  return countOpen(rendered) === slots.length ? { parts, slots } : null;
+  // Own copies: one-byte where the text allows (the render holds two-byte placeholders), so
+  // the prompts built from them stay one-byte (fast to compare, scan and hash).
+  return countOpen(rendered) === slots.length ? { parts: parts.map(ownString), slots } : null;
 }

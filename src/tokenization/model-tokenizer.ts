@@ -24,9 +24,11 @@ import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { RouterError } from '../core/errors.js';
+import { AddedTokenFinder } from './added-token-finder.js';
 import { ChatRenderCache, contentIsOpaque, type ChatRenderStats, type TemplateMessage } from './chat-render-cache.js';
 import { IdBuffer } from './id-buffer.js';
 import { ownString } from './own-string.js';
+import { PrefixResumeCache, type PrefixResumeStats } from './prefix-resume-cache.js';
 import { PreTokenIdCache, type PreTokenCacheStats } from './pre-token-id-cache.js';
 
 export interface ChatMessageInput {
@@ -44,6 +46,8 @@ export interface ModelTokenizerOptions {
   readonly minCachedPieceChars?: number;
   /** Cache ids per pre-token where the tokenizer allows it exactly (pre-token-id-cache.ts); default true. */
   readonly preTokenCache?: boolean;
+  /** Resume long sections from a stored one with the same start where exact (prefix-resume-cache.ts); default true. */
+  readonly prefixResume?: boolean;
   /** Render chat prompts from cached skeletons where the template allows it exactly (chat-render-cache.ts); default true. */
   readonly renderCache?: boolean;
 }
@@ -51,10 +55,13 @@ export interface ModelTokenizerOptions {
 export interface TrackedIds {
   /** The ids; from `encodeTracked` a view of a buffer the next call overwrites. */
   readonly ids: Uint32Array | readonly number[];
-  readonly stableChars: number;
-  readonly stableIds: number;
-  /** text.slice(0, stableChars). */
-  readonly stableText: string;
+  /** The text the ids encode. */
+  readonly text: string;
+  /**
+   * Prefixes served from caches, ascending, as flat (chars, ids) pairs: the ids of
+   * `text.slice(0, chars)` are `ids.slice(0, ids)`.
+   */
+  readonly stable: readonly number[];
 }
 
 export interface TokenizerCacheStats {
@@ -67,6 +74,8 @@ export interface TokenizerCacheStats {
   readonly encodedChars: number;
   /** Per-pre-token id cache (byte-level BPE tokenizers), when in use. */
   readonly preTokens?: PreTokenCacheStats;
+  /** Sections resumed from a stored section with the same start (GPT-2 pre-tokenizer), when in use. */
+  readonly prefixResume?: PrefixResumeStats;
 }
 
 interface CachedPiece {
@@ -88,8 +97,9 @@ interface AddedTokenSpec {
 export class ModelTokenizer {
   private readonly template: Template | undefined;
   private readonly renderCache: ChatRenderCache | undefined;
-  private readonly splitter: RegExp | undefined;
+  private readonly splitter: AddedTokenFinder | undefined;
   private readonly preTokens: PreTokenIdCache | undefined;
+  private readonly resume: PrefixResumeCache | undefined;
   private readonly addedIds = new Map<string, number>();
   private readonly cache = new Map<string, CachedPiece>();
   private readonly out = new IdBuffer();
@@ -132,11 +142,8 @@ export class ModelTokenizer {
     for (const t of added) this.addedIds.set(t.content, t.id);
     // Sections are only known when added tokens split the text exactly (or there are none).
     if (opts.preTokenCache !== false && (exact || added.length === 0)) this.preTokens = PreTokenIdCache.create(tokenizer, tokenizerJson);
-    if (exact && added.length > 0) {
-      // Longest first, so a marker that contains another is matched whole (as the tokenizer does).
-      const alts = [...added].map((t) => t.content).filter((c) => c.length > 0).sort((a, b) => b.length - a.length).map(escapeRegex);
-      this.splitter = new RegExp(alts.join('|'), 'g');
-    }
+    this.resume = opts.prefixResume === false ? undefined : PrefixResumeCache.create(this.preTokens);
+    if (exact && added.length > 0) this.splitter = new AddedTokenFinder(added.map((t) => t.content));
     const probe = 'a';
     const bare = tokenizer.encode(probe, { add_special_tokens: false }).ids;
     const full = tokenizer.encode(probe, { add_special_tokens: true }).ids;
@@ -212,42 +219,34 @@ export class ModelTokenizer {
   }
 
   /**
-   * Like `encode`, also telling how far the text was served from the piece cache: the ids
-   * of `text.slice(0, stableChars)` are `ids.slice(0, stableIds)`, ending at the last cached
-   * piece (a repeated system prompt, earlier turns), a natural key for caching work on it.
-   * `ids` is a view of a buffer reused by the next call: copy it to keep it.
+   * Like `encode`, also telling which prefixes of the text were served from caches (a
+   * repeated system prompt, earlier turns, the shared start of a completions prompt): natural
+   * keys for caching work on them. `ids` is a view of a buffer reused by the next call: copy
+   * it to keep it.
    */
   encodeTracked(text: string, addSpecialTokens: boolean): TrackedIds {
     const out = this.out;
     out.length = 0;
     if (addSpecialTokens) out.pushAll(this.specialPrefix);
-    let stableChars = 0;
-    let stableIds = 0;
+    const stable: number[] = [];
     if (this.splitter === undefined) {
-      if (this.addedIds.size === 0) this.encodeSection(text, out);
+      if (this.addedIds.size === 0) this.encodeLong(text, out, 0, stable);
       else {
         this.encodedChars += text.length;
         out.pushAll(this.tokenizer.encode(text, { add_special_tokens: false }).ids);
       }
     } else {
-      const re = this.splitter;
-      re.lastIndex = 0;
+      const finder = this.splitter;
       let last = 0;
-      for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-        if (m.index > last && this.encodePiece(text.slice(last, m.index), out)) {
-          stableChars = m.index;
-          stableIds = out.length;
-        }
-        out.push(this.addedIds.get(m[0])!);
-        last = m.index + m[0].length;
+      for (let m = finder.next(text, 0); m !== undefined; m = finder.next(text, last)) {
+        if (m.index > last) this.encodePiece(text.slice(last, m.index), out, last, stable);
+        out.push(this.addedIds.get(m.token)!);
+        last = m.index + m.token.length;
       }
-      if (last < text.length && this.encodePiece(last === 0 ? text : text.slice(last), out)) {
-        stableChars = text.length;
-        stableIds = out.length;
-      }
+      if (last < text.length) this.encodePiece(last === 0 ? text : text.slice(last), out, last, stable);
     }
     if (addSpecialTokens) out.pushAll(this.specialSuffix);
-    return { ids: out.view(), stableChars, stableIds, stableText: stableChars === text.length ? text : text.slice(0, stableChars) };
+    return { ids: out.view(), text, stable };
   }
 
   /** The library's own encoding of the whole text (the reference the piece cache must equal). */
@@ -264,6 +263,7 @@ export class ModelTokenizer {
       cachedChars: this.cachedChars,
       encodedChars: this.encodedChars,
       ...(this.preTokens !== undefined ? { preTokens: this.preTokens.stats() } : {}),
+      ...(this.resume !== undefined ? { prefixResume: this.resume.stats() } : {}),
     };
   }
 
@@ -274,11 +274,22 @@ export class ModelTokenizer {
     out.pushAll(this.tokenizer.encode(section, { add_special_tokens: false }).ids);
   }
 
-  /** Appends the piece's ids; true when they came from the cache. */
-  private encodePiece(piece: string, out: IdBuffer): boolean {
+  /** Like `encodeSection`, resuming from a stored section with the same start (recorded in `stable`). */
+  private encodeLong(section: string, out: IdBuffer, at: number, stable: number[]): void {
+    const r = this.resume?.encode(section, out);
+    if (r === undefined) {
+      this.encodeSection(section, out);
+      return;
+    }
+    this.encodedChars += section.length - r.chars;
+    if (r.chars > 0) stable.push(at + r.chars, r.ids);
+  }
+
+  /** Appends the piece's ids (it starts at `at` in the text); a cached prefix of it is recorded in `stable`. */
+  private encodePiece(piece: string, out: IdBuffer, at: number, stable: number[]): void {
     if (piece.length < this.minPiece) {
       this.encodeSection(piece, out);
-      return false;
+      return;
     }
     const hit = this.cache.get(piece);
     if (hit !== undefined) {
@@ -288,22 +299,22 @@ export class ModelTokenizer {
       this.cache.delete(hit.text);
       this.cache.set(hit.text, hit);
       out.pushAll(hit.ids);
-    } else {
-      this.misses++;
-      const start = out.length;
-      this.encodeSection(piece, out);
-      if (piece.length <= this.cacheChars) {
-        const text = ownString(piece);
-        this.cache.set(text, { text, ids: out.copy(start) });
-        this.cachedChars += piece.length;
-        while (this.cachedChars > this.cacheChars) {
-          const oldest = this.cache.keys().next().value as string;
-          this.cache.delete(oldest);
-          this.cachedChars -= oldest.length;
-        }
+      stable.push(at + piece.length, out.length);
+      return;
+    }
+    this.misses++;
+    const start = out.length;
+    this.encodeLong(piece, out, at, stable);
+    if (piece.length <= this.cacheChars) {
+      const text = ownString(piece);
+      this.cache.set(text, { text, ids: out.copy(start) });
+      this.cachedChars += piece.length;
+      while (this.cachedChars > this.cacheChars) {
+        const oldest = this.cache.keys().next().value as string;
+        this.cache.delete(oldest);
+        this.cachedChars -= oldest.length;
       }
     }
-    return hit !== undefined;
   }
 }
 
@@ -379,10 +390,6 @@ async function readJson(path: string): Promise<Record<string, unknown>> {
   } catch (err) {
     throw new RouterError('BAD_CONFIG', `${path} is not a JSON object: ${(err as Error).message}`);
   }
-}
-
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 function indexOfSeq(hay: readonly number[], needle: readonly number[]): number {

@@ -6,10 +6,12 @@
  * whole request text alive: a 500-character piece would hold a 32 KB prompt, memory the
  * caches' character bounds do not see, and the retained texts survive young-generation
  * collections (copied, then promoted), which is most of the garbage collector's work on the
- * decision path. Cache keys are copied once, when they are stored.
+ * decision path. Cache keys are copied once, when they are stored. The copy is one-byte
+ * whenever its text allows, even when cut from a two-byte parent (a render skeleton holds
+ * placeholder characters): text built from it then stays one-byte too.
  */
 export function ownString(s: string): string {
-  if (s.length < 13) return s;
+  if (s.length === 0) return s;
   // Latin-1 keeps a one-byte string one-byte (V8 compares strings of different widths code
   // unit by code unit, far slower than memcmp); UTF-16LE round-trips every other code unit,
   // lone surrogates included.
