@@ -127,9 +127,11 @@ async function main(): Promise<void> {
   // Wall time, and the process's CPU time over the same span (getrusage: what the decision
   // itself did, without the time the thread waited for a core on a loaded machine).
   let lastCpu = 0;
+  let lastStart = 0;
   const decide = (plugin: PrecisePrefixCachePlugin | PrefixCachePlugin, req: RouteRequest): number => {
     const c0 = process.cpuUsage();
     const t0 = performance.now();
+    lastStart = t0;
     const st = state(req);
     const scores = plugin.score(st, candidates);
     let best = 0;
@@ -162,6 +164,8 @@ async function main(): Promise<void> {
   }
   const rec = Object.fromEntries(KINDS.flatMap((k) => [[`precise_${k}`, [] as number[]], [`approx_${k}`, [] as number[]]])) as Record<string, number[]>;
   const cpu = Object.fromEntries(Object.keys(rec).map((k) => [k, [] as number[]])) as Record<string, number[]>;
+  /** Per recorded decision, its [start, end] in ms (performance.now), to find the ones a collection ran inside. */
+  const spans = Object.fromEntries(Object.keys(rec).map((k) => [k, [] as number[]])) as Record<string, number[]>;
   const parse: number[] = [];
   const tokensOf: Partial<Record<Kind, number>> = {};
   // GC entries arrive after the (synchronous) loop: kept by their start time.
@@ -178,9 +182,13 @@ async function main(): Promise<void> {
     const { req, parseMicros } = toRequest(path, body, i);
     const a = decide(approx, req);
     const aCpu = lastCpu;
+    const aStart = lastStart;
     const p = decide(precise, req);
     const pCpu = lastCpu;
+    const pStart = lastStart;
     if (i < warm) continue;
+    spans[`precise_${kind}`]!.push(pStart, pStart + p / 1000);
+    spans[`approx_${kind}`]!.push(aStart, aStart + a / 1000);
     parse.push(parseMicros);
     rec[`precise_${kind}`]!.push(p);
     rec[`approx_${kind}`]!.push(a);
@@ -194,6 +202,19 @@ async function main(): Promise<void> {
   const inWindow = gcs.filter((g) => g.start >= recordFrom && g.start <= recordTo);
   const gcCount = inWindow.length;
   const gcMs = inWindow.reduce((a, g) => a + g.ms, 0);
+  // Decisions with a collection (start or pause) inside them, and the wall-time distribution of the others.
+  const byGc = Object.fromEntries(
+    Object.entries(spans).map(([k, sp]) => {
+      const clean: number[] = [];
+      let hit = 0;
+      for (let j = 0; j < sp.length; j += 2) {
+        const [s0, s1] = [sp[j]!, sp[j + 1]!];
+        if (inWindow.some((g) => g.start < s1 && g.start + g.ms > s0)) hit++;
+        else clean.push(rec[k]![j / 2]!);
+      }
+      return [k, { withCollection: hit, withoutCollection: distribution(clean) }];
+    }),
+  );
   // Allocation per decision: batches of 10 requests of one kind, decided by the precise
   // plugin alone, with the young generation measured around the batch (kept when no
   // collection emptied it in between).
@@ -242,6 +263,7 @@ async function main(): Promise<void> {
     cpuMicroseconds: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, distribution(v)])),
     youngBytesPerDecision: alloc,
     gcWhileRecording: { collections: gcCount, pauseMs: gcMs, recordedDecisions: recorded },
+    decisionsAndCollections: byGc,
     tokenizerCache: tokenizer.cacheStats(),
     renderCache: tokenizer.renderStats(),
     tokenization: aff.cost(),
@@ -262,6 +284,12 @@ async function main(): Promise<void> {
     '| CPU µs | p50 | p90 | p99 | max |',
     '|---|---|---|---|---|',
     ...Object.entries(result.cpuMicroseconds).map(([k, v]) => `| ${k} | ${f(v.p50)} | ${f(v.p90)} | ${f(v.p99)} | ${f(v.max)} |`),
+    '',
+    'Decisions a collection ran inside (any plugin\'s or the harness\'s garbage), and the wall time of the others:',
+    '',
+    '| µs | with a collection | p50 without | p99 without |',
+    '|---|---|---|---|',
+    ...Object.entries(byGc).map(([k, v]) => `| ${k} | ${v.withCollection} | ${f(v.withoutCollection.p50)} | ${f(v.withoutCollection.p99)} |`),
     '',
     'precise / approximate, same requests (wall time):',
     '',
