@@ -15,11 +15,16 @@
  * messages`, `m['content']` / `m.content`) may only be written out verbatim (alone or in a
  * `+` concatenation), tested for truthiness, or tested with `is string|defined|undefined|none`;
  * for a non-empty string the placeholder answers all of those the same way, so control flow
- * and every other output are identical. Anything else — a filter (`| trim`), a comparison,
- * `in`, a method call, indexing, `messages[0]`, a message passed whole (`| tojson`, a macro
- * argument, `set x = m`), `loop.previtem`/`nextitem`, a content read on any other object, or
- * output captured by a block `set`, `filter` or `call` — makes the template not opaque, and it
- * is rendered in full every time. Empty or non-string contents stay in the shape key.
+ * and every other output are identical. Branches such a test rules out for a non-empty
+ * string (`{% if m.content is string %}…{% else %}<here>`) may use it freely: only messages
+ * without a placeholder reach them. In vLLM's `openai` content format the text is each text
+ * part's `p['text']` (`for p in m['content']`), and the content list may be looped over or
+ * tested. Anything else — a filter (`| trim`), a comparison, `in`, a method call other than
+ * `m.get('<another field>')`, indexing, `messages[0]`, a message passed whole (`| tojson`, a
+ * macro argument, `set x = m`), `loop.previtem`/`nextitem`, a content read on any other
+ * object, or output captured by a block `set`, `filter` or `call` — makes the template not
+ * opaque, and it is rendered in full every time. Empty or non-string texts stay in the shape
+ * key; a placeholder character anywhere else in a request renders that request in full.
  */
 
 import { ownString } from './own-string.js';

@@ -17,7 +17,8 @@
  *   requests, so their ids are cached (LRU, bounded in characters) and only new text is
  *   tokenized. This is exact only when no added token strips neighbouring whitespace or
  *   depends on normalization; for such tokenizers the cache is off (`pieceCache` false)
- *   and whole prompts are encoded.
+ *   and whole prompts are encoded. A long piece that misses but starts like a stored one
+ *   (a completions prompt: one piece) resumes from it (prefix-resume-cache.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -274,15 +275,19 @@ export class ModelTokenizer {
     out.pushAll(this.tokenizer.encode(section, { add_special_tokens: false }).ids);
   }
 
-  /** Like `encodeSection`, resuming from a stored section with the same start (recorded in `stable`). */
-  private encodeLong(section: string, out: IdBuffer, at: number, stable: number[]): void {
+  /**
+   * Like `encodeSection`, resuming from a stored section with the same start (recorded in
+   * `stable`); true when it resumed.
+   */
+  private encodeLong(section: string, out: IdBuffer, at: number, stable: number[]): boolean {
     const r = this.resume?.encode(section, out);
     if (r === undefined) {
       this.encodeSection(section, out);
-      return;
+      return false;
     }
     this.encodedChars += section.length - r.chars;
     if (r.chars > 0) stable.push(at + r.chars, r.ids);
+    return r.chars > 0;
   }
 
   /** Appends the piece's ids (it starts at `at` in the text); a cached prefix of it is recorded in `stable`. */
@@ -304,8 +309,10 @@ export class ModelTokenizer {
     }
     this.misses++;
     const start = out.length;
-    this.encodeLong(piece, out, at, stable);
-    if (piece.length <= this.cacheChars) {
+    // A resumed piece is a variant of a stored one (a new question after a known document):
+    // kept whole it would only serve an exact repeat, which resuming serves nearly as well.
+    const resumed = this.encodeLong(piece, out, at, stable);
+    if (!resumed && piece.length <= this.cacheChars) {
       const text = ownString(piece);
       this.cache.set(text, { text, ids: out.copy(start) });
       this.cachedChars += piece.length;
