@@ -120,6 +120,28 @@ export function copyBlockHashes(h: BlockHashes): BlockHashes {
 }
 
 let tokenArena: Xxh64Arena | undefined;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/**
+ * Writes `tokens` into the token arena as little-endian uint32 (growing it when needed) and
+ * returns the arena. Throws BAD_REQUEST for an id that is not an integer in [0, 2^32).
+ */
+function writeTokens(tokens: Uint32Array | readonly number[]): Xxh64Arena {
+  const n = tokens.length;
+  if (tokenArena === undefined || tokenArena.capacity < n * 4) tokenArena = new Xxh64Arena(Math.max(4096, n * 8));
+  const bytes = tokenArena.bytes;
+  if (tokens instanceof Uint32Array && LITTLE_ENDIAN) {
+    // The arena's bytes start at offset 0 of the module's memory: 4-byte aligned.
+    new Uint32Array(bytes.buffer, bytes.byteOffset, n).set(tokens);
+    return tokenArena;
+  }
+  for (let i = 0; i < n; i++) {
+    const t = tokens[i]!;
+    if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new RouterError('BAD_REQUEST', `token id ${t} at ${i} is not an integer in [0, 2^32)`);
+    bytes.writeUInt32LE(t, i * 4);
+  }
+  return tokenArena;
+}
 
 /**
  * The key of one block of token ids whose parent block has key `parent` (for the first
@@ -127,30 +149,27 @@ let tokenArena: Xxh64Arena | undefined;
  * `parent`, unsigned. Throws BAD_REQUEST for an id that is not an integer in [0, 2^32).
  */
 export function tokenBlockKey(parent: bigint, tokens: Uint32Array | readonly number[]): bigint {
-  const n = tokens.length;
-  if (tokenArena === undefined || tokenArena.capacity < n * 4) tokenArena = new Xxh64Arena(Math.max(4096, n * 8));
-  const bytes = tokenArena.bytes;
-  for (let i = 0; i < n; i++) {
-    const t = tokens[i]!;
-    if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new RouterError('BAD_REQUEST', `token id ${t} at ${i} is not an integer in [0, 2^32)`);
-    bytes.writeUInt32LE(t, i * 4);
-  }
-  return BigInt.asUintN(64, tokenArena.hash(0, n * 4, parent));
+  return BigInt.asUintN(64, writeTokens(tokens).hash(0, tokens.length * 4, parent));
 }
 
 /**
  * Chained keys of the full `blockTokens`-sized blocks of `tokens`: the first block's parent
  * is `parent` if given, else `modelKey(model)`; each later block's parent is the block before.
- * A fresh result (not reused).
+ * A fresh result (not reused). The ids are written once and each block hashed in place.
  */
 export function chainTokenBlocks(model: string, tokens: Uint32Array | readonly number[], blockTokens: number, parent?: bigint): BlockHashes {
   if (!Number.isInteger(blockTokens) || blockTokens < 1) throw new RouterError('BAD_CONFIG', `blockTokens must be a positive integer, got ${blockTokens}`);
   const count = Math.floor(tokens.length / blockTokens);
   const lo = new Int32Array(count);
   const hi = new Int32Array(count);
+  if (count === 0) return { count, lo, hi };
+  const whole = count * blockTokens;
+  const arena = writeTokens(whole === tokens.length ? tokens : tokens instanceof Uint32Array ? tokens.subarray(0, whole) : tokens.slice(0, whole));
+  const blockBytes = blockTokens * 4;
   let key = parent ?? modelKey(model);
   for (let b = 0; b < count; b++) {
-    key = tokenBlockKey(key, tokens.slice(b * blockTokens, (b + 1) * blockTokens));
+    // The module returns the bits signed; as a parent seed it is taken as the same 64 bits.
+    key = BigInt.asUintN(64, arena.hash(b * blockBytes, blockBytes, key));
     split64[0] = key;
     lo[b] = split32[0]!;
     hi[b] = split32[1]!;

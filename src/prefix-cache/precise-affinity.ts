@@ -25,6 +25,7 @@ import { EventFedIndex } from './event-fed-index.js';
 import { PrefixIndex } from './prefix-index.js';
 import type { ChatMessageInput, ModelTokenizer, TrackedIds } from '../tokenization/model-tokenizer.js';
 import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
+import { ownString } from '../tokenization/own-string.js';
 import type { HistogramCell, HotPathHistogram } from '../telemetry/hot-path-histogram.js';
 
 export const INDEX_MODES = ['approximate', 'precise', 'hybrid'] as const;
@@ -72,12 +73,21 @@ const MAX_SPECULATIVE = 100_000;
 const MAX_KEY_MEMO = 256;
 
 interface KeyMemo {
+  readonly key: string;
   /** The text prefix the keys were computed from (compared in full on every hit). */
   readonly text: string;
   readonly count: number;
   readonly lo: Int32Array;
   readonly hi: Int32Array;
-  readonly last: bigint;
+}
+
+/** The memo key of a cached prefix: model, block size, its length in chars and ids, and its last characters. */
+function memoKey(model: string, bs: number, chars: number, ids: number, text: string): string {
+  return `${model}\u0000${bs}\u0000${chars}\u0000${ids}\u0000${text.slice(Math.max(0, chars - 32), chars)}`;
+}
+
+function prefix(text: string, chars: number): string {
+  return chars === text.length ? text : text.slice(0, chars);
 }
 
 function tailFrom(ids: Uint32Array | readonly number[], start: number): Uint32Array | readonly number[] {
@@ -145,7 +155,7 @@ export class PreciseAffinity {
     try {
       if (input.kind === 'chat') tracked = m.tokenizer.encodeTracked(m.tokenizer.renderChat(input.messages as ChatMessageInput[], input.tools), false);
       else if (typeof input.prompt === 'string') tracked = m.tokenizer.encodeTracked(input.prompt, true);
-      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number')) tracked = { ids: input.prompt as number[], stableChars: 0, stableIds: 0, stableText: '' };
+      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number')) tracked = { ids: input.prompt as number[], text: '', stable: [] };
       else return undefined;
     } catch {
       // A template may reject a conversation (e.g. roles out of order); the engine will too.
@@ -170,36 +180,45 @@ export class PreciseAffinity {
   }
 
   /**
-   * Block keys of `tracked.ids`, reusing those of the cached text prefix (a repeated system
-   * prompt) from a small LRU keyed by that text: only blocks past it are hashed.
+   * Block keys of `tracked.ids`, reusing those of a cached text prefix (a repeated system
+   * prompt, earlier turns, a completions prompt's shared start) from a small LRU keyed by
+   * that prefix: only blocks past it are hashed. The longest cached prefix with a memo wins;
+   * the longest one gets a memo when it had none.
    */
   private keysWithMemo(model: string, bs: number, tracked: TrackedIds, count: number): BlockHashes {
-    const stableBlocks = Math.min(count, Math.floor(tracked.stableIds / bs));
-    if (stableBlocks === 0) return this.hasher.hash(model, tracked.ids, bs, count);
-    // The memo key must name the model, block size and the exact text the ids came from.
-    const memoKey = `${model}\u0000${bs}\u0000${tracked.stableChars}`;
-    const textKey = tracked.stableText;
-    let memo = this.keyMemo.get(memoKey);
-    if (memo !== undefined && memo.text !== textKey) memo = undefined;
+    const st = tracked.stable;
+    const top = st.length - 2;
+    const topBlocks = top < 0 ? 0 : Math.min(count, Math.floor(st[top + 1]! / bs));
+    if (topBlocks === 0) return this.hasher.hash(model, tracked.ids, bs, count);
+    let memo: KeyMemo | undefined;
+    let memoAt = -1;
+    for (let p = st.length - 2; p >= 0 && memo === undefined; p -= 2) {
+      if (Math.min(count, Math.floor(st[p + 1]! / bs)) === 0) break;
+      const m = this.keyMemo.get(memoKey(model, bs, st[p]!, st[p + 1]!, tracked.text));
+      if (m !== undefined && m.text === prefix(tracked.text, st[p]!)) {
+        memo = m;
+        memoAt = p;
+        this.keyMemo.delete(m.key);
+        this.keyMemo.set(m.key, m);
+      }
+    }
+    if (memo !== undefined) this.memoHits++;
+    else this.memoMisses++;
     const lo = new Int32Array(count);
     const hi = new Int32Array(count);
-    let from = 0;
+    const from = memo === undefined ? 0 : Math.min(memo.count, count);
     let parent: bigint | undefined;
-    if (memo !== undefined && memo.count <= count) {
-      lo.set(memo.lo);
-      hi.set(memo.hi);
-      from = memo.count;
-      parent = memo.last;
-      this.keyMemo.delete(memoKey);
-      this.keyMemo.set(memoKey, memo);
-      this.memoHits++;
-    } else this.memoMisses++;
+    if (memo !== undefined && from > 0) {
+      lo.set(memo.lo.subarray(0, from));
+      hi.set(memo.hi.subarray(0, from));
+      parent = joinKey(lo[from - 1]!, hi[from - 1]!);
+    }
     const rest = this.hasher.hash(model, from === 0 ? tracked.ids : tailFrom(tracked.ids, from * bs), bs, count - from, parent);
     lo.set(rest.lo, from);
     hi.set(rest.hi, from);
-    if (memo === undefined) {
-      const last = joinKey(lo[stableBlocks - 1]!, hi[stableBlocks - 1]!);
-      this.keyMemo.set(memoKey, { text: textKey, count: stableBlocks, lo: lo.slice(0, stableBlocks), hi: hi.slice(0, stableBlocks), last });
+    if (memoAt !== top) {
+      const key = memoKey(model, bs, st[top]!, st[top + 1]!, tracked.text);
+      this.keyMemo.set(key, { key, text: ownString(prefix(tracked.text, st[top]!)), count: topBlocks, lo: lo.slice(0, topBlocks), hi: hi.slice(0, topBlocks) });
       if (this.keyMemo.size > MAX_KEY_MEMO) this.keyMemo.delete(this.keyMemo.keys().next().value as string);
     }
     return { count, lo, hi };

@@ -8,21 +8,28 @@
  * - Chat prompts are rendered like vLLM's OpenAI server does for a string-content template:
  *   text content parts joined with "\n", `add_generation_prompt` true, then tokenized
  *   without the tokenizer's own special tokens (the template writes any it wants).
- *   Completion prompts are tokenized with special tokens (vLLM's defaults).
+ *   Completion prompts are tokenized with special tokens (vLLM's defaults). Where the
+ *   template only writes message text out verbatim, prompts are rebuilt from a skeleton
+ *   rendered once per conversation shape (chat-render-cache.ts) instead of re-interpreted.
  * - Piece cache: the tokenizer splits its input at added tokens (the chat markers) before
  *   anything else, so the ids of a rendered prompt are the concatenation of the ids of the
  *   text between markers. Those pieces (a system prompt, earlier turns) repeat across
  *   requests, so their ids are cached (LRU, bounded in characters) and only new text is
  *   tokenized. This is exact only when no added token strips neighbouring whitespace or
  *   depends on normalization; for such tokenizers the cache is off (`pieceCache` false)
- *   and whole prompts are encoded.
+ *   and whole prompts are encoded. A long piece that misses but starts like a stored one
+ *   (a completions prompt: one piece) resumes from it (prefix-resume-cache.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { RouterError } from '../core/errors.js';
+import { AddedTokenFinder } from './added-token-finder.js';
+import { ChatRenderCache, contentIsOpaque, type ChatRenderStats, type TemplateMessage } from './chat-render-cache.js';
 import { IdBuffer } from './id-buffer.js';
+import { ownString } from './own-string.js';
+import { PrefixResumeCache, type PrefixResumeStats } from './prefix-resume-cache.js';
 import { PreTokenIdCache, type PreTokenCacheStats } from './pre-token-id-cache.js';
 
 export interface ChatMessageInput {
@@ -40,15 +47,22 @@ export interface ModelTokenizerOptions {
   readonly minCachedPieceChars?: number;
   /** Cache ids per pre-token where the tokenizer allows it exactly (pre-token-id-cache.ts); default true. */
   readonly preTokenCache?: boolean;
+  /** Resume long sections from a stored one with the same start where exact (prefix-resume-cache.ts); default true. */
+  readonly prefixResume?: boolean;
+  /** Render chat prompts from cached skeletons where the template allows it exactly (chat-render-cache.ts); default true. */
+  readonly renderCache?: boolean;
 }
 
 export interface TrackedIds {
   /** The ids; from `encodeTracked` a view of a buffer the next call overwrites. */
   readonly ids: Uint32Array | readonly number[];
-  readonly stableChars: number;
-  readonly stableIds: number;
-  /** text.slice(0, stableChars). */
-  readonly stableText: string;
+  /** The text the ids encode. */
+  readonly text: string;
+  /**
+   * Prefixes served from caches, ascending, as flat (chars, ids) pairs: the ids of
+   * `text.slice(0, chars)` are `ids.slice(0, ids)`.
+   */
+  readonly stable: readonly number[];
 }
 
 export interface TokenizerCacheStats {
@@ -61,6 +75,14 @@ export interface TokenizerCacheStats {
   readonly encodedChars: number;
   /** Per-pre-token id cache (byte-level BPE tokenizers), when in use. */
   readonly preTokens?: PreTokenCacheStats;
+  /** Sections resumed from a stored section with the same start (GPT-2 pre-tokenizer), when in use. */
+  readonly prefixResume?: PrefixResumeStats;
+}
+
+interface CachedPiece {
+  /** The stored key (an own copy, see own-string.ts). */
+  readonly text: string;
+  readonly ids: Uint32Array;
 }
 
 interface AddedTokenSpec {
@@ -75,10 +97,12 @@ interface AddedTokenSpec {
 
 export class ModelTokenizer {
   private readonly template: Template | undefined;
-  private readonly splitter: RegExp | undefined;
+  private readonly renderCache: ChatRenderCache | undefined;
+  private readonly splitter: AddedTokenFinder | undefined;
   private readonly preTokens: PreTokenIdCache | undefined;
+  private readonly resume: PrefixResumeCache | undefined;
   private readonly addedIds = new Map<string, number>();
-  private readonly cache = new Map<string, Uint32Array>();
+  private readonly cache = new Map<string, CachedPiece>();
   private readonly out = new IdBuffer();
   private cachedChars = 0;
   private hits = 0;
@@ -106,6 +130,11 @@ export class ModelTokenizer {
     this.minPiece = opts.minCachedPieceChars ?? 64;
     this.template = chatTemplate === undefined ? undefined : new Template(chatTemplate);
     this.contentFormat = chatTemplate === undefined ? 'string' : detectContentFormat(chatTemplate);
+    const template = this.template;
+    this.renderCache =
+      template === undefined || chatTemplate === undefined
+        ? undefined
+        : new ChatRenderCache((m, t) => this.renderTemplate(template, m, t), opts.renderCache !== false && contentIsOpaque(template.parsed, chatTemplate, this.contentFormat), this.contentFormat);
     this.developerRole = chatTemplate !== undefined && (chatTemplate.includes('"developer"') || chatTemplate.includes("'developer'"));
     this.bosToken = tokenText(config['bos_token']);
     this.eosToken = tokenText(config['eos_token']);
@@ -114,11 +143,8 @@ export class ModelTokenizer {
     for (const t of added) this.addedIds.set(t.content, t.id);
     // Sections are only known when added tokens split the text exactly (or there are none).
     if (opts.preTokenCache !== false && (exact || added.length === 0)) this.preTokens = PreTokenIdCache.create(tokenizer, tokenizerJson);
-    if (exact && added.length > 0) {
-      // Longest first, so a marker that contains another is matched whole (as the tokenizer does).
-      const alts = [...added].map((t) => t.content).filter((c) => c.length > 0).sort((a, b) => b.length - a.length).map(escapeRegex);
-      this.splitter = new RegExp(alts.join('|'), 'g');
-    }
+    this.resume = opts.prefixResume === false ? undefined : PrefixResumeCache.create(this.preTokens);
+    if (exact && added.length > 0) this.splitter = new AddedTokenFinder(added.map((t) => t.content));
     const probe = 'a';
     const bare = tokenizer.encode(probe, { add_special_tokens: false }).ids;
     const full = tokenizer.encode(probe, { add_special_tokens: true }).ids;
@@ -157,20 +183,30 @@ export class ModelTokenizer {
 
   /** The chat prompt text exactly as the engine renders it (generation prompt included). */
   renderChat(messages: readonly ChatMessageInput[], tools?: readonly unknown[]): string {
-    if (this.template === undefined) throw new RouterError('BAD_CONFIG', 'model has no chat template');
+    if (this.renderCache === undefined) throw new RouterError('BAD_CONFIG', 'model has no chat template');
     const parts = this.contentFormat === 'openai';
     const msgs = messages.map((m) => ({
       ...m,
       role: m.role === 'developer' && !this.developerRole ? 'system' : m.role,
       content: parts ? contentParts(m.content) : flattenContent(m.content),
     }));
-    return this.template.render({
-      messages: msgs,
-      ...(tools !== undefined && tools.length > 0 ? { tools } : {}),
+    return this.renderCache.renderChat(msgs, tools !== undefined && tools.length > 0 ? tools : undefined);
+  }
+
+  /** The template interpreter on already converted messages (what the render cache reproduces). */
+  private renderTemplate(template: Template, messages: readonly TemplateMessage[], tools: readonly unknown[] | undefined): string {
+    return template.render({
+      messages: messages as TemplateMessage[],
+      ...(tools !== undefined ? { tools: tools as unknown[] } : {}),
       add_generation_prompt: true,
       bos_token: this.bosToken ?? '',
       eos_token: this.eosToken ?? '',
     });
+  }
+
+  /** Chat render cache counters (undefined without a chat template). */
+  renderStats(): ChatRenderStats | undefined {
+    return this.renderCache?.stats();
   }
 
   /** Token ids of a chat request as the engine computes them. */
@@ -184,42 +220,34 @@ export class ModelTokenizer {
   }
 
   /**
-   * Like `encode`, also telling how far the text was served from the piece cache: the ids
-   * of `text.slice(0, stableChars)` are `ids.slice(0, stableIds)`, ending at the last cached
-   * piece (a repeated system prompt, earlier turns), a natural key for caching work on it.
-   * `ids` is a view of a buffer reused by the next call: copy it to keep it.
+   * Like `encode`, also telling which prefixes of the text were served from caches (a
+   * repeated system prompt, earlier turns, the shared start of a completions prompt): natural
+   * keys for caching work on them. `ids` is a view of a buffer reused by the next call: copy
+   * it to keep it.
    */
   encodeTracked(text: string, addSpecialTokens: boolean): TrackedIds {
     const out = this.out;
     out.length = 0;
     if (addSpecialTokens) out.pushAll(this.specialPrefix);
-    let stableChars = 0;
-    let stableIds = 0;
+    const stable: number[] = [];
     if (this.splitter === undefined) {
-      if (this.addedIds.size === 0) this.encodeSection(text, out);
+      if (this.addedIds.size === 0) this.encodeLong(text, out, 0, stable);
       else {
         this.encodedChars += text.length;
         out.pushAll(this.tokenizer.encode(text, { add_special_tokens: false }).ids);
       }
     } else {
-      const re = this.splitter;
-      re.lastIndex = 0;
+      const finder = this.splitter;
       let last = 0;
-      for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-        if (m.index > last && this.encodePiece(text.slice(last, m.index), out)) {
-          stableChars = m.index;
-          stableIds = out.length;
-        }
-        out.push(this.addedIds.get(m[0])!);
-        last = m.index + m[0].length;
+      for (let m = finder.next(text, 0); m !== undefined; m = finder.next(text, last)) {
+        if (m.index > last) this.encodePiece(text.slice(last, m.index), out, last, stable);
+        out.push(this.addedIds.get(m.token)!);
+        last = m.index + m.token.length;
       }
-      if (last < text.length && this.encodePiece(last === 0 ? text : text.slice(last), out)) {
-        stableChars = text.length;
-        stableIds = out.length;
-      }
+      if (last < text.length) this.encodePiece(last === 0 ? text : text.slice(last), out, last, stable);
     }
     if (addSpecialTokens) out.pushAll(this.specialSuffix);
-    return { ids: out.view(), stableChars, stableIds, stableText: stableChars === text.length ? text : text.slice(0, stableChars) };
+    return { ids: out.view(), text, stable };
   }
 
   /** The library's own encoding of the whole text (the reference the piece cache must equal). */
@@ -236,6 +264,7 @@ export class ModelTokenizer {
       cachedChars: this.cachedChars,
       encodedChars: this.encodedChars,
       ...(this.preTokens !== undefined ? { preTokens: this.preTokens.stats() } : {}),
+      ...(this.resume !== undefined ? { prefixResume: this.resume.stats() } : {}),
     };
   }
 
@@ -246,34 +275,53 @@ export class ModelTokenizer {
     out.pushAll(this.tokenizer.encode(section, { add_special_tokens: false }).ids);
   }
 
-  /** Appends the piece's ids; true when they came from the cache. */
-  private encodePiece(piece: string, out: IdBuffer): boolean {
+  /**
+   * Like `encodeSection`, resuming from a stored section with the same start (recorded in
+   * `stable`); true when it resumed.
+   */
+  private encodeLong(section: string, out: IdBuffer, at: number, stable: number[]): boolean {
+    const r = this.resume?.encode(section, out);
+    if (r === undefined) {
+      this.encodeSection(section, out);
+      return false;
+    }
+    this.encodedChars += section.length - r.chars;
+    if (r.chars > 0) stable.push(at + r.chars, r.ids);
+    return r.chars > 0;
+  }
+
+  /** Appends the piece's ids (it starts at `at` in the text); a cached prefix of it is recorded in `stable`. */
+  private encodePiece(piece: string, out: IdBuffer, at: number, stable: number[]): void {
     if (piece.length < this.minPiece) {
       this.encodeSection(piece, out);
-      return false;
+      return;
     }
     const hit = this.cache.get(piece);
     if (hit !== undefined) {
       this.hits++;
-      this.cache.delete(piece);
-      this.cache.set(piece, hit);
-      out.pushAll(hit);
-    } else {
-      this.misses++;
-      const start = out.length;
-      this.encodeSection(piece, out);
-      if (piece.length <= this.cacheChars) {
-        const fresh = out.copy(start);
-        this.cache.set(piece, fresh);
-        this.cachedChars += piece.length;
-        while (this.cachedChars > this.cacheChars) {
-          const oldest = this.cache.keys().next().value as string;
-          this.cache.delete(oldest);
-          this.cachedChars -= oldest.length;
-        }
+      // Re-inserted under its own stored key: the request's piece (a view of the whole
+      // request text) must not become the key.
+      this.cache.delete(hit.text);
+      this.cache.set(hit.text, hit);
+      out.pushAll(hit.ids);
+      stable.push(at + piece.length, out.length);
+      return;
+    }
+    this.misses++;
+    const start = out.length;
+    // A resumed piece is a variant of a stored one (a new question after a known document):
+    // kept whole it would only serve an exact repeat, which resuming serves nearly as well.
+    const resumed = this.encodeLong(piece, out, at, stable);
+    if (!resumed && piece.length <= this.cacheChars) {
+      const text = ownString(piece);
+      this.cache.set(text, { text, ids: out.copy(start) });
+      this.cachedChars += piece.length;
+      while (this.cachedChars > this.cacheChars) {
+        const oldest = this.cache.keys().next().value as string;
+        this.cache.delete(oldest);
+        this.cachedChars -= oldest.length;
       }
     }
-    return hit !== undefined;
   }
 }
 
@@ -349,10 +397,6 @@ async function readJson(path: string): Promise<Record<string, unknown>> {
   } catch (err) {
     throw new RouterError('BAD_CONFIG', `${path} is not a JSON object: ${(err as Error).message}`);
   }
-}
-
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 function indexOfSeq(hay: readonly number[], needle: readonly number[]): number {

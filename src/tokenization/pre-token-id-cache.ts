@@ -21,6 +21,7 @@
  */
 import type { Tokenizer } from '@huggingface/tokenizers';
 import type { IdBuffer } from './id-buffer.js';
+import { ownString } from './own-string.js';
 
 type SplitMode = 'matches' | 'isolated';
 
@@ -84,21 +85,39 @@ export class PreTokenIdCache {
     return p instanceof RegExp && p.global ? new PreTokenIdCache(tokenizer, p, 'isolated', opts) : undefined;
   }
 
+  /** The pre-tokenizer's regex (the library's instance: do not change its state between calls). */
+  get regex(): RegExp {
+    return this.pattern;
+  }
+
+  /** Whether the regex's matches are the pre-tokens (else the text between matches is too). */
+  get matchesOnly(): boolean {
+    return this.mode === 'matches';
+  }
+
   /**
    * Appends the ids of `section` (text containing no added token) to `out` and returns true,
    * or returns false with `out` unchanged when a pre-token could not be encoded on its own.
+   * With `cuts`, pre-token starts where the text goes from an ASCII letter to a space, at
+   * least `cuts.spacing` characters apart, are recorded as (chars, ids) pairs relative to the
+   * section start (prefix-resume-cache.ts says why those are safe places to resume from).
    */
-  encodeSection(section: string, out: IdBuffer): boolean {
+  encodeSection(section: string, out: IdBuffer, cuts?: CutRecorder): boolean {
     const start = out.length;
     const re = this.pattern;
     re.lastIndex = 0;
     let prev = 0;
+    let nextCut = cuts === undefined ? Infinity : cuts.spacing;
     for (let m = re.exec(section); m !== null; m = re.exec(section)) {
       const at = m.index;
       const len = m[0].length;
       if (len === 0) {
         re.lastIndex = at + 1;
         continue;
+      }
+      if (at >= nextCut && section.charCodeAt(at) === 32 && isAsciiLetter(section.charCodeAt(at - 1))) {
+        cuts!.points.push(cuts!.chars + at, cuts!.ids + out.length - start);
+        nextCut = at + cuts!.spacing;
       }
       if (this.mode === 'isolated' && prev < at && !this.append(section.slice(prev, at), out)) return this.undo(out, start);
       if (!this.append(m[0], out)) return this.undo(out, start);
@@ -125,7 +144,7 @@ export class PreTokenIdCache {
     const ids = this.tokenizer.encode(pre, { add_special_tokens: false }).ids;
     if (pre.length <= this.maxChars) {
       if (this.ids.size >= this.maxEntries) this.ids.clear();
-      this.ids.set(pre, ids);
+      this.ids.set(ownString(pre), ids);
     }
     out.pushAll(ids);
     return true;
@@ -147,6 +166,19 @@ export class PreTokenIdCache {
     out.length = start;
     return false;
   }
+}
+
+/** Where `encodeSection` records resumable positions; `chars` and `ids` offset what it records. */
+export interface CutRecorder {
+  readonly spacing: number;
+  readonly chars: number;
+  readonly ids: number;
+  /** Flat (chars, ids) pairs, ascending. */
+  readonly points: number[];
+}
+
+function isAsciiLetter(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
 function isByteLevel(p: Record<string, unknown>, regex: boolean): boolean {

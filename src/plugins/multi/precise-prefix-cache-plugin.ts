@@ -5,9 +5,13 @@
  * Score rule: the fraction of the request's token blocks the endpoint is believed to hold
  * (the same [0,1] meaning as the `prefix-cache` scorer, so weights carry over). Requests the
  * router cannot tokenize (model without a configured tokenizer, no parsed prompt, tokenizer
- * still loading) fall back to the approximate index, which this plugin keeps up to date on
- * every routing decision exactly as `prefix-cache` does. A resynced endpoint's approximate
- * entries are dropped with its precise ones, so nothing stale survives a gap.
+ * still loading) fall back to the approximate index, which this plugin keeps as `prefix-cache`
+ * does for every routing decision the precise index does not cover: a request without router
+ * tokens, or one routed to an endpoint scored approximately (no synced event stream). A
+ * routing to a synced endpoint is left out: that endpoint is scored from its events, and
+ * should it lose its feed, its approximate entries are dropped with its precise ones at the
+ * resync anyway, so nothing stale survives a gap (only untokenizable requests of a tokenized
+ * model lose those entries, and they are rare: a template that rejects the conversation).
  *
  * Lifecycle: `start` loads the tokenizers and xxHash (asynchronous; approximate until
  * ready, `ready` resolves then) and opens one ZMQ subscription per endpoint whose publisher
@@ -21,7 +25,7 @@
  * approximately (precise-affinity.ts), so events are used exactly where they exist.
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
-import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
+import type { BlockHasher, BlockHashes } from '../../prefix-cache/block-hasher.js';
 import { PrefixIndex } from '../../prefix-cache/prefix-index.js';
 import { INDEX_MODES, PreciseAffinity, type IndexMode, type ModelTokenization, type RequestKeys } from '../../prefix-cache/precise-affinity.js';
 import type { KvEventSource, KvEventSubscriber, KvStreamStats } from '../../kv-events/kv-event-subscriber.js';
@@ -207,21 +211,21 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       this.fractions = new Float64Array(n);
       this.matched = new Uint32Array(n);
     }
-    const approxHashes = requestBlockHashes(state, this.approxHasher);
-    const approxTotal = approxHashes.count;
-    // Matched only when needed: a tokenized request on synced endpoints never reads it.
+    // Hashed and matched only when needed: a tokenized request on synced endpoints never reads them.
+    let approxHashes: BlockHashes | undefined;
+    const approxText = (): BlockHashes => (approxHashes ??= requestBlockHashes(state, this.approxHasher));
     let approxMatched: Uint32Array | undefined;
-    const approxMatch = (): Uint32Array | undefined => (approxTotal > 0 ? (approxMatched ??= this.approx.match(approxHashes)) : undefined);
+    const approxMatch = (): Uint32Array | undefined => (approxText().count > 0 ? (approxMatched ??= this.approx.match(approxText())) : undefined);
     const approxFrac = (e: number): number => {
       const m = approxMatch();
-      return m === undefined ? 0 : (m[e] ?? 0) / approxTotal;
+      return m === undefined ? 0 : (m[e] ?? 0) / approxText().count;
     };
     const rk = this.keysOf(state);
     const out = new Array<number>(candidates.length);
     if (rk === undefined || this.affinity === undefined) {
       const m = approxMatch();
       for (let e = 0; e < n; e++) this.matched[e] = m?.[e] ?? 0;
-      this.publish(state, { matchedByEndpoint: this.matched, totalBlocks: approxTotal }, true);
+      this.publish(state, { matchedByEndpoint: this.matched, totalBlocks: approxText().count }, true);
       for (let i = 0; i < candidates.length; i++) out[i] = approxFrac(candidates[i]!.endpoint.index);
       return out;
     }
@@ -234,10 +238,15 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
-    const hashes = requestBlockHashes(state, this.approxHasher);
-    if (hashes.count > 0) this.approx.insert(decision.endpoint.index, hashes);
+    const e = decision.endpoint.index;
     const rk = this.keysOf(state);
-    if (rk !== undefined) this.affinity?.onRouted(decision.endpoint.index, rk.keys, state.nowMs);
+    const a = this.affinity;
+    // The approximate index only covers what the precise one does not (see the header).
+    if (rk === undefined || a === undefined || !a.trusted(e, state.nowMs)) {
+      const hashes = requestBlockHashes(state, this.approxHasher);
+      if (hashes.count > 0) this.approx.insert(e, hashes);
+    }
+    if (rk !== undefined) a?.onRouted(e, rk.keys, state.nowMs);
   }
 
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {

@@ -9,7 +9,14 @@ import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
 import { detectContentFormat, ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
-import { effectiveIndexMode, preciseOptions, precisePrefixCache, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
+import { effectiveIndexMode, preciseOptions, precisePrefixCache, PrecisePrefixCachePlugin, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
+import { BlockHasher } from '../../../src/prefix-cache/block-hasher.js';
+import { PrefixIndex } from '../../../src/prefix-cache/prefix-index.js';
+import type { Endpoint, RouteDecision, RouteRequest } from '../../../src/core/types.js';
+import type { LoadSnapshot } from '../../../src/endpoints/load.js';
+import type { CycleState } from '../../../src/scheduling/types.js';
+import { systemClock } from '../../../src/util/clock.js';
+import { seededRng } from '../../../src/util/rng.js';
 import { configError, parseWith } from '../../../src/util/schema.js';
 
 /** The plugin's options from raw parameters, as the plugin graph validates them (field paths under `base`). */
@@ -277,6 +284,22 @@ describe('index modes: precise and hybrid affinity', () => {
     }
   });
 
+  it('memoised keys of completions prompts sharing a long start equal hashing every block afresh', () => {
+    const a = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 1 }, hasher, models, () => 0);
+    const tok = models.get('tiny')!.tokenizer;
+    const doc = 'Routing requests to engines with cached prefixes saves prefill time and the first token comes sooner. '.repeat(30);
+    for (const q of ['one?', 'two?', 'one?', 'a much longer question about the documents above', 'two?']) {
+      const prompt = `${doc}Question: ${q}`;
+      const rk = a.requestKeys('tiny', { kind: 'completion', prompt })!;
+      const ids = tok.encodeWhole(prompt, true);
+      const ref = hasher.hash('tiny', ids, 4, Math.floor((ids.length - 1) / 4));
+      expect(rk.keys.count).to.equal(ref.count);
+      expect([...rk.keys.lo]).to.deep.equal([...ref.lo]);
+      expect([...rk.keys.hi]).to.deep.equal([...ref.hi]);
+    }
+    expect(a.cost().keyMemoHits).to.be.greaterThan(0);
+  });
+
   it('hybrid: a routing decision counts until the engine confirms, evicts, or the TTL passes', () => {
     const a = new PreciseAffinity({ mode: 'hybrid', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 2 }, hasher, models, () => 0);
     a.events.markFresh(0);
@@ -298,6 +321,47 @@ describe('index modes: precise and hybrid affinity', () => {
     expect(out[0]).to.equal(1);
     a.fractions(rk.keys, 1101, () => 0, out);
     expect(out[0]).to.equal(0);
+  });
+});
+
+describe('precise-prefix-cache plugin: the approximate index covers what events do not', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kv-plugin-'));
+    writeTinyTokenizer(dir);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a routing to a synced endpoint does not feed the approximate index; to an untrusted one, or of an untokenized request, it does', async () => {
+    const endpoints: Endpoint[] = [0, 1].map((i) => ({ id: `127.0.0.${2 + i}:8000`, address: `127.0.0.${2 + i}`, port: 8000, pool: 'p', models: ['tiny'], index: i }));
+    const approx = new PrefixIndex({ endpoints: 2, capacityBlocks: 10_000 });
+    const plugin = new PrecisePrefixCachePlugin(
+      'p',
+      { mode: 'precise', models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 4 }], kvTopic: 'kv-events', kvUrls: {}, speculativeTtlMs: 1000, resyncWindowMs: 60_000, maxBlocks: 512 },
+      new BlockHasher({ blockChars: 8, maxBlocks: 64 }),
+      approx,
+      systemClock,
+    );
+    plugin.onEndpointsChanged(endpoints);
+    plugin.start();
+    await plugin.ready;
+    plugin.preciseAffinity!.events.markFresh(0); // endpoint 1: no events yet (untrusted)
+    const system = 'You are a helpful assistant. Answer the question using the documents below.';
+    const route = (e: number, promptInput: RouteRequest['promptInput'] | undefined): void => {
+      const request: RouteRequest = { requestId: 'r', model: 'tiny', prefix: system, promptChars: system.length, promptTokens: 20, stream: false, arrivalMs: 0, ...(promptInput !== undefined ? { promptInput } : {}) };
+      const st: CycleState = { request, nowMs: 0, rng: seededRng(1), scratch: new Map(), notes: [] };
+      plugin.score(st, endpoints.map((endpoint) => ({ endpoint, load: { inflightRequests: 0, inflightPromptTokens: 0 } as LoadSnapshot })));
+      plugin.onRouted(st, { requestId: 'r', endpoint: endpoints[e]! } as unknown as RouteDecision);
+    };
+    const chat = { kind: 'chat' as const, messages: [{ role: 'system', content: system }] };
+    const text = new BlockHasher({ blockChars: 8, maxBlocks: 64 }).hash('tiny', system);
+    route(0, chat);
+    expect(approx.match(text)[0]).to.equal(0);
+    route(1, chat);
+    expect(approx.match(text)[1]).to.equal(text.count);
+    route(0, undefined);
+    expect(approx.match(text)[0]).to.equal(text.count);
+    plugin.stop();
   });
 });
 
