@@ -18,10 +18,13 @@ type CacherouteSpec = Extract<ContenderSpec, { kind: 'cacheroute' }>;
 
 /**
  * Router config that joins replica `name` to the NATS server at `url`: its identity (also
- * reported as `replica=` in the decision header) and the broker.
+ * reported as `replica=` in the decision header) and the broker. The Envoy rendered here
+ * gives every replica its own access logger (each receives every entry), so completion
+ * forwarding, meant for one load-balanced log stream, is off: it would only send the owners
+ * copies of entries they already have.
  */
 export function replicationOverrides(url: string, name: string): RouterOverrides {
-  return { replication: { enabled: true, replicaId: name, servers: [url] } };
+  return { replication: { enabled: true, replicaId: name, servers: [url], completions: { enabled: false } } };
 }
 
 interface Replica {
