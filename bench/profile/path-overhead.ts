@@ -48,6 +48,8 @@ async function main(): Promise<void> {
     { label: 'direct' },
     { label: 'envoy-only', spec: ENVOY_RR },
     { label: 'cacheroute', spec: { kind: 'cacheroute', label: 'cacheroute', strategy: 'cache-aware' } },
+    // Diagnostic: the same router with no background work (no scrapes, no health checks).
+    { label: 'cacheroute-no-polling', spec: { kind: 'cacheroute', label: 'cacheroute-no-polling', strategy: 'cache-aware', routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } } } },
     ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline } } as Path] : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
   ];
@@ -72,7 +74,7 @@ async function main(): Promise<void> {
             await sleep(100);
           }
           (ttft.get(p.label) as number[][]).push(xs);
-          process.stderr.write(`round ${r} ${p.label}: median ${median(xs).toFixed(2)} ms (${xs.length})\n`);
+          process.stderr.write(`round ${r} ${p.label}: median ${median(xs).toFixed(2)} ms of ${xs.map((x) => x.toFixed(0)).join(" ")}\n`);
         } finally {
           await c?.stop();
         }
