@@ -13,8 +13,9 @@
  * sampler costs a wake-up but no JavaScript per sample (a JS interval timer at the same
  * resolution cost about three times the CPU of the native one, and most of an idle router's).
  * Resetting that histogram skips its next sample, which would hide a stall right after a
- * scrape, so each reset also arms one JS timer one resolution later whose own lateness joins
- * the new window's maximum (it may read up to one resolution short of the stall).
+ * scrape, so after each reset a JS guard timer runs every millisecond until the native
+ * histogram has a sample again (about two resolutions); the guard's lateness joins the new
+ * window (a window of a few ms is then not empty, and a stall in that gap is seen to the ms).
  *
  * Lifecycle: start() enables the sampler, stop() disables it (idempotent both); while
  * stopped the delay gauges export nothing.
@@ -28,6 +29,8 @@ export const EVENT_LOOP_RESOLUTION_MS = 10;
 /** `quantile` label values: median, 99th percentile and the maximum ("1"). */
 export const EVENT_LOOP_QUANTILES = ['0.5', '0.99', '1'] as const;
 
+/** Period of the guard timer that covers the native sampler's skipped sample after a reset. */
+const GUARD_MS = 1;
 const NS_PER_MS = 1e6;
 const MS_PER_S = 1e3;
 const US_PER_S = 1e6;
@@ -92,13 +95,15 @@ export class ProcessMetrics {
     this.guard = undefined;
   }
 
+  /** Samples every GUARD_MS until the native histogram records again (see the header). */
   private armGuard(): void {
     if (this.guard) clearTimeout(this.guard);
-    const dueMs = performance.now() + this.resolutionMs;
+    const dueMs = performance.now() + GUARD_MS;
     this.guard = setTimeout(() => {
       this.guard = undefined;
       this.guardLateMs = Math.max(this.guardLateMs, performance.now() - dueMs);
-    }, this.resolutionMs);
+      if (this.window !== undefined && this.window.count === 0) this.armGuard();
+    }, GUARD_MS);
     this.guard.unref();
   }
 
