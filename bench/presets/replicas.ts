@@ -11,7 +11,7 @@
  * 5. cpu        router CPU per routed request, main's request path (router and Envoy config
  *               of a built checkout of main, `CACHEROUTE_BASELINE_CHECKOUT`, default
  *               /work/wt/mainbuild) vs this build, one replica each, ABAB; each run first
- *               measures the router's CPU with no traffic for 4 s.
+ *               measures the router's CPU with no traffic for 10 s.
  * 6. low-load   TTFT at 2 req/s: this build vs sglang-router 0.3.2 and vllm-router 0.1.17
  *               (cache_aware) and main's build.
  *
@@ -134,7 +134,7 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
       scenarios: [agentic('agentic-8rps', { durationS: 30 })],
       contenders: [one('main-a', { checkout: BASELINE_CHECKOUT }), one('this-a'), one('main-b', { checkout: BASELINE_CHECKOUT }), one('this-b')],
       // The routers' CPU with no traffic (engine polling, timers), to show what the requests add.
-      idleCpuMs: 4000,
+      idleCpuMs: 10000,
     },
     {
       name: 'low-load',

@@ -72,6 +72,12 @@ export const DEFAULT_SEED = 1;
 export const DEFAULT_ENGINE_METRICS_ENABLED = true;
 /** 100 ms: queue depth changes on the timescale of a decode step batch. */
 export const DEFAULT_POLL_INTERVAL_MS = 100;
+/**
+ * An idle engine (no load number moved, nothing sent or finished there since) is polled at
+ * doubling spacing up to this (capped at half of staleAfterMs, so its reading never goes
+ * stale): its page says the same thing each time (docs/decisions/0204-router-background-cpu.md).
+ */
+export const DEFAULT_IDLE_POLL_INTERVAL_MS = 400;
 /** A scrape slower than this is abandoned; well inside the staleness window. */
 export const DEFAULT_POLL_TIMEOUT_MS = 500;
 /** After 10 missed polls engine numbers are more misleading than router-side accounting. */

@@ -33,6 +33,8 @@ export interface EngineMetricsOptions {
   /** Poll engines' /metrics; off = router-side accounting only. */
   readonly enabled: boolean;
   readonly pollIntervalMs: number;
+  /** Longest spacing of an idle engine's scrapes (EngineMetricsPoller idle backoff). */
+  readonly idlePollIntervalMs: number;
   readonly timeoutMs: number;
   /** Engine signals older than this are not trusted (router-side accounting is used). */
   readonly staleAfterMs: number;
@@ -100,6 +102,8 @@ export class DataLayer {
       let source: EngineMetricsSource | undefined;
       const poller = new EngineMetricsPoller(store, () => source?.scrapeTargets() ?? [], {
         intervalMs: em.pollIntervalMs,
+        // Capped at half the staleness window: an idle engine's reading stays trusted.
+        idleIntervalMs: Math.max(em.pollIntervalMs, Math.min(em.idlePollIntervalMs, Math.floor(em.staleAfterMs / 2))),
         timeoutMs: em.timeoutMs,
         maxConcurrency: em.maxConcurrency,
         ...(em.maxScrapeShare !== undefined ? { maxScrapeShare: em.maxScrapeShare } : {}),

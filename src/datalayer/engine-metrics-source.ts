@@ -62,12 +62,14 @@ export class EngineMetricsSource implements RoutedHook, CompletedHook, Endpoints
     const r = state.request;
     const cached = r.promptChars > 0 ? Math.min(1, (decision.matchedChars ?? 0) / r.promptChars) : 0;
     this.staleness.onRouted(decision.endpoint.id, decision.requestId, state.nowMs, r.promptTokens * (1 - cached));
+    this.poller?.touch(decision.endpoint.id);
   }
 
   onCompleted(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {
     // Usage in the outcome means the edge saw the whole response: the request has left the engine.
     const observed = outcome.completionTokens !== undefined || outcome.cachedTokens !== undefined;
     this.staleness.onCompleted(decision.endpoint.id, request.requestId, observed);
+    this.poller?.touch(decision.endpoint.id);
   }
 
   enrich(endpoint: Endpoint, base: LoadSnapshot): LoadSnapshot {

@@ -16,16 +16,24 @@
  * every 100–250 ms that work competes with serving (docs/decisions/0121-real-vllm-shared-prefix-loss.md),
  * while a cheap page (a few ms) keeps the configured interval.
  *
+ * Idle backoff (`idleIntervalMs`): an endpoint whose last scrape changed none of its load
+ * numbers, and that this router has sent nothing to and heard nothing back from since that
+ * scrape began (touch()), is scraped at twice the previous spacing, up to idleIntervalMs; a
+ * change, a touch or a failure puts it back on the interval at once. Why: an idle engine's page
+ * says the same thing every time, and reading it 10 times a second was most of an idle
+ * router's CPU (and the engine's); a busy engine's numbers move every scrape, so it keeps the
+ * interval. A page byte-for-byte equal to the previous one is not parsed again.
+ *
  * Lifecycle: start(signal?) arms the timer; stop() (or aborting the signal) clears it,
  * aborts in-flight scrapes, waits for them to settle and closes pooled sockets, so no
  * timer or socket is left behind.
  */
-import http from 'node:http';
+import { PageConnection, type PageResult } from './page-connection.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../logging/logger.js';
 import { silentLogger } from '../logging/logger.js';
 import { parseEngineMetrics, DEFAULT_PARSE_LIMITS } from './engine-metrics-parser.js';
-import type { ParseLimits } from './engine-metrics-parser.js';
+import type { EngineSignals, ParseLimits } from './engine-metrics-parser.js';
 import type { EngineSignalStore } from './engine-metrics-store.js';
 
 export interface ScrapeTarget {
@@ -45,6 +53,8 @@ export interface EngineMetricsPollerOptions {
   readonly parseLimits?: ParseLimits;
   /** Share of an endpoint's time its scrapes may take, in (0, 1] (default 1: the interval alone decides). */
   readonly maxScrapeShare?: number;
+  /** Longest spacing of an idle endpoint's scrapes (default intervalMs: no backoff). */
+  readonly idleIntervalMs?: number;
   readonly clock: Clock;
   readonly logger?: Logger;
 }
@@ -56,6 +66,10 @@ export interface PollerStats {
   readonly skippedPending: number;
   /** Scrapes not started because the endpoint's scrape budget (maxScrapeShare) had not refilled. */
   readonly skippedBudget: number;
+  /** Scrapes not started because the endpoint was idle (idle backoff). */
+  readonly skippedIdle: number;
+  /** Pages equal to the endpoint's previous one (not parsed again). */
+  readonly unchangedPages: number;
   readonly timeouts: number;
   readonly truncatedBodies: number;
   readonly inFlight: number;
@@ -63,7 +77,20 @@ export interface PollerStats {
 }
 
 /** Scrape outcome before it is stored (exported for tests). */
-type ScrapeResult = { ok: true; body: string; truncated: boolean } | { ok: false; reason: string };
+/** Per endpoint: idle backoff and the last page (to skip parsing an identical one). */
+interface EndpointState {
+  /** Consecutive idle scrapes (spacing = interval × 2^idleStreak, capped). */
+  idleStreak: number;
+  /** Earliest start of the next scrape while idle (0: on the interval). */
+  idleUntilMs: number;
+  /** Router-clock time of the last touch(). */
+  touchedAtMs: number;
+  lastPage: Buffer | undefined;
+  lastSignals: EngineSignals | undefined;
+}
+
+/** Pages up to this size are kept to recognise an unchanged page. */
+const MAX_KEPT_PAGE_BYTES = 1 << 20;
 
 export class EngineMetricsPoller {
   private readonly maxConcurrency: number;
@@ -71,13 +98,11 @@ export class EngineMetricsPoller {
   private readonly parseLimits: ParseLimits;
   private readonly logger: Logger;
   private timer: NodeJS.Timeout | undefined;
-  private agent: http.Agent | undefined;
   private running = false;
   /** Set while stop() runs so scrapes released from the queue end without fetching. */
   private closing = false;
   private detachSignal: (() => void) | undefined;
   private readonly pending = new Map<string, Promise<void>>();
-  private readonly aborts = new Set<AbortController>();
   private readonly waiters: Array<() => void> = [];
   private active = 0;
   private ticks = 0;
@@ -88,6 +113,12 @@ export class EngineMetricsPoller {
   private readonly maxScrapeShare: number;
   private timeouts = 0;
   private truncatedBodies = 0;
+  private skippedIdle = 0;
+  private unchangedPages = 0;
+  private readonly idleIntervalMs: number;
+  private readonly state = new Map<string, EndpointState>();
+  /** One kept connection per endpoint (its URL, parsed once). */
+  private readonly connections = new Map<string, { readonly url: string; readonly conn: PageConnection }>();
 
   constructor(
     private readonly store: EngineSignalStore,
@@ -101,6 +132,19 @@ export class EngineMetricsPoller {
     const share = opts.maxScrapeShare ?? 1;
     if (!(share > 0 && share <= 1)) throw new RangeError(`maxScrapeShare must be in (0, 1], got ${share}`);
     this.maxScrapeShare = share;
+    this.idleIntervalMs = Math.max(opts.intervalMs, opts.idleIntervalMs ?? opts.intervalMs);
+  }
+
+  /**
+   * The router sent a request to the endpoint or saw one end there: its numbers are about to
+   * move, so it leaves the idle backoff and is scraped at the next tick.
+   */
+  touch(endpointId: string): void {
+    const st = this.state.get(endpointId);
+    if (st === undefined) return;
+    st.touchedAtMs = this.opts.clock.nowMs();
+    st.idleStreak = 0;
+    st.idleUntilMs = 0;
   }
 
   get isRunning(): boolean {
@@ -113,7 +157,6 @@ export class EngineMetricsPoller {
     if (signal?.aborted) return;
     this.running = true;
     this.closing = false;
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     if (signal !== undefined) {
       const onAbort = (): void => void this.stop();
       signal.addEventListener('abort', onAbort, { once: true });
@@ -134,12 +177,11 @@ export class EngineMetricsPoller {
     this.timer = undefined;
     this.detachSignal?.();
     this.detachSignal = undefined;
-    for (const a of this.aborts) a.abort();
+    this.closeConnections();
     // Release queued scrapes so they observe `running === false` and end.
     for (const w of this.waiters.splice(0)) w();
     await Promise.allSettled([...this.pending.values()]);
-    this.agent?.destroy();
-    this.agent = undefined;
+    this.closeConnections();
   }
 
   /**
@@ -148,15 +190,10 @@ export class EngineMetricsPoller {
    */
   async pollOnce(): Promise<void> {
     if (!this.running) this.closing = false;
-    const own = this.agent === undefined;
-    if (own) this.agent = new http.Agent({ keepAlive: false });
     try {
       await Promise.allSettled(this.launchAll());
     } finally {
-      if (own && !this.running) {
-        this.agent?.destroy();
-        this.agent = undefined;
-      }
+      if (!this.running) this.closeConnections();
     }
   }
 
@@ -165,6 +202,8 @@ export class EngineMetricsPoller {
       ticks: this.ticks,
       skippedPending: this.skippedPending,
       skippedBudget: this.skippedBudget,
+      skippedIdle: this.skippedIdle,
+      unchangedPages: this.unchangedPages,
       timeouts: this.timeouts,
       truncatedBodies: this.truncatedBodies,
       inFlight: this.active,
@@ -183,10 +222,16 @@ export class EngineMetricsPoller {
     const started: Promise<void>[] = [];
     const now = this.opts.clock.nowMs();
     const targets = this.targets();
-    if (this.notBefore.size > 2 * targets.length) {
-      // Forget departed endpoints' budgets.
+    if (this.notBefore.size > 2 * targets.length || this.state.size > 2 * targets.length || this.connections.size > targets.length) {
+      // Forget departed endpoints' budgets, idle state, pages and connections.
       const live = new Set(targets.map((t) => t.endpointId));
       for (const id of this.notBefore.keys()) if (!live.has(id)) this.notBefore.delete(id);
+      for (const id of this.state.keys()) if (!live.has(id)) this.state.delete(id);
+      for (const [id, c] of this.connections) {
+        if (live.has(id) || this.pending.has(id)) continue;
+        c.conn.close();
+        this.connections.delete(id);
+      }
     }
     for (const t of targets) {
       const existing = this.pending.get(t.endpointId);
@@ -199,6 +244,10 @@ export class EngineMetricsPoller {
         this.skippedBudget++;
         continue;
       }
+      if (now < (this.state.get(t.endpointId)?.idleUntilMs ?? 0)) {
+        this.skippedIdle++;
+        continue;
+      }
       const p = this.scrapeOne(t).finally(() => this.pending.delete(t.endpointId));
       this.pending.set(t.endpointId, p);
       started.push(p);
@@ -209,23 +258,60 @@ export class EngineMetricsPoller {
   private async scrapeOne(t: ScrapeTarget): Promise<void> {
     await this.acquire();
     try {
-      if (this.closing || this.agent === undefined) return; // stopped while queued
+      if (this.closing) return; // stopped while queued
+      const st = this.endpointState(t.endpointId);
       const startMs = this.opts.clock.nowMs();
-      const res = await this.fetchText(t.url, this.agent);
+      const res = await this.fetchPage(t);
       const durationMs = this.opts.clock.nowMs() - startMs;
       if (this.maxScrapeShare < 1) this.notBefore.set(t.endpointId, startMs + durationMs / this.maxScrapeShare);
       if (res.ok) {
         if (res.truncated) this.truncatedBodies++;
-        this.store.recordSuccess(t.endpointId, parseEngineMetrics(res.body, this.parseLimits), durationMs);
-      } else if (res.reason !== 'aborted') {
-        this.store.recordError(t.endpointId, res.reason, durationMs);
-        if (this.logger.enabled('debug')) {
-          this.logger.debug('engine metrics scrape failed', { endpoint: t.endpointId, reason: res.reason });
+        let signals: EngineSignals;
+        if (st.lastSignals !== undefined && st.lastPage !== undefined && st.lastPage.equals(res.body)) {
+          this.unchangedPages++;
+          signals = st.lastSignals;
+        } else {
+          signals = parseEngineMetrics(res.body.toString('utf8'), this.parseLimits);
+          const keep = res.body.length <= MAX_KEPT_PAGE_BYTES;
+          // A copy: the body may be a view into a larger socket buffer.
+          st.lastPage = keep ? Buffer.from(res.body) : undefined;
+          st.lastSignals = keep ? signals : undefined;
+        }
+        const sample = this.store.recordSuccess(t.endpointId, signals, durationMs);
+        this.afterScrape(st, startMs, sample.changedAtMs < sample.scrapedAtMs);
+      } else {
+        this.afterScrape(st, startMs, false);
+        if (res.reason !== 'aborted') {
+          this.store.recordError(t.endpointId, res.reason, durationMs);
+          if (this.logger.enabled('debug')) {
+            this.logger.debug('engine metrics scrape failed', { endpoint: t.endpointId, reason: res.reason });
+          }
         }
       }
     } finally {
       this.release();
     }
+  }
+
+  /** Idle backoff after a scrape that began at `startMs` (`unchanged`: no load number moved). */
+  private afterScrape(st: EndpointState, startMs: number, unchanged: boolean): void {
+    if (this.idleIntervalMs <= this.opts.intervalMs) return;
+    if (!unchanged || st.touchedAtMs >= startMs) {
+      st.idleStreak = 0;
+      st.idleUntilMs = 0;
+      return;
+    }
+    st.idleStreak = Math.min(st.idleStreak + 1, 30);
+    st.idleUntilMs = startMs + Math.min(this.idleIntervalMs, this.opts.intervalMs * 2 ** st.idleStreak);
+  }
+
+  private endpointState(id: string): EndpointState {
+    let st = this.state.get(id);
+    if (st === undefined) {
+      st = { idleStreak: 0, idleUntilMs: 0, touchedAtMs: Number.NEGATIVE_INFINITY, lastPage: undefined, lastSignals: undefined };
+      this.state.set(id, st);
+    }
+    return st;
   }
 
   private acquire(): Promise<void> {
@@ -247,66 +333,29 @@ export class EngineMetricsPoller {
     if (next !== undefined) next();
   }
 
-  private fetchText(url: string, agent: http.Agent): Promise<ScrapeResult> {
-    return new Promise<ScrapeResult>((resolve) => {
-      const ac = new AbortController();
-      this.aborts.add(ac);
-      let settled = false;
-      let timedOut = false;
-      const done = (r: ScrapeResult): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this.aborts.delete(ac);
-        resolve(r);
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        this.timeouts++;
-        ac.abort();
-      }, this.opts.timeoutMs);
-      let req: http.ClientRequest;
+  /** One GET of the endpoint's page on its kept connection (a new one when its URL changed). */
+  private async fetchPage(t: ScrapeTarget): Promise<PageResult> {
+    let c = this.connections.get(t.endpointId);
+    if (c === undefined || c.url !== t.url) {
+      c?.conn.close();
+      let u: URL;
       try {
-        req = http.get(url, { agent, signal: ac.signal, headers: { accept: 'text/plain', 'accept-encoding': 'identity' } });
-      } catch (err) {
-        done({ ok: false, reason: err instanceof Error ? err.message : String(err) });
-        return;
+        u = new URL(t.url);
+      } catch {
+        return { ok: false, reason: 'bad metrics URL' };
       }
-      req.on('error', (err: Error) => {
-        done({ ok: false, reason: timedOut ? 'timeout' : ac.signal.aborted ? 'aborted' : err.message });
-      });
-      req.on('response', (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          done({ ok: false, reason: `http ${res.statusCode ?? 0}` });
-          return;
-        }
-        res.setEncoding('utf8');
-        const chunks: string[] = [];
-        let bytes = 0;
-        let truncated = false;
-        res.on('data', (chunk: string) => {
-          if (truncated) return;
-          bytes += Buffer.byteLength(chunk);
-          if (bytes > this.maxBodyBytes) {
-            truncated = true;
-            const keep = chunk.slice(0, Math.max(0, chunk.length - (bytes - this.maxBodyBytes)));
-            chunks.push(keep);
-            const body = chunks.join('');
-            // Drop the last partial line so a cut number is never read as a smaller one.
-            const nl = body.lastIndexOf('\n');
-            done({ ok: true, body: nl < 0 ? '' : body.slice(0, nl + 1), truncated: true });
-            res.destroy();
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('end', () => done({ ok: true, body: chunks.join(''), truncated: false }));
-        res.on('error', (err: Error) => done({ ok: false, reason: timedOut ? 'timeout' : err.message }));
-        res.on('close', () => {
-          if (!settled) done({ ok: false, reason: timedOut ? 'timeout' : ac.signal.aborted ? 'aborted' : 'connection closed' });
-        });
-      });
-    });
+      if (u.protocol !== 'http:') return { ok: false, reason: `unsupported protocol ${u.protocol}` };
+      const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+      c = { url: t.url, conn: new PageConnection(host, Number(u.port || 80), `${u.pathname}${u.search}`) };
+      this.connections.set(t.endpointId, c);
+    }
+    const res = await c.conn.get(this.opts.timeoutMs, this.maxBodyBytes);
+    if (!res.ok && res.reason === 'timeout') this.timeouts++;
+    return res;
+  }
+
+  private closeConnections(): void {
+    for (const c of this.connections.values()) c.conn.close();
+    this.connections.clear();
   }
 }

@@ -89,6 +89,9 @@ export function requestBodyWithDecision(decision: RouteDecision, extras?: Decisi
   return withDecision(decision, 'request_body', extras);
 }
 
+/** CommonResponse.ResponseStatus CONTINUE on the wire. */
+const RESPONSE_STATUS_CONTINUE = 0;
+
 /** Distinct destination lists kept per answer kind before the memo starts over. */
 const DECISION_MEMO_SIZE = 512;
 const decisionMemo = {
@@ -106,14 +109,17 @@ function withDecision(decision: RouteDecision, member: 'request_headers' | 'requ
   const answer: ProcessingResponse = {
     [member]: {
       response: {
-        status: 'CONTINUE',
+        // The enum's number (CONTINUE = 0): a unique answer is encoded as built (wireReady).
+        status: unique ? RESPONSE_STATUS_CONTINUE : 'CONTINUE',
         header_mutation: { set_headers: [setHeader(DESTINATION_HEADER, destinations)] },
         clear_route_cache: true,
       },
     },
     dynamic_metadata: metadataFor(destinations, decision.endpoint.id, extras),
   };
-  if (unique) return answer;
+  // Every value is already in wire form (numbers, Buffers, Struct values), so the per-request
+  // answer skips protobufjs' fromObject, which was most of its encoding cost.
+  if (unique) return wireReady(answer);
   const built = deepFreeze(answer);
   if (memo.size >= DECISION_MEMO_SIZE) memo.clear();
   memo.set(destinations, built);

@@ -9,6 +9,12 @@
  * it was reused (ECONNRESET / EPIPE on a reused socket) is retried once on a fresh connection,
  * so an engine closing idle connections is never taken for a failing one.
  *
+ * A check may be skipped (`skip`): the monitor skips an engine whose metrics scrape just
+ * succeeded and whose checks have all passed, since that answer already said the process is
+ * there, but never more than `maxSkips` times in a row, so /health itself (which can fail
+ * while the metrics page still answers: an engine core dead behind a live API server) is
+ * still read every (maxSkips + 1) intervals.
+ *
  * Results go to a callback; the verdict logic lives in engine-health-tracker.ts.
  * Lifecycle: start(signal?) arms the timer; stop() clears it, aborts checks in flight and
  * closes the kept connections.
@@ -26,11 +32,18 @@ export interface ActiveHealthCheckerOptions {
   readonly intervalMs: number;
   readonly timeoutMs: number;
   readonly onResult: (endpointId: string, result: ActiveResult, detail: string) => void;
+  /** This tick's check of the engine may be left out (see the header). */
+  readonly skip?: (endpointId: string) => boolean;
+  /** At most this many skipped checks in a row per engine (default 3). */
+  readonly maxSkips?: number;
 }
 
 export class ActiveHealthChecker {
   private timer: NodeJS.Timeout | undefined;
   private readonly pending = new Map<string, AbortController>();
+  /** Checks skipped in a row, per engine. */
+  private readonly skips = new Map<string, number>();
+  private skipped = 0;
   private running = false;
   private detach: (() => void) | undefined;
   /** One kept-alive connection per engine, shared by its checks. */
@@ -69,9 +82,26 @@ export class ActiveHealthChecker {
     return Promise.all(this.targets().map((t) => this.checkOne(t))).then(() => undefined);
   }
 
+  /** Checks left out so far (the scrape had just answered). */
+  get skippedChecks(): number {
+    return this.skipped;
+  }
+
   private tick(): void {
     if (!this.running) return;
-    for (const t of this.targets()) void this.checkOne(t);
+    const targets = this.targets();
+    if (this.skips.size > 2 * targets.length) this.skips.clear();
+    const maxSkips = this.opts.maxSkips ?? 3;
+    for (const t of targets) {
+      const n = this.skips.get(t.endpointId) ?? 0;
+      if (n < maxSkips && this.opts.skip?.(t.endpointId) === true) {
+        this.skips.set(t.endpointId, n + 1);
+        this.skipped++;
+        continue;
+      }
+      this.skips.set(t.endpointId, 0);
+      void this.checkOne(t);
+    }
     this.timer = setTimeout(() => this.tick(), this.opts.intervalMs);
     this.timer.unref();
   }

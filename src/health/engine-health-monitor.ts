@@ -10,7 +10,10 @@
  *  - a 5xx status → failure of the engine that served; any other status → success;
  *  - aborted without a status (client gone) → no evidence.
  * Scrapes: a good scrape is a success (and is checked for a restart); a failed one counts
- * when it failed to connect or timed out ("http 404" says the process is alive).
+ * when it failed to connect or timed out ("http 404" says the process is alive). An engine
+ * whose scrape succeeded within the last check interval, with no scrape failure since and
+ * every active check passed, has its active check left out (at most 3 in a row): the scrape
+ * already showed the process answering, and each HTTP exchange costs the router CPU.
  */
 import type { Endpoint, RequestOutcome, RouteDecision } from '../core/types.js';
 import type { EngineSignalStore } from '../endpoints/engine-metrics-store.js';
@@ -41,6 +44,8 @@ export interface EngineHealthStats {
   readonly ejections: number;
   readonly readmissions: number;
   readonly restarts: number;
+  /** Active checks left out because a scrape had just answered. */
+  readonly skippedChecks: number;
   readonly endpoints: readonly EngineHealthView[];
 }
 
@@ -86,6 +91,7 @@ export class EngineHealthMonitor implements LoadSource {
         intervalMs: c.active.intervalMs,
         timeoutMs: c.active.timeoutMs,
         onResult: (id, result, detail) => this.tracker.recordActive(id, result, detail),
+        ...(deps.store !== undefined ? { skip: (id: string) => this.scrapeVouches(id) } : {}),
       });
     }
   }
@@ -164,11 +170,24 @@ export class EngineHealthMonitor implements LoadSource {
 
   stats(): EngineHealthStats {
     return {
+      skippedChecks: this.checker?.skippedChecks ?? 0,
       ejections: this.ejections,
       readmissions: this.readmissions,
       restarts: this.restartCount,
       endpoints: this.deps.endpoints().map((e) => this.tracker.view(e.id)),
     };
+  }
+
+  /**
+   * Whether the engine's active check may be left out this tick: a good scrape within the
+   * last check interval, no scrape failure since, and no failed active check.
+   */
+  scrapeVouches(id: string): boolean {
+    const store = this.deps.store;
+    const sample = store?.get(id);
+    if (store === undefined || sample === undefined || store.consecutiveErrors(id) > 0) return false;
+    if (this.deps.clock.nowMs() - sample.scrapedAtMs > this.deps.config.active.intervalMs) return false;
+    return this.tracker.activeSettled(id);
   }
 
   private targets(): HealthTarget[] {

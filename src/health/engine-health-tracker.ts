@@ -94,6 +94,12 @@ export class EngineHealthTracker {
     return this.routable(s, nowMs);
   }
 
+  /** Up by active checks with no failed check since the last good one (unknown engines too). */
+  activeSettled(id: string): boolean {
+    const s = this.states.get(id);
+    return s === undefined || (s.activeUp && s.activeFails === 0);
+  }
+
   /** One active check result. */
   recordActive(id: string, result: ActiveResult, detail = ''): void {
     const now = this.opts.clock.nowMs();

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { ALWAYS, bool, int, num, optionalSection } from '../../util/schema.js';
 import {
   DEFAULT_ENGINE_METRICS_ENABLED,
+  DEFAULT_IDLE_POLL_INTERVAL_MS,
   DEFAULT_MAX_SCRAPE_SHARE,
   DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_POLL_TIMEOUT_MS,
@@ -20,6 +21,9 @@ export const DEFAULT_UNOBSERVED_HALF_LIFE_MS = 1000;
 const schema = optionalSection({
   enabled: bool().default(DEFAULT_ENGINE_METRICS_ENABLED).describe("Poll engines' /metrics; off = router-side accounting only."),
   pollIntervalMs: int({ min: 10, max: 60_000 }).default(DEFAULT_POLL_INTERVAL_MS),
+  idlePollIntervalMs: int({ min: 10, max: 3_600_000 })
+    .default(DEFAULT_IDLE_POLL_INTERVAL_MS)
+    .describe('Longest spacing of an idle engine\'s scrapes (its numbers did not move and the router sent it nothing since); capped at half of staleAfterMs; at or below pollIntervalMs: no backoff.'),
   timeoutMs: int({ min: 1, max: 60_000 }).default(DEFAULT_POLL_TIMEOUT_MS),
   staleAfterMs: int({ min: 1, max: 3_600_000 }).default(DEFAULT_STALE_AFTER_MS).describe('Engine signals older than this are not trusted.'),
   maxConcurrency: int({ min: 1, max: 10_000 }).default(DEFAULT_POLL_MAX_CONCURRENCY),

@@ -55,6 +55,7 @@ describe('config/parse-config', () => {
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
         pollIntervalMs: D.DEFAULT_POLL_INTERVAL_MS,
+        idlePollIntervalMs: D.DEFAULT_IDLE_POLL_INTERVAL_MS,
         timeoutMs: D.DEFAULT_POLL_TIMEOUT_MS,
         staleAfterMs: D.DEFAULT_STALE_AFTER_MS,
         maxConcurrency: 16,

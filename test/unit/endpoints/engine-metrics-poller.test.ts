@@ -109,6 +109,46 @@ describe('load/engine-metrics-poller', () => {
     expect(() => new EngineMetricsPoller(store, () => targets, { intervalMs: 100, timeoutMs: 500, maxScrapeShare: 0, clock })).to.throw(RangeError);
   });
 
+  it('backs an idle endpoint off to idleIntervalMs, and a change or a touch puts it back on the interval', async () => {
+    const clock = new ManualClock(1000);
+    let page = 'vllm:num_requests_waiting 0\n';
+    const { server, base } = await serve((_req, res) => res.end(page));
+    servers.push(server);
+    const store = new EngineSignalStore(clock);
+    const poller = new EngineMetricsPoller(store, () => [{ endpointId: 'a', url: `${base}/metrics` }], { intervalMs: 100, idleIntervalMs: 400, timeoutMs: 500, clock });
+    const scrapes = (): number => store.stats()[0]?.scrapes ?? 0;
+    const at = async (ms: number): Promise<void> => {
+      clock.set(ms);
+      await poller.pollOnce();
+    };
+    await at(1000); // first reading
+    await at(1100); // unchanged → next no sooner than 1100 + 200
+    await at(1200);
+    expect(scrapes()).to.equal(2);
+    expect(poller.stats().skippedIdle).to.equal(1);
+    await at(1300); // unchanged again → spacing 400 (the cap)
+    await at(1500);
+    expect(scrapes()).to.equal(3);
+    poller.touch('a'); // the router just sent it a request
+    await at(1500);
+    expect(scrapes()).to.equal(4);
+    await at(1600); // nothing since the touch: backs off again
+    await at(1700);
+    expect(scrapes()).to.equal(5);
+    page = 'vllm:num_requests_waiting 3\n';
+    await at(1800);
+    expect(store.get('a')?.signals.waiting, 'a changed page is read at the next due scrape').to.equal(3);
+    await at(1900); // the change keeps it on the interval
+    expect(scrapes()).to.equal(7);
+    expect(store.get('a')?.signals.waiting).to.equal(3);
+    expect(store.get('a')?.changedAtMs).to.equal(1800);
+    expect(poller.stats().unchangedPages, 'identical pages are not parsed again').to.equal(5);
+    // Without idleIntervalMs every poll scrapes.
+    const plain = new EngineMetricsPoller(new EngineSignalStore(clock), () => [{ endpointId: 'a', url: `${base}/metrics` }], { intervalMs: 100, timeoutMs: 500, clock });
+    for (let i = 0; i < 3; i++) await plain.pollOnce();
+    expect(plain.stats().skippedIdle).to.equal(0);
+  });
+
   it('never runs more than maxConcurrency scrapes at once and scrapes every target in pollOnce', async () => {
     let active = 0;
     let peak = 0;

@@ -140,6 +140,57 @@ describe('health/active-health-checker kept connections (real sockets)', () => {
     }
   });
 
+  it('leaves out checks the scrape vouched for, but reads /health at least every maxSkips + 1 ticks', async () => {
+    let checks = 0;
+    const server = createServer((_req, res) => {
+      checks++;
+      res.writeHead(200).end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    let vouched = true;
+    const c = new ActiveHealthChecker(() => [{ endpointId: 'e', url: `http://127.0.0.1:${port}/health` }], {
+      intervalMs: 25,
+      timeoutMs: 500,
+      maxSkips: 2,
+      skip: () => vouched,
+      onResult: () => undefined,
+    });
+    try {
+      c.start();
+      await new Promise((r) => setTimeout(r, 25 * 9 + 10));
+      const ticks = checks + c.skippedChecks;
+      expect(ticks).to.be.at.least(6);
+      expect(c.skippedChecks, 'two of every three ticks skipped').to.be.within(Math.floor((ticks * 2) / 3) - 1, Math.ceil((ticks * 2) / 3));
+      vouched = false;
+      const before = checks;
+      await new Promise((r) => setTimeout(r, 25 * 4));
+      expect(checks - before, 'every tick checks when the scrape does not vouch').to.be.at.least(3);
+    } finally {
+      c.stop();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('vouches from a fresh good scrape only while every active check passed and no scrape failed since', () => {
+    const clock = new ManualClock(0);
+    const store = new EngineSignalStore(clock);
+    const m = new EngineHealthMonitor({ config: DEFAULT_HEALTH_CONFIG, endpoints: () => [A], clock, logger: silentLogger, store });
+    const vouches = (): boolean => m.scrapeVouches(A.id);
+    expect(vouches(), 'no scrape yet').to.equal(false);
+    store.recordSuccess(A.id, { engine: 'vllm', waiting: 0 });
+    expect(vouches()).to.equal(true);
+    clock.advance(501);
+    expect(vouches(), 'the scrape is older than the interval').to.equal(false);
+    store.recordSuccess(A.id, { engine: 'vllm', waiting: 0 });
+    m.tracker.recordActive(A.id, 'timeout');
+    expect(vouches(), 'an active check failed').to.equal(false);
+    m.tracker.recordActive(A.id, 'ok');
+    expect(vouches()).to.equal(true);
+    store.recordError(A.id, 'connect ECONNREFUSED');
+    expect(vouches(), 'a scrape failed since').to.equal(false);
+  });
+
   it('retries a check whose kept connection the engine reset on a fresh one, and still reads a stopped engine as refused', async () => {
     const h = await healthServer(true);
     const results: ActiveResult[] = [];

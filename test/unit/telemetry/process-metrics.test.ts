@@ -42,6 +42,18 @@ describe('telemetry: process metrics', () => {
     expect(idle.get('1'), 'the blocked sample belongs to the previous window').to.be.below(0.08);
   });
 
+  it('reports a window only a few ms long (two scrapers right after each other)', async () => {
+    const registry = new Registry();
+    pm = new ProcessMetrics([registry]);
+    pm.start();
+    await sleep(40);
+    expect((await values(registry, 'cacheroute_event_loop_delay_seconds')).size).to.equal(3);
+    await sleep(5);
+    const short = await values(registry, 'cacheroute_event_loop_delay_seconds');
+    expect(short.size, 'the guard sampled the gap the native histogram skips').to.equal(3);
+    expect(short.get('1')!).to.be.below(0.05);
+  });
+
   it('exports no delay while stopped, and stop/start are idempotent', async () => {
     const registry = new Registry();
     pm = new ProcessMetrics([registry]);

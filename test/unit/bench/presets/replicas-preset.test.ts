@@ -83,7 +83,7 @@ describe('bench/presets/replicas', () => {
   it('compares CPU against a built checkout of main (ABAB, idle CPU measured) and TTFT against both peer routers', () => {
     const cpu = runs.filter((r) => r.block === 'cpu');
     expect(cpu.map((r) => (r.contender.kind === 'cacheroute' && r.contender.checkout !== undefined ? 'main' : 'this'))).to.deep.equal(['main', 'this', 'main', 'this']);
-    expect(cpu.every((r) => r.idleCpuMs === 4000)).to.equal(true);
+    expect(cpu.every((r) => r.idleCpuMs === 10_000)).to.equal(true);
     // Neither side carries the decision header: both measured as deployed.
     expect(cpu.every((r) => r.contender.kind === 'cacheroute' && r.contender.routerOverrides === undefined)).to.equal(true);
     expect(runs.filter((r) => r.block === 'low-load').map((r) => r.contender.kind)).to.deep.equal(['cacheroute', 'sglang-router', 'vllm-router', 'cacheroute']);
