@@ -49,7 +49,10 @@ export function runFaultScript(steps: readonly FaultStep[], set: ReplicaSet, t0:
       const replica = step.action === 'kill-replica' || step.action === 'restart-replica' ? step.replica : null;
       const target = replica === null ? null : (set.names[replica] ?? null);
       try {
-        await sleep(Math.max(0, step.atMs - rel()), abort.signal);
+        // Node's timers keep a millisecond clock of their own and can fire a fraction of a
+        // millisecond before performance.now() reaches the offset: sleep again until it has.
+        do await sleep(Math.max(0, step.atMs - rel()), abort.signal);
+        while (rel() < step.atMs);
       } catch {
         break; // cancelled: the run is over
       }
