@@ -66,18 +66,16 @@ export function encodeLoadReport(r: LoadReport): Uint8Array {
 }
 
 export function decodeLoadReport(bytes: Uint8Array): LoadReport | undefined {
-  const m = decodeMap(bytes);
-  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
-  const e = m['e'];
-  if (!Array.isArray(e) || e.length > WIRE_LIMITS.maxEndpoints) return undefined;
+  const env = decodeEnvelope(bytes, 'e', WIRE_LIMITS.maxEndpoints);
+  if (env === undefined) return undefined;
   const endpoints: EndpointLoadShare[] = [];
-  for (const row of e) {
+  for (const row of env.rows) {
     if (!Array.isArray(row) || row.length !== 5 || !isId(row[0])) return undefined;
     const [id, inflight, prefilling, prompt, pending] = row as [string, unknown, unknown, unknown, unknown];
     if (!isCount(inflight) || !isCount(prefilling) || !isAmount(prompt) || !isAmount(pending)) return undefined;
     endpoints.push({ endpointId: id, inflightRequests: inflight, prefillingRequests: prefilling, inflightPromptTokens: prompt, pendingTokens: pending });
   }
-  return { replicaId: m['r'], endpoints };
+  return { replicaId: env.replicaId, endpoints };
 }
 
 /** The keys of a change as 8 bytes per block. */
@@ -120,13 +118,12 @@ export function encodeIndexBatch(replicaId: string, blockChars: number, changes:
 }
 
 export function decodeIndexBatch(bytes: Uint8Array): IndexBatch | undefined {
-  const m = decodeMap(bytes);
-  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
-  const b = m['b'];
-  const c = m['c'];
-  if (typeof b !== 'number' || !Number.isInteger(b) || b < 1 || !Array.isArray(c) || c.length > WIRE_LIMITS.maxChanges) return undefined;
+  const env = decodeEnvelope(bytes, 'c', WIRE_LIMITS.maxChanges);
+  if (env === undefined) return undefined;
+  const b = env.fields['b'];
+  if (typeof b !== 'number' || !Number.isInteger(b) || b < 1) return undefined;
   const changes: IndexDelta[] = [];
-  for (const row of c) {
+  for (const row of env.rows) {
     if (!Array.isArray(row) || row.length !== 3) return undefined;
     const [k, id, raw] = row as [unknown, unknown, unknown];
     const kind = typeof k === 'number' ? KINDS[k] : undefined;
@@ -135,7 +132,7 @@ export function decodeIndexBatch(bytes: Uint8Array): IndexBatch | undefined {
     if (keys === undefined) return undefined;
     changes.push({ kind, endpointId: id, keys });
   }
-  return { replicaId: m['r'], blockChars: b, changes };
+  return { replicaId: env.replicaId, blockChars: b, changes };
 }
 
 /** One request's end, reported to the replica holding its ticket. */
@@ -166,12 +163,10 @@ export function encodeCompletions(replicaId: string, completions: readonly Forwa
 }
 
 export function decodeCompletions(bytes: Uint8Array): CompletionBatch | undefined {
-  const m = decodeMap(bytes);
-  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
-  const c = m['c'];
-  if (!Array.isArray(c) || c.length > WIRE_LIMITS.maxChanges) return undefined;
+  const env = decodeEnvelope(bytes, 'c', WIRE_LIMITS.maxChanges);
+  if (env === undefined) return undefined;
   const completions: ForwardedCompletion[] = [];
-  for (const row of c) {
+  for (const row of env.rows) {
     if (!Array.isArray(row) || row.length !== 7) return undefined;
     const [key, aborted, status, servedBy, prompt, cached, completion] = row as unknown[];
     if (!isId(key) || (aborted !== 0 && aborted !== 1)) return undefined;
@@ -188,7 +183,16 @@ export function decodeCompletions(bytes: Uint8Array): CompletionBatch | undefine
     };
     completions.push({ key, outcome });
   }
-  return { replicaId: m['r'], completions };
+  return { replicaId: env.replicaId, completions };
+}
+
+/** Every message: this wire version, the sender's replica id and one list of rows (at most `maxRows`). */
+function decodeEnvelope(bytes: Uint8Array, rowsField: string, maxRows: number): { fields: Record<string, unknown>; replicaId: string; rows: unknown[] } | undefined {
+  const m = decodeMap(bytes);
+  if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
+  const rows = m[rowsField];
+  if (!Array.isArray(rows) || rows.length > maxRows) return undefined;
+  return { fields: m, replicaId: m['r'], rows };
 }
 
 function decodeMap(bytes: Uint8Array): Record<string, unknown> | undefined {
