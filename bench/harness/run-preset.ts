@@ -1,12 +1,14 @@
 /**
  * Runs a preset: expands its matrix, starts each engine setup once, runs every experiment
  * of that setup in order (engines reset between runs), and rewrites the output directory
- * after each run so partial results survive an interruption.
+ * after each run so partial results survive an interruption. Contenders run in several
+ * interleaved rounds (labels `name#n`) also get rounds.md/rounds.json (bench/report/rounds.ts).
  */
 import { expandPreset } from '../presets/expand.js';
 import type { Experiment, PresetSpec } from '../presets/types.js';
 import { fmtMs, fmtPct } from '../report/format.js';
 import { collectRunInfo } from '../report/run-info.js';
+import { hasRounds, roundRunOf, writeRoundsReport, type RoundRun } from '../report/rounds.js';
 import { prepareOutDir, rawDirFor, writeRecords, writeResults, writeSamples } from '../report/write-results.js';
 import { startEngineFleet } from './engines.js';
 import { runExperiment, type ExperimentResult } from './run-experiment.js';
@@ -43,8 +45,12 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
   const rawDir = opts.rawDir ?? rawDirFor(opts.outDir, opts.repoRoot);
   prepareOutDir(opts.outDir, rawDir);
   const results: ExperimentResult[] = [];
-  const write = (partial: boolean): void =>
+  const roundRuns: RoundRun[] = [];
+  const write = (partial: boolean): void => {
     writeResults({ outDir: opts.outDir, preset, seed, results, info, startedAt, finishedAt: new Date().toISOString(), partial, command: opts.command });
+    // Contenders run in several interleaved rounds (`label#n`): their pooled comparison.
+    if (hasRounds(results)) writeRoundsReport(opts.outDir, roundRuns);
+  };
 
   const setups: string[] = [];
   for (const e of experiments) if (!setups.includes(e.engines.label)) setups.push(e.engines.label);
@@ -70,6 +76,7 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
           ...(opts.signal ? { signal: opts.signal } : {}),
         });
         results.push(result);
+        roundRuns.push(roundRunOf(result, records));
         writeRecords(rawDir, exp.id, records);
         if (replicaSamples.length > 0) writeSamples(rawDir, exp.id, replicaSamples);
         const s = result.summary;

@@ -39,7 +39,7 @@ export const REAL_VLLM_ENGINES: EngineSetup = {
 };
 
 /** The router polls real engines' /metrics every 250 ms (each scrape costs the engine's API server CPU). */
-const REAL_ENGINE_POLLING = {
+export const REAL_ENGINE_POLLING = {
   // A vLLM page costs its API server ~13 ms: scrapes take at most 1% of an engine's time.
   engineMetrics: { pollIntervalMs: 250, timeoutMs: 1000, staleAfterMs: 2000, maxScrapeShare: 0.01 },
   // The per-request decision (endpoint, reason, predicted match) lands in the raw records.

@@ -47,7 +47,7 @@ export function prepareOutDir(outDir: string, rawDir: string): void {
   mkdirSync(outDir, { recursive: true });
   mkdirSync(rawDir, { recursive: true });
   for (const f of readdirSync(outDir)) {
-    if (f.endsWith('.svg') || f === 'results.md' || f === 'results.json' || f === 'run.json') rmSync(join(outDir, f));
+    if (f.endsWith('.svg') || ['results.md', 'results.json', 'run.json', 'rounds.md', 'rounds.json'].includes(f)) rmSync(join(outDir, f));
   }
   for (const f of readdirSync(rawDir)) if (f.endsWith('.jsonl')) rmSync(join(rawDir, f));
 }

@@ -1,0 +1,286 @@
+/**
+ * Interleaved rounds, pooled. At low load on real engines one run of a few dozen requests
+ * cannot tell two routers apart: the same build's TTFT p50 moved 116 → 181 ms between two
+ * runs (bench/results/real-vllm-low-load/notes.md). A preset that runs each contender
+ * several times in interleaved order (labels `name#1`, `name#2`, …) is read here as one
+ * sample per contender:
+ *
+ * - pooled percentiles over every round's successful requests;
+ * - each cacheroute contender against the best peer router (lowest pooled p50 among
+ *   sglang-router and vllm-router) by three estimators: the ratio of pooled p50s with a
+ *   90% bootstrap interval (requests resampled within each round, seeded), the median of
+ *   the per-round p50 ratios (round n against round n: drift of the machine cancels), and
+ *   the median of per-request ratios (the workload is seeded, so request `id` in round n of
+ *   one contender is the same request as in round n of the other).
+ *
+ * The bootstrap says how much the pooled ratio would move with other draws of the same
+ * requests; it does not cover drift between rounds, which the per-round column shows.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { seededRng, type Rng } from '../../src/util/rng.js';
+import type { RequestRecord } from '../harness/driver.js';
+import type { ExperimentResult } from '../harness/run-experiment.js';
+import { quantileSorted } from '../stats/percentiles.js';
+import { fmtMs, fmtPct, fmtRatio, mdTable } from './format.js';
+
+const ROUND_LABEL = /^(.*)#(\d+)$/;
+const PEER_KINDS = new Set(['sglang-router', 'vllm-router']);
+
+export interface RoundRun {
+  readonly block: string;
+  readonly scenario: string;
+  readonly qps: number | null;
+  /** Contender label without the `#n` suffix. */
+  readonly contender: string;
+  readonly kind: string;
+  readonly round: number;
+  /** Successful requests' TTFT by request id. */
+  readonly ttftById: ReadonlyMap<string, number>;
+  readonly engineTokenHit: number | null;
+  readonly failed: number;
+}
+
+export interface PooledContender {
+  readonly contender: string;
+  readonly kind: string;
+  readonly rounds: number;
+  readonly requests: number;
+  readonly failed: number;
+  readonly p50: number | null;
+  readonly p90: number | null;
+  readonly p99: number | null;
+  readonly perRoundP50: ReadonlyArray<number | null>;
+  /** Mean of the rounds' engine token hit rates. */
+  readonly engineTokenHit: number | null;
+}
+
+export interface PooledComparison {
+  readonly contender: string;
+  readonly peer: string;
+  /** Pooled p50 ÷ the peer's pooled p50. */
+  readonly p50Ratio: number | null;
+  /** 5th and 95th percentile of the bootstrapped pooled-p50 ratio. */
+  readonly p50RatioInterval: readonly [number, number] | null;
+  /** Round n's p50 ÷ the peer's round n p50, for rounds both ran. */
+  readonly perRoundRatios: readonly number[];
+  readonly medianRoundRatio: number | null;
+  /** Median over requests present in both (same id, same round) of TTFT ÷ the peer's TTFT. */
+  readonly medianRequestRatio: number | null;
+  readonly pairedRequests: number;
+  readonly p99Ratio: number | null;
+  /** Token hit difference in points (contender − peer). */
+  readonly tokenHitPoints: number | null;
+}
+
+export interface PooledGroup {
+  readonly block: string;
+  readonly scenario: string;
+  readonly qps: number | null;
+  readonly contenders: readonly PooledContender[];
+  readonly comparisons: readonly PooledComparison[];
+}
+
+export interface PoolOptions {
+  readonly bootstrapSamples?: number;
+  readonly seed?: number;
+}
+
+/** Splits `label#n` into its base and round; a label without a round is round 1. */
+export function parseRoundLabel(label: string): { base: string; round: number } {
+  const m = ROUND_LABEL.exec(label);
+  return m ? { base: m[1] as string, round: Number(m[2]) } : { base: label, round: 1 };
+}
+
+/** True when some contender ran more than one round: only then is a rounds report written. */
+export function hasRounds(results: readonly ExperimentResult[]): boolean {
+  return results.some((r) => parseRoundLabel(r.contender.label).round > 1);
+}
+
+const sorted = (xs: Iterable<number>): number[] => [...xs].sort((a, b) => a - b);
+const median = (xs: readonly number[]): number | null => quantileSorted(sorted(xs), 0.5);
+const ratio = (a: number | null, b: number | null): number | null => (a === null || b === null || b === 0 ? null : a / b);
+
+function pooled(runs: readonly RoundRun[]): number[] {
+  return sorted(runs.flatMap((r) => [...r.ttftById.values()]));
+}
+
+function pooledContender(runs: readonly RoundRun[]): PooledContender {
+  const first = runs[0] as RoundRun;
+  const all = pooled(runs);
+  const hits = runs.map((r) => r.engineTokenHit).filter((h): h is number => h !== null);
+  return {
+    contender: first.contender,
+    kind: first.kind,
+    rounds: runs.length,
+    requests: all.length,
+    failed: runs.reduce((s, r) => s + r.failed, 0),
+    p50: quantileSorted(all, 0.5),
+    p90: quantileSorted(all, 0.9),
+    p99: quantileSorted(all, 0.99),
+    perRoundP50: runs.map((r) => quantileSorted(sorted(r.ttftById.values()), 0.5)),
+    engineTokenHit: hits.length === 0 ? null : hits.reduce((s, h) => s + h, 0) / hits.length,
+  };
+}
+
+/** The pooled p50 of a resample: each round's requests drawn with replacement, same count. */
+function resampledP50(rounds: ReadonlyArray<readonly number[]>, rng: Rng): number | null {
+  const out: number[] = [];
+  for (const xs of rounds) for (let i = 0; i < xs.length; i++) out.push(xs[rng.int(xs.length)] as number);
+  return quantileSorted(out.sort((a, b) => a - b), 0.5);
+}
+
+function bootstrapRatio(a: readonly RoundRun[], b: readonly RoundRun[], samples: number, rng: Rng): readonly [number, number] | null {
+  const ra = a.map((r) => [...r.ttftById.values()]).filter((xs) => xs.length > 0);
+  const rb = b.map((r) => [...r.ttftById.values()]).filter((xs) => xs.length > 0);
+  if (ra.length === 0 || rb.length === 0 || samples <= 0) return null;
+  const ratios: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const v = ratio(resampledP50(ra, rng), resampledP50(rb, rng));
+    if (v !== null) ratios.push(v);
+  }
+  const s = sorted(ratios);
+  const lo = quantileSorted(s, 0.05);
+  const hi = quantileSorted(s, 0.95);
+  return lo === null || hi === null ? null : [lo, hi];
+}
+
+function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledContender, pb: PooledContender, samples: number, rng: Rng): PooledComparison {
+  const perRound: number[] = [];
+  const perRequest: number[] = [];
+  for (const ra of a) {
+    const rb = b.find((r) => r.round === ra.round);
+    if (rb === undefined) continue;
+    const v = ratio(quantileSorted(sorted(ra.ttftById.values()), 0.5), quantileSorted(sorted(rb.ttftById.values()), 0.5));
+    if (v !== null) perRound.push(v);
+    for (const [id, t] of ra.ttftById) {
+      const u = rb.ttftById.get(id);
+      if (u !== undefined && u > 0) perRequest.push(t / u);
+    }
+  }
+  return {
+    contender: pa.contender,
+    peer: pb.contender,
+    p50Ratio: ratio(pa.p50, pb.p50),
+    p50RatioInterval: bootstrapRatio(a, b, samples, rng),
+    perRoundRatios: perRound,
+    medianRoundRatio: median(perRound),
+    medianRequestRatio: median(perRequest),
+    pairedRequests: perRequest.length,
+    p99Ratio: ratio(pa.p99, pb.p99),
+    tokenHitPoints: pa.engineTokenHit === null || pb.engineTokenHit === null ? null : (pa.engineTokenHit - pb.engineTokenHit) * 100,
+  };
+}
+
+/** Groups runs by (block, scenario, rate), pools each contender's rounds, compares cacheroute with the best peer. */
+export function poolRounds(runs: readonly RoundRun[], opts: PoolOptions = {}): PooledGroup[] {
+  const samples = opts.bootstrapSamples ?? 2000;
+  const rng = seededRng(opts.seed ?? 1);
+  const groups = new Map<string, RoundRun[]>();
+  for (const r of runs) {
+    const key = JSON.stringify([r.block, r.scenario, r.qps]);
+    const g = groups.get(key);
+    if (g) g.push(r);
+    else groups.set(key, [r]);
+  }
+  const out: PooledGroup[] = [];
+  for (const g of groups.values()) {
+    const byContender = new Map<string, RoundRun[]>();
+    for (const r of g) byContender.set(r.contender, [...(byContender.get(r.contender) ?? []), r]);
+    for (const rs of byContender.values()) rs.sort((x, y) => x.round - y.round);
+    const contenders = [...byContender.values()].map(pooledContender);
+    const peers = contenders.filter((c) => PEER_KINDS.has(c.kind) && c.p50 !== null).sort((x, y) => (x.p50 as number) - (y.p50 as number));
+    const best = peers[0];
+    const comparisons =
+      best === undefined
+        ? []
+        : contenders
+            .filter((c) => c.kind === 'cacheroute')
+            .map((c) => compare(byContender.get(c.contender) ?? [], byContender.get(best.contender) ?? [], c, best, samples, rng));
+    const first = g[0] as RoundRun;
+    out.push({ block: first.block, scenario: first.scenario, qps: first.qps, contenders, comparisons });
+  }
+  return out;
+}
+
+/** One run's RoundRun from its result and its per-request records. */
+export function roundRunOf(result: ExperimentResult, records: readonly RequestRecord[]): RoundRun {
+  const { base, round } = parseRoundLabel(result.contender.label);
+  const ttftById = new Map<string, number>();
+  let failed = 0;
+  for (const rec of records) {
+    if (rec.outcome === 'ok' && rec.ttftMs !== null) ttftById.set(rec.id, rec.ttftMs);
+    else failed++;
+  }
+  return {
+    block: result.block,
+    scenario: result.scenario.label,
+    qps: result.qps,
+    contender: base,
+    kind: result.contender.kind,
+    round,
+    ttftById,
+    engineTokenHit: result.summary.hits.engineTokenHitRate,
+    failed,
+  };
+}
+
+const interval = (v: readonly [number, number] | null): string => (v === null ? '–' : `${v[0].toFixed(2)}–${v[1].toFixed(2)}×`);
+
+export function roundsMarkdown(groups: readonly PooledGroup[]): string {
+  const lines: string[] = [
+    '# Interleaved rounds, pooled',
+    '',
+    'Each contender ran in several interleaved rounds on the same engines, workload and seed (labels `#n` in results.md). ' +
+      'Pooled = every round\'s successful requests together. Against the best peer router (lowest pooled TTFT p50): ' +
+      'the ratio of pooled p50s with its 90% bootstrap interval (requests resampled within rounds), the median of the ' +
+      'per-round p50 ratios (round n vs round n), and the median per-request ratio (same request id in the same round).',
+    '',
+  ];
+  for (const g of groups) {
+    lines.push(`## ${g.block} / ${g.scenario}${g.qps !== null ? ` @ ${g.qps} req/s` : ''}`, '');
+    lines.push(
+      mdTable(
+        ['contender', 'rounds', 'requests', 'failed', 'TTFT p50', 'p90', 'p99', 'p50 per round', 'engine tok hit (mean)'],
+        g.contenders.map((c) => [
+          c.contender,
+          String(c.rounds),
+          String(c.requests),
+          String(c.failed),
+          fmtMs(c.p50),
+          fmtMs(c.p90),
+          fmtMs(c.p99),
+          c.perRoundP50.map((v) => fmtMs(v)).join(' / '),
+          fmtPct(c.engineTokenHit),
+        ]),
+      ),
+      '',
+    );
+    if (g.comparisons.length > 0) {
+      lines.push(
+        mdTable(
+          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'pooled p99 ratio', 'token hit (points)'],
+          g.comparisons.map((c) => [
+            `${c.contender} ÷ ${c.peer}`,
+            fmtRatio(c.p50Ratio),
+            interval(c.p50RatioInterval),
+            c.perRoundRatios.map((v) => v.toFixed(2)).join(' / '),
+            fmtRatio(c.medianRoundRatio),
+            `${fmtRatio(c.medianRequestRatio)} (${c.pairedRequests})`,
+            fmtRatio(c.p99Ratio),
+            c.tokenHitPoints === null ? '–' : `${c.tokenHitPoints >= 0 ? '+' : ''}${c.tokenHitPoints.toFixed(1)}`,
+          ]),
+        ),
+        '',
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+/** Writes rounds.md and rounds.json beside results.md when some contender ran several rounds. */
+export function writeRoundsReport(outDir: string, runs: readonly RoundRun[]): void {
+  const groups = poolRounds(runs);
+  writeFileSync(join(outDir, 'rounds.json'), JSON.stringify({ groups }, null, 1) + '\n');
+  writeFileSync(join(outDir, 'rounds.md'), roundsMarkdown(groups) + '\n');
+}

@@ -1,0 +1,94 @@
+import { expect } from 'chai';
+import { lowLoadRound, REAL_VLLM_LOW_LOAD } from '../../../../bench/presets/real-vllm-low-load.js';
+import { expandPreset } from '../../../../bench/presets/expand.js';
+import { parseRoundLabel, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
+
+/** A run whose request `i` had TTFT ttfts[i] (ids r0, r1, …). */
+function run(contender: string, kind: string, round: number, ttfts: readonly number[], hit = 0.8): RoundRun {
+  return {
+    block: 'b',
+    scenario: 's',
+    qps: 1.5,
+    contender,
+    kind,
+    round,
+    ttftById: new Map(ttfts.map((t, i) => [`r${i}`, t])),
+    engineTokenHit: hit,
+    failed: 0,
+  };
+}
+
+describe('bench/report/rounds', () => {
+  it('splits round labels and treats a plain label as round 1', () => {
+    expect(parseRoundLabel('cacheroute-cache-aware#3')).to.deep.equal({ base: 'cacheroute-cache-aware', round: 3 });
+    expect(parseRoundLabel('envoy-round-robin')).to.deep.equal({ base: 'envoy-round-robin', round: 1 });
+  });
+
+  it('pools rounds and compares cacheroute with the peer whose pooled p50 is lowest', () => {
+    const runs = [
+      run('cr', 'cacheroute', 1, [100, 110, 120]),
+      run('cr', 'cacheroute', 2, [200, 210, 220]),
+      run('sg', 'sglang-router', 1, [90, 100, 110]),
+      run('sg', 'sglang-router', 2, [180, 190, 200]),
+      run('vr', 'vllm-router', 1, [300, 300, 300]),
+      run('vr', 'vllm-router', 2, [300, 300, 300]),
+      run('rr', 'envoy-only', 1, [10, 10, 10]),
+    ];
+    const [g] = poolRounds(runs, { bootstrapSamples: 200, seed: 7 });
+    expect(g).to.not.equal(undefined);
+    const cr = g!.contenders.find((c) => c.contender === 'cr')!;
+    expect(cr.rounds).to.equal(2);
+    expect(cr.requests).to.equal(6);
+    expect(cr.p50).to.equal(160); // median of 100,110,120,200,210,220
+    expect(cr.perRoundP50).to.deep.equal([110, 210]);
+    // Envoy alone is not a peer router even though it is fastest.
+    expect(g!.comparisons).to.have.length(1);
+    const c = g!.comparisons[0]!;
+    expect(c.peer).to.equal('sg');
+    expect(c.p50Ratio).to.be.closeTo(160 / 145, 1e-9);
+    expect(c.perRoundRatios[0]).to.be.closeTo(110 / 100, 1e-9);
+    expect(c.perRoundRatios[1]).to.be.closeTo(210 / 190, 1e-9);
+    expect(c.pairedRequests).to.equal(6);
+    expect(c.medianRequestRatio).to.be.closeTo(median([100 / 90, 110 / 100, 120 / 110, 200 / 180, 210 / 190, 220 / 200]), 1e-9);
+    expect(c.p50RatioInterval).to.not.equal(null);
+    const [lo, hi] = c.p50RatioInterval!;
+    expect(lo).to.be.at.most(c.p50Ratio!);
+    expect(hi).to.be.at.least(c.p50Ratio!);
+    expect(c.tokenHitPoints).to.be.closeTo(0, 1e-9);
+  });
+
+  it('pairs requests and rounds only within the same round number', () => {
+    const a = run('cr', 'cacheroute', 1, [100, 100]);
+    const b: RoundRun = { ...run('sg', 'sglang-router', 2, [50, 50]) };
+    const [g] = poolRounds([a, b], { bootstrapSamples: 10 });
+    const c = g!.comparisons[0]!;
+    expect(c.pairedRequests).to.equal(0);
+    expect(c.perRoundRatios).to.deep.equal([]);
+    expect(c.medianRoundRatio).to.equal(null);
+    expect(c.p50Ratio).to.equal(2);
+  });
+
+  it('gives the same bootstrap interval for the same seed and renders every group', () => {
+    const runs = [run('cr', 'cacheroute', 1, [1, 5, 9, 13, 40]), run('sg', 'sglang-router', 1, [2, 4, 8, 16, 32])];
+    const x = poolRounds(runs, { bootstrapSamples: 300, seed: 3 })[0]!.comparisons[0]!.p50RatioInterval;
+    const y = poolRounds(runs, { bootstrapSamples: 300, seed: 3 })[0]!.comparisons[0]!.p50RatioInterval;
+    expect(x).to.deep.equal(y);
+    const md = roundsMarkdown(poolRounds(runs, { bootstrapSamples: 10 }));
+    expect(md).to.include('## b / s @ 1.5 req/s');
+    expect(md).to.include('| cr ÷ sg | 1.13× |');
+  });
+
+  it('the low-load preset rotates the order so each contender runs once in each position', () => {
+    const positions = [1, 2, 3].map((n) => lowLoadRound(n).map((c) => parseRoundLabel(c.label).base));
+    for (let p = 0; p < 3; p++) expect(new Set(positions.map((r) => r[p])).size).to.equal(3);
+    const ids = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => e.id);
+    expect(ids[0]).to.equal('shared-prefix/groups8@1.5/envoy-round-robin');
+    expect(ids.filter((id) => id.startsWith('agentic/') && id.includes('cacheroute'))).to.have.length(3);
+  });
+});
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
