@@ -11,7 +11,9 @@
  *   90% bootstrap interval (requests resampled within each round, seeded), the median of
  *   the per-round p50 ratios (round n against round n: drift of the machine cancels), and
  *   the median of per-request ratios (the workload is seeded, so request `id` in round n of
- *   one contender is the same request as in round n of the other).
+ *   one contender is the same request as in round n of the other), also over only the pairs
+ *   whose engines reported the same cached tokens: what is left there is not placement but
+ *   the path, the router and the machine.
  *
  * The bootstrap says how much the pooled ratio would move with other draws of the same
  * requests; it does not cover drift between rounds, which the per-round column shows.
@@ -37,6 +39,8 @@ export interface RoundRun {
   readonly round: number;
   /** Successful requests' TTFT by request id. */
   readonly ttftById: ReadonlyMap<string, number>;
+  /** Successful requests' engine-reported cached prompt tokens by request id (when reported). */
+  readonly cachedById: ReadonlyMap<string, number>;
   readonly engineTokenHit: number | null;
   readonly failed: number;
 }
@@ -68,6 +72,12 @@ export interface PooledComparison {
   /** Median over requests present in both (same id, same round) of TTFT ÷ the peer's TTFT. */
   readonly medianRequestRatio: number | null;
   readonly pairedRequests: number;
+  /**
+   * The same over pairs whose engines reported the same cached tokens: the part of the gap
+   * that placement and cache hits do not explain (path, router and machine).
+   */
+  readonly medianSameCacheRatio: number | null;
+  readonly sameCachePairs: number;
   readonly p99Ratio: number | null;
   /** Token hit difference in points (contender − peer). */
   readonly tokenHitPoints: number | null;
@@ -148,6 +158,7 @@ function bootstrapRatio(a: readonly RoundRun[], b: readonly RoundRun[], samples:
 function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledContender, pb: PooledContender, samples: number, rng: Rng): PooledComparison {
   const perRound: number[] = [];
   const perRequest: number[] = [];
+  const sameCache: number[] = [];
   for (const ra of a) {
     const rb = b.find((r) => r.round === ra.round);
     if (rb === undefined) continue;
@@ -155,7 +166,10 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
     if (v !== null) perRound.push(v);
     for (const [id, t] of ra.ttftById) {
       const u = rb.ttftById.get(id);
-      if (u !== undefined && u > 0) perRequest.push(t / u);
+      if (u === undefined || u <= 0) continue;
+      perRequest.push(t / u);
+      const ca = ra.cachedById.get(id);
+      if (ca !== undefined && ca === rb.cachedById.get(id)) sameCache.push(t / u);
     }
   }
   return {
@@ -167,6 +181,8 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
     medianRoundRatio: median(perRound),
     medianRequestRatio: median(perRequest),
     pairedRequests: perRequest.length,
+    medianSameCacheRatio: median(sameCache),
+    sameCachePairs: sameCache.length,
     p99Ratio: ratio(pa.p99, pb.p99),
     tokenHitPoints: pa.engineTokenHit === null || pb.engineTokenHit === null ? null : (pa.engineTokenHit - pb.engineTokenHit) * 100,
   };
@@ -207,10 +223,15 @@ export function poolRounds(runs: readonly RoundRun[], opts: PoolOptions = {}): P
 export function roundRunOf(result: ExperimentResult, records: readonly RequestRecord[]): RoundRun {
   const { base, round } = parseRoundLabel(result.contender.label);
   const ttftById = new Map<string, number>();
+  const cachedById = new Map<string, number>();
   let failed = 0;
   for (const rec of records) {
-    if (rec.outcome === 'ok' && rec.ttftMs !== null) ttftById.set(rec.id, rec.ttftMs);
-    else failed++;
+    if (rec.outcome !== 'ok' || rec.ttftMs === null) {
+      failed++;
+      continue;
+    }
+    ttftById.set(rec.id, rec.ttftMs);
+    if (rec.cachedTokens !== null) cachedById.set(rec.id, rec.cachedTokens);
   }
   return {
     block: result.block,
@@ -220,6 +241,7 @@ export function roundRunOf(result: ExperimentResult, records: readonly RequestRe
     kind: result.contender.kind,
     round,
     ttftById,
+    cachedById,
     engineTokenHit: result.summary.hits.engineTokenHitRate,
     failed,
   };
@@ -234,7 +256,8 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     'Each contender ran in several interleaved rounds on the same engines, workload and seed (labels `#n` in results.md). ' +
       'Pooled = every round\'s successful requests together. Against the best peer router (lowest pooled TTFT p50): ' +
       'the ratio of pooled p50s with its 90% bootstrap interval (requests resampled within rounds), the median of the ' +
-      'per-round p50 ratios (round n vs round n), and the median per-request ratio (same request id in the same round).',
+      'per-round p50 ratios (round n vs round n), the median per-request ratio (same request id in the same round) and ' +
+      'the same over the pairs whose engines reported equal cached tokens (the part placement does not explain).',
     '',
   ];
   for (const g of groups) {
@@ -259,7 +282,7 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     if (g.comparisons.length > 0) {
       lines.push(
         mdTable(
-          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'pooled p99 ratio', 'token hit (points)'],
+          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'same cached tokens (pairs)', 'pooled p99 ratio', 'token hit (points)'],
           g.comparisons.map((c) => [
             `${c.contender} ÷ ${c.peer}`,
             fmtRatio(c.p50Ratio),
@@ -267,6 +290,7 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
             c.perRoundRatios.map((v) => v.toFixed(2)).join(' / '),
             fmtRatio(c.medianRoundRatio),
             `${fmtRatio(c.medianRequestRatio)} (${c.pairedRequests})`,
+            `${fmtRatio(c.medianSameCacheRatio)} (${c.sameCachePairs})`,
             fmtRatio(c.p99Ratio),
             c.tokenHitPoints === null ? '–' : `${c.tokenHitPoints >= 0 ? '+' : ''}${c.tokenHitPoints.toFixed(1)}`,
           ]),

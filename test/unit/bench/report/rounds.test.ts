@@ -4,7 +4,7 @@ import { expandPreset } from '../../../../bench/presets/expand.js';
 import { parseRoundLabel, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
 
 /** A run whose request `i` had TTFT ttfts[i] (ids r0, r1, …). */
-function run(contender: string, kind: string, round: number, ttfts: readonly number[], hit = 0.8): RoundRun {
+function run(contender: string, kind: string, round: number, ttfts: readonly number[], hit = 0.8, cached: readonly number[] = ttfts.map(() => 128)): RoundRun {
   return {
     block: 'b',
     scenario: 's',
@@ -13,6 +13,7 @@ function run(contender: string, kind: string, round: number, ttfts: readonly num
     kind,
     round,
     ttftById: new Map(ttfts.map((t, i) => [`r${i}`, t])),
+    cachedById: new Map(cached.map((c, i) => [`r${i}`, c])),
     engineTokenHit: hit,
     failed: 0,
   };
@@ -55,6 +56,15 @@ describe('bench/report/rounds', () => {
     expect(lo).to.be.at.most(c.p50Ratio!);
     expect(hi).to.be.at.least(c.p50Ratio!);
     expect(c.tokenHitPoints).to.be.closeTo(0, 1e-9);
+  });
+
+  it('keeps a same-cached-tokens ratio over only the pairs whose engines reported equal cached tokens', () => {
+    const runs = [run('cr', 'cacheroute', 1, [100, 400, 110], 0.8, [1408, 0, 1408]), run('sg', 'sglang-router', 1, [100, 100, 100], 0.8, [1408, 1408, 1408])];
+    const c = poolRounds(runs, { bootstrapSamples: 10 })[0]!.comparisons[0]!;
+    expect(c.pairedRequests).to.equal(3);
+    expect(c.medianRequestRatio).to.be.closeTo(1.1, 1e-9);
+    expect(c.sameCachePairs).to.equal(2);
+    expect(c.medianSameCacheRatio).to.be.closeTo(1.05, 1e-9);
   });
 
   it('pairs requests and rounds only within the same round number', () => {
