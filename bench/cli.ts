@@ -7,7 +7,8 @@
  *   npm run bench -- --preset <name> --engine-flags kv-cache-blocks=900,time-scale=3   (override simulator flags)
  *   npm run bench -- --rerender <dir>   (rewrite results.md and charts of a finished run from its
  *                                        results.json and run.json with the current report code;
- *                                        no per-request records needed)
+ *                                        no per-request records needed; rounds.md is rebuilt
+ *                                        too where they are still on disk)
  *   npm run bench -- bars --baseline <commit-or-dir> [...]   (the protocol-layer bars side by side
  *                                        with a baseline build: bench/bars/run-bars.ts)
  *   npm run bench -- response-path [...]    (router CPU per request, responses through the
@@ -21,7 +22,8 @@ import { parseArgs } from 'node:util';
 import { REPO_ROOT } from './harness/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
 import { findPreset, PRESETS } from './presets/index.js';
-import { rerenderResults } from './report/rerender.js';
+import { rerenderResults, rerenderRounds } from './report/rerender.js';
+import { rawDirFor } from './report/write-results.js';
 import type { PresetSpec } from './presets/types.js';
 import { buildWorkload } from './workloads/scenario.js';
 import { idealReuse } from './workloads/types.js';
@@ -52,6 +54,7 @@ function withEngineFlags(preset: PresetSpec, flags: Record<string, string | numb
 function rerender(dir: string): number {
   const runs = rerenderResults(dir);
   process.stderr.write(`rewrote ${join(dir, 'results.md')} (${runs} runs)\n`);
+  if (rerenderRounds(dir, rawDirFor(dir, REPO_ROOT))) process.stderr.write(`rewrote ${join(dir, 'rounds.md')} from the per-request records\n`);
   return 0;
 }
 
@@ -93,10 +96,10 @@ function main(): Promise<number> | number {
   }
   if (values['dry-run']) {
     for (const e of selectExperiments(preset, values.only)) {
-      const w = buildWorkload(e.scenario, seed, REPO_ROOT);
+      const w = buildWorkload(e.scenario, seed + (e.seedOffset ?? 0), REPO_ROOT);
       const measured = w.requests.filter((r) => !r.warmup);
       const tokens = measured.reduce((a, r) => a + r.promptTokens, 0);
-      process.stdout.write(`${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, arrivals span ${(((measured.at(-1)?.atMs ?? 0) - (measured[0]?.atMs ?? 0)) / 1000).toFixed(1)} s\n`);
+      process.stdout.write(`${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, seed ${seed + (e.seedOffset ?? 0)}, arrivals span ${(((measured.at(-1)?.atMs ?? 0) - (measured[0]?.atMs ?? 0)) / 1000).toFixed(1)} s\n`);
     }
     return 0;
   }

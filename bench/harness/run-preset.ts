@@ -69,7 +69,7 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
         const { result, records, replicaSamples } = await runExperiment(exp, {
           engines: fleet.engines,
           model: preset.model,
-          seed,
+          seed: seed + (exp.seedOffset ?? 0),
           repoRoot: opts.repoRoot,
           budget: preset.budget,
           log,

@@ -6,6 +6,7 @@
 import { deepMerge } from '../contenders/router-config.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import { scenarioAtQps, scenarioQps } from '../workloads/scenario.js';
+import { parseRoundLabel } from './round-label.js';
 import type { Experiment, FaultStep, PresetSpec } from './types.js';
 
 function withBlockOverrides(c: ContenderSpec, over: Readonly<Record<string, unknown>> | undefined): ContenderSpec {
@@ -52,6 +53,7 @@ export function expandPreset(preset: PresetSpec): Experiment[] {
             ...(block.engineActions ? { engineActions: block.engineActions } : {}),
             ...(block.faults && c.kind === 'cacheroute' ? { faults: checkedFaults(preset.name, id, block.faults, c) } : {}),
             ...(block.idleCpuMs !== undefined && c.kind === 'cacheroute' ? { idleCpuMs: block.idleCpuMs } : {}),
+            ...(block.seedPerRound ? { seedOffset: parseRoundLabel(c.label).round - 1 } : {}),
           });
         }
       }

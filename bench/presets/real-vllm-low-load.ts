@@ -2,11 +2,15 @@
  * `real-vllm-low-load`: issue 13's low-load TTFT bar (cacheroute's TTFT p50 within 1.05× of
  * the best peer router's on the same engines) on 2 real vLLM CPU engines, measured so that
  * it can be decided: `real-vllm`'s two workloads at its lowest rate (1.5 req/s), 45 s per
- * run, each of cacheroute, sglang-router and vllm-router in 3 interleaved rounds with the
- * order rotated (C S V, S V C, V C S) so neither drift of the shared machine nor position
- * after an engine reset favours one contender. Envoy round-robin runs first in each block:
- * the first run after the engines start (the slowest in earlier presets) is then not a
- * contender's, and it shows what the Envoy hop alone costs. rounds.md pools the rounds
+ * run, each of cacheroute, sglang-router and vllm-router in 4 interleaved rounds with the
+ * order rotated (C S V, S V C, V C S, C S V) so neither drift of the shared machine nor
+ * position after an engine reset favours one contender. Round n draws its workload with
+ * seed + n − 1, the same for every contender of the round: with one seed, which groups
+ * burst together and how a router happened to split the groups over the two engines repeat
+ * in every round (a partition is decided by the first requests and then held by affinity),
+ * and that luck would be read as the router's merit. Envoy round-robin runs first in each
+ * block: the first run after the engines start (the slowest in earlier presets) is then not
+ * a contender's, and it shows what the Envoy hop alone costs. rounds.md pools the rounds
  * (bench/report/rounds.ts).
  */
 import { SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, cacheroute, ENVOY_RR } from './building-blocks.js';
@@ -16,7 +20,7 @@ import type { ScenarioSpec } from '../workloads/scenario.js';
 import type { MatrixBlock, PresetSpec } from './types.js';
 
 export const LOW_LOAD_QPS = 1.5;
-export const LOW_LOAD_ROUNDS = 3;
+export const LOW_LOAD_ROUNDS = 4;
 const RUN_S = 45;
 
 const ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE];
@@ -33,13 +37,13 @@ for (let n = 1; n <= LOW_LOAD_ROUNDS; n++) CONTENDERS.push(...lowLoadRound(n));
 const longer = (s: ScenarioSpec): ScenarioSpec => (s.kind === 'shared-prefix' || s.kind === 'agentic' ? { ...s, durationS: RUN_S } : s);
 
 function lowLoad(block: MatrixBlock): MatrixBlock {
-  return { ...block, routerOverrides: REAL_ENGINE_POLLING, scenarios: block.scenarios.map(longer), qpsSweep: [LOW_LOAD_QPS], contenders: CONTENDERS };
+  return { ...block, routerOverrides: REAL_ENGINE_POLLING, scenarios: block.scenarios.map(longer), qpsSweep: [LOW_LOAD_QPS], contenders: CONTENDERS, seedPerRound: true };
 }
 
 export const REAL_VLLM_LOW_LOAD: PresetSpec = {
   ...REAL_VLLM,
   name: 'real-vllm-low-load',
-  description: `Low load on 2 real vLLM CPU engines (KV 96 blocks): shared-prefix and agentic at ${LOW_LOAD_QPS} req/s, cacheroute vs sglang-router 0.3.2 vs vllm-router 0.1.17 in ${LOW_LOAD_ROUNDS} interleaved rounds (order rotated), Envoy round-robin first; rounds.md pools the rounds.`,
+  description: `Low load on 2 real vLLM CPU engines (KV 96 blocks): shared-prefix and agentic at ${LOW_LOAD_QPS} req/s, cacheroute vs sglang-router 0.3.2 vs vllm-router 0.1.17 in ${LOW_LOAD_ROUNDS} interleaved rounds (order rotated, seed + n − 1 in round n), Envoy round-robin first; rounds.md pools the rounds.`,
   estimatedMinutes: 24,
   blocks: REAL_VLLM.blocks.map(lowLoad),
 };

@@ -68,6 +68,12 @@ export interface MatrixBlock {
   readonly faults?: readonly FaultStep[];
   /** Measure the routers' CPU with no traffic for this long before each run (ms). */
   readonly idleCpuMs?: number;
+  /**
+   * Contenders labelled `name#n` (interleaved rounds) run with the preset's seed + n − 1:
+   * each round is another draw of the workload, the same for every contender of that round,
+   * so one draw's luck (which groups burst together) is not read as a router's merit.
+   */
+  readonly seedPerRound?: boolean;
 }
 
 export interface RunBudget {
@@ -101,4 +107,6 @@ export interface Experiment {
   readonly engineActions?: readonly EngineAction[];
   readonly faults?: readonly FaultStep[];
   readonly idleCpuMs?: number;
+  /** Added to the preset's seed for this run (blocks with `seedPerRound`). */
+  readonly seedOffset?: number;
 }

@@ -7,7 +7,10 @@
  * over all rounds, and the median minus the direct path's.
  *
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
- *        [--out FILE]
+ *        [--out FILE] [--engines vllm]
+ *
+ * `--engines vllm`: the `real-vllm` presets' 2 real vLLM CPU engines instead of the simulated
+ * low-load fleet, cacheroute configured as those presets run it.
  *
  * Not a bar: a diagnostic for where the low-load TTFT gap comes from.
  */
@@ -19,7 +22,9 @@ import { startEngineFleet } from '../harness/engines.js';
 import { sleep } from '../harness/managed-process.js';
 import { streamRequest } from '../harness/sse-request.js';
 import { BENCH_MODEL, ENVOY_RR, SGLANG_CACHE_AWARE } from '../presets/building-blocks.js';
+import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
 import { replicaBlocks } from '../presets/replicas.js';
+import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
 import type { BenchRequest } from '../workloads/types.js';
 
@@ -41,16 +46,20 @@ async function main(): Promise<void> {
   const perRound = Number(arg('per-round', '30'));
   const baseline = arg('baseline', '');
   const out = arg('out', '');
+  const real = arg('engines', 'sim') === 'vllm';
   const block = replicaBlocks(1).find((b) => b.name === 'low-load');
   if (block === undefined) throw new Error('no low-load block');
-  const fleet = await startEngineFleet(block.engines.count, block.engines.flags, BENCH_MODEL, block.engines);
+  const setup = real ? REAL_VLLM_ENGINES : block.engines;
+  const model = real ? TINY_MODEL_NAME : BENCH_MODEL;
+  const routerOverrides = real ? REAL_ENGINE_POLLING : {};
+  const fleet = await startEngineFleet(setup.count, setup.flags, model, setup);
   const paths: Path[] = [
     { label: 'direct' },
     { label: 'envoy-only', spec: ENVOY_RR },
-    { label: 'cacheroute', spec: { kind: 'cacheroute', label: 'cacheroute', strategy: 'cache-aware' } },
+    { label: 'cacheroute', spec: { kind: 'cacheroute', label: 'cacheroute', strategy: 'cache-aware', routerOverrides } },
     // Diagnostic: the same router with no background work (no scrapes, no health checks).
     { label: 'cacheroute-no-polling', spec: { kind: 'cacheroute', label: 'cacheroute-no-polling', strategy: 'cache-aware', routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } } } },
-    ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline } } as Path] : []),
+    ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides } } as Path] : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
   ];
   // ~1,000 words: one synthetic token each; the same text every time, so after the first
@@ -65,11 +74,11 @@ async function main(): Promise<void> {
         let c: RunningContender | undefined;
         const engine = fleet.engines[0] as EngineHandle;
         try {
-          if (p.spec !== undefined) c = await startContender(p.spec, { engines: fleet.engines, model: BENCH_MODEL, seed: 1 });
+          if (p.spec !== undefined) c = await startContender(p.spec, { engines: fleet.engines, model, seed: 1 });
           const baseUrl = c?.baseUrl ?? engine.url;
           const xs: number[] = [];
           for (let i = 0; i < perRound + 3; i++) {
-            const res = await streamRequest(req, { baseUrl, model: BENCH_MODEL, timeoutMs: 10_000, agent });
+            const res = await streamRequest(req, { baseUrl, model, timeoutMs: 10_000, agent });
             if (i >= 3 && res.outcome === 'ok' && res.ttftMs !== null) xs.push(res.ttftMs); // first 3: warm-up
             await sleep(100);
           }
@@ -88,6 +97,7 @@ async function main(): Promise<void> {
   const report = {
     rounds,
     perRound,
+    engines: setup.label,
     baseline: baseline || null,
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();

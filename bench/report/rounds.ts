@@ -12,8 +12,9 @@
  *   the per-round p50 ratios (round n against round n: drift of the machine cancels), and
  *   the median of per-request ratios (the workload is seeded, so request `id` in round n of
  *   one contender is the same request as in round n of the other), also over only the pairs
- *   whose engines reported the same cached tokens: what is left there is not placement but
- *   the path, the router and the machine.
+ *   whose engines reported the same cached tokens: what is left there is not cache hits but
+ *   queueing behind other requests on the chosen engine, the path, the router and the machine;
+ *   and over the pairs that were also sent to an idle fleet in both runs: the path and router.
  *
  * The bootstrap says how much the pooled ratio would move with other draws of the same
  * requests; it does not cover drift between rounds, which the per-round column shows.
@@ -23,10 +24,10 @@ import { join } from 'node:path';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import type { RequestRecord } from '../harness/driver.js';
 import type { ExperimentResult } from '../harness/run-experiment.js';
+import { parseRoundLabel } from '../presets/round-label.js';
 import { quantileSorted } from '../stats/percentiles.js';
 import { fmtMs, fmtPct, fmtRatio, mdTable } from './format.js';
 
-const ROUND_LABEL = /^(.*)#(\d+)$/;
 const PEER_KINDS = new Set(['sglang-router', 'vllm-router']);
 
 export interface RoundRun {
@@ -41,6 +42,8 @@ export interface RoundRun {
   readonly ttftById: ReadonlyMap<string, number>;
   /** Successful requests' engine-reported cached prompt tokens by request id (when reported). */
   readonly cachedById: ReadonlyMap<string, number>;
+  /** Requests sent while no other request of the run was in flight (nothing to queue behind). */
+  readonly aloneIds: ReadonlySet<string>;
   readonly engineTokenHit: number | null;
   readonly failed: number;
 }
@@ -74,10 +77,16 @@ export interface PooledComparison {
   readonly pairedRequests: number;
   /**
    * The same over pairs whose engines reported the same cached tokens: the part of the gap
-   * that placement and cache hits do not explain (path, router and machine).
+   * that cache hits do not explain (queueing on the chosen engine, path, router, machine).
    */
   readonly medianSameCacheRatio: number | null;
   readonly sameCachePairs: number;
+  /**
+   * The same over pairs that found the fleet idle in both runs and the same cached tokens:
+   * no queueing and no cache difference, so what is left is the path and the router.
+   */
+  readonly medianAloneRatio: number | null;
+  readonly alonePairs: number;
   readonly p99Ratio: number | null;
   /** Token hit difference in points (contender − peer). */
   readonly tokenHitPoints: number | null;
@@ -94,12 +103,6 @@ export interface PooledGroup {
 export interface PoolOptions {
   readonly bootstrapSamples?: number;
   readonly seed?: number;
-}
-
-/** Splits `label#n` into its base and round; a label without a round is round 1. */
-export function parseRoundLabel(label: string): { base: string; round: number } {
-  const m = ROUND_LABEL.exec(label);
-  return m ? { base: m[1] as string, round: Number(m[2]) } : { base: label, round: 1 };
 }
 
 /** True when some contender ran more than one round: only then is a rounds report written. */
@@ -159,6 +162,7 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
   const perRound: number[] = [];
   const perRequest: number[] = [];
   const sameCache: number[] = [];
+  const alone: number[] = [];
   for (const ra of a) {
     const rb = b.find((r) => r.round === ra.round);
     if (rb === undefined) continue;
@@ -169,7 +173,9 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
       if (u === undefined || u <= 0) continue;
       perRequest.push(t / u);
       const ca = ra.cachedById.get(id);
-      if (ca !== undefined && ca === rb.cachedById.get(id)) sameCache.push(t / u);
+      if (ca === undefined || ca !== rb.cachedById.get(id)) continue;
+      sameCache.push(t / u);
+      if (ra.aloneIds.has(id) && rb.aloneIds.has(id)) alone.push(t / u);
     }
   }
   return {
@@ -183,6 +189,8 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
     pairedRequests: perRequest.length,
     medianSameCacheRatio: median(sameCache),
     sameCachePairs: sameCache.length,
+    medianAloneRatio: median(alone),
+    alonePairs: alone.length,
     p99Ratio: ratio(pa.p99, pb.p99),
     tokenHitPoints: pa.engineTokenHit === null || pb.engineTokenHit === null ? null : (pa.engineTokenHit - pb.engineTokenHit) * 100,
   };
@@ -219,6 +227,21 @@ export function poolRounds(runs: readonly RoundRun[], opts: PoolOptions = {}): P
   return out;
 }
 
+/** Ids of the requests sent while no other request of the run was in flight. */
+export function aloneRequests(records: readonly RequestRecord[]): Set<string> {
+  const spans = records
+    .filter((r) => r.endMs !== null)
+    .map((r) => ({ id: r.id, start: r.scheduledMs + r.lagMs, end: r.endMs as number }))
+    .sort((x, y) => x.start - y.start);
+  const out = new Set<string>();
+  let busyUntil = Number.NEGATIVE_INFINITY;
+  for (const s of spans) {
+    if (s.start >= busyUntil) out.add(s.id);
+    busyUntil = Math.max(busyUntil, s.end);
+  }
+  return out;
+}
+
 /** One run's RoundRun from its result and its per-request records. */
 export function roundRunOf(result: ExperimentResult, records: readonly RequestRecord[]): RoundRun {
   const { base, round } = parseRoundLabel(result.contender.label);
@@ -242,6 +265,7 @@ export function roundRunOf(result: ExperimentResult, records: readonly RequestRe
     round,
     ttftById,
     cachedById,
+    aloneIds: aloneRequests(records),
     engineTokenHit: result.summary.hits.engineTokenHitRate,
     failed,
   };
@@ -257,7 +281,9 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
       'Pooled = every round\'s successful requests together. Against the best peer router (lowest pooled TTFT p50): ' +
       'the ratio of pooled p50s with its 90% bootstrap interval (requests resampled within rounds), the median of the ' +
       'per-round p50 ratios (round n vs round n), the median per-request ratio (same request id in the same round) and ' +
-      'the same over the pairs whose engines reported equal cached tokens (the part placement does not explain).',
+      'the same over the pairs whose engines reported equal cached tokens (what cache hits do not explain: queueing on the ' +
+      'chosen engine, the path, the router and the machine), and over the pairs that were also sent while nothing else was ' +
+      'in flight in both runs (no queueing: the path and the router).',
     '',
   ];
   for (const g of groups) {
@@ -282,7 +308,7 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     if (g.comparisons.length > 0) {
       lines.push(
         mdTable(
-          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'same cached tokens (pairs)', 'pooled p99 ratio', 'token hit (points)'],
+          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'same cached tokens (pairs)', 'sent to an idle fleet, same cached (pairs)', 'pooled p99 ratio', 'token hit (points)'],
           g.comparisons.map((c) => [
             `${c.contender} ÷ ${c.peer}`,
             fmtRatio(c.p50Ratio),
@@ -291,6 +317,7 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
             fmtRatio(c.medianRoundRatio),
             `${fmtRatio(c.medianRequestRatio)} (${c.pairedRequests})`,
             `${fmtRatio(c.medianSameCacheRatio)} (${c.sameCachePairs})`,
+            `${fmtRatio(c.medianAloneRatio)} (${c.alonePairs})`,
             fmtRatio(c.p99Ratio),
             c.tokenHitPoints === null ? '–' : `${c.tokenHitPoints >= 0 ? '+' : ''}${c.tokenHitPoints.toFixed(1)}`,
           ]),

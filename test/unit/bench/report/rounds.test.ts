@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { lowLoadRound, REAL_VLLM_LOW_LOAD } from '../../../../bench/presets/real-vllm-low-load.js';
 import { expandPreset } from '../../../../bench/presets/expand.js';
-import { parseRoundLabel, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
+import { aloneRequests, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
+import type { RequestRecord } from '../../../../bench/harness/driver.js';
+import { parseRoundLabel } from '../../../../bench/presets/round-label.js';
 
 /** A run whose request `i` had TTFT ttfts[i] (ids r0, r1, …). */
 function run(contender: string, kind: string, round: number, ttfts: readonly number[], hit = 0.8, cached: readonly number[] = ttfts.map(() => 128)): RoundRun {
@@ -14,6 +16,7 @@ function run(contender: string, kind: string, round: number, ttfts: readonly num
     round,
     ttftById: new Map(ttfts.map((t, i) => [`r${i}`, t])),
     cachedById: new Map(cached.map((c, i) => [`r${i}`, c])),
+    aloneIds: new Set(ttfts.map((_t, i) => `r${i}`)),
     engineTokenHit: hit,
     failed: 0,
   };
@@ -67,6 +70,23 @@ describe('bench/report/rounds', () => {
     expect(c.medianSameCacheRatio).to.be.closeTo(1.05, 1e-9);
   });
 
+  it('finds the requests sent while nothing else was in flight', () => {
+    const rec = (id: string, scheduledMs: number, endMs: number | null, lagMs = 0): RequestRecord =>
+      ({ id, scheduledMs, lagMs, endMs }) as unknown as RequestRecord;
+    // a: 0–100; b sent at 50 (a in flight) until 150; d sent at 135 (b in flight); c sent at 150 when b ended; e never sent.
+    const ids = aloneRequests([rec('b', 50, 150), rec('a', 0, 100), rec('c', 150, 200, 0), rec('d', 130, 140, 5), rec('e', 10, null)]);
+    expect([...ids].sort()).to.deep.equal(['a', 'c']);
+    expect([...aloneRequests([rec('a', 0, 100), rec('b', 100, 150), rec('c', 160, 170)])].sort()).to.deep.equal(['a', 'b', 'c']);
+  });
+
+  it('keeps the idle-fleet ratio over pairs alone in both runs with the same cached tokens', () => {
+    const a = { ...run('cr', 'cacheroute', 1, [110, 300, 120], 0.8, [1408, 1408, 0]), aloneIds: new Set(['r0', 'r2']) };
+    const b = run('sg', 'sglang-router', 1, [100, 100, 100], 0.8, [1408, 1408, 1408]);
+    const c = poolRounds([a, b], { bootstrapSamples: 10 })[0]!.comparisons[0]!;
+    expect(c.alonePairs).to.equal(1); // r1 was not alone in cr's run, r2 had other cached tokens
+    expect(c.medianAloneRatio).to.be.closeTo(1.1, 1e-9);
+  });
+
   it('pairs requests and rounds only within the same round number', () => {
     const a = run('cr', 'cacheroute', 1, [100, 100]);
     const b: RoundRun = { ...run('sg', 'sglang-router', 2, [50, 50]) };
@@ -93,7 +113,10 @@ describe('bench/report/rounds', () => {
     for (let p = 0; p < 3; p++) expect(new Set(positions.map((r) => r[p])).size).to.equal(3);
     const ids = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => e.id);
     expect(ids[0]).to.equal('shared-prefix/groups8@1.5/envoy-round-robin');
-    expect(ids.filter((id) => id.startsWith('agentic/') && id.includes('cacheroute'))).to.have.length(3);
+    expect(ids.filter((id) => id.startsWith('agentic/') && id.includes('cacheroute'))).to.have.length(4);
+    // Round n draws the workload with seed + n − 1 for every contender of the round; the lead-in run keeps the seed.
+    const offsets = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => [parseRoundLabel(e.contender.label).round, e.seedOffset]);
+    for (const [round, offset] of offsets) expect(offset).to.equal((round as number) - 1);
   });
 });
 
