@@ -522,16 +522,22 @@ export class StreamHandler {
 
   /**
    * FULL_DUPLEX_STREAMED: the body is complete (end_of_stream, or trailers follow). Decide,
-   * then send the held headers answer, every chunk back in order, and the trailers answer.
+   * then send the held headers answer, the body back, and the trailers answer. The body goes
+   * back in as few messages as ECHO_MESSAGE_BYTES allows (FULL_DUPLEX_STREAMED lets the
+   * processor re-chunk): Envoy usually sends a request as its data plus an empty
+   * end_of_stream chunk, and every further message costs a write on each side before the
+   * engine has the whole request.
    */
   private completeDuplexBody(endedByBody: boolean): void {
     const chunks = this.chunks;
     this.chunks = [];
-    this.decide(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.bodyBytes), (ticket) => {
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.bodyBytes);
+    this.decide(body, (ticket) => {
       this.phase = 'forwarded';
       this.send(requestHeadersWithDecision(ticket.decision, this.decisionExtras));
-      for (let i = 0; i < chunks.length; i++) {
-        this.send(streamedRequestBody(chunks[i]!, endedByBody && i === chunks.length - 1));
+      const pieces = body.length <= ECHO_MESSAGE_BYTES ? [body] : joinBodyChunks(chunks, ECHO_MESSAGE_BYTES);
+      for (let i = 0; i < pieces.length; i++) {
+        this.send(streamedRequestBody(pieces[i]!, endedByBody && i === pieces.length - 1));
       }
       if (!endedByBody) this.send(continueRequestTrailers());
       this.closeIfHandedOver();
@@ -792,6 +798,38 @@ export class StreamHandler {
     this.log ??= requestLogger(this.ctx.options.logger, { requestId: this.requestId, traceparent: this.traceparent });
     return this.log;
   }
+}
+
+/**
+ * Largest body echo message built by joining Envoy's chunks (a chunk Envoy sent larger than
+ * this goes back as it came, never split). A typical inference request fits in one; large
+ * bodies still go back in pieces, as Envoy has refused single body responses of ~128 KB
+ * (gateway-api-inference-extension issue 854, whose picker keeps them under 62,000 bytes).
+ */
+export const ECHO_MESSAGE_BYTES = 60 * 1024;
+
+/**
+ * Joins consecutive body chunks into pieces of at most `limit` bytes, in order, dropping empty
+ * chunks; a chunk longer than `limit` stays a piece of its own. An empty body gives one empty
+ * piece (the end_of_stream message still has to go back).
+ */
+export function joinBodyChunks(chunks: readonly Buffer[], limit: number): Buffer[] {
+  const pieces: Buffer[] = [];
+  let run: Buffer[] = [];
+  let runBytes = 0;
+  const close = (): void => {
+    if (run.length > 0) pieces.push(run.length === 1 ? run[0]! : Buffer.concat(run, runBytes));
+    run = [];
+    runBytes = 0;
+  };
+  for (const c of chunks) {
+    if (c.length === 0) continue;
+    if (runBytes + c.length > limit) close();
+    run.push(c);
+    runBytes += c.length;
+  }
+  close();
+  return pieces.length > 0 ? pieces : [Buffer.alloc(0)];
 }
 
 /** The priority header's value: an integer clamped to ±MAX_PRIORITY; anything else is 0. */

@@ -4,7 +4,7 @@ import { RouterError } from '../../../src/core/errors.js';
 import { defaultConfig } from '../../../src/config/loader.js';
 import type { RouterConfig } from '../../../src/config/types.js';
 import { extractPrompt } from '../../../src/request/extract-prompt.js';
-import { EdgeContext } from '../../../src/extproc/stream-handler.js';
+import { ECHO_MESSAGE_BYTES, EdgeContext, joinBodyChunks } from '../../../src/extproc/stream-handler.js';
 import type { EdgeOptions } from '../../../src/extproc/stream-handler.js';
 import type { EdgeStats } from '../../../src/extproc/edge-stats.js';
 import type { ProcessingResponse__Output } from '../../../src/extproc/ext-proc-proto.js';
@@ -95,7 +95,7 @@ function metadataOf(msg: ProcessingResponse__Output): { lb: string | undefined; 
 
 describe('extproc/stream-handler', () => {
   describe('FULL_DUPLEX_STREAMED inference request', () => {
-    it('holds the headers answer until the body ends, then answers headers with the decision and echoes every chunk', () => {
+    it('holds the headers answer until the body ends, then answers headers with the decision and gives the body back in one message', () => {
       const { edge, routing } = setup();
       const s = openScripted(edge);
       const body = Buffer.from(chatBody('hello there, this is a prompt'), 'utf8');
@@ -105,7 +105,7 @@ describe('extproc/stream-handler', () => {
       expect(s.feed(requestBody(a, false))).to.have.length(0);
       expect(routing.requests).to.have.length(0);
       const out = s.feed(requestBody(b, true));
-      expect(out.map(kindOf)).to.deep.equal(['request_headers', 'request_body', 'request_body']);
+      expect(out.map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
       const common = out[0]!.request_headers!.response!;
       expect(common.status).to.equal('CONTINUE');
       expect(common.clear_route_cache).to.equal(true);
@@ -116,10 +116,9 @@ describe('extproc/stream-handler', () => {
       const md = metadataOf(out[0]!);
       expect(md.lb).to.equal(dest.value);
       expect(md.destination).to.equal(decision!.endpoint.id);
-      const c1 = out[1]!.request_body!.response!.body_mutation!.streamed_response!;
-      const c2 = out[2]!.request_body!.response!.body_mutation!.streamed_response!;
-      expect(Buffer.concat([c1.body, c2.body]).equals(body)).to.equal(true);
-      expect([c1.end_of_stream, c2.end_of_stream]).to.deep.equal([false, true]);
+      const echo = out[1]!.request_body!.response!.body_mutation!.streamed_response!;
+      expect(echo.body.equals(body)).to.equal(true);
+      expect(echo.end_of_stream).to.equal(true);
       const req = routing.requests[0]!;
       expect(req.requestId).to.equal('req-1');
       expect(req.model).to.equal('m1');
@@ -127,6 +126,32 @@ describe('extproc/stream-handler', () => {
       expect(req.stream).to.equal(false);
       expect(req.arrivalMs).to.equal(1000);
       expect(req.subset).to.equal(undefined);
+    });
+
+    it('gives a body larger than one echo message back in order, joining chunks without splitting any', () => {
+      const { edge } = setup();
+      const s = openScripted(edge);
+      // A chat body padded past two echo messages, in Envoy-sized chunks, then an empty end.
+      const body = Buffer.from(chatBody('p'.repeat(2 * ECHO_MESSAGE_BYTES + 5000)), 'utf8');
+      const sizes = [16384, 16384, 16384, 16384, 1];
+      const chunks: Buffer[] = [];
+      let at = 0;
+      for (const n of sizes) {
+        chunks.push(body.subarray(at, at + n));
+        at += n;
+      }
+      chunks.push(body.subarray(at));
+      s.feed(requestHeaders(FDS));
+      for (const c of chunks) expect(s.feed(requestBody(c, false))).to.have.length(0);
+      const out = s.feed(requestBody(Buffer.alloc(0), true));
+      expect(out.map(kindOf)[0]).to.equal('request_headers');
+      const echoes = out.slice(1).map((m) => m.request_body!.response!.body_mutation!.streamed_response!);
+      expect(echoes.length).to.be.lessThan(chunks.length + 1);
+      expect(Buffer.concat(echoes.map((e) => e.body)).equals(body)).to.equal(true);
+      expect(echoes.map((e) => e.end_of_stream)).to.deep.equal(echoes.map((_, i) => i === echoes.length - 1));
+      for (const e of echoes.slice(0, -1)) expect(e.body.length).to.be.greaterThan(0);
+      const largestChunk = Math.max(...chunks.map((c) => c.length));
+      for (const e of echoes) expect(e.body.length).to.be.at.most(Math.max(ECHO_MESSAGE_BYTES, largestChunk));
     });
 
     it('ends the body on request trailers: chunks echoed without end_of_stream, then the trailers answer', () => {
@@ -588,6 +613,25 @@ describe('extproc/stream-handler', () => {
       b.cancel();
       expect(stats.opened).to.equal(2);
       expect(stats.closed).to.equal(2);
+    });
+  });
+
+  describe('joinBodyChunks', () => {
+    const b = (text: string): Buffer => Buffer.from(text, 'utf8');
+    const texts = (pieces: Buffer[]): string[] => pieces.map((p) => p.toString('utf8'));
+
+    it('joins consecutive chunks up to the limit, in order', () => {
+      expect(texts(joinBodyChunks([b('ab'), b('cd'), b('ef'), b('g')], 4))).to.deep.equal(['abcd', 'efg']);
+    });
+
+    it('keeps a chunk longer than the limit whole, on its own', () => {
+      expect(texts(joinBodyChunks([b('a'), b('bcdefg'), b('h')], 4))).to.deep.equal(['a', 'bcdefg', 'h']);
+    });
+
+    it('drops empty chunks, and gives one empty piece for an empty body', () => {
+      expect(texts(joinBodyChunks([b(''), b('ab'), b(''), b('c'), b('')], 8))).to.deep.equal(['abc']);
+      expect(texts(joinBodyChunks([b(''), b('')], 8))).to.deep.equal(['']);
+      expect(texts(joinBodyChunks([], 8))).to.deep.equal(['']);
     });
   });
 });
