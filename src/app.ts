@@ -24,7 +24,7 @@ import { systemClock } from './util/clock.js';
 import type { Clock } from './util/clock.js';
 import { seededRng } from './util/rng.js';
 import type { Rng } from './util/rng.js';
-import { createLogger } from './logging/logger.js';
+import { createLogger, silentLogger } from './logging/logger.js';
 import type { Logger } from './logging/logger.js';
 import { instrumentTelemetry } from './telemetry/instrument-app.js';
 import { attachEngineHealth, isHealthHost, type AttachedHealth } from './health/attach-engine-health.js';
@@ -44,6 +44,10 @@ import type { ReplicationView } from './replication/replication-metrics.js';
 import { registerReplicationRoutes } from './replication/replication-routes.js';
 import { PREFIX_INDEX_REPLICA } from './plugins/multi/prefix-index-replica.js';
 import { formatHostPort } from './util/host-port.js';
+import { warmUpRequestPath } from './compose/warm-up.js';
+
+/** Longest the warm-up may delay serving (it stops early, never fails the start). */
+const WARM_UP_BUDGET_MS = 5000;
 
 /** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
 export interface AppScheduler extends RoutingService {
@@ -324,6 +328,20 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         await discovery?.start();
         // Before serving: connect and replay the index stream (both bounded; never fatal).
         await replication?.start();
+        // Before serving: run the request path on scratch parts until V8 has compiled it.
+        await warmUpRequestPath({
+          config,
+          streams: config.server.warmUpStreams,
+          budgetMs: WARM_UP_BUDGET_MS,
+          extract: deps.extract ?? extractPrompt,
+          clock,
+          logger,
+          // The default telemetry on the scratch parts too (its own registry and admin routes,
+          // no spans); an injected instrumentation is the caller's and is left alone.
+          ...(deps.instrument === undefined
+            ? { observe: (s: AppScheduler) => instrumentTelemetry()({ config, scheduler: s, admin: new AdminServer({ address: config.server.adminAddress, logger: silentLogger }), clock, logger: silentLogger }) }
+            : {}),
+        });
         const g = await extProc.start();
         admin.setReady(true);
         state = 'running';

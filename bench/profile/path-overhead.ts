@@ -16,6 +16,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
+import { deepMerge } from '../contenders/router-config.js';
 import { startContender } from '../contenders/start-contender.js';
 import type { ContenderSpec, EngineHandle, RunningContender } from '../contenders/types.js';
 import { startEngineFleet } from '../harness/engines.js';
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
     { label: 'cacheroute', spec: { kind: 'cacheroute', label: 'cacheroute', strategy: 'cache-aware', routerOverrides } },
     // Diagnostic: the same router with no background work (no scrapes, no health checks).
     { label: 'cacheroute-no-polling', spec: { kind: 'cacheroute', label: 'cacheroute-no-polling', strategy: 'cache-aware', routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } } } },
+    // Diagnostic: the same router without its start-up warm-up (server.warmUpStreams 0).
+    { label: 'cacheroute-no-warm-up', spec: { kind: 'cacheroute', label: 'cacheroute-no-warm-up', strategy: 'cache-aware', routerOverrides: deepMerge(routerOverrides, { server: { warmUpStreams: 0 } }) } },
     ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides } } as Path] : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
   ];

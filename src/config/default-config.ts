@@ -1,8 +1,9 @@
 /**
  * A validated config for tests and tools, built from the defaults plus overrides. It is
- * the defaults of parseConfig except for three test-friendly choices: ephemeral listen
- * ports (127.0.0.1:0), engine-metrics polling off, and four loopback endpoints
- * 127.0.0.1:8001-8004 (all in pool `default`).
+ * the defaults of parseConfig except for four test-friendly choices: ephemeral listen
+ * ports (127.0.0.1:0), no start-up warm-up (`server.warmUpStreams` 0: a test app starts at
+ * once), engine-metrics polling off, and four loopback endpoints 127.0.0.1:8001-8004 (all
+ * in pool `default`).
  */
 import type { RouterConfig } from './types.js';
 import { API_VERSION } from './defaults.js';
@@ -26,7 +27,7 @@ export const TEST_ENDPOINT_ADDRESSES: readonly string[] = [
 export function defaultConfig(overrides: DeepPartial<RouterConfig> = {}): RouterConfig {
   const base = {
     apiVersion: API_VERSION,
-    server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0' },
+    server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0', warmUpStreams: 0 },
     endpoints: TEST_ENDPOINT_ADDRESSES.map((address) => ({ address })),
     engineMetrics: { enabled: false },
   };

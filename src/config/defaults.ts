@@ -21,6 +21,12 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 export const DEFAULT_KEEPALIVE_TIME_MS = 2 * 60 * 60 * 1000;
 export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
 /**
+ * Synthetic ext_proc streams through a scratch copy of the request path before serving, so
+ * V8 has compiled it when the first real request comes (src/compose/warm-up.ts; decision
+ * 0207). Measured on the 2-core development machine: see the decision.
+ */
+export const DEFAULT_WARM_UP_STREAMS = 600;
+/**
  * An ext_proc stream silent this long before its request was answered is abandoned (Envoy
  * sends headers and body as the client uploads them; half a minute of silence mid-upload is
  * a stalled or vanished client).

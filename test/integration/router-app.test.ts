@@ -4,7 +4,7 @@ import { createRouterApp } from '../../src/app.js';
 import type { RouterApp } from '../../src/app.js';
 import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../src/config/default-config.js';
 import { instrumentTelemetry } from '../../src/telemetry/instrument-app.js';
-import { silentLogger } from '../../src/logging/logger.js';
+import { createLogger, silentLogger } from '../../src/logging/logger.js';
 import { connect, eventually, open } from '../helpers/ext-proc-client.js';
 import type { ClientConversation } from '../helpers/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
@@ -55,6 +55,30 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
       expect(new Set(list).size).to.equal(3);
       for (const id of list) expect(TEST_ENDPOINT_ADDRESSES).to.include(id);
       expect(d.destination).to.equal(list[0]);
+      c.cancel();
+    } finally {
+      client.close();
+    }
+  });
+
+  it('warms the request path on scratch parts before serving: the real scheduler, decisions and metrics see none of it', async () => {
+    const lines: string[] = [];
+    const config = defaultConfig({ strategy: 'cache-aware', server: { warmUpStreams: 40 }, telemetry: { logLevel: 'info' } });
+    app = createRouterApp(config, { logger: createLogger({ level: 'info', write: (l) => lines.push(l) }), instrument: instrumentTelemetry() });
+    const { grpcPort, adminPort } = await app.start();
+    const warmed = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'request path warmed up');
+    expect(warmed, 'the warm-up log line').to.not.equal(undefined);
+    expect(warmed!['streams']).to.equal(40);
+    expect(warmed!['stopped']).to.equal(undefined);
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    expect(metrics).to.not.match(/^cacheroute_decisions_total\{[^}]*\} [1-9]/m);
+    expect(app.scheduler.endpoints().map((e) => app!.scheduler.registry!.loadOf(e).inflightRequests)).to.deep.equal([0, 0, 0, 0]);
+    // The app itself serves as usual.
+    const client = connect(grpcPort);
+    try {
+      const c = open(client);
+      const d = await route(c, 'after the warm-up');
+      expect(TEST_ENDPOINT_ADDRESSES).to.include(d.destination);
       c.cancel();
     } finally {
       client.close();

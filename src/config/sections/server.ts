@@ -10,6 +10,7 @@ import {
   DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
   DEFAULT_RESPONSE_COMPLETION,
   DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
+  DEFAULT_WARM_UP_STREAMS,
   RESPONSE_COMPLETION_MODES,
 } from '../defaults.js';
 import type { ConfigSection } from '../config-section.js';
@@ -29,6 +30,9 @@ const schema = optionalSection({
     .enum(RESPONSE_COMPLETION_MODES)
     .default(DEFAULT_RESPONSE_COMPLETION)
     .describe('How a routed request is seen to end: Envoy\'s gRPC access log (served on the ext_proc port; a request with no entry after responseIdleTimeoutMs counts as aborted) or response messages on the ext_proc stream. Must match the Envoy config.'),
+  warmUpStreams: int({ min: 0, max: 100_000 })
+    .default(DEFAULT_WARM_UP_STREAMS)
+    .describe('Synthetic ext_proc streams run through a scratch copy of the request path (own loopback server, edge and scheduler) before serving, so the first real requests run compiled code; 0 = off.'),
 }).superRefine((s, ctx) => {
   if (typeof s !== 'object' || s === null) return;
   if (typeof s.keepaliveTimeMs === 'number' && s.keepaliveTimeMs > 0 && s.keepaliveTimeMs < 1000) {

@@ -28,6 +28,7 @@ describe('config/parse-config', () => {
         requestIdleTimeoutMs: D.DEFAULT_REQUEST_IDLE_TIMEOUT_MS,
         responseIdleTimeoutMs: D.DEFAULT_RESPONSE_IDLE_TIMEOUT_MS,
         responseCompletion: D.DEFAULT_RESPONSE_COMPLETION,
+        warmUpStreams: D.DEFAULT_WARM_UP_STREAMS,
       });
       expect(c.requests).to.deep.equal({
         paths: D.DEFAULT_PATHS,
