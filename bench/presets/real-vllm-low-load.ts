@@ -25,10 +25,10 @@ const RUN_S = 45;
 
 const ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE];
 
-/** Round n (from 1) of the rotation, each label suffixed `#n`. */
-export function lowLoadRound(n: number): ContenderSpec[] {
-  const k = (n - 1) % ROTATION.length;
-  return [...ROTATION.slice(k), ...ROTATION.slice(0, k)].map((c) => ({ ...c, label: `${c.label}#${n}` }));
+/** Round n (from 1) of a rotation, each label suffixed `#n`. */
+export function lowLoadRound(n: number, rotation: readonly ContenderSpec[] = ROTATION): ContenderSpec[] {
+  const k = (n - 1) % rotation.length;
+  return [...rotation.slice(k), ...rotation.slice(0, k)].map((c) => ({ ...c, label: `${c.label}#${n}` }));
 }
 
 const CONTENDERS: ContenderSpec[] = [ENVOY_RR];
@@ -46,4 +46,28 @@ export const REAL_VLLM_LOW_LOAD: PresetSpec = {
   description: `Low load on 2 real vLLM CPU engines (KV 96 blocks): shared-prefix and agentic at ${LOW_LOAD_QPS} req/s, cacheroute vs sglang-router 0.3.2 vs vllm-router 0.1.17 in ${LOW_LOAD_ROUNDS} interleaved rounds (order rotated, seed + n − 1 in round n), Envoy round-robin first; rounds.md pools the rounds.`,
   estimatedMinutes: 24,
   blocks: REAL_VLLM.blocks.map(lowLoad),
+};
+
+/**
+ * `real-vllm-low-load-quiet`: a diagnostic of the gap above on the agentic block (where both
+ * routers reach the same token hit): cacheroute as above, the same router with no traffic of
+ * its own to the engines (engine-metrics scrapes and active health checks off: a vLLM
+ * /metrics page costs its API server ~13 ms of the thread that also serves requests), and
+ * sglang-router, in 3 interleaved rounds with a seed each.
+ */
+const QUIET: ContenderSpec = {
+  kind: 'cacheroute',
+  label: 'cacheroute-cache-aware-quiet',
+  strategy: 'cache-aware',
+  routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } },
+};
+const QUIET_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), QUIET, SGLANG_CACHE_AWARE];
+const QUIET_CONTENDERS: ContenderSpec[] = [1, 2, 3].flatMap((n) => lowLoadRound(n, QUIET_ROTATION));
+
+export const REAL_VLLM_LOW_LOAD_QUIET: PresetSpec = {
+  ...REAL_VLLM_LOW_LOAD,
+  name: 'real-vllm-low-load-quiet',
+  description: 'Diagnostic: real-vllm-low-load\'s agentic block with cacheroute, cacheroute without engine-metrics scrapes and health checks, and sglang-router, 3 interleaved rounds with a seed each.',
+  estimatedMinutes: 9,
+  blocks: [{ ...(REAL_VLLM_LOW_LOAD.blocks[1] as MatrixBlock), contenders: QUIET_CONTENDERS }],
 };

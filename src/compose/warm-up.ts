@@ -77,30 +77,28 @@ export async function warmUpRequestPath(o: WarmUpOptions): Promise<WarmUpResult>
     o.config.endpoints.length > 0
       ? o.config
       : { ...o.config, endpoints: STAND_IN_ENDPOINTS.map((address) => ({ address, pool: DEFAULT_POOL, models: [] })) };
-  const scheduler = createScheduler(config, { clock: o.clock, rng: seededRng(config.seed), logger: silentLogger });
-  const telemetry = o.observe?.(scheduler);
-  // The same response path as the real edge: tickets handed over at the decision, or not.
-  const pending = config.server.responseCompletion === 'access-log' ? new PendingResponses({ clock: o.clock, maxAgeMs: config.server.responseIdleTimeoutMs }) : undefined;
-  const edge = new EdgeContext({
-    routing: scheduler,
-    extract: o.extract,
-    requests: config.requests,
-    decisionHeader: config.telemetry.decisionHeader,
-    clock: o.clock,
-    logger: silentLogger,
-    ...(pending !== undefined ? { pending } : {}),
-    ...(telemetry?.edgeStats !== undefined ? { stats: telemetry.edgeStats } : {}),
-  });
-  const server = new ExtProcServer({
-    address: '127.0.0.1:0',
-    maxReceiveMessageBytes: config.server.maxReceiveMessageBytes,
-    edge,
-    logger: silentLogger,
-  });
+  let server: ExtProcServer | undefined;
+  let pending: PendingResponses | undefined;
+  let telemetry: ScratchTelemetry | undefined;
   let client: ExternalProcessorClient | undefined;
   let done = 0;
   let stopped: string | undefined;
   try {
+    const scheduler = createScheduler(config, { clock: o.clock, rng: seededRng(config.seed), logger: silentLogger });
+    telemetry = o.observe?.(scheduler);
+    // The same response path as the real edge: tickets handed over at the decision, or not.
+    if (config.server.responseCompletion === 'access-log') pending = new PendingResponses({ clock: o.clock, maxAgeMs: config.server.responseIdleTimeoutMs });
+    const edge = new EdgeContext({
+      routing: scheduler,
+      extract: o.extract,
+      requests: config.requests,
+      decisionHeader: config.telemetry.decisionHeader,
+      clock: o.clock,
+      logger: silentLogger,
+      ...(pending !== undefined ? { pending } : {}),
+      ...(telemetry?.edgeStats !== undefined ? { stats: telemetry.edgeStats } : {}),
+    });
+    server = new ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: config.server.maxReceiveMessageBytes, edge, logger: silentLogger });
     const { port } = await server.start();
     const Client = extProcPackage().envoy.service.ext_proc.v3.ExternalProcessor;
     client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
@@ -126,9 +124,13 @@ export async function warmUpRequestPath(o: WarmUpOptions): Promise<WarmUpResult>
     stopped = err instanceof Error ? err.message : String(err);
   } finally {
     client?.close();
-    await server.stop({ graceMs: 0 });
+    await server?.stop({ graceMs: 0 }).catch(() => undefined);
     pending?.stop();
-    await telemetry?.stop?.();
+    try {
+      await telemetry?.stop?.();
+    } catch {
+      // scratch telemetry: nothing to keep
+    }
   }
   const result = { streams: done, elapsedMs: Math.round(o.clock.nowMs() - started), ...(stopped !== undefined ? { stopped } : {}) };
   o.logger.info('request path warmed up', { streams: result.streams, elapsed_ms: result.elapsedMs, ...(stopped !== undefined ? { stopped } : {}) });

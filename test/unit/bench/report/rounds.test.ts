@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { lowLoadRound, REAL_VLLM_LOW_LOAD } from '../../../../bench/presets/real-vllm-low-load.js';
+import { lowLoadRound, REAL_VLLM_LOW_LOAD, REAL_VLLM_LOW_LOAD_QUIET } from '../../../../bench/presets/real-vllm-low-load.js';
 import { expandPreset } from '../../../../bench/presets/expand.js';
 import { aloneRequests, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
 import type { RequestRecord } from '../../../../bench/harness/driver.js';
@@ -117,6 +117,15 @@ describe('bench/report/rounds', () => {
     // Round n draws the workload with seed + n − 1 for every contender of the round; the lead-in run keeps the seed.
     const offsets = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => [parseRoundLabel(e.contender.label).round, e.seedOffset]);
     for (const [round, offset] of offsets) expect(offset).to.equal((round as number) - 1);
+    // The quiet diagnostic: agentic only, 3 rounds of 3 contenders, the quiet router with no scrapes or health checks.
+    const quiet = expandPreset(REAL_VLLM_LOW_LOAD_QUIET);
+    expect(quiet).to.have.length(9);
+    expect(quiet.every((e) => e.block === 'agentic')).to.equal(true);
+    const q = quiet.find((e) => e.contender.label === 'cacheroute-cache-aware-quiet#2')!;
+    expect(q.seedOffset).to.equal(1);
+    const over = (q.contender.kind === 'cacheroute' ? q.contender.routerOverrides : undefined) as { engineMetrics?: { enabled?: boolean }; health?: { enabled?: boolean } } | undefined;
+    expect(over?.engineMetrics?.enabled).to.equal(false);
+    expect(over?.health?.enabled).to.equal(false);
   });
 });
 
