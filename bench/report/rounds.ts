@@ -7,8 +7,9 @@
  *
  * - pooled percentiles over every round's successful requests;
  * - each cacheroute contender against the best peer router (lowest pooled p50 among
- *   sglang-router and vllm-router) by three estimators: the ratio of pooled p50s with a
- *   90% bootstrap interval (requests resampled within each round, seeded), the median of
+ *   sglang-router and vllm-router) by three estimators: the ratio of pooled p50s with
+ *   90% bootstrap intervals (requests resampled within each round; and whole rounds
+ *   resampled, which also covers run-to-run spread; seeded), the median of
  *   the per-round p50 ratios (round n against round n: drift of the machine cancels), and
  *   the median of per-request ratios (the workload is seeded, so request `id` in round n of
  *   one contender is the same request as in round n of the other), also over only the pairs
@@ -16,8 +17,9 @@
  *   queueing behind other requests on the chosen engine, the path, the router and the machine;
  *   and over the pairs that were also sent to an idle fleet in both runs: the path and router.
  *
- * The bootstrap says how much the pooled ratio would move with other draws of the same
- * requests; it does not cover drift between rounds, which the per-round column shows.
+ * The request bootstrap says how much the pooled ratio would move with other draws of the
+ * same requests; it does not cover drift between rounds (on real engines a run's p50 moves
+ * more than that), which the round bootstrap and the per-round column show.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,8 +69,13 @@ export interface PooledComparison {
   readonly peer: string;
   /** Pooled p50 ÷ the peer's pooled p50. */
   readonly p50Ratio: number | null;
-  /** 5th and 95th percentile of the bootstrapped pooled-p50 ratio. */
+  /** 5th and 95th percentile of the bootstrapped pooled-p50 ratio (requests resampled within rounds). */
   readonly p50RatioInterval: readonly [number, number] | null;
+  /**
+   * The same with whole rounds resampled (round n of both together): covers the spread
+   * between runs, which resampling requests within rounds does not; null under 3 paired rounds.
+   */
+  readonly p50RatioRoundInterval: readonly [number, number] | null;
   /** Round n's p50 ÷ the peer's round n p50, for rounds both ran. */
   readonly perRoundRatios: readonly number[];
   readonly medianRoundRatio: number | null;
@@ -158,14 +165,37 @@ function bootstrapRatio(a: readonly RoundRun[], b: readonly RoundRun[], samples:
   return lo === null || hi === null ? null : [lo, hi];
 }
 
+/** Rounds resampled with replacement, each draw taking round n of both contenders together. */
+function roundBootstrapRatio(pairs: ReadonlyArray<readonly [RoundRun, RoundRun]>, samples: number, rng: Rng): readonly [number, number] | null {
+  if (pairs.length < 3 || samples <= 0) return null;
+  const ratios: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const xa: number[] = [];
+    const xb: number[] = [];
+    for (let k = 0; k < pairs.length; k++) {
+      const [ra, rb] = pairs[rng.int(pairs.length)] as readonly [RoundRun, RoundRun];
+      for (const v of ra.ttftById.values()) xa.push(v);
+      for (const v of rb.ttftById.values()) xb.push(v);
+    }
+    const v = ratio(quantileSorted(sorted(xa), 0.5), quantileSorted(sorted(xb), 0.5));
+    if (v !== null) ratios.push(v);
+  }
+  const s = sorted(ratios);
+  const lo = quantileSorted(s, 0.05);
+  const hi = quantileSorted(s, 0.95);
+  return lo === null || hi === null ? null : [lo, hi];
+}
+
 function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledContender, pb: PooledContender, samples: number, rng: Rng): PooledComparison {
   const perRound: number[] = [];
   const perRequest: number[] = [];
   const sameCache: number[] = [];
   const alone: number[] = [];
+  const pairs: Array<readonly [RoundRun, RoundRun]> = [];
   for (const ra of a) {
     const rb = b.find((r) => r.round === ra.round);
     if (rb === undefined) continue;
+    pairs.push([ra, rb]);
     const v = ratio(quantileSorted(sorted(ra.ttftById.values()), 0.5), quantileSorted(sorted(rb.ttftById.values()), 0.5));
     if (v !== null) perRound.push(v);
     for (const [id, t] of ra.ttftById) {
@@ -183,6 +213,7 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
     peer: pb.contender,
     p50Ratio: ratio(pa.p50, pb.p50),
     p50RatioInterval: bootstrapRatio(a, b, samples, rng),
+    p50RatioRoundInterval: roundBootstrapRatio(pairs, samples, rng),
     perRoundRatios: perRound,
     medianRoundRatio: median(perRound),
     medianRequestRatio: median(perRequest),
@@ -279,7 +310,8 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     '',
     'Each contender ran in several interleaved rounds on the same engines, workload and seed (labels `#n` in results.md). ' +
       'Pooled = every round\'s successful requests together. Against the best peer router (lowest pooled TTFT p50): ' +
-      'the ratio of pooled p50s with its 90% bootstrap interval (requests resampled within rounds), the median of the ' +
+      'the ratio of pooled p50s with two 90% bootstrap intervals (requests resampled within rounds; whole rounds resampled, ' +
+      'which also covers the spread between runs), the median of the ' +
       'per-round p50 ratios (round n vs round n), the median per-request ratio (same request id in the same round) and ' +
       'the same over the pairs whose engines reported equal cached tokens (what cache hits do not explain: queueing on the ' +
       'chosen engine, the path, the router and the machine), and over the pairs that were also sent while nothing else was ' +
@@ -308,11 +340,12 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     if (g.comparisons.length > 0) {
       lines.push(
         mdTable(
-          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'same cached tokens (pairs)', 'sent to an idle fleet, same cached (pairs)', 'pooled p99 ratio', 'token hit (points)'],
+          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval (requests)', '90% interval (rounds)', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'same cached tokens (pairs)', 'sent to an idle fleet, same cached (pairs)', 'pooled p99 ratio', 'token hit (points)'],
           g.comparisons.map((c) => [
             `${c.contender} ÷ ${c.peer}`,
             fmtRatio(c.p50Ratio),
             interval(c.p50RatioInterval),
+            interval(c.p50RatioRoundInterval),
             c.perRoundRatios.map((v) => v.toFixed(2)).join(' / '),
             fmtRatio(c.medianRoundRatio),
             `${fmtRatio(c.medianRequestRatio)} (${c.pairedRequests})`,

@@ -59,6 +59,21 @@ describe('bench/report/rounds', () => {
     expect(lo).to.be.at.most(c.p50Ratio!);
     expect(hi).to.be.at.least(c.p50Ratio!);
     expect(c.tokenHitPoints).to.be.closeTo(0, 1e-9);
+    expect(c.p50RatioRoundInterval).to.equal(null); // 2 paired rounds: too few to resample
+  });
+
+  it('resamples whole rounds for the round interval, which covers the spread between rounds', () => {
+    // Within each round cr is exactly 1.0× or 1.5× sg: the request bootstrap stays narrow
+    // per round, the round bootstrap spans both.
+    const runs = [1, 2, 3, 4].flatMap((n) => {
+      const sg = [100, 100, 100, 100, 100];
+      const f = n % 2 === 0 ? 1.5 : 1.0;
+      return [run('cr', 'cacheroute', n, sg.map((v) => v * f)), run('sg', 'sglang-router', n, sg)];
+    });
+    const c = poolRounds(runs, { bootstrapSamples: 500, seed: 5 })[0]!.comparisons[0]!;
+    const [lo, hi] = c.p50RatioRoundInterval!;
+    expect(lo).to.equal(1);
+    expect(hi).to.equal(1.5);
   });
 
   it('keeps a same-cached-tokens ratio over only the pairs whose engines reported equal cached tokens', () => {
