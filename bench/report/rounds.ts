@@ -308,7 +308,8 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
   const lines: string[] = [
     '# Interleaved rounds, pooled',
     '',
-    'Each contender ran in several interleaved rounds on the same engines, workload and seed (labels `#n` in results.md). ' +
+    'Each contender ran in several interleaved rounds on the same engines and workload (labels `#n` in results.md; ' +
+      'blocks with seedPerRound draw round n with seed + n − 1, the same for every contender of the round). ' +
       'Pooled = every round\'s successful requests together. Against the best peer router (lowest pooled TTFT p50): ' +
       'the ratio of pooled p50s with two 90% bootstrap intervals (requests resampled within rounds; whole rounds resampled, ' +
       'which also covers the spread between runs), the median of the ' +
