@@ -31,8 +31,10 @@ export function lowLoadRound(n: number, rotation: readonly ContenderSpec[] = ROT
   return [...rotation.slice(k), ...rotation.slice(0, k)].map((c) => ({ ...c, label: `${c.label}#${n}` }));
 }
 
-const CONTENDERS: ContenderSpec[] = [ENVOY_RR];
-for (let n = 1; n <= LOW_LOAD_ROUNDS; n++) CONTENDERS.push(...lowLoadRound(n));
+const rounds = (count: number, rotation: readonly ContenderSpec[] = ROTATION): ContenderSpec[] =>
+  Array.from({ length: count }, (_, i) => lowLoadRound(i + 1, rotation)).flat();
+
+const CONTENDERS: ContenderSpec[] = [ENVOY_RR, ...rounds(LOW_LOAD_ROUNDS)];
 
 const longer = (s: ScenarioSpec): ScenarioSpec => (s.kind === 'shared-prefix' || s.kind === 'agentic' ? { ...s, durationS: RUN_S } : s);
 
@@ -62,7 +64,7 @@ const QUIET: ContenderSpec = {
   routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } },
 };
 const QUIET_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), QUIET, SGLANG_CACHE_AWARE];
-const QUIET_CONTENDERS: ContenderSpec[] = [1, 2, 3].flatMap((n) => lowLoadRound(n, QUIET_ROTATION));
+const QUIET_CONTENDERS: ContenderSpec[] = rounds(3, QUIET_ROTATION);
 
 export const REAL_VLLM_LOW_LOAD_QUIET: PresetSpec = {
   ...REAL_VLLM_LOW_LOAD,

@@ -121,6 +121,8 @@ const sorted = (xs: Iterable<number>): number[] => [...xs].sort((a, b) => a - b)
 const median = (xs: readonly number[]): number | null => quantileSorted(sorted(xs), 0.5);
 const ratio = (a: number | null, b: number | null): number | null => (a === null || b === null || b === 0 ? null : a / b);
 
+const roundP50 = (r: RoundRun): number | null => quantileSorted(sorted(r.ttftById.values()), 0.5);
+
 function pooled(runs: readonly RoundRun[]): number[] {
   return sorted(runs.flatMap((r) => [...r.ttftById.values()]));
 }
@@ -138,7 +140,7 @@ function pooledContender(runs: readonly RoundRun[]): PooledContender {
     p50: quantileSorted(all, 0.5),
     p90: quantileSorted(all, 0.9),
     p99: quantileSorted(all, 0.99),
-    perRoundP50: runs.map((r) => quantileSorted(sorted(r.ttftById.values()), 0.5)),
+    perRoundP50: runs.map(roundP50),
     engineTokenHit: hits.length === 0 ? null : hits.reduce((s, h) => s + h, 0) / hits.length,
   };
 }
@@ -150,26 +152,31 @@ function resampledP50(rounds: ReadonlyArray<readonly number[]>, rng: Rng): numbe
   return quantileSorted(out.sort((a, b) => a - b), 0.5);
 }
 
-function bootstrapRatio(a: readonly RoundRun[], b: readonly RoundRun[], samples: number, rng: Rng): readonly [number, number] | null {
-  const ra = a.map((r) => [...r.ttftById.values()]).filter((xs) => xs.length > 0);
-  const rb = b.map((r) => [...r.ttftById.values()]).filter((xs) => xs.length > 0);
-  if (ra.length === 0 || rb.length === 0 || samples <= 0) return null;
-  const ratios: number[] = [];
+/** 5th and 95th percentile of `samples` draws of a statistic (draws that give null are skipped). */
+function interval90(samples: number, draw: () => number | null): readonly [number, number] | null {
+  const values: number[] = [];
   for (let i = 0; i < samples; i++) {
-    const v = ratio(resampledP50(ra, rng), resampledP50(rb, rng));
-    if (v !== null) ratios.push(v);
+    const v = draw();
+    if (v !== null) values.push(v);
   }
-  const s = sorted(ratios);
+  const s = sorted(values);
   const lo = quantileSorted(s, 0.05);
   const hi = quantileSorted(s, 0.95);
   return lo === null || hi === null ? null : [lo, hi];
 }
 
+/** Requests resampled within each round, the rounds kept. */
+function bootstrapRatio(a: readonly RoundRun[], b: readonly RoundRun[], samples: number, rng: Rng): readonly [number, number] | null {
+  const ra = a.map((r) => [...r.ttftById.values()]).filter((xs) => xs.length > 0);
+  const rb = b.map((r) => [...r.ttftById.values()]).filter((xs) => xs.length > 0);
+  if (ra.length === 0 || rb.length === 0) return null;
+  return interval90(samples, () => ratio(resampledP50(ra, rng), resampledP50(rb, rng)));
+}
+
 /** Rounds resampled with replacement, each draw taking round n of both contenders together. */
 function roundBootstrapRatio(pairs: ReadonlyArray<readonly [RoundRun, RoundRun]>, samples: number, rng: Rng): readonly [number, number] | null {
-  if (pairs.length < 3 || samples <= 0) return null;
-  const ratios: number[] = [];
-  for (let i = 0; i < samples; i++) {
+  if (pairs.length < 3) return null;
+  return interval90(samples, () => {
     const xa: number[] = [];
     const xb: number[] = [];
     for (let k = 0; k < pairs.length; k++) {
@@ -177,13 +184,8 @@ function roundBootstrapRatio(pairs: ReadonlyArray<readonly [RoundRun, RoundRun]>
       for (const v of ra.ttftById.values()) xa.push(v);
       for (const v of rb.ttftById.values()) xb.push(v);
     }
-    const v = ratio(quantileSorted(sorted(xa), 0.5), quantileSorted(sorted(xb), 0.5));
-    if (v !== null) ratios.push(v);
-  }
-  const s = sorted(ratios);
-  const lo = quantileSorted(s, 0.05);
-  const hi = quantileSorted(s, 0.95);
-  return lo === null || hi === null ? null : [lo, hi];
+    return ratio(median(xa), median(xb));
+  });
 }
 
 function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledContender, pb: PooledContender, samples: number, rng: Rng): PooledComparison {
@@ -196,7 +198,7 @@ function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledConte
     const rb = b.find((r) => r.round === ra.round);
     if (rb === undefined) continue;
     pairs.push([ra, rb]);
-    const v = ratio(quantileSorted(sorted(ra.ttftById.values()), 0.5), quantileSorted(sorted(rb.ttftById.values()), 0.5));
+    const v = ratio(roundP50(ra), roundP50(rb));
     if (v !== null) perRound.push(v);
     for (const [id, t] of ra.ttftById) {
       const u = rb.ttftById.get(id);

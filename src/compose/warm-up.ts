@@ -26,6 +26,7 @@ import { extProcPackage } from '../extproc/ext-proc-proto.js';
 import type { ProcessingRequest, ProcessingResponse__Output } from '../extproc/ext-proc-proto.js';
 import type { ExternalProcessorClient } from '../gen/envoy/service/ext_proc/v3/ExternalProcessor.js';
 import { PendingResponses } from '../extproc/pending-responses.js';
+import { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } from '../extproc/response-builders.js';
 import { EdgeContext, type PromptExtractor } from '../extproc/stream-handler.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
@@ -145,7 +146,7 @@ function modelOf(config: RouterConfig): string {
 /** The key the decision put into `cacheroute.ticket` (access-log completion). */
 function ticketKey(answers: readonly ProcessingResponse__Output[]): string | undefined {
   for (const a of answers) {
-    const v = a.dynamic_metadata?.fields?.['cacheroute']?.structValue?.fields?.['ticket']?.stringValue;
+    const v = a.dynamic_metadata?.fields?.[CACHEROUTE_METADATA_NAMESPACE]?.structValue?.fields?.[CACHEROUTE_TICKET_KEY]?.stringValue;
     if (v !== undefined && v !== '') return v;
   }
   return undefined;

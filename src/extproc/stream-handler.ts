@@ -535,7 +535,7 @@ export class StreamHandler {
     this.decide(body, (ticket) => {
       this.phase = 'forwarded';
       this.send(requestHeadersWithDecision(ticket.decision, this.decisionExtras));
-      const pieces = body.length <= ECHO_MESSAGE_BYTES ? [body] : joinBodyChunks(chunks, ECHO_MESSAGE_BYTES);
+      const pieces = body.length <= ECHO_MESSAGE_BYTES ? [body] : joinBodyChunks(body, chunks.map((c) => c.length), ECHO_MESSAGE_BYTES);
       for (let i = 0; i < pieces.length; i++) {
         this.send(streamedRequestBody(pieces[i]!, endedByBody && i === pieces.length - 1));
       }
@@ -809,27 +809,25 @@ export class StreamHandler {
 export const ECHO_MESSAGE_BYTES = 60 * 1024;
 
 /**
- * Joins consecutive body chunks into pieces of at most `limit` bytes, in order, dropping empty
- * chunks; a chunk longer than `limit` stays a piece of its own. An empty body gives one empty
- * piece (the end_of_stream message still has to go back).
+ * Cuts the joined body back into pieces of at most `limit` bytes along the boundaries of the
+ * chunks it came in (`chunkLengths`, in order), as views of `body` (no copy); empty chunks
+ * add nothing, and a chunk longer than `limit` stays a piece of its own. An empty body gives
+ * one empty piece (the end_of_stream message still has to go back).
  */
-export function joinBodyChunks(chunks: readonly Buffer[], limit: number): Buffer[] {
+export function joinBodyChunks(body: Buffer, chunkLengths: readonly number[], limit: number): Buffer[] {
   const pieces: Buffer[] = [];
-  let run: Buffer[] = [];
-  let runBytes = 0;
-  const close = (): void => {
-    if (run.length > 0) pieces.push(run.length === 1 ? run[0]! : Buffer.concat(run, runBytes));
-    run = [];
-    runBytes = 0;
-  };
-  for (const c of chunks) {
-    if (c.length === 0) continue;
-    if (runBytes + c.length > limit) close();
-    run.push(c);
-    runBytes += c.length;
+  let start = 0;
+  let end = 0;
+  for (const n of chunkLengths) {
+    if (n === 0) continue;
+    if (end - start + n > limit && end > start) {
+      pieces.push(body.subarray(start, end));
+      start = end;
+    }
+    end += n;
   }
-  close();
-  return pieces.length > 0 ? pieces : [Buffer.alloc(0)];
+  if (end > start) pieces.push(body.subarray(start, end));
+  return pieces.length > 0 ? pieces : [body.subarray(0, 0)];
 }
 
 /** The priority header's value: an integer clamped to ±MAX_PRIORITY; anything else is 0. */
