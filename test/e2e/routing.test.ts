@@ -4,6 +4,7 @@
  * of distinct prefixes, spill of a hot prefix once the imbalance threshold is passed, and
  * that a client-supplied destination header is never honoured.
  */
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import {
   CHAT_PATH,
@@ -140,6 +141,27 @@ describe('e2e: routing through Envoy', function () {
           expect(res.status, res.text()).to.equal(200);
           expect(servedBy(res), `forged ${forged}`).to.equal(home);
         }
+      });
+
+      it("logs where a routed request's time went: the ext_proc exchange and the engine's first byte", async () => {
+        const i = VARIANTS.indexOf(variant);
+        const envoy = stack.envoys[i]!;
+        const logged = (): string[] => readFileSync(envoy.logFile, 'utf8').split('\n').filter((l) => l.includes('"routing_us"'));
+        const before = logged().length;
+        const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(systemPrompt(`timing-${variant}`, 200), 'when?'));
+        expect(res.status, res.text()).to.equal(200);
+        let entry: Record<string, unknown> | undefined;
+        for (let t = 0; t < 50 && entry === undefined; t++) {
+          const line = logged()[before];
+          if (line !== undefined) entry = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>;
+          else await sleep(100);
+        }
+        expect(entry, 'access log line of the request').to.not.equal(undefined);
+        // Both are whole microseconds; routing includes at least one round trip to the router.
+        expect(entry!['routing_us']).to.be.a('number').and.to.be.greaterThan(0);
+        expect(entry!['upstream_first_byte_us']).to.be.a('number').and.to.be.greaterThan(0);
+        // Envoy's ext_proc record: a request-headers call and one or more body calls.
+        expect(String(entry!['ext_proc'])).to.match(/^rh:\d+:\d+,rb:\d+:\d+:\d+,/);
       });
     });
   }
