@@ -51,7 +51,8 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
     r.proc = await startProcess({
       name: `cacheroute-${spec.label}-${r.name}`,
       command: process.execPath,
-      args: [main, 'serve', '--config', r.configFile],
+      // BENCH_ROUTER_NODE_ARGS: extra node flags for the router processes (e.g. `--cpu-prof`).
+      args: [...(process.env['BENCH_ROUTER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''), main, 'serve', '--config', r.configFile],
       readyLine: (line) => line.includes('"listening"'),
       // Generous: on a loaded 2-core machine a cold start (module load, replay wait) can take long.
       readyTimeoutMs: 45_000,
@@ -99,6 +100,7 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
       failureModeAllow: spec.failOpen === true,
       ...(spec.checkout !== undefined ? { sourceFile: join(spec.checkout, 'envoy', `${variant}.yaml`) } : {}),
       ...(spec.responsePath ? { responsePath: spec.responsePath } : {}),
+      ...(spec.requestBodyMode ? { requestBodyMode: spec.requestBodyMode } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
   } catch (err) {

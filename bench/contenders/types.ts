@@ -49,6 +49,8 @@ export type ContenderSpec =
       readonly replication?: 'nats';
       /** ext_proc `failure_mode_allow` (default false: a router failure shows as failed requests). */
       readonly failOpen?: boolean;
+      /** ext_proc request body mode; default the shipped config's. */
+      readonly requestBodyMode?: 'FULL_DUPLEX_STREAMED' | 'BUFFERED';
     }
   | { readonly kind: 'envoy-only'; readonly label: string; readonly lb: 'round-robin' | 'least-request' }
   | {

@@ -76,6 +76,8 @@ export interface EnvoyRenderOptions {
   readonly gracefulGrpcClose?: boolean;
   /** false removes the ext_proc grpc_service `retry_policy` (refused streams); router variants. */
   readonly refusedStreamRetry?: boolean;
+  /** ext_proc `processing_mode.request_body_mode` (router variants). Default: keep the file's. */
+  readonly requestBodyMode?: 'FULL_DUPLEX_STREAMED' | 'BUFFERED';
 }
 
 /** The runtime key that makes Envoy half-close ext_proc streams instead of resetting them. */
@@ -193,6 +195,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
     opts.messageTimeoutMs !== undefined ||
     opts.gracefulGrpcClose !== undefined ||
     opts.refusedStreamRetry !== undefined ||
+    opts.requestBodyMode !== undefined ||
     opts.accessLogStream !== undefined ||
     opts.responsePath !== undefined ||
     opts.sessionHeader !== undefined;
@@ -217,11 +220,12 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   if (opts.otelCollector !== undefined) {
     setClusterEndpoints(byName(clusters, 'otel_collector', 'cluster'), [opts.otelCollector]);
   }
-  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined) {
+  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined || opts.requestBodyMode !== undefined) {
     const hcm = httpConnectionManager(doc);
     const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
     if (opts.failureModeAllow !== undefined) extProc['failure_mode_allow'] = opts.failureModeAllow;
     if (opts.messageTimeoutMs !== undefined) extProc['message_timeout'] = durationText(opts.messageTimeoutMs);
+    if (opts.requestBodyMode !== undefined) obj(extProc['processing_mode'], 'ext_proc processing_mode')['request_body_mode'] = opts.requestBodyMode;
     if (opts.refusedStreamRetry === false) {
       const grpc = obj(extProc['grpc_service'], 'ext_proc grpc_service');
       if (!('retry_policy' in grpc)) throw new Error('envoy config: ext_proc grpc_service has no retry_policy');

@@ -7,10 +7,19 @@
  * over all rounds, and the median minus the direct path's.
  *
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
- *        [--out FILE] [--engines vllm]
+ *        [--out FILE] [--engines vllm] [--gap-ms 100] [--fresh-words 0] [--max-tokens 4]
+ *        [--paths direct,envoy-only,cacheroute,sglang] [--interleave] [--engine-count N]
  *
  * `--engines vllm`: the `real-vllm` presets' 2 real vLLM CPU engines instead of the simulated
  * low-load fleet, cacheroute configured as those presets run it.
+ *
+ * `--gap-ms`: the pause between two requests (the workloads' Poisson spacing at 1.5 req/s is
+ * ~700 ms; the default keeps every process warm). `--fresh-words N`: each request appends N
+ * words no earlier request had (a new question after the cached prefix, as in the workloads),
+ * so every request also prefills new tokens. `--paths`: only these paths, by label.
+ * `--interleave`: every path runs at once and consecutive requests rotate over them
+ * (A B C D A B C D ...), so a machine whose speed drifts within a round (it does, by ±30%
+ * over minutes here) shifts every path alike; `--rounds` × `--per-round` requests per path.
  *
  * Not a bar: a diagnostic for where the low-load TTFT gap comes from.
  */
@@ -36,8 +45,9 @@ function arg(name: string, fallback: string): string {
 
 interface Path {
   readonly label: string;
-  /** undefined: straight to the first engine. */
+  /** undefined: straight to engine `direct` (default the first). */
   readonly spec?: ContenderSpec;
+  readonly direct?: number;
 }
 
 const median = (xs: readonly number[]): number => quantileSorted([...xs].sort((a, b) => a - b), 0.5) ?? Number.NaN;
@@ -48,16 +58,25 @@ async function main(): Promise<void> {
   const baseline = arg('baseline', '');
   const out = arg('out', '');
   const real = arg('engines', 'sim') === 'vllm';
+  const gapMs = Number(arg('gap-ms', '100'));
+  const freshWords = Number(arg('fresh-words', '0'));
+  const maxTokens = Number(arg('max-tokens', '4'));
+  const only = arg('paths', '').split(',').filter((x) => x !== '');
   const block = replicaBlocks(1).find((b) => b.name === 'low-load');
   if (block === undefined) throw new Error('no low-load block');
-  const setup = real ? REAL_VLLM_ENGINES : block.engines;
+  const baseSetup = real ? REAL_VLLM_ENGINES : block.engines;
+  // `--engine-count 1`: every path must use the one engine, so only the path differs.
+  const setup = { ...baseSetup, count: Number(arg('engine-count', String(baseSetup.count))) };
   const model = real ? TINY_MODEL_NAME : BENCH_MODEL;
   const routerOverrides = real ? REAL_ENGINE_POLLING : {};
   const fleet = await startEngineFleet(setup.count, setup.flags, model, setup);
-  const paths: Path[] = [
+  const allPaths: Path[] = [
     { label: 'direct' },
+    { label: 'direct-2', direct: 1 },
     { label: 'envoy-only', spec: ENVOY_RR },
     { label: 'cacheroute', spec: { kind: 'cacheroute', label: 'cacheroute', strategy: 'cache-aware', routerOverrides } },
+    // Diagnostic: Envoy buffers the request body and keeps it (the router answers CONTINUE).
+    { label: 'cacheroute-buffered', spec: { kind: 'cacheroute', label: 'cacheroute-buffered', strategy: 'cache-aware', routerOverrides, requestBodyMode: 'BUFFERED' } },
     // Diagnostic: the same router with no background work (no scrapes, no health checks).
     { label: 'cacheroute-no-polling', spec: { kind: 'cacheroute', label: 'cacheroute-no-polling', strategy: 'cache-aware', routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } } } },
     // Diagnostic: the same router without its start-up warm-up (server.warmUpStreams 0).
@@ -65,25 +84,72 @@ async function main(): Promise<void> {
     ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides } } as Path] : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
   ];
+  const paths = only.length === 0 ? allPaths : allPaths.filter((p) => only.includes(p.label));
+  if (paths.length === 0) throw new Error(`--paths ${only.join(',')}: no such path`);
   // ~1,000 words: one synthetic token each; the same text every time, so after the first
   // request every path reaches a warm engine and TTFT is the path plus one short prefill.
   const prompt = Array.from({ length: 1000 }, (_, i) => `w${i % 97}`).join(' ');
-  const req: BenchRequest = { id: 'p', atMs: 0, api: 'completions', prompt, promptTokens: 1000, maxTokens: 4, group: 'g', reusableTokens: 0 };
+  let serial = 0;
+  const nextRequest = (): BenchRequest => {
+    serial++;
+    // Words of the prompt's own vocabulary in an order no earlier request had: the same
+    // token count every request, nothing reusable past the shared prefix.
+    const fresh = Array.from({ length: freshWords }, (_, k) => `w${(serial * 31 + k * k * 7 + k) % 97}`).join(' ');
+    const text = freshWords > 0 ? `${prompt} ${fresh}` : prompt;
+    return { id: `p${serial}`, atMs: 0, api: 'completions', prompt: text, promptTokens: 1000 + freshWords, maxTokens, group: 'g', reusableTokens: 0 };
+  };
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const ttft = new Map<string, number[][]>(paths.map((p) => [p.label, []]));
+  // Every measured sample with the engine that served it (x-engine-id) and its cached tokens.
+  const samples = new Map<string, { ttft: number; engine: string; cached: number }[]>(paths.map((p) => [p.label, []]));
+  const record = (label: string, res: Awaited<ReturnType<typeof streamRequest>>, xs: number[]): void => {
+    if (res.outcome !== 'ok' || res.ttftMs === null) return;
+    xs.push(res.ttftMs);
+    samples.get(label)?.push({ ttft: res.ttftMs, engine: res.engine ?? '?', cached: res.cachedTokens ?? -1 });
+  };
   try {
-    for (let r = 0; r < rounds; r++) {
+    if (process.argv.includes('--interleave')) {
+      const running: RunningContender[] = [];
+      try {
+        const urls: string[] = [];
+        for (const p of paths) {
+          if (p.spec === undefined) urls.push((fleet.engines[p.direct ?? 0] as EngineHandle).url);
+          else {
+            const c = await startContender(p.spec, { engines: fleet.engines, model, seed: 1 });
+            running.push(c);
+            urls.push(c.baseUrl);
+          }
+        }
+        for (let i = 0; i < 3; i++) for (const url of urls) await streamRequest(nextRequest(), { baseUrl: url, model, timeoutMs: 10_000, agent });
+        const xs = paths.map(() => [] as number[]);
+        for (let i = 0; i < rounds * perRound; i++) {
+          // Rotate the order each pass as well, so no path always follows the same one.
+          for (let k = 0; k < paths.length; k++) {
+            const j = (k + i) % paths.length;
+            await sleep(gapMs);
+            record((paths[j] as Path).label, await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent }), xs[j] as number[]);
+          }
+        }
+        paths.forEach((p, j) => {
+          const all = xs[j] as number[];
+          for (let r = 0; r < rounds; r++) (ttft.get(p.label) as number[][]).push(all.slice(r * perRound, (r + 1) * perRound));
+          process.stderr.write(`${p.label}: median ${median(all).toFixed(2)} ms\n`);
+        });
+      } finally {
+        for (const c of running) await c.stop();
+      }
+    } else for (let r = 0; r < rounds; r++) {
       for (const p of paths) {
         let c: RunningContender | undefined;
-        const engine = fleet.engines[0] as EngineHandle;
+        const engine = fleet.engines[p.direct ?? 0] as EngineHandle;
         try {
           if (p.spec !== undefined) c = await startContender(p.spec, { engines: fleet.engines, model, seed: 1 });
           const baseUrl = c?.baseUrl ?? engine.url;
           const xs: number[] = [];
           for (let i = 0; i < perRound + 3; i++) {
-            const res = await streamRequest(req, { baseUrl, model, timeoutMs: 10_000, agent });
-            if (i >= 3 && res.outcome === 'ok' && res.ttftMs !== null) xs.push(res.ttftMs); // first 3: warm-up
-            await sleep(100);
+            const res = await streamRequest(nextRequest(), { baseUrl, model, timeoutMs: 10_000, agent });
+            if (i >= 3) record(p.label, res, xs); // first 3: warm-up
+            await sleep(gapMs);
           }
           (ttft.get(p.label) as number[][]).push(xs);
           process.stderr.write(`round ${r} ${p.label}: median ${median(xs).toFixed(2)} ms of ${xs.map((x) => x.toFixed(0)).join(" ")}\n`);
@@ -100,12 +166,20 @@ async function main(): Promise<void> {
   const report = {
     rounds,
     perRound,
+    interleave: process.argv.includes('--interleave'),
+    gapMs,
+    freshWords,
+    maxTokens,
     engines: setup.label,
     baseline: baseline || null,
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();
       const m = median(all);
-      return { label: p.label, n: all.length, medianMs: m, overDirectMs: m - direct, perRoundMedianMs: (ttft.get(p.label) ?? []).map(median) };
+      const byEngine = new Map<string, number[]>();
+      for (const x of samples.get(p.label) ?? []) byEngine.set(x.engine, [...(byEngine.get(x.engine) ?? []), x.ttft]);
+      const perEngine = Object.fromEntries([...byEngine].sort().map(([e, xs]) => [e, { n: xs.length, medianMs: median(xs) }]));
+      const cached = (samples.get(p.label) ?? []).map((x) => x.cached);
+      return { label: p.label, n: all.length, medianMs: m, overDirectMs: m - direct, perRoundMedianMs: (ttft.get(p.label) ?? []).map(median), perEngine, medianCachedTokens: median(cached) };
     }),
   };
   const text = JSON.stringify(report, null, 2);

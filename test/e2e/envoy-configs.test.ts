@@ -3,7 +3,7 @@
  * the real Envoy binary (`envoy --mode validate`), and the renderer must really change
  * what it claims to change.
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'yaml';
@@ -244,6 +244,30 @@ describe('e2e: Envoy configs', function () {
       expect(res.ok, res.output).to.equal(true);
     }
     expect(() => buildEnvoyConfig({ variant: 'envoy-only-round-robin', responsePath: 'ext-proc' })).to.throw(/no ext_proc/);
+  });
+
+  it('requestBodyMode BUFFERED sets the ext_proc request body mode (and Envoy accepts it)', async () => {
+    const modeOf = (doc: unknown): Record<string, unknown> =>
+      at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config', 'processing_mode') as Record<string, unknown>;
+    for (const variant of ['override-host', 'original-dst'] as const) {
+      expect(modeOf(buildEnvoyConfig({ variant }))['request_body_mode'], `${variant} canonical`).to.equal('FULL_DUPLEX_STREAMED');
+      expect(modeOf(buildEnvoyConfig({ variant, requestBodyMode: 'BUFFERED' }))['request_body_mode'], variant).to.equal('BUFFERED');
+      const file = join(runDir(), `validate-${variant}-buffered.yaml`);
+      writeFileSync(file, renderEnvoyConfig({ variant, listenerPort: 0, adminPort: 0, requestBodyMode: 'BUFFERED' }));
+      const res = await validateEnvoyConfig(file);
+      expect(res.ok, res.output).to.equal(true);
+    }
+    expect(() => buildEnvoyConfig({ variant: 'envoy-only-round-robin', requestBodyMode: 'BUFFERED' })).to.throw(/no ext_proc/);
+  });
+
+  it("every config's stdout access log says where a request's time went", () => {
+    for (const file of readdirSync(join(REPO_ROOT, 'envoy')).filter((f) => f.endsWith('.yaml'))) {
+      const doc = parse(readFileSync(join(REPO_ROOT, 'envoy', file), 'utf8')) as unknown;
+      const stdout = accessLogsOf(doc).find((l) => l['name'] === 'envoy.access_loggers.stdout');
+      const format = at(stdout, 'typed_config', 'log_format', 'json_format') as Record<string, unknown>;
+      expect(format['routing_us'], file).to.equal('%COMMON_DURATION(DS_RX_END:US_TX_BEG:us)%');
+      expect(format['upstream_first_byte_us'], file).to.equal('%COMMON_DURATION(US_TX_BEG:US_RX_BEG:us)%');
+    }
   });
 
   it('routerAddresses renders N router replicas: all in cacheroute_extproc, one access logger and cluster each (Envoy accepts it)', async () => {
