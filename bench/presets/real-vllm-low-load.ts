@@ -73,3 +73,45 @@ export const REAL_VLLM_LOW_LOAD_QUIET: PresetSpec = {
   estimatedMinutes: 9,
   blocks: [{ ...(REAL_VLLM_LOW_LOAD.blocks[1] as MatrixBlock), contenders: QUIET_CONTENDERS }],
 };
+
+/** Niceness of the engines in real-vllm-low-load-priority's second half. */
+export const LOW_PRIORITY_ENGINE_NICE = 10;
+
+/**
+ * `real-vllm-low-load-priority`: is the gap above the router's, or the machine's? Here the 2
+ * CPU engines share 2 cores with Envoy, the routers and the load generator, so every process
+ * a request crosses must wait for a core the engines are busy on; Envoy + cacheroute is two
+ * processes where sglang-router is one. Both workloads, cacheroute and sglang-router (the
+ * best peer in every earlier run) in 3 interleaved rounds with a seed each, first with the
+ * engines at the default priority, then with the same engines at niceness
+ * LOW_PRIORITY_ENGINE_NICE (every router, Envoy and the load generator preempt them, as when
+ * engines run on hardware of their own). Envoy round-robin runs first in each half, as
+ * above. Each half is its own block with its own rounds:
+ * compare the ratios, not the absolute TTFTs (the engines run slower when preempted).
+ */
+const PRIORITY_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE];
+
+function priorityBlock(block: MatrixBlock, nice: number): MatrixBlock {
+  const base = lowLoad(block);
+  // Envoy round-robin first, as above: the first run after the engines start is not a contender's.
+  const contenders = [ENVOY_RR, ...rounds(3, PRIORITY_ROTATION)];
+  if (nice === 0) return { ...base, contenders };
+  const vllm = { ...(block.engines.vllm ?? {}), nice };
+  return {
+    ...base,
+    name: `${block.name}-engines-nice${nice}`,
+    engines: { ...block.engines, label: `${block.engines.label}-nice${nice}`, vllm, rationale: `${block.engines.rationale} Engines at niceness ${nice}.` },
+    contenders,
+  };
+}
+
+export const REAL_VLLM_LOW_LOAD_PRIORITY: PresetSpec = {
+  ...REAL_VLLM,
+  name: 'real-vllm-low-load-priority',
+  description: `Diagnostic: real-vllm-low-load's two workloads, cacheroute vs sglang-router in 3 interleaved rounds with a seed each, with the engines at the default priority and then at niceness ${LOW_PRIORITY_ENGINE_NICE}.`,
+  estimatedMinutes: 28,
+  blocks: [
+    ...REAL_VLLM.blocks.map((b) => priorityBlock(b, 0)),
+    ...REAL_VLLM.blocks.map((b) => priorityBlock(b, LOW_PRIORITY_ENGINE_NICE)),
+  ],
+};

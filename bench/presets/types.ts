@@ -16,8 +16,11 @@ export interface EngineSetup {
   readonly count: number;
   /** Simulated engines (default) or real vLLM CPU engines (bench/real-engine/launcher.ts). */
   readonly kind?: 'sim' | 'vllm';
-  /** Real-engine options (kind `vllm`): KV blocks override, KV cache GiB, max model length. */
-  readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number };
+  /**
+   * Real-engine options (kind `vllm`): KV blocks override, KV cache GiB, max model length, and
+   * the engines' scheduling niceness (`nice`, 0–19: the routers' wake-ups then preempt them).
+   */
+  readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number; readonly nice?: number };
   /** Simulator flags (without `--`), e.g. { 'kv-cache-blocks': 1600, 'time-scale': 2 }. */
   readonly flags: EngineFlags;
   /**

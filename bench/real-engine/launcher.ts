@@ -42,6 +42,13 @@ export interface StartVllmEnginesOptions {
   readonly maxModelLen?: number;
   /** Publish KV events over ZMQ (default true). */
   readonly kvEvents?: boolean;
+  /**
+   * Run every engine process at this niceness (0–19, `nice -n`; its engine core and worker
+   * inherit it). On this machine the engines share 2 cores with Envoy, the routers and the
+   * load generator; a positive value lets those processes' wake-ups preempt the engines'
+   * busy threads, as when engines run on hardware of their own. Default 0.
+   */
+  readonly nice?: number;
   /** More `vllm serve` arguments, appended. */
   readonly extraArgs?: readonly string[];
   /** Max wait for every engine's /health (default 240 s: ~40 s each, slower on a busy machine). */
@@ -207,6 +214,8 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
   if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be an integer >= 1, got ${count}`);
   const kvCacheGiB = opts.kvCacheGiB ?? 1;
   if (!Number.isInteger(kvCacheGiB) || kvCacheGiB < 1) throw new RangeError(`kvCacheGiB must be a whole number >= 1, got ${kvCacheGiB}`);
+  const nice = opts.nice ?? 0;
+  if (!Number.isInteger(nice) || nice < 0 || nice > 19) throw new RangeError(`nice must be an integer 0..19, got ${nice}`);
   const modelDir = opts.modelDir ?? ensureTinyModel().dir;
   const modelName = opts.modelName ?? TINY_MODEL_NAME;
   const cores = availableParallelism();
@@ -256,7 +265,8 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const logFile = join(dir, 'vllm.log');
       const log = createWriteStream(logFile, { flags: 'a' });
       log.write(`# ${VLLM_BIN} ${args.join(' ')}\n`);
-      const child = spawn(VLLM_PYTHON, [PDEATHSIG_EXEC, VLLM_BIN, ...args], {
+      const command = nice > 0 ? ['nice', '-n', String(nice), VLLM_PYTHON] : [VLLM_PYTHON];
+      const child = spawn(command[0] as string, [...command.slice(1), PDEATHSIG_EXEC, VLLM_BIN, ...args], {
         cwd: dir,
         env: engineEnv(dir, host, core, kvCacheGiB, tag),
         stdio: ['ignore', 'pipe', 'pipe'],
