@@ -171,6 +171,7 @@ async function main(): Promise<void> {
     freshWords,
     maxTokens,
     engines: setup.label,
+    engineCount: setup.count,
     baseline: baseline || null,
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();

@@ -151,7 +151,8 @@ describe('e2e: routing through Envoy', function () {
         const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(systemPrompt(`timing-${variant}`, 200), 'when?'));
         expect(res.status, res.text()).to.equal(200);
         let entry: Record<string, unknown> | undefined;
-        for (let t = 0; t < 50 && entry === undefined; t++) {
+        // Envoy flushes access log files every 10 s (bootstrap file_flush_interval default).
+        for (let t = 0; t < 150 && entry === undefined; t++) {
           const line = logged()[before];
           if (line !== undefined) entry = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>;
           else await sleep(100);
