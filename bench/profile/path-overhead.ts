@@ -69,7 +69,6 @@ async function main(): Promise<void> {
   const setup = { ...baseSetup, count: Number(arg('engine-count', String(baseSetup.count))) };
   const model = real ? TINY_MODEL_NAME : BENCH_MODEL;
   const routerOverrides = real ? REAL_ENGINE_POLLING : {};
-  const fleet = await startEngineFleet(setup.count, setup.flags, model, setup);
   const allPaths: Path[] = [
     { label: 'direct' },
     { label: 'direct-2', direct: 1 },
@@ -84,8 +83,12 @@ async function main(): Promise<void> {
     ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides } } as Path] : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
   ];
-  const paths = only.length === 0 ? allPaths : allPaths.filter((p) => only.includes(p.label));
+  // Without --paths, the direct paths to engines the fleet does not have are left out.
+  const paths = only.length === 0 ? allPaths.filter((p) => (p.direct ?? 0) < setup.count) : allPaths.filter((p) => only.includes(p.label));
   if (paths.length === 0) throw new Error(`--paths ${only.join(',')}: no such path`);
+  const beyond = paths.find((p) => (p.direct ?? 0) >= setup.count);
+  if (beyond !== undefined) throw new Error(`path ${beyond.label} needs ${(beyond.direct ?? 0) + 1} engines, the fleet has ${setup.count}`);
+  const fleet = await startEngineFleet(setup.count, setup.flags, model, setup);
   // ~1,000 words: one synthetic token each; the same text every time, so after the first
   // request every path reaches a warm engine and TTFT is the path plus one short prefill.
   const prompt = Array.from({ length: 1000 }, (_, i) => `w${i % 97}`).join(' ');
