@@ -180,7 +180,11 @@ async function main(): Promise<void> {
       const all = (ttft.get(p.label) ?? []).flat();
       const m = median(all);
       const byEngine = new Map<string, number[]>();
-      for (const x of samples.get(p.label) ?? []) byEngine.set(x.engine, [...(byEngine.get(x.engine) ?? []), x.ttft]);
+      for (const x of samples.get(p.label) ?? []) {
+        const list = byEngine.get(x.engine);
+        if (list === undefined) byEngine.set(x.engine, [x.ttft]);
+        else list.push(x.ttft);
+      }
       const perEngine = Object.fromEntries([...byEngine].sort().map(([e, xs]) => [e, { n: xs.length, medianMs: median(xs) }]));
       const cached = (samples.get(p.label) ?? []).map((x) => x.cached);
       return { label: p.label, n: all.length, medianMs: m, overDirectMs: m - direct, perRoundMedianMs: (ttft.get(p.label) ?? []).map(median), perEngine, medianCachedTokens: median(cached) };

