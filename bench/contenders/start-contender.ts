@@ -10,11 +10,15 @@ import { startEnvoy } from '../harness/envoy-process.js';
 import { isHttpOk } from '../harness/http-client.js';
 import { freePort, startProcess } from '../harness/managed-process.js';
 import { REPO_ROOT } from '../harness/repo-paths.js';
+import { fileURLToPath } from 'node:url';
 import { startRouterReplicas } from './router-replicas.js';
-import type { ContenderContext, ContenderSpec, RunningContender } from './types.js';
+import type { ContenderContext, ContenderSpec, PeerSpec, RunningContender } from './types.js';
 
 export const PYTHON_BIN = join(REPO_ROOT, '.venv', 'bin', 'python');
 export const VLLM_ROUTER_BIN = join(REPO_ROOT, '.venv', 'bin', 'vllm-router');
+
+/** The do-nothing ext_proc processor of the `null-hop` control, built next to this file. */
+export const NULL_PROCESSOR_MAIN = fileURLToPath(new URL('./null-processor.js', import.meta.url));
 
 let configCounter = 0;
 
@@ -38,7 +42,7 @@ async function startEnvoyOnly(spec: Extract<ContenderSpec, { kind: 'envoy-only' 
  * waits are shortened (check every 1 s instead of 30 s), Prometheus goes to a free port
  * (both default to 29000 and would collide), everything else is the policy's default.
  */
-async function startPeer(spec: Extract<ContenderSpec, { kind: 'sglang-router' | 'vllm-router' }>, ctx: ContenderContext): Promise<RunningContender> {
+async function startPeer(spec: PeerSpec, ctx: ContenderContext): Promise<RunningContender> {
   const port = await freePort();
   const promPort = await freePort();
   const [command, prefix] = spec.kind === 'sglang-router'
@@ -86,5 +90,35 @@ export async function startContender(spec: ContenderSpec, ctx: ContenderContext)
     case 'sglang-router':
     case 'vllm-router':
       return startPeer(spec, ctx);
+    case 'null-hop':
+      return startNullHop(spec, ctx);
+  }
+}
+
+/**
+ * The peer router first, then Envoy + the do-nothing processor with the peer as the one
+ * "engine" (Envoy's override-host cluster lists it; the processor always names it).
+ */
+async function startNullHop(spec: Extract<ContenderSpec, { kind: 'null-hop' }>, ctx: ContenderContext): Promise<RunningContender> {
+  const peer = await startPeer({ ...spec.inner, label: `${spec.label}-inner` }, ctx);
+  try {
+    const url = new URL(peer.baseUrl);
+    const port = Number(url.port);
+    const hop = await startRouterReplicas(
+      { kind: 'cacheroute', label: spec.label, strategy: 'cache-aware', routerMain: NULL_PROCESSOR_MAIN },
+      { ...ctx, engines: [{ id: `${spec.inner.kind}:${port}`, url: peer.baseUrl, port, address: `${url.hostname}:${port}` }] },
+      () => ++configCounter,
+    );
+    return {
+      label: spec.label,
+      baseUrl: hop.baseUrl,
+      ...(peer.routerMetricsUrl !== undefined ? { routerMetricsUrl: peer.routerMetricsUrl } : {}),
+      notes: [...peer.notes, ...hop.notes],
+      pids: [...peer.pids, ...hop.pids],
+      stop: () => stopAll([peer, hop]),
+    };
+  } catch (err) {
+    await peer.stop().catch(() => undefined);
+    throw err;
   }
 }

@@ -115,3 +115,30 @@ export const REAL_VLLM_LOW_LOAD_PRIORITY: PresetSpec = {
     ...REAL_VLLM.blocks.map((b) => priorityBlock(b, LOW_PRIORITY_ENGINE_NICE)),
   ],
 };
+
+/** The ext_proc-hop control: sglang-router (cache_aware) behind Envoy and a do-nothing processor. */
+export const SGLANG_BEHIND_NULL_HOP: ContenderSpec = {
+  kind: 'null-hop',
+  label: 'sglang-cache_aware-behind-null-hop',
+  inner: { kind: 'sglang-router', label: 'sglang-cache_aware', policy: 'cache_aware' },
+};
+
+/**
+ * `real-vllm-low-load-hop`: how much of the gap above is the ext_proc hop itself? Both
+ * workloads at the default priority, in 3 interleaved rounds with a seed each: cacheroute,
+ * sglang-router, and sglang-router with the ext_proc hop put in front of it (Envoy's shipped
+ * override-host config consulting a processor that decides nothing: same library, codec and
+ * message exchange as cacheroute; bench/contenders/null-processor.ts). The control's
+ * placement and cache hits are sglang-router's own, so its ratio to sglang-router is what the
+ * hop costs in this workload on this machine; cacheroute's ratio beside it says how much of
+ * cacheroute's gap is left for its routing. Envoy round-robin runs first in each block, as above.
+ */
+const HOP_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE, SGLANG_BEHIND_NULL_HOP];
+
+export const REAL_VLLM_LOW_LOAD_HOP: PresetSpec = {
+  ...REAL_VLLM,
+  name: 'real-vllm-low-load-hop',
+  description: `Diagnostic: real-vllm-low-load's two workloads, cacheroute vs sglang-router vs sglang-router behind Envoy and a do-nothing ext_proc processor, in 3 interleaved rounds with a seed each.`,
+  estimatedMinutes: 24,
+  blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), contenders: [ENVOY_RR, ...rounds(3, HOP_ROTATION)] })),
+};

@@ -9,6 +9,7 @@
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
  *        [--out FILE] [--engines vllm] [--gap-ms 100] [--fresh-words 0] [--max-tokens 4]
  *        [--paths direct,envoy-only,cacheroute,sglang] [--interleave] [--engine-count N]
+ *        [--alt-main FILE]
  *
  * `--engines vllm`: the `real-vllm` presets' 2 real vLLM CPU engines instead of the simulated
  * low-load fleet, cacheroute configured as those presets run it.
@@ -20,6 +21,12 @@
  * `--interleave`: every path runs at once and consecutive requests rotate over them
  * (A B C D A B C D ...), so a machine whose speed drifts within a round (it does, by ±30%
  * over minutes here) shifts every path alike; `--rounds` × `--per-round` requests per path.
+ *
+ * `sglang-null-hop`: sglang-router behind Envoy and a do-nothing ext_proc processor
+ * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone. `--alt-main FILE`: one more
+ * path, `alt`, where FILE (started as the router is: `node FILE serve --config CONFIG`) is the
+ * ext_proc processor behind the same Envoy config, e.g. the null processor itself
+ * (dist/bench/contenders/null-processor.js) or a launcher for one in another language.
  *
  * Not a bar: a diagnostic for where the low-load TTFT gap comes from.
  */
@@ -33,6 +40,7 @@ import { sleep } from '../harness/managed-process.js';
 import { streamRequest } from '../harness/sse-request.js';
 import { BENCH_MODEL, ENVOY_RR, SGLANG_CACHE_AWARE } from '../presets/building-blocks.js';
 import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
+import { SGLANG_BEHIND_NULL_HOP } from '../presets/real-vllm-low-load.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
@@ -56,6 +64,7 @@ async function main(): Promise<void> {
   const rounds = Number(arg('rounds', '4'));
   const perRound = Number(arg('per-round', '30'));
   const baseline = arg('baseline', '');
+  const altMain = arg('alt-main', '');
   const out = arg('out', '');
   const real = arg('engines', 'sim') === 'vllm';
   const gapMs = Number(arg('gap-ms', '100'));
@@ -81,7 +90,12 @@ async function main(): Promise<void> {
     // Diagnostic: the same router without its start-up warm-up (server.warmUpStreams 0).
     { label: 'cacheroute-no-warm-up', spec: { kind: 'cacheroute', label: 'cacheroute-no-warm-up', strategy: 'cache-aware', routerOverrides: deepMerge(routerOverrides, { server: { warmUpStreams: 0 } }) } },
     ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides } } as Path] : []),
+    // Diagnostic: another ext_proc server behind the same Envoy config (`--alt-main FILE`,
+    // started as the router is: `node FILE serve --config CONFIG`).
+    ...(altMain !== '' ? [{ label: 'alt', spec: { kind: 'cacheroute', label: 'alt', strategy: 'cache-aware', routerMain: altMain, routerOverrides } } as Path] : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
+    // Control: sglang-router behind Envoy and a do-nothing ext_proc processor (the hop alone).
+    { label: 'sglang-null-hop', spec: SGLANG_BEHIND_NULL_HOP },
   ];
   // Without --paths, the direct paths to engines the fleet does not have are left out.
   const paths = only.length === 0 ? allPaths.filter((p) => (p.direct ?? 0) < setup.count) : allPaths.filter((p) => only.includes(p.label));

@@ -6,7 +6,8 @@
  * sample per contender:
  *
  * - pooled percentiles over every round's successful requests;
- * - each cacheroute contender against the best peer router (lowest pooled p50 among
+ * - each cacheroute contender (and each `null-hop` control: a peer router behind Envoy and a
+ *   do-nothing ext_proc processor) against the best peer router (lowest pooled p50 among
  *   sglang-router and vllm-router) by three estimators: the ratio of pooled p50s with
  *   90% bootstrap intervals (requests resampled within each round; and whole rounds
  *   resampled, which also covers run-to-run spread; seeded), the median of
@@ -31,6 +32,8 @@ import { quantileSorted } from '../stats/percentiles.js';
 import { fmtMs, fmtPct, fmtRatio, mdTable } from './format.js';
 
 const PEER_KINDS = new Set(['sglang-router', 'vllm-router']);
+/** Compared with the best peer: cacheroute, and the ext_proc-hop control. */
+const COMPARED_KINDS = new Set(['cacheroute', 'null-hop']);
 
 export interface RoundRun {
   readonly block: string;
@@ -252,7 +255,7 @@ export function poolRounds(runs: readonly RoundRun[], opts: PoolOptions = {}): P
       best === undefined
         ? []
         : contenders
-            .filter((c) => c.kind === 'cacheroute')
+            .filter((c) => COMPARED_KINDS.has(c.kind))
             .map((c) => compare(byContender.get(c.contender) ?? [], byContender.get(best.contender) ?? [], c, best, samples, rng));
     const first = g[0] as RoundRun;
     out.push({ block: first.block, scenario: first.scenario, qps: first.qps, contenders, comparisons });
