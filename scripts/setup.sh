@@ -136,6 +136,17 @@ else
   fi
   exec 9>&-
 fi
+# --- the null-hop benchmark control's Go processor (bench/contenders/null-processor-go) ----
+if ! command -v go >/dev/null 2>&1; then
+  warn "Go not found: cannot build the Go null processor; its test will skip (and fail under CI=true)"
+elif (cd bench/contenders/null-processor-go && GOFLAGS="${GOFLAGS:-} -trimpath" go build -o "$ROOT/.bin/null-processor-go" .); then
+  say "built .bin/null-processor-go"
+elif [ "${CI:-}" = true ]; then
+  echo "setup: the Go null processor did not build; CI needs it for its test" >&2
+  exit 1
+else
+  warn "the Go null processor did not build; its test will skip"
+fi
 bash scripts/setup-kube.sh
 bash scripts/setup-nats.sh
 

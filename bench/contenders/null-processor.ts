@@ -66,20 +66,29 @@ export function nullProcess(call: grpc.ServerDuplexStream<ProcessingRequest__Out
   call.on('error', () => undefined);
 }
 
+/** Serves the null processor at `cfg.grpcAddress` (port 0: a free one); resolves with the bound port. */
+export async function startNullProcessor(cfg: NullConfig): Promise<{ readonly port: number; stop(): Promise<void> }> {
+  // Stands in for a router's decision: only the destination list is read (destinationList).
+  const decision = { endpoint: { id: cfg.endpoint }, fallbacks: [] } as unknown as RouteDecision;
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
+  server.addService(extProcServiceDefinition(), {
+    Process: (call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>) => nullProcess(call, decision),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(cfg.grpcAddress, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return { port, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) };
+}
+
 async function main(): Promise<void> {
   const i = process.argv.indexOf('--config');
   if (process.argv[2] !== 'serve' || i < 0 || i + 1 >= process.argv.length) {
     throw new Error('usage: null-processor serve --config ROUTER.yaml');
   }
   const cfg = readNullConfig(readFileSync(process.argv[i + 1]!, 'utf8'));
-  const decision = { endpoint: { id: cfg.endpoint }, fallbacks: [] } as unknown as RouteDecision;
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 << 20 });
-  server.addService(extProcServiceDefinition(), { Process: (call: grpc.ServerDuplexStream<ProcessingRequest__Output, ProcessingResponse>) => nullProcess(call, decision) });
-  await new Promise<void>((resolve, reject) =>
-    server.bindAsync(cfg.grpcAddress, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
-  );
-  console.log(JSON.stringify({ msg: 'listening', address: cfg.grpcAddress }));
-  const stop = (): void => server.tryShutdown(() => process.exit(0));
+  const server = await startNullProcessor(cfg);
+  console.log(JSON.stringify({ msg: 'listening', address: cfg.grpcAddress, port: server.port }));
+  const stop = (): void => void server.stop().then(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

@@ -50,9 +50,13 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
   const launch = async (r: Replica): Promise<void> => {
     r.proc = await startProcess({
       name: `cacheroute-${spec.label}-${r.name}`,
-      command: process.execPath,
+      // An executable processor (routerExecutable) runs as it is; the router under node.
+      command: spec.routerExecutable ?? process.execPath,
       // BENCH_ROUTER_NODE_ARGS: extra node flags for the router processes (e.g. `--cpu-prof`).
-      args: [...(process.env['BENCH_ROUTER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''), main, 'serve', '--config', r.configFile],
+      args:
+        spec.routerExecutable !== undefined
+          ? ['serve', '--config', r.configFile]
+          : [...(process.env['BENCH_ROUTER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''), main, 'serve', '--config', r.configFile],
       readyLine: (line) => line.includes('"listening"'),
       // Generous: on a loaded 2-core machine a cold start (module load, replay wait) can take long.
       readyTimeoutMs: 45_000,

@@ -123,6 +123,9 @@ export const SGLANG_BEHIND_NULL_HOP: ContenderSpec = {
   inner: { kind: 'sglang-router', label: 'sglang-cache_aware', policy: 'cache_aware' },
 };
 
+/** The same control with the processor in Go (grpc-go): the hop on a compiled runtime. */
+export const SGLANG_BEHIND_NULL_HOP_GO: ContenderSpec = { ...SGLANG_BEHIND_NULL_HOP, label: 'sglang-cache_aware-behind-null-hop-go', processor: 'go' };
+
 /**
  * `real-vllm-low-load-hop`: how much of the gap above is the ext_proc hop itself? Both
  * workloads at the default priority, in 3 interleaved rounds with a seed each: cacheroute,
@@ -141,4 +144,19 @@ export const REAL_VLLM_LOW_LOAD_HOP: PresetSpec = {
   description: `Diagnostic: real-vllm-low-load's two workloads, cacheroute vs sglang-router vs sglang-router behind Envoy and a do-nothing ext_proc processor, in 3 interleaved rounds with a seed each.`,
   estimatedMinutes: 24,
   blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), contenders: [ENVOY_RR, ...rounds(3, HOP_ROTATION)] })),
+};
+
+/**
+ * `real-vllm-low-load-hop-go`: the same with the hop's processor also in Go (grpc-go; built
+ * with `go build` on first use): is what the hop costs the ext_proc exchange itself, or the
+ * Node runtime the processor runs on? Four contenders in 3 rotated rounds per workload.
+ */
+const HOP_GO_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE, SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO];
+
+export const REAL_VLLM_LOW_LOAD_HOP_GO: PresetSpec = {
+  ...REAL_VLLM,
+  name: 'real-vllm-low-load-hop-go',
+  description: `Diagnostic: real-vllm-low-load's two workloads, cacheroute vs sglang-router vs sglang-router behind Envoy and a do-nothing ext_proc processor in Node and in Go, in 3 interleaved rounds with a seed each.`,
+  estimatedMinutes: 31,
+  blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), contenders: [ENVOY_RR, ...rounds(3, HOP_GO_ROTATION)] })),
 };

@@ -23,7 +23,8 @@
  * over minutes here) shifts every path alike; `--rounds` × `--per-round` requests per path.
  *
  * `sglang-null-hop`: sglang-router behind Envoy and a do-nothing ext_proc processor
- * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone. `--alt-main FILE`: one more
+ * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone; `sglang-null-hop-go`: the
+ * same with the processor in Go (bench/contenders/null-processor-go, built with `go build`). `--alt-main FILE`: one more
  * path, `alt`, where FILE (started as the router is: `node FILE serve --config CONFIG`) is the
  * ext_proc processor behind the same Envoy config, e.g. the null processor itself
  * (dist/bench/contenders/null-processor.js) or a launcher for one in another language.
@@ -40,7 +41,7 @@ import { sleep } from '../harness/managed-process.js';
 import { streamRequest } from '../harness/sse-request.js';
 import { BENCH_MODEL, ENVOY_RR, SGLANG_CACHE_AWARE } from '../presets/building-blocks.js';
 import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
-import { SGLANG_BEHIND_NULL_HOP } from '../presets/real-vllm-low-load.js';
+import { SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO } from '../presets/real-vllm-low-load.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
     // Control: sglang-router behind Envoy and a do-nothing ext_proc processor (the hop alone).
     { label: 'sglang-null-hop', spec: SGLANG_BEHIND_NULL_HOP },
+    { label: 'sglang-null-hop-go', spec: SGLANG_BEHIND_NULL_HOP_GO },
   ];
   // Without --paths, the direct paths to engines the fleet does not have are left out.
   const paths = only.length === 0 ? allPaths.filter((p) => (p.direct ?? 0) < setup.count) : allPaths.filter((p) => only.includes(p.label));

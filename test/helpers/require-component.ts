@@ -75,6 +75,13 @@ export function kubeBinaries(): Component[] {
   ];
 }
 
+/** The Go toolchain on PATH (scripts/setup.sh builds Jaeger and the Go null processor with it). */
+export function goToolchain(): Component {
+  const dirs = (process.env['PATH'] ?? '').split(':').filter((d) => d !== '');
+  const found = dirs.map((d) => join(d, 'go')).find(executable);
+  return { name: 'the Go toolchain', path: found ?? 'go on PATH', hint: 'install Go (the machine setup has it for Jaeger)', present: found !== undefined };
+}
+
 /** nats-server with JetStream, built by scripts/setup-nats.sh (the replication tests). */
 export function natsServer(): Component {
   return { name: 'nats-server', path: NATS_SERVER_BIN, hint: 'run bash scripts/setup-nats.sh', present: executable(NATS_SERVER_BIN) };

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { expandPreset } from '../../../../bench/presets/expand.js';
-import { LOW_PRIORITY_ENGINE_NICE, REAL_VLLM_LOW_LOAD_PRIORITY } from '../../../../bench/presets/real-vllm-low-load.js';
+import { LOW_PRIORITY_ENGINE_NICE, REAL_VLLM_LOW_LOAD_HOP, REAL_VLLM_LOW_LOAD_HOP_GO, REAL_VLLM_LOW_LOAD_PRIORITY } from '../../../../bench/presets/real-vllm-low-load.js';
 
 describe('bench/presets/real-vllm-low-load-priority', () => {
   const runs = expandPreset(REAL_VLLM_LOW_LOAD_PRIORITY);
@@ -34,5 +34,65 @@ describe('bench/presets/real-vllm-low-load-priority', () => {
       ]);
       expect(mine.slice(1).map((r) => r.seedOffset ?? 0), block).to.deep.equal([0, 0, 1, 1, 2, 2]);
     }
+  });
+});
+
+describe('bench/presets/real-vllm-low-load-hop', () => {
+  const runs = expandPreset(REAL_VLLM_LOW_LOAD_HOP);
+
+  it('runs Envoy round-robin first, then cacheroute, sglang-router and sglang-router behind the null hop in 3 rotated rounds with a seed each', () => {
+    const blocks = [...new Set(runs.map((r) => r.block))];
+    expect(blocks).to.have.length(2);
+    for (const block of blocks) {
+      const mine = runs.filter((r) => r.block === block);
+      expect(mine.map((r) => r.contender.label), block).to.deep.equal([
+        'envoy-round-robin',
+        'cacheroute-cache-aware#1',
+        'sglang-cache_aware#1',
+        'sglang-cache_aware-behind-null-hop#1',
+        'sglang-cache_aware#2',
+        'sglang-cache_aware-behind-null-hop#2',
+        'cacheroute-cache-aware#2',
+        'sglang-cache_aware-behind-null-hop#3',
+        'cacheroute-cache-aware#3',
+        'sglang-cache_aware#3',
+      ]);
+      expect(mine.slice(1).map((r) => r.seedOffset ?? 0), block).to.deep.equal([0, 0, 0, 1, 1, 1, 2, 2, 2]);
+    }
+  });
+
+  it('puts the same sglang-router behind the hop as the one it is compared with', () => {
+    const hop = runs.find((r) => r.contender.kind === 'null-hop')?.contender;
+    const bare = runs.find((r) => r.contender.kind === 'sglang-router')?.contender;
+    expect(hop?.kind === 'null-hop' ? hop.inner.policy : undefined).to.equal(bare?.kind === 'sglang-router' ? bare.policy : 'none');
+    // Engines at the default priority: this preset measures the shipped setting.
+    expect(runs.every((r) => (r.engines.vllm?.nice ?? 0) === 0)).to.equal(true);
+  });
+});
+
+describe('bench/presets/real-vllm-low-load-hop-go', () => {
+  const runs = expandPreset(REAL_VLLM_LOW_LOAD_HOP_GO);
+
+  it('adds the Go processor\'s hop to the rotation: four contenders in 3 rotated rounds per workload', () => {
+    for (const block of new Set(runs.map((r) => r.block))) {
+      const mine = runs.filter((r) => r.block === block);
+      expect(mine.map((r) => r.contender.label), block).to.deep.equal([
+        'envoy-round-robin',
+        'cacheroute-cache-aware#1',
+        'sglang-cache_aware#1',
+        'sglang-cache_aware-behind-null-hop#1',
+        'sglang-cache_aware-behind-null-hop-go#1',
+        'sglang-cache_aware#2',
+        'sglang-cache_aware-behind-null-hop#2',
+        'sglang-cache_aware-behind-null-hop-go#2',
+        'cacheroute-cache-aware#2',
+        'sglang-cache_aware-behind-null-hop#3',
+        'sglang-cache_aware-behind-null-hop-go#3',
+        'cacheroute-cache-aware#3',
+        'sglang-cache_aware#3',
+      ]);
+    }
+    const go = runs.find((r) => r.contender.label.startsWith('sglang-cache_aware-behind-null-hop-go'))?.contender;
+    expect(go?.kind === 'null-hop' ? go.processor : undefined).to.equal('go');
   });
 });

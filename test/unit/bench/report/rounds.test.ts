@@ -62,6 +62,21 @@ describe('bench/report/rounds', () => {
     expect(c.p50RatioRoundInterval).to.equal(null); // 2 paired rounds: too few to resample
   });
 
+  it('compares the null-hop control with the best peer as it does cacheroute, and never takes the control for a peer', () => {
+    const runs = [
+      run('cr', 'cacheroute', 1, [120, 130, 140]),
+      // Faster than the real peer: still not a peer (it is the peer plus a hop).
+      run('hop', 'null-hop', 1, [80, 90, 100]),
+      run('sg', 'sglang-router', 1, [100, 110, 120]),
+    ];
+    const [g] = poolRounds(runs, { bootstrapSamples: 50, seed: 3 });
+    expect(g!.comparisons.map((c) => [c.contender, c.peer])).to.deep.equal([
+      ['cr', 'sg'],
+      ['hop', 'sg'],
+    ]);
+    expect(g!.comparisons[1]!.p50Ratio).to.be.closeTo(90 / 110, 1e-9);
+  });
+
   it('resamples whole rounds for the round interval, which covers the spread between rounds', () => {
     // Within each round cr is exactly 1.0× or 1.5× sg: the request bootstrap stays narrow
     // per round, the round bootstrap spans both.
