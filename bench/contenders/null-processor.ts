@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
 }
 
-if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+if (import.meta.url === `file://${process.argv[1]}`) {
   main().catch((err: unknown) => {
     console.error(err instanceof Error ? err.message : String(err));
     process.exit(1);

@@ -36,12 +36,19 @@ export function readAccessLog(text: string): { routing: number[]; firstByte: num
       continue;
     }
     if (typeof entry['path'] !== 'string' || !entry['path'].startsWith('/v1/')) continue;
-    const r = Number(entry['routing_us']);
-    const f = Number(entry['upstream_first_byte_us']);
-    if (entry['routing_us'] !== null && entry['routing_us'] !== '-' && Number.isFinite(r)) routing.push(r);
-    if (entry['upstream_first_byte_us'] !== null && entry['upstream_first_byte_us'] !== '-' && Number.isFinite(f)) firstByte.push(f);
+    const r = micros(entry['routing_us']);
+    const f = micros(entry['upstream_first_byte_us']);
+    if (r !== undefined) routing.push(r);
+    if (f !== undefined) firstByte.push(f);
   }
   return { routing, firstByte };
+}
+
+/** A duration field: a number, or a numeric string; Envoy writes `-` or null when it has none. */
+function micros(v: unknown): number | undefined {
+  if (typeof v !== 'number' && typeof v !== 'string') return undefined;
+  const n = Number(v);
+  return v !== '' && Number.isFinite(n) ? n : undefined;
 }
 
 /** `envoy-<label>[-N].log` → label and block index (0 without a suffix). */
@@ -88,4 +95,4 @@ function main(): void {
   else process.stdout.write(text);
 }
 
-if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) main();
+if (import.meta.url === `file://${process.argv[1]}`) main();

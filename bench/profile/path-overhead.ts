@@ -24,10 +24,10 @@
  *
  * `sglang-null-hop`: sglang-router behind Envoy and a do-nothing ext_proc processor
  * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone; `sglang-null-hop-go`: the
- * same with the processor in Go (bench/contenders/null-processor-go, built with `go build`). `--alt-main FILE`: one more
- * path, `alt`, where FILE (started as the router is: `node FILE serve --config CONFIG`) is the
- * ext_proc processor behind the same Envoy config, e.g. the null processor itself
- * (dist/bench/contenders/null-processor.js) or a launcher for one in another language.
+ * same with the processor in Go (bench/contenders/null-processor-go, built with `go build`).
+ * `--alt-main FILE`: one more path, `alt`, where FILE (started as the router is: `node FILE
+ * serve --config CONFIG`) is the ext_proc processor behind the same Envoy config, e.g. the null
+ * processor itself (dist/bench/contenders/null-processor.js).
  *
  * Not a bar: a diagnostic for where the low-load TTFT gap comes from.
  */

@@ -2,6 +2,13 @@ import { expect } from 'chai';
 import { expandPreset } from '../../../../bench/presets/expand.js';
 import { LOW_PRIORITY_ENGINE_NICE, REAL_VLLM_LOW_LOAD_HOP, REAL_VLLM_LOW_LOAD_HOP_GO, REAL_VLLM_LOW_LOAD_PRIORITY } from '../../../../bench/presets/real-vllm-low-load.js';
 
+/** A preset's runs grouped by block, in run order. */
+function byBlock<R extends { readonly block: string }>(runs: readonly R[]): Map<string, R[]> {
+  const out = new Map<string, R[]>();
+  for (const r of runs) out.set(r.block, [...(out.get(r.block) ?? []), r]);
+  return out;
+}
+
 describe('bench/presets/real-vllm-low-load-priority', () => {
   const runs = expandPreset(REAL_VLLM_LOW_LOAD_PRIORITY);
   const half = (niced: boolean) => runs.filter((r) => (r.engines.vllm?.nice ?? 0) > 0 === niced);
@@ -21,8 +28,7 @@ describe('bench/presets/real-vllm-low-load-priority', () => {
   });
 
   it('puts Envoy round-robin first in each block, then cacheroute and sglang-router in 3 rotated rounds with a seed each', () => {
-    for (const block of new Set(runs.map((r) => r.block))) {
-      const mine = runs.filter((r) => r.block === block);
+    for (const [block, mine] of byBlock(runs)) {
       expect(mine.map((r) => r.contender.label), block).to.deep.equal([
         'envoy-round-robin',
         'cacheroute-cache-aware#1',
@@ -41,10 +47,9 @@ describe('bench/presets/real-vllm-low-load-hop', () => {
   const runs = expandPreset(REAL_VLLM_LOW_LOAD_HOP);
 
   it('runs Envoy round-robin first, then cacheroute, sglang-router and sglang-router behind the null hop in 3 rotated rounds with a seed each', () => {
-    const blocks = [...new Set(runs.map((r) => r.block))];
-    expect(blocks).to.have.length(2);
-    for (const block of blocks) {
-      const mine = runs.filter((r) => r.block === block);
+    const blocks = byBlock(runs);
+    expect(blocks.size).to.equal(2);
+    for (const [block, mine] of blocks) {
       expect(mine.map((r) => r.contender.label), block).to.deep.equal([
         'envoy-round-robin',
         'cacheroute-cache-aware#1',
@@ -74,8 +79,7 @@ describe('bench/presets/real-vllm-low-load-hop-go', () => {
   const runs = expandPreset(REAL_VLLM_LOW_LOAD_HOP_GO);
 
   it('adds the Go processor\'s hop to the rotation: four contenders in 3 rotated rounds per workload', () => {
-    for (const block of new Set(runs.map((r) => r.block))) {
-      const mine = runs.filter((r) => r.block === block);
+    for (const [block, mine] of byBlock(runs)) {
       expect(mine.map((r) => r.contender.label), block).to.deep.equal([
         'envoy-round-robin',
         'cacheroute-cache-aware#1',
