@@ -5,6 +5,7 @@
  */
 import { Agent, request } from 'node:http';
 import { startVllmEngines } from '../real-engine/launcher.js';
+import { pinRoutingTier } from './cpu-affinity.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
 import { ensureTinyModel } from '../real-engine/tiny-model.js';
 import type { EngineHandle } from '../contenders/types.js';
@@ -51,6 +52,28 @@ export function httpText(url: string, method: 'GET' | 'POST', timeoutMs = 5000, 
 }
 
 export async function startEngineFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
+  if (setup?.routingTierCore === undefined) return startFleet(count, flags, model, setup);
+  // The harness (and whatever it starts from now on) on its core until the fleet stops.
+  const unpin = pinRoutingTier(setup.routingTierCore);
+  try {
+    const fleet = await startFleet(count, flags, model, setup);
+    return {
+      ...fleet,
+      stop: async () => {
+        try {
+          await fleet.stop();
+        } finally {
+          unpin();
+        }
+      },
+    };
+  } catch (err) {
+    unpin();
+    throw err;
+  }
+}
+
+async function startFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
   if (setup?.kind === 'vllm') {
     // A shared 2-core machine can take minutes to import vLLM twice at once: wait up to 10 min.
     const real = await startVllmEngines({ count, startTimeoutMs: 600_000, ...(setup.vllm ?? {}), modelName: model });

@@ -160,3 +160,41 @@ export const REAL_VLLM_LOW_LOAD_HOP_GO: PresetSpec = {
   estimatedMinutes: 31,
   blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), contenders: [ENVOY_RR, ...rounds(3, HOP_GO_ROTATION)] })),
 };
+
+/** The core every engine runs on in real-vllm-low-load-split; the routing tier gets the other. */
+export const SPLIT_ENGINE_CORE = 1;
+export const SPLIT_ROUTING_TIER_CORE = 0;
+
+/**
+ * `real-vllm-low-load-split`: `real-vllm-low-load` as it is (both workloads, cacheroute,
+ * sglang-router and vllm-router in 4 rotated rounds, Envoy round-robin first) on the machine
+ * split in two: both engines on core SPLIT_ENGINE_CORE, the harness and everything it starts
+ * (Envoy, every router, the load generator) on core SPLIT_ROUTING_TIER_CORE. In the default
+ * preset a vLLM CPU worker busy-polls for a second after each step, so at 1.5 req/s both cores
+ * are always busy and every process a request crosses waits for one: two processes for
+ * Envoy + cacheroute, one for a peer router. Split, the routing tier has a core of its own,
+ * as where engines run on accelerators on hosts of their own; the engines are slower (one
+ * core for two), which every contender meets alike.
+ */
+function splitBlock(block: MatrixBlock): MatrixBlock {
+  const base = lowLoad(block);
+  const vllm = { ...(block.engines.vllm ?? {}), sharedCore: SPLIT_ENGINE_CORE };
+  return {
+    ...base,
+    engines: {
+      ...block.engines,
+      label: `${block.engines.label}-split`,
+      vllm,
+      routingTierCore: SPLIT_ROUTING_TIER_CORE,
+      rationale: `${block.engines.rationale} Both engines on core ${SPLIT_ENGINE_CORE}; Envoy, the routers and the load generator on core ${SPLIT_ROUTING_TIER_CORE}.`,
+    },
+  };
+}
+
+export const REAL_VLLM_LOW_LOAD_SPLIT: PresetSpec = {
+  ...REAL_VLLM_LOW_LOAD,
+  name: 'real-vllm-low-load-split',
+  description: `real-vllm-low-load (cacheroute vs sglang-router vs vllm-router, ${LOW_LOAD_ROUNDS} rotated rounds per workload at ${LOW_LOAD_QPS} req/s) with both engines on core ${SPLIT_ENGINE_CORE} and the routing tier (Envoy, routers, load generator) on core ${SPLIT_ROUTING_TIER_CORE}.`,
+  estimatedMinutes: 28,
+  blocks: REAL_VLLM.blocks.map(splitBlock),
+};

@@ -25,6 +25,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { checkCore } from '../harness/cpu-affinity.js';
 import { ensureTinyModel } from './tiny-model.js';
 import { REPO_ROOT, TINY_MODEL_NAME, VLLM_BIN, VLLM_PYTHON, VLLM_RUN_ROOT, vllmUnavailableReason } from './vllm-paths.js';
 
@@ -49,6 +50,15 @@ export interface StartVllmEnginesOptions {
    * busy threads, as when engines run on hardware of their own. Default 0.
    */
   readonly nice?: number;
+  /**
+   * Put every engine process on this one core (`taskset -c`, which its engine core and worker
+   * inherit; the OMP threads bind to it too) instead of engine i's OMP threads on core i and
+   * the rest wherever the scheduler puts them. With the routing tier pinned to the other
+   * cores (bench/harness/cpu-affinity.ts), the engines' busy-polling workers no longer share a
+   * core with Envoy, the routers and the load generator: the machine then looks like a
+   * deployment whose engines run on hardware of their own. Default: unset.
+   */
+  readonly sharedCore?: number;
   /** More `vllm serve` arguments, appended. */
   readonly extraArgs?: readonly string[];
   /** Max wait for every engine's /health (default 240 s: ~40 s each, slower on a busy machine). */
@@ -220,7 +230,8 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
   const modelName = opts.modelName ?? TINY_MODEL_NAME;
   const cores = availableParallelism();
   const hostOf = opts.host ?? ((i: number) => `127.0.0.${2 + i}`);
-  const coreOf = opts.core ?? ((i: number) => i % cores);
+  if (opts.sharedCore !== undefined) checkCore(opts.sharedCore, 'sharedCore');
+  const coreOf = opts.sharedCore !== undefined ? () => opts.sharedCore as number : (opts.core ?? ((i: number) => i % cores));
   const timeoutMs = opts.startTimeoutMs ?? 240_000;
   const runId = `${Date.now().toString(36)}-${process.pid}-${randomBytes(2).toString('hex')}`;
   installExitHook();
@@ -266,8 +277,10 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const log = createWriteStream(logFile, { flags: 'a' });
       log.write(`# ${VLLM_BIN} ${args.join(' ')}\n`);
       const python = [VLLM_PYTHON, PDEATHSIG_EXEC, VLLM_BIN, ...args];
-      // `nice` execs the Python it starts: the engine keeps this pid and its children inherit the niceness.
-      const [command, ...argv] = nice > 0 ? ['nice', '-n', String(nice), ...python] : python;
+      // `taskset` and `nice` exec what they start: the engine keeps this pid and its children
+      // inherit the core and the niceness.
+      const pinned = opts.sharedCore !== undefined ? ['taskset', '-c', String(opts.sharedCore)] : [];
+      const [command, ...argv] = [...pinned, ...(nice > 0 ? ['nice', '-n', String(nice)] : []), ...python];
       const child = spawn(command as string, argv, {
         cwd: dir,
         env: engineEnv(dir, host, core, kvCacheGiB, tag),

@@ -1,6 +1,15 @@
 import { expect } from 'chai';
 import { expandPreset } from '../../../../bench/presets/expand.js';
-import { LOW_PRIORITY_ENGINE_NICE, REAL_VLLM_LOW_LOAD_HOP, REAL_VLLM_LOW_LOAD_HOP_GO, REAL_VLLM_LOW_LOAD_PRIORITY } from '../../../../bench/presets/real-vllm-low-load.js';
+import {
+  LOW_PRIORITY_ENGINE_NICE,
+  REAL_VLLM_LOW_LOAD,
+  REAL_VLLM_LOW_LOAD_HOP,
+  REAL_VLLM_LOW_LOAD_HOP_GO,
+  REAL_VLLM_LOW_LOAD_PRIORITY,
+  REAL_VLLM_LOW_LOAD_SPLIT,
+  SPLIT_ENGINE_CORE,
+  SPLIT_ROUTING_TIER_CORE,
+} from '../../../../bench/presets/real-vllm-low-load.js';
 
 /** A preset's runs grouped by block, in run order. */
 function byBlock<R extends { readonly block: string }>(runs: readonly R[]): Map<string, R[]> {
@@ -98,5 +107,28 @@ describe('bench/presets/real-vllm-low-load-hop-go', () => {
     }
     const go = runs.find((r) => r.contender.label.startsWith('sglang-cache_aware-behind-null-hop-go'))?.contender;
     expect(go?.kind === 'null-hop' ? go.processor : undefined).to.equal('go');
+  });
+});
+
+describe('bench/presets/real-vllm-low-load-split', () => {
+  const split = expandPreset(REAL_VLLM_LOW_LOAD_SPLIT);
+  const plain = expandPreset(REAL_VLLM_LOW_LOAD);
+
+  it('runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds', () => {
+    const shape = (r: (typeof split)[number]) => ({ block: r.block, contender: r.contender.label, scenario: r.scenario, seedOffset: r.seedOffset ?? 0 });
+    expect(split.length).to.be.greaterThan(0);
+    expect(split.map(shape)).to.deep.equal(plain.map(shape));
+  });
+
+  it('puts both engines on one core and the routing tier on the other, on a fleet of its own', () => {
+    for (const r of split) {
+      expect(r.engines.vllm?.sharedCore).to.equal(SPLIT_ENGINE_CORE);
+      expect(r.engines.routingTierCore).to.equal(SPLIT_ROUTING_TIER_CORE);
+      expect((r.engines.vllm?.nice ?? 0) === 0).to.equal(true);
+    }
+    expect(SPLIT_ENGINE_CORE).to.not.equal(SPLIT_ROUTING_TIER_CORE);
+    // run-preset starts one fleet per engine label: the split fleet is never the plain one.
+    const labels = new Set(split.map((r) => r.engines.label));
+    for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
   });
 });
