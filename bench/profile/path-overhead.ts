@@ -9,7 +9,7 @@
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
  *        [--out FILE] [--engines vllm] [--gap-ms 100] [--fresh-words 0] [--max-tokens 4]
  *        [--paths direct,envoy-only,cacheroute,sglang] [--interleave] [--engine-count N]
- *        [--alt-main FILE]
+ *        [--alt-main FILE] [--split]
  *
  * `--engines vllm`: the `real-vllm` presets' 2 real vLLM CPU engines instead of the simulated
  * low-load fleet, cacheroute configured as those presets run it.
@@ -21,6 +21,9 @@
  * `--interleave`: every path runs at once and consecutive requests rotate over them
  * (A B C D A B C D ...), so a machine whose speed drifts within a round (it does, by ±30%
  * over minutes here) shifts every path alike; `--rounds` × `--per-round` requests per path.
+ *
+ * `--split` (real engines): every engine on core SPLIT_ENGINE_CORE, this process and everything
+ * it starts on core SPLIT_ROUTING_TIER_CORE, as in the `real-vllm-low-load-split` preset.
  *
  * `sglang-null-hop`: sglang-router behind Envoy and a do-nothing ext_proc processor
  * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone; `sglang-null-hop-go`: the
@@ -41,7 +44,7 @@ import { sleep } from '../harness/managed-process.js';
 import { streamRequest } from '../harness/sse-request.js';
 import { BENCH_MODEL, ENVOY_RR, SGLANG_CACHE_AWARE } from '../presets/building-blocks.js';
 import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
-import { SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO } from '../presets/real-vllm-low-load.js';
+import { SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO, SPLIT_ENGINE_CORE, SPLIT_ROUTING_TIER_CORE } from '../presets/real-vllm-low-load.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
@@ -76,7 +79,10 @@ async function main(): Promise<void> {
   if (block === undefined) throw new Error('no low-load block');
   const baseSetup = real ? REAL_VLLM_ENGINES : block.engines;
   // `--engine-count 1`: every path must use the one engine, so only the path differs.
-  const setup = { ...baseSetup, count: Number(arg('engine-count', String(baseSetup.count))) };
+  const counted = { ...baseSetup, count: Number(arg('engine-count', String(baseSetup.count))) };
+  const split = process.argv.includes('--split');
+  if (split && !real) throw new Error('--split needs --engines vllm');
+  const setup = split ? { ...counted, vllm: { ...(counted.vllm ?? {}), sharedCore: SPLIT_ENGINE_CORE }, routingTierCore: SPLIT_ROUTING_TIER_CORE } : counted;
   const model = real ? TINY_MODEL_NAME : BENCH_MODEL;
   const routerOverrides = real ? REAL_ENGINE_POLLING : {};
   const allPaths: Path[] = [
@@ -191,6 +197,7 @@ async function main(): Promise<void> {
     maxTokens,
     engines: setup.label,
     engineCount: setup.count,
+    split,
     baseline: baseline || null,
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();
