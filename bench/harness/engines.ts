@@ -53,6 +53,7 @@ export function httpText(url: string, method: 'GET' | 'POST', timeoutMs = 5000, 
 
 export async function startEngineFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
   if (setup?.routingTierCore === undefined) return startFleet(count, flags, model, setup);
+  checkSplit(setup);
   // The harness (and whatever it starts from now on) on its core until the fleet stops.
   const unpin = pinRoutingTier(setup.routingTierCore);
   try {
@@ -71,6 +72,16 @@ export async function startEngineFleet(count: number, flags: EngineFlags, model:
     unpin();
     throw err;
   }
+}
+
+/** A routing-tier core only makes sense beside real engines pinned to another core. */
+export function checkSplit(setup: EngineSetup): void {
+  const tier = setup.routingTierCore;
+  if (tier === undefined) return;
+  if (setup.kind !== 'vllm') throw new Error('routingTierCore is for real engines (kind vllm): simulated engines are processes of the harness and would share its core');
+  const engines = setup.vllm?.sharedCore;
+  if (engines === undefined) throw new Error('routingTierCore needs vllm.sharedCore: otherwise the engines inherit the routing tier\'s core');
+  if (engines === tier) throw new Error(`routingTierCore and vllm.sharedCore are both core ${tier}`);
 }
 
 async function startFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
