@@ -5,13 +5,13 @@
  */
 import { Agent, request } from 'node:http';
 import { startVllmEngines } from '../real-engine/launcher.js';
-import { pinRoutingTier } from './cpu-affinity.js';
 import { startSimEngines } from '../sim-engine/launcher.js';
 import { ensureTinyModel } from '../real-engine/tiny-model.js';
 import type { EngineHandle } from '../contenders/types.js';
 import type { EngineFlags, EngineSetup } from '../presets/types.js';
 import { countersFromSamples, type EngineCounters } from '../stats/engine-counters.js';
 import { parsePrometheusText } from '../stats/prometheus-text.js';
+import { pinRoutingTier } from './cpu-affinity.js';
 
 export interface EngineFleet {
   readonly engines: readonly EngineHandle[];

@@ -17,7 +17,7 @@ import { SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, cacheroute, ENVOY_RR } from './bu
 import { REAL_ENGINE_POLLING, REAL_VLLM } from './real-vllm.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import type { ScenarioSpec } from '../workloads/scenario.js';
-import type { MatrixBlock, PresetSpec } from './types.js';
+import type { EngineSetup, MatrixBlock, PresetSpec } from './types.js';
 
 export const LOW_LOAD_QPS = 1.5;
 export const LOW_LOAD_ROUNDS = 4;
@@ -165,6 +165,17 @@ export const REAL_VLLM_LOW_LOAD_HOP_GO: PresetSpec = {
 export const SPLIT_ENGINE_CORE = 1;
 export const SPLIT_ROUTING_TIER_CORE = 0;
 
+/** An engine setup with every engine on SPLIT_ENGINE_CORE and the routing tier on SPLIT_ROUTING_TIER_CORE. */
+export function splitEngines(engines: EngineSetup): EngineSetup {
+  return {
+    ...engines,
+    label: `${engines.label}-split`,
+    vllm: { ...(engines.vllm ?? {}), sharedCore: SPLIT_ENGINE_CORE },
+    routingTierCore: SPLIT_ROUTING_TIER_CORE,
+    rationale: `${engines.rationale} Both engines on core ${SPLIT_ENGINE_CORE}; Envoy, the routers and the load generator on core ${SPLIT_ROUTING_TIER_CORE}.`,
+  };
+}
+
 /**
  * `real-vllm-low-load-split`: `real-vllm-low-load` as it is (both workloads, cacheroute,
  * sglang-router and vllm-router in 4 rotated rounds, Envoy round-robin first) on the machine
@@ -176,25 +187,10 @@ export const SPLIT_ROUTING_TIER_CORE = 0;
  * as where engines run on accelerators on hosts of their own; the engines are slower (one
  * core for two), which every contender meets alike.
  */
-function splitBlock(block: MatrixBlock): MatrixBlock {
-  const base = lowLoad(block);
-  const vllm = { ...(block.engines.vllm ?? {}), sharedCore: SPLIT_ENGINE_CORE };
-  return {
-    ...base,
-    engines: {
-      ...block.engines,
-      label: `${block.engines.label}-split`,
-      vllm,
-      routingTierCore: SPLIT_ROUTING_TIER_CORE,
-      rationale: `${block.engines.rationale} Both engines on core ${SPLIT_ENGINE_CORE}; Envoy, the routers and the load generator on core ${SPLIT_ROUTING_TIER_CORE}.`,
-    },
-  };
-}
-
 export const REAL_VLLM_LOW_LOAD_SPLIT: PresetSpec = {
   ...REAL_VLLM_LOW_LOAD,
   name: 'real-vllm-low-load-split',
   description: `real-vllm-low-load (cacheroute vs sglang-router vs vllm-router, ${LOW_LOAD_ROUNDS} rotated rounds per workload at ${LOW_LOAD_QPS} req/s) with both engines on core ${SPLIT_ENGINE_CORE} and the routing tier (Envoy, routers, load generator) on core ${SPLIT_ROUTING_TIER_CORE}.`,
   estimatedMinutes: 28,
-  blocks: REAL_VLLM.blocks.map(splitBlock),
+  blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), engines: splitEngines(b.engines) })),
 };

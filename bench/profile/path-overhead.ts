@@ -22,8 +22,8 @@
  * (A B C D A B C D ...), so a machine whose speed drifts within a round (it does, by ±30%
  * over minutes here) shifts every path alike; `--rounds` × `--per-round` requests per path.
  *
- * `--split` (real engines): every engine on core SPLIT_ENGINE_CORE, this process and everything
- * it starts on core SPLIT_ROUTING_TIER_CORE, as in the `real-vllm-low-load-split` preset.
+ * `--split` (real engines): the engines on one core, this process and everything it starts on
+ * the other, as in the `real-vllm-low-load-split` preset (`splitEngines`).
  *
  * `sglang-null-hop`: sglang-router behind Envoy and a do-nothing ext_proc processor
  * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone; `sglang-null-hop-go`: the
@@ -44,7 +44,7 @@ import { sleep } from '../harness/managed-process.js';
 import { streamRequest } from '../harness/sse-request.js';
 import { BENCH_MODEL, ENVOY_RR, SGLANG_CACHE_AWARE } from '../presets/building-blocks.js';
 import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
-import { SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO, SPLIT_ENGINE_CORE, SPLIT_ROUTING_TIER_CORE } from '../presets/real-vllm-low-load.js';
+import { SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO, splitEngines } from '../presets/real-vllm-low-load.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const counted = { ...baseSetup, count: Number(arg('engine-count', String(baseSetup.count))) };
   const split = process.argv.includes('--split');
   if (split && !real) throw new Error('--split needs --engines vllm');
-  const setup = split ? { ...counted, vllm: { ...(counted.vllm ?? {}), sharedCore: SPLIT_ENGINE_CORE }, routingTierCore: SPLIT_ROUTING_TIER_CORE } : counted;
+  const setup = split ? splitEngines(counted) : counted;
   const model = real ? TINY_MODEL_NAME : BENCH_MODEL;
   const routerOverrides = real ? REAL_ENGINE_POLLING : {};
   const allPaths: Path[] = [

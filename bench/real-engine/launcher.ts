@@ -230,8 +230,9 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
   const modelName = opts.modelName ?? TINY_MODEL_NAME;
   const cores = availableParallelism();
   const hostOf = opts.host ?? ((i: number) => `127.0.0.${2 + i}`);
-  if (opts.sharedCore !== undefined) checkCore(opts.sharedCore, 'sharedCore');
-  const coreOf = opts.sharedCore !== undefined ? () => opts.sharedCore as number : (opts.core ?? ((i: number) => i % cores));
+  const shared = opts.sharedCore;
+  if (shared !== undefined) checkCore(shared, 'sharedCore');
+  const coreOf = shared !== undefined ? () => shared : (opts.core ?? ((i: number) => i % cores));
   const timeoutMs = opts.startTimeoutMs ?? 240_000;
   const runId = `${Date.now().toString(36)}-${process.pid}-${randomBytes(2).toString('hex')}`;
   installExitHook();
@@ -279,7 +280,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const python = [VLLM_PYTHON, PDEATHSIG_EXEC, VLLM_BIN, ...args];
       // `taskset` and `nice` exec what they start: the engine keeps this pid and its children
       // inherit the core and the niceness.
-      const pinned = opts.sharedCore !== undefined ? ['taskset', '-c', String(opts.sharedCore)] : [];
+      const pinned = shared !== undefined ? ['taskset', '-c', String(shared)] : [];
       const [command, ...argv] = [...pinned, ...(nice > 0 ? ['nice', '-n', String(nice)] : []), ...python];
       const child = spawn(command as string, argv, {
         cwd: dir,
