@@ -194,3 +194,31 @@ export const REAL_VLLM_LOW_LOAD_SPLIT: PresetSpec = {
   estimatedMinutes: 28,
   blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), engines: splitEngines(b.engines) })),
 };
+
+/** An engine setup whose engines run their model worker inside the engine-core process. */
+export function inProcessWorkerEngines(engines: EngineSetup): EngineSetup {
+  return {
+    ...engines,
+    label: `${engines.label}-inproc`,
+    vllm: { ...(engines.vllm ?? {}), inProcessWorker: true },
+    rationale: `${engines.rationale} Each engine's model worker runs inside its engine-core process (vLLM's uniprocess executor), so no worker busy-polls a core between requests.`,
+  };
+}
+
+/**
+ * `real-vllm-low-load-inproc`: `real-vllm-low-load` as it is (both workloads, cacheroute,
+ * sglang-router and vllm-router in 4 rotated rounds, Envoy round-robin first, every process on
+ * both cores) with each engine's model worker inside its engine-core process. vLLM's CPU
+ * platform puts the worker in a process of its own whose queue reader spins for a second
+ * after every step, so at 1.5 req/s the engines keep both cores busy whether or not they
+ * have work; in-process, an engine between requests sleeps, as an accelerator-backed
+ * engine's host cores would be free for the routing tier. Same engines, same model and
+ * flags for every contender.
+ */
+export const REAL_VLLM_LOW_LOAD_INPROC: PresetSpec = {
+  ...REAL_VLLM_LOW_LOAD,
+  name: 'real-vllm-low-load-inproc',
+  description: `real-vllm-low-load (cacheroute vs sglang-router vs vllm-router, ${LOW_LOAD_ROUNDS} rotated rounds per workload at ${LOW_LOAD_QPS} req/s) with each engine's model worker inside its engine-core process (no busy-polling worker).`,
+  estimatedMinutes: 24,
+  blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), engines: inProcessWorkerEngines(b.engines) })),
+};

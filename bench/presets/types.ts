@@ -19,9 +19,10 @@ export interface EngineSetup {
   /**
    * Real-engine options (kind `vllm`): KV blocks override, KV cache GiB, max model length, and
    * the engines' scheduling niceness (`nice`, 0–19: the routers' wake-ups then preempt them),
-   * and one core for every engine process (`sharedCore`; see `routingTierCore`).
+   * one core for every engine process (`sharedCore`; see `routingTierCore`), and the model
+   * worker inside the engine-core process (`inProcessWorker`: no busy-polling worker apart).
    */
-  readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number; readonly nice?: number; readonly sharedCore?: number };
+  readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number; readonly nice?: number; readonly sharedCore?: number; readonly inProcessWorker?: boolean };
   /**
    * Pin the harness to this core while the block runs: Envoy, every router, peer router and
    * processor it starts, and the load generator (bench/harness/cpu-affinity.ts). With

@@ -7,7 +7,7 @@
  * generator wait behind at low load. Not a bar: the evidence for real-vllm-low-load-split.
  *
  *   node dist/bench/profile/engine-idle-cpu.js [--engines 2] [--idle-s 5] [--after-s 4]
- *        [--window-ms 500] [--out FILE]
+ *        [--window-ms 500] [--in-process-worker] [--out FILE]
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -83,13 +83,15 @@ async function main(): Promise<void> {
       'idle-s': { type: 'string', default: '5' },
       'after-s': { type: 'string', default: '4' },
       'window-ms': { type: 'string', default: '500' },
+      'in-process-worker': { type: 'boolean', default: false },
       out: { type: 'string', default: '' },
     },
   });
   const idleMs = Number(values['idle-s']) * 1000;
   const afterMs = Number(values['after-s']) * 1000;
   const windowMs = Number(values['window-ms']);
-  const fleet = await startVllmEngines({ count: Number(values.engines) });
+  const inProcessWorker = values['in-process-worker'];
+  const fleet = await startVllmEngines({ count: Number(values.engines), inProcessWorker });
   try {
     await sleep(3000);
     const parentOf = parents();
@@ -114,7 +116,7 @@ async function main(): Promise<void> {
       await sleep(windowMs);
       after.push({ fromMs: t, share: coreShare(before, sample(trees), windowMs) });
     }
-    const report = { engines: fleet.engines.length, idleMs, windowMs, idle, request: { ms: Math.round(requestMs), share: during }, after };
+    const report = { engines: fleet.engines.length, inProcessWorker, idleMs, windowMs, idle, request: { ms: Math.round(requestMs), share: during }, after };
     const text = JSON.stringify(report, null, 2);
     if (values.out !== '') writeFileSync(values.out, text + '\n');
     console.log(text);

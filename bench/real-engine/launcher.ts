@@ -25,7 +25,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { checkCore } from '../harness/cpu-affinity.js';
+import { checkCore, setAffinity } from '../harness/cpu-affinity.js';
 import { ensureTinyModel } from './tiny-model.js';
 import { REPO_ROOT, TINY_MODEL_NAME, VLLM_BIN, VLLM_PYTHON, VLLM_RUN_ROOT, vllmUnavailableReason } from './vllm-paths.js';
 
@@ -59,6 +59,20 @@ export interface StartVllmEnginesOptions {
    * deployment whose engines run on hardware of their own. Default: unset.
    */
   readonly sharedCore?: number;
+  /**
+   * Run the model worker inside the engine-core process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`:
+   * vLLM's uniprocess executor) instead of in a process of its own behind a shared-memory
+   * queue. vLLM's CPU platform picks the multiprocess executor so that it can set the OMP
+   * environment of the worker; this launcher sets it (one thread, bound to the engine's core)
+   * before the engine starts, and once the engine is up moves every thread of its engine-core
+   * process to the engine's core (where vLLM's own binding would have put the worker), so a
+   * one-core engine loses nothing. What it gains: the worker's
+   * queue reader spins on its core for a second after every step (`SpinCondition`,
+   * `busy_loop_s` 1 s, no setting), so an engine with the worker apart keeps a whole core busy
+   * between requests at low load; in-process it sleeps between requests. Default false
+   * (vLLM's own choice).
+   */
+  readonly inProcessWorker?: boolean;
   /** More `vllm serve` arguments, appended. */
   readonly extraArgs?: readonly string[];
   /** Max wait for every engine's /health (default 240 s: ~40 s each, slower on a busy machine). */
@@ -180,7 +194,7 @@ function httpStatus(url: string, timeoutMs: number): Promise<number> {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The environment of one engine: offline, one core, every vLLM file under `dir`. */
-export function engineEnv(dir: string, host: string, core: number, kvCacheGiB: number, tag: string): NodeJS.ProcessEnv {
+export function engineEnv(dir: string, host: string, core: number, kvCacheGiB: number, tag: string, inProcessWorker = false): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const k of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ']) if (process.env[k] !== undefined) base[k] = process.env[k];
   return {
@@ -207,7 +221,27 @@ export function engineEnv(dir: string, host: string, core: number, kvCacheGiB: n
     VLLM_SERVER_DEV_MODE: '1',
     PYTHONHASHSEED: '0',
     PYTHONUNBUFFERED: '1',
+    ...(inProcessWorker ? { VLLM_ENABLE_V1_MULTIPROCESSING: '0' } : {}),
   };
+}
+
+/** The engine-core process of an engine (its process title), or undefined. */
+function engineCorePid(l: Launched): number | undefined {
+  for (const pid of taggedProcesses(l.tag, l.dir)) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('VLLM::EngineCor')) return pid;
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
+}
+
+/** Moves every thread of the engine's engine-core process (which runs the model) to its core. */
+function pinEngineCore(l: Launched): void {
+  const pid = engineCorePid(l);
+  if (pid === undefined) throw new Error(`engine ${l.info.id}: no engine-core process to bind to core ${l.info.core}`);
+  setAffinity(pid, String(l.info.core));
 }
 
 interface Launched {
@@ -284,7 +318,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const [command, ...argv] = [...pinned, ...(nice > 0 ? ['nice', '-n', String(nice)] : []), ...python];
       const child = spawn(command as string, argv, {
         cwd: dir,
-        env: engineEnv(dir, host, core, kvCacheGiB, tag),
+        env: engineEnv(dir, host, core, kvCacheGiB, tag, opts.inProcessWorker === true),
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout?.pipe(log, { end: false });
@@ -310,6 +344,8 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       });
     }
     await Promise.all(launched.map((l) => waitHealthy(l, timeoutMs)));
+    // vLLM binds the OMP thread only in a worker process of its own: bind the in-process one.
+    if (opts.inProcessWorker === true && shared === undefined) for (const l of launched) pinEngineCore(l);
     if (opts.kvEvents !== false) {
       for (const l of launched) {
         const endpoint = await kvEventsEndpoint(l.info);

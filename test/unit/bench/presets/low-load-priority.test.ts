@@ -5,6 +5,7 @@ import {
   REAL_VLLM_LOW_LOAD,
   REAL_VLLM_LOW_LOAD_HOP,
   REAL_VLLM_LOW_LOAD_HOP_GO,
+  REAL_VLLM_LOW_LOAD_INPROC,
   REAL_VLLM_LOW_LOAD_PRIORITY,
   REAL_VLLM_LOW_LOAD_SPLIT,
   SPLIT_ENGINE_CORE,
@@ -129,6 +130,31 @@ describe('bench/presets/real-vllm-low-load-split', () => {
     expect(SPLIT_ENGINE_CORE).to.not.equal(SPLIT_ROUTING_TIER_CORE);
     // run-preset starts one fleet per engine label: the split fleet is never the plain one.
     const labels = new Set(split.map((r) => r.engines.label));
+    for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
+  });
+});
+
+describe('bench/presets/real-vllm-low-load-inproc', () => {
+  const inproc = expandPreset(REAL_VLLM_LOW_LOAD_INPROC);
+  const plain = expandPreset(REAL_VLLM_LOW_LOAD);
+
+  it('runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds', () => {
+    const shape = (r: (typeof inproc)[number]) => ({ block: r.block, contender: r.contender.label, scenario: r.scenario, seedOffset: r.seedOffset ?? 0 });
+    expect(inproc.length).to.be.greaterThan(0);
+    expect(inproc.map(shape)).to.deep.equal(plain.map(shape));
+  });
+
+  it('runs the engines with their worker in-process and otherwise as the plain preset, on a fleet of its own', () => {
+    for (const r of inproc) {
+      expect(r.engines.vllm?.inProcessWorker).to.equal(true);
+      expect(r.engines.vllm?.sharedCore).to.equal(undefined);
+      expect(r.engines.routingTierCore).to.equal(undefined);
+      expect((r.engines.vllm?.nice ?? 0) === 0).to.equal(true);
+      const { inProcessWorker: _drop, ...rest } = r.engines.vllm ?? {};
+      const twin = plain.find((p) => p.block === r.block);
+      expect(rest).to.deep.equal(twin?.engines.vllm ?? {});
+    }
+    const labels = new Set(inproc.map((r) => r.engines.label));
     for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
   });
 });
