@@ -222,3 +222,20 @@ export const REAL_VLLM_LOW_LOAD_INPROC: PresetSpec = {
   estimatedMinutes: 24,
   blocks: REAL_VLLM.blocks.map((b) => ({ ...lowLoad(b), engines: inProcessWorkerEngines(b.engines) })),
 };
+
+/**
+ * `real-vllm-low-load-inproc-hop`: where the rest of the agentic gap goes with in-process
+ * engines. The agentic block of `real-vllm-low-load-inproc`, Envoy round-robin first, then in
+ * 3 rotated rounds with a seed each: cacheroute, cacheroute with no traffic of its own to the
+ * engines (no engine-metrics scrapes, no active health checks), sglang-router, and
+ * sglang-router behind Envoy and the do-nothing ext_proc processor (the hop alone).
+ */
+const INPROC_HOP_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), QUIET, SGLANG_CACHE_AWARE, SGLANG_BEHIND_NULL_HOP];
+
+export const REAL_VLLM_LOW_LOAD_INPROC_HOP: PresetSpec = {
+  ...REAL_VLLM_LOW_LOAD_INPROC,
+  name: 'real-vllm-low-load-inproc-hop',
+  description: 'Diagnostic: real-vllm-low-load-inproc\'s agentic block with cacheroute, cacheroute without engine-metrics scrapes and health checks, sglang-router, and sglang-router behind Envoy and a do-nothing ext_proc processor, 3 rotated rounds with a seed each.',
+  estimatedMinutes: 13,
+  blocks: [{ ...(REAL_VLLM_LOW_LOAD_INPROC.blocks[1] as MatrixBlock), contenders: [ENVOY_RR, ...rounds(3, INPROC_HOP_ROTATION)] }],
+};

@@ -9,7 +9,7 @@
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
  *        [--out FILE] [--engines vllm] [--gap-ms 100] [--fresh-words 0] [--max-tokens 4]
  *        [--paths direct,envoy-only,cacheroute,sglang] [--interleave] [--engine-count N]
- *        [--alt-main FILE] [--split]
+ *        [--alt-main FILE] [--split] [--in-process-worker]
  *
  * `--engines vllm`: the `real-vllm` presets' 2 real vLLM CPU engines instead of the simulated
  * low-load fleet, cacheroute configured as those presets run it.
@@ -24,6 +24,8 @@
  *
  * `--split` (real engines): the engines on one core, this process and everything it starts on
  * the other, as in the `real-vllm-low-load-split` preset (`splitEngines`).
+ * `--in-process-worker` (real engines): each engine's model worker inside its engine-core
+ * process, as in the `real-vllm-low-load-inproc` preset (`inProcessWorkerEngines`).
  *
  * `sglang-null-hop`: sglang-router behind Envoy and a do-nothing ext_proc processor
  * (bench/contenders/null-processor.ts), i.e. the ext_proc hop alone; `sglang-null-hop-go`: the
@@ -44,7 +46,7 @@ import { sleep } from '../harness/managed-process.js';
 import { streamRequest } from '../harness/sse-request.js';
 import { BENCH_MODEL, ENVOY_RR, SGLANG_CACHE_AWARE } from '../presets/building-blocks.js';
 import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
-import { SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO, splitEngines } from '../presets/real-vllm-low-load.js';
+import { inProcessWorkerEngines, SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO, splitEngines } from '../presets/real-vllm-low-load.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
@@ -82,7 +84,10 @@ async function main(): Promise<void> {
   const counted = { ...baseSetup, count: Number(arg('engine-count', String(baseSetup.count))) };
   const split = process.argv.includes('--split');
   if (split && !real) throw new Error('--split needs --engines vllm');
-  const setup = split ? splitEngines(counted) : counted;
+  const inProcessWorker = process.argv.includes('--in-process-worker');
+  if (inProcessWorker && !real) throw new Error('--in-process-worker needs --engines vllm');
+  const splitOrNot = split ? splitEngines(counted) : counted;
+  const setup = inProcessWorker ? inProcessWorkerEngines(splitOrNot) : splitOrNot;
   const model = real ? TINY_MODEL_NAME : BENCH_MODEL;
   const routerOverrides = real ? REAL_ENGINE_POLLING : {};
   const allPaths: Path[] = [
@@ -198,6 +203,7 @@ async function main(): Promise<void> {
     engines: setup.label,
     engineCount: setup.count,
     split,
+    inProcessWorker,
     baseline: baseline || null,
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();

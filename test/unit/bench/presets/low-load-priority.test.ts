@@ -6,6 +6,7 @@ import {
   REAL_VLLM_LOW_LOAD_HOP,
   REAL_VLLM_LOW_LOAD_HOP_GO,
   REAL_VLLM_LOW_LOAD_INPROC,
+  REAL_VLLM_LOW_LOAD_INPROC_HOP,
   REAL_VLLM_LOW_LOAD_PRIORITY,
   REAL_VLLM_LOW_LOAD_SPLIT,
   SPLIT_ENGINE_CORE,
@@ -156,5 +157,21 @@ describe('bench/presets/real-vllm-low-load-inproc', () => {
     }
     const labels = new Set(inproc.map((r) => r.engines.label));
     for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
+  });
+});
+
+describe('bench/presets/real-vllm-low-load-inproc-hop', () => {
+  const runs = expandPreset(REAL_VLLM_LOW_LOAD_INPROC_HOP);
+
+  it('runs the agentic block on in-process engines: Envoy round-robin, then four contenders in 3 rotated rounds', () => {
+    expect(new Set(runs.map((r) => r.block))).to.deep.equal(new Set(['agentic']));
+    for (const r of runs) expect(r.engines.vllm?.inProcessWorker).to.equal(true);
+    expect(runs[0]?.contender.label).to.equal('envoy-round-robin');
+    const labels = runs.slice(1).map((r) => r.contender.label);
+    expect(labels).to.have.length(12);
+    expect(labels.slice(0, 4)).to.deep.equal(['cacheroute-cache-aware#1', 'cacheroute-cache-aware-quiet#1', 'sglang-cache_aware#1', 'sglang-cache_aware-behind-null-hop#1']);
+    expect(labels.slice(4, 8)).to.deep.equal(['cacheroute-cache-aware-quiet#2', 'sglang-cache_aware#2', 'sglang-cache_aware-behind-null-hop#2', 'cacheroute-cache-aware#2']);
+    const quiet = runs.find((r) => r.contender.label.startsWith('cacheroute-cache-aware-quiet'))?.contender;
+    expect(quiet?.kind === 'cacheroute' ? quiet.routerOverrides : undefined).to.deep.equal({ engineMetrics: { enabled: false }, health: { enabled: false } });
   });
 });
