@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { REPO_ROOT } from './harness/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
 import { findPreset, PRESETS } from './presets/index.js';
-import { rerenderResults, rerenderRounds } from './report/rerender.js';
+import { poolRunDirs, rerenderResults, rerenderRounds } from './report/rerender.js';
 import { rawDirFor } from './report/write-results.js';
 import type { PresetSpec } from './presets/types.js';
 import { buildWorkload } from './workloads/scenario.js';
@@ -69,14 +69,25 @@ function main(): Promise<number> | number {
       only: { type: 'string' },
       'engine-flags': { type: 'string' },
       rerender: { type: 'string' },
+      pool: { type: 'string' },
       list: { type: 'boolean', default: false },
       'dry-run': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.rerender !== undefined) return rerender(resolve(values.rerender));
+  if (values.pool !== undefined) {
+    if (values.out === undefined) {
+      process.stderr.write('--pool needs --out <dir>\n');
+      return 2;
+    }
+    const dirs = values.pool.split(',').filter((d) => d !== '').map((d) => resolve(d));
+    const rounds = poolRunDirs(dirs, resolve(values.out), REPO_ROOT);
+    process.stderr.write(`wrote ${join(resolve(values.out), 'rounds.md')} (${rounds} rounds from ${dirs.length} runs)\n`);
+    return 0;
+  }
   if (values.help || (!values.list && values.preset === undefined)) {
-    process.stdout.write('usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--dry-run] | --list | --rerender <dir>\n');
+    process.stdout.write('usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--dry-run] | --list | --rerender <dir> | --pool <dir>,<dir>[,...] --out <dir>\n');
     return values.help ? 0 : 2;
   }
   if (values.list) {

@@ -4,13 +4,13 @@
  * not needed (they stay out of git); where they are still on disk, a run with interleaved
  * rounds also gets its rounds.md rebuilt from them.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import type { PresetSpec } from '../presets/types.js';
 import type { RunInfo } from './run-info.js';
-import { hasRounds, roundRunOf, writeRoundsReport } from './rounds.js';
-import { recordsFileName, writeResults } from './write-results.js';
+import { hasRounds, roundRunOf, writeRoundsReport, type RoundRun } from './rounds.js';
+import { rawDirFor, recordsFileName, writeResults } from './write-results.js';
 import type { RequestRecord } from '../harness/driver.js';
 
 /** Rewrites `dir`/results.md and its charts; returns the number of runs rendered. */
@@ -24,6 +24,47 @@ export function rerenderResults(dir: string): number {
   return runs.length;
 }
 
+const readRecords = (f: string): RequestRecord[] =>
+  readFileSync(f, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as RequestRecord);
+
+/**
+ * One rounds.md over several runs of the same preset (each with its own seeds, e.g. `--seed 1`
+ * and `--seed 5`): every round of every run pooled, run k's rounds numbered after run k−1's,
+ * so the pooled ratio and its whole-rounds interval rest on all of them. Needs each run's
+ * per-request records on disk; writes rounds.md, rounds.json and pool.json (the runs pooled:
+ * directory, preset, seed, commit) to `outDir`. Returns the number of rounds pooled.
+ */
+export function poolRunDirs(dirs: readonly string[], outDir: string, repoRoot: string): number {
+  if (dirs.length < 2) throw new Error('pooling needs at least two run directories');
+  const pooled: RoundRun[] = [];
+  const sources: { dir: string; preset: string; seed: number; commit: string | null; rounds: number }[] = [];
+  let offset = 0;
+  for (const dir of dirs) {
+    const { runs } = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: ExperimentResult[] };
+    if (!hasRounds(runs)) throw new Error(`${dir}: no interleaved rounds to pool`);
+    const info = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { preset: { name: string }; seed: number; gitCommit: string | null };
+    if (sources.length > 0 && sources[0]?.preset !== info.preset.name) throw new Error(`${dir}: preset ${info.preset.name}, not ${sources[0]?.preset}`);
+    const rawDir = rawDirFor(dir, repoRoot);
+    let last = 0;
+    for (const r of runs) {
+      const file = join(rawDir, recordsFileName(r.id));
+      if (!existsSync(file)) throw new Error(`${dir}: the per-request records of ${r.id} are not on disk (${file})`);
+      const run = roundRunOf(r, readRecords(file));
+      last = Math.max(last, run.round);
+      pooled.push({ ...run, round: run.round + offset });
+    }
+    sources.push({ dir: relative(outDir, dir) || '.', preset: info.preset.name, seed: info.seed, commit: info.gitCommit, rounds: last });
+    offset += last;
+  }
+  mkdirSync(outDir, { recursive: true });
+  writeRoundsReport(outDir, pooled);
+  writeFileSync(join(outDir, 'pool.json'), JSON.stringify({ pooled: sources }, null, 1) + '\n');
+  return offset;
+}
+
 /**
  * Rebuilds `dir`/rounds.md from results.json and the per-request records in `rawDir`;
  * false when the run has no rounds or a run's records are not on disk.
@@ -33,11 +74,6 @@ export function rerenderRounds(dir: string, rawDir: string): boolean {
   if (!hasRounds(runs)) return false;
   const files = runs.map((r) => join(rawDir, recordsFileName(r.id)));
   if (!files.every((f) => existsSync(f))) return false;
-  const records = (f: string): RequestRecord[] =>
-    readFileSync(f, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .map((l) => JSON.parse(l) as RequestRecord);
-  writeRoundsReport(dir, runs.map((r, i) => roundRunOf(r, records(files[i] as string))));
+  writeRoundsReport(dir, runs.map((r, i) => roundRunOf(r, readRecords(files[i] as string))));
   return true;
 }

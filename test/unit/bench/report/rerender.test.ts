@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
-import { rerenderResults } from '../../../../bench/report/rerender.js';
-import { rawDirFor } from '../../../../bench/report/write-results.js';
+import { poolRunDirs, rerenderResults } from '../../../../bench/report/rerender.js';
+import { rawDirFor, recordsFileName } from '../../../../bench/report/write-results.js';
 
 const COMMITTED = join(REPO_ROOT, 'bench', 'results', 'peers-hot');
 
@@ -41,5 +41,59 @@ describe('bench report: re-rendering from what is committed', () => {
     expect(rawDirFor('/r/bench/results/peers/seed-2', '/r')).to.equal('/r/bench/results/raw/peers/seed-2');
     expect(rawDirFor('/tmp/st2', '/r')).to.equal('/tmp/st2/raw');
     expect(rawDirFor('/r/bench/results', '/r')).to.equal('/r/bench/results/raw');
+  });
+});
+
+describe('bench report: pooling the rounds of several runs', () => {
+  let root = '';
+  afterEach(() => {
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  /** A run directory (outside bench/results, so records sit in <dir>/raw) with two rounds of `cr` and `sg`. */
+  function runDir(name: string, seed: number, ttft: Record<string, readonly number[]>): string {
+    const dir = join(root, name);
+    mkdirSync(join(dir, 'raw'), { recursive: true });
+    const runs = Object.keys(ttft).map((label) => ({
+      id: `b/s@1.5/${label}`,
+      block: 'b',
+      scenario: { label: 's' },
+      qps: 1.5,
+      contender: { label, kind: label.startsWith('cr') ? 'cacheroute' : 'sglang-router' },
+      summary: { hits: { engineTokenHitRate: 0.5 } },
+    }));
+    writeFileSync(join(dir, 'results.json'), JSON.stringify({ runs }));
+    writeFileSync(join(dir, 'run.json'), JSON.stringify({ preset: { name: 'p' }, seed, gitCommit: 'abc' }));
+    for (const r of runs) {
+      const lines = (ttft[r.contender.label] ?? []).map((t, i) => JSON.stringify({ id: `q${i}`, outcome: 'ok', ttftMs: t, cachedTokens: 0, scheduledMs: i * 1000, endMs: i * 1000 + 200 }));
+      writeFileSync(join(dir, 'raw', recordsFileName(r.id)), lines.join('\n') + '\n');
+    }
+    return dir;
+  }
+
+  it('numbers the second run\'s rounds after the first\'s and pools every request', () => {
+    root = mkdtempSync(join(tmpdir(), 'bench-pool-'));
+    const a = runDir('a', 1, { 'cr#1': [100, 100], 'sg#1': [50, 50], 'cr#2': [100, 100], 'sg#2': [50, 50] });
+    const b = runDir('b', 5, { 'cr#1': [60, 60], 'sg#1': [60, 60], 'cr#2': [60, 60], 'sg#2': [60, 60] });
+    const out = join(root, 'pooled');
+    expect(poolRunDirs([a, b], out, REPO_ROOT)).to.equal(4);
+    const { groups } = JSON.parse(readFileSync(join(out, 'rounds.json'), 'utf8')) as { groups: { contenders: { contender: string; rounds: number; requests: number }[]; comparisons: { perRoundRatios: number[] }[] }[] };
+    const cr = groups[0]!.contenders.find((c) => c.contender === 'cr')!;
+    expect([cr.rounds, cr.requests]).to.deep.equal([4, 8]);
+    // Round n of a run is compared with round n of the same run: 2, 2, then 1, 1.
+    expect(groups[0]!.comparisons[0]!.perRoundRatios).to.deep.equal([2, 2, 1, 1]);
+    const pool = JSON.parse(readFileSync(join(out, 'pool.json'), 'utf8')) as { pooled: { dir: string; seed: number; rounds: number }[] };
+    expect(pool.pooled.map((p) => [p.dir, p.seed, p.rounds])).to.deep.equal([['../a', 1, 2], ['../b', 5, 2]]);
+  });
+
+  it('refuses runs whose records are gone, or of another preset', () => {
+    root = mkdtempSync(join(tmpdir(), 'bench-pool-'));
+    const a = runDir('a', 1, { 'cr#1': [1], 'sg#1': [1], 'cr#2': [1], 'sg#2': [1] });
+    const b = runDir('b', 5, { 'cr#1': [1], 'sg#1': [1], 'cr#2': [1], 'sg#2': [1] });
+    writeFileSync(join(b, 'run.json'), JSON.stringify({ preset: { name: 'other' }, seed: 5, gitCommit: 'abc' }));
+    expect(() => poolRunDirs([a, b], join(root, 'o'), REPO_ROOT)).to.throw(/preset other, not p/);
+    rmSync(join(a, 'raw'), { recursive: true });
+    expect(() => poolRunDirs([a, b], join(root, 'o'), REPO_ROOT)).to.throw(/records .* are not on disk/);
+    expect(() => poolRunDirs([a], join(root, 'o'), REPO_ROOT)).to.throw(/at least two/);
   });
 });
