@@ -66,11 +66,10 @@ export interface StartVllmEnginesOptions {
    * environment of the worker; this launcher sets it (one thread, bound to the engine's core)
    * before the engine starts, and once the engine is up moves every thread of its engine-core
    * process to the engine's core (where vLLM's own binding would have put the worker), so a
-   * one-core engine loses nothing. What it gains: the worker's
-   * queue reader spins on its core for a second after every step (`SpinCondition`,
-   * `busy_loop_s` 1 s, no setting), so an engine with the worker apart keeps a whole core busy
-   * between requests at low load; in-process it sleeps between requests. Default false
-   * (vLLM's own choice).
+   * one-core engine loses nothing. What it gains: a worker apart reads its queue in a spin
+   * loop for a second after every step (`SpinCondition`, `busy_loop_s` 1 s, no setting), so
+   * at low load the engine keeps a whole core busy between requests; in-process it sleeps.
+   * Default false (vLLM's own choice).
    */
   readonly inProcessWorker?: boolean;
   /** More `vllm serve` arguments, appended. */
