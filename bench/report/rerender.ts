@@ -30,6 +30,14 @@ const readRecords = (f: string): RequestRecord[] =>
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as RequestRecord);
 
+/** Every run's rounds from its records in `rawDir`, or the first records file not on disk. */
+function loadRoundRuns(runs: readonly ExperimentResult[], rawDir: string): { readonly rounds: RoundRun[] } | { readonly missing: string } {
+  const files = runs.map((r) => join(rawDir, recordsFileName(r.id)));
+  const missing = files.find((f) => !existsSync(f));
+  if (missing !== undefined) return { missing };
+  return { rounds: runs.map((r, i) => roundRunOf(r, readRecords(files[i] as string))) };
+}
+
 /**
  * One rounds.md over several runs of the same preset (each with its own seeds, e.g. `--seed 1`
  * and `--seed 5`): every round of every run pooled, run k's rounds numbered after run k−1's,
@@ -47,15 +55,10 @@ export function poolRunDirs(dirs: readonly string[], outDir: string, repoRoot: s
     if (!hasRounds(runs)) throw new Error(`${dir}: no interleaved rounds to pool`);
     const info = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { preset: { name: string }; seed: number; gitCommit: string | null };
     if (sources.length > 0 && sources[0]?.preset !== info.preset.name) throw new Error(`${dir}: preset ${info.preset.name}, not ${sources[0]?.preset}`);
-    const rawDir = rawDirFor(dir, repoRoot);
-    let last = 0;
-    for (const r of runs) {
-      const file = join(rawDir, recordsFileName(r.id));
-      if (!existsSync(file)) throw new Error(`${dir}: the per-request records of ${r.id} are not on disk (${file})`);
-      const run = roundRunOf(r, readRecords(file));
-      last = Math.max(last, run.round);
-      pooled.push({ ...run, round: run.round + offset });
-    }
+    const loaded = loadRoundRuns(runs, rawDirFor(dir, repoRoot));
+    if ('missing' in loaded) throw new Error(`${dir}: the per-request records ${loaded.missing} are not on disk`);
+    const last = Math.max(...loaded.rounds.map((r) => r.round));
+    for (const run of loaded.rounds) pooled.push({ ...run, round: run.round + offset });
     sources.push({ dir: relative(outDir, dir) || '.', preset: info.preset.name, seed: info.seed, commit: info.gitCommit, rounds: last });
     offset += last;
   }
@@ -72,8 +75,8 @@ export function poolRunDirs(dirs: readonly string[], outDir: string, repoRoot: s
 export function rerenderRounds(dir: string, rawDir: string): boolean {
   const { runs } = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: ExperimentResult[] };
   if (!hasRounds(runs)) return false;
-  const files = runs.map((r) => join(rawDir, recordsFileName(r.id)));
-  if (!files.every((f) => existsSync(f))) return false;
-  writeRoundsReport(dir, runs.map((r, i) => roundRunOf(r, readRecords(files[i] as string))));
+  const loaded = loadRoundRuns(runs, rawDir);
+  if ('missing' in loaded) return false;
+  writeRoundsReport(dir, loaded.rounds);
   return true;
 }

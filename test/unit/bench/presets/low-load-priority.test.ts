@@ -112,15 +112,26 @@ describe('bench/presets/real-vllm-low-load-hop-go', () => {
   });
 });
 
+type Run = ReturnType<typeof expandPreset>[number];
+
+/** The preset runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds. */
+function expectPlainShape(variant: readonly Run[], plain: readonly Run[]): void {
+  const shape = (r: Run) => ({ block: r.block, contender: r.contender.label, scenario: r.scenario, seedOffset: r.seedOffset ?? 0 });
+  expect(variant.length).to.be.greaterThan(0);
+  expect(variant.map(shape)).to.deep.equal(plain.map(shape));
+}
+
+/** run-preset starts one fleet per engine label: the variant's fleet is never the plain one. */
+function expectOwnFleet(variant: readonly Run[], plain: readonly Run[]): void {
+  const labels = new Set(variant.map((r) => r.engines.label));
+  for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
+}
+
 describe('bench/presets/real-vllm-low-load-split', () => {
   const split = expandPreset(REAL_VLLM_LOW_LOAD_SPLIT);
   const plain = expandPreset(REAL_VLLM_LOW_LOAD);
 
-  it('runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds', () => {
-    const shape = (r: (typeof split)[number]) => ({ block: r.block, contender: r.contender.label, scenario: r.scenario, seedOffset: r.seedOffset ?? 0 });
-    expect(split.length).to.be.greaterThan(0);
-    expect(split.map(shape)).to.deep.equal(plain.map(shape));
-  });
+  it('runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds', () => expectPlainShape(split, plain));
 
   it('puts both engines on one core and the routing tier on the other, on a fleet of its own', () => {
     for (const r of split) {
@@ -129,9 +140,7 @@ describe('bench/presets/real-vllm-low-load-split', () => {
       expect((r.engines.vllm?.nice ?? 0) === 0).to.equal(true);
     }
     expect(SPLIT_ENGINE_CORE).to.not.equal(SPLIT_ROUTING_TIER_CORE);
-    // run-preset starts one fleet per engine label: the split fleet is never the plain one.
-    const labels = new Set(split.map((r) => r.engines.label));
-    for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
+    expectOwnFleet(split, plain);
   });
 });
 
@@ -139,11 +148,7 @@ describe('bench/presets/real-vllm-low-load-inproc', () => {
   const inproc = expandPreset(REAL_VLLM_LOW_LOAD_INPROC);
   const plain = expandPreset(REAL_VLLM_LOW_LOAD);
 
-  it('runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds', () => {
-    const shape = (r: (typeof inproc)[number]) => ({ block: r.block, contender: r.contender.label, scenario: r.scenario, seedOffset: r.seedOffset ?? 0 });
-    expect(inproc.length).to.be.greaterThan(0);
-    expect(inproc.map(shape)).to.deep.equal(plain.map(shape));
-  });
+  it('runs real-vllm-low-load as it is: the same contenders, order, workloads and seeds', () => expectPlainShape(inproc, plain));
 
   it('runs the engines with their worker in-process and otherwise as the plain preset, on a fleet of its own', () => {
     for (const r of inproc) {
@@ -155,8 +160,7 @@ describe('bench/presets/real-vllm-low-load-inproc', () => {
       const twin = plain.find((p) => p.block === r.block);
       expect(rest).to.deep.equal(twin?.engines.vllm ?? {});
     }
-    const labels = new Set(inproc.map((r) => r.engines.label));
-    for (const r of plain) expect(labels.has(r.engines.label)).to.equal(false);
+    expectOwnFleet(inproc, plain);
   });
 });
 
