@@ -46,6 +46,11 @@ export interface StreamRequestOptions {
   readonly keepText?: boolean;
   /** Clock for timings (ms); default performance.now. */
   readonly now?: () => number;
+  /**
+   * Send the body as a proxy that streams it does: chunked (no content-length), the headers
+   * first and the body in a later write (default false: content-length, one write).
+   */
+  readonly chunkedBody?: boolean;
 }
 
 /** Header carrying a request's session (the fallback hash of the shipped Envoy configs). */
@@ -177,7 +182,7 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
       headers: {
         'content-type': 'application/json',
         accept: 'text/event-stream',
-        'content-length': Buffer.byteLength(body),
+        ...(opts.chunkedBody === true ? { 'transfer-encoding': 'chunked' } : { 'content-length': Buffer.byteLength(body) }),
         ...(req.session !== undefined ? { [SESSION_HEADER]: req.session } : {}),
         ...opts.headers,
       },
@@ -216,7 +221,10 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
         finish('ok', null);
       });
     });
-    httpReq.end(body);
+    if (opts.chunkedBody === true) {
+      httpReq.flushHeaders();
+      setImmediate(() => httpReq.end(body));
+    } else httpReq.end(body);
   });
 }
 

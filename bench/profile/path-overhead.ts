@@ -4,7 +4,8 @@
  * through Envoy + cacheroute (this build, and optionally another build's dist) and through
  * sglang-router, in interleaved rounds (A B C D, A B C D, ...) so that a machine that gets
  * busier or quieter affects every path alike. Reports each path's median TTFT per round and
- * over all rounds, and the median minus the direct path's.
+ * over all rounds, and the median minus the direct path's; with `--interleave`, also each path paired
+ * with the first one (the median of their per-pass differences, with a 90% interval).
  *
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
  *        [--out FILE] [--engines vllm] [--gap-ms 100] [--fresh-words 0] [--max-tokens 4]
@@ -17,7 +18,7 @@
  * `--gap-ms`: the pause between two requests (the workloads' Poisson spacing at 1.5 req/s is
  * ~700 ms; the default keeps every process warm). `--fresh-words N`: each request appends N
  * words no earlier request had (a new question after the cached prefix, as in the workloads),
- * so every request also prefills new tokens. `--paths`: only these paths, by label.
+ * so every request also prefills new tokens. `--paths`: only these paths, by label, in that order.
  * `--interleave`: every path runs at once and consecutive requests rotate over them
  * (A B C D A B C D ...), so a machine whose speed drifts within a round (it does, by ±30%
  * over minutes here) shifts every path alike; `--rounds` × `--per-round` requests per path.
@@ -50,6 +51,7 @@ import { inProcessWorkerEngines, SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { quantileSorted } from '../stats/percentiles.js';
+import { pairedDifference, type PairedDifference } from '../stats/paired.js';
 import type { BenchRequest } from '../workloads/types.js';
 
 function arg(name: string, fallback: string): string {
@@ -110,9 +112,11 @@ async function main(): Promise<void> {
     { label: 'sglang-null-hop', spec: SGLANG_BEHIND_NULL_HOP },
     { label: 'sglang-null-hop-go', spec: SGLANG_BEHIND_NULL_HOP_GO },
   ];
-  // Without --paths, the direct paths to engines the fleet does not have are left out.
-  const paths = only.length === 0 ? allPaths.filter((p) => (p.direct ?? 0) < setup.count) : allPaths.filter((p) => only.includes(p.label));
-  if (paths.length === 0) throw new Error(`--paths ${only.join(',')}: no such path`);
+  // Without --paths, the direct paths to engines the fleet does not have are left out; with it,
+  // the paths run in the order given (the first is the paired comparison's reference).
+  const unknown = only.find((label) => !allPaths.some((p) => p.label === label));
+  if (unknown !== undefined) throw new Error(`--paths: no path ${unknown}`);
+  const paths = only.length === 0 ? allPaths.filter((p) => (p.direct ?? 0) < setup.count) : only.map((label) => allPaths.find((p) => p.label === label) as Path);
   const beyond = paths.find((p) => (p.direct ?? 0) >= setup.count);
   if (beyond !== undefined) throw new Error(`path ${beyond.label} needs ${(beyond.direct ?? 0) + 1} engines, the fleet has ${setup.count}`);
   const fleet = await startEngineFleet(setup.count, setup.flags, model, setup);
@@ -132,6 +136,8 @@ async function main(): Promise<void> {
   const ttft = new Map<string, number[][]>(paths.map((p) => [p.label, []]));
   // Every measured sample with the engine that served it (x-engine-id) and its cached tokens.
   const samples = new Map<string, { ttft: number; engine: string; cached: number }[]>(paths.map((p) => [p.label, []]));
+  // --interleave: each pass's TTFT per path (null: failed), for the paired comparison.
+  const passes: (number | null)[][] = [];
   const record = (label: string, res: Awaited<ReturnType<typeof streamRequest>>, xs: number[]): void => {
     if (res.outcome !== 'ok' || res.ttftMs === null) return;
     xs.push(res.ttftMs);
@@ -153,12 +159,16 @@ async function main(): Promise<void> {
         for (let i = 0; i < 3; i++) for (const url of urls) await streamRequest(nextRequest(), { baseUrl: url, model, timeoutMs: 10_000, agent });
         const xs = paths.map(() => [] as number[]);
         for (let i = 0; i < rounds * perRound; i++) {
+          const pass = new Array<number | null>(paths.length).fill(null);
           // Rotate the order each pass as well, so no path always follows the same one.
           for (let k = 0; k < paths.length; k++) {
             const j = (k + i) % paths.length;
             await sleep(gapMs);
-            record((paths[j] as Path).label, await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent }), xs[j] as number[]);
+            const res = await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent });
+            record((paths[j] as Path).label, res, xs[j] as number[]);
+            if (res.outcome === 'ok' && res.ttftMs !== null) pass[j] = res.ttftMs;
           }
+          passes.push(pass);
         }
         paths.forEach((p, j) => {
           const all = xs[j] as number[];
@@ -205,6 +215,7 @@ async function main(): Promise<void> {
     split,
     inProcessWorker,
     baseline: baseline || null,
+    ...(passes.length > 0 ? { pairedWithFirstPath: pairedWithFirst(paths.map((p) => p.label), passes) } : {}),
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();
       const m = median(all);
@@ -222,6 +233,12 @@ async function main(): Promise<void> {
   const text = JSON.stringify(report, null, 2);
   if (out !== '') writeFileSync(out, text);
   process.stdout.write(text + '\n');
+}
+
+/** Each path after the first, paired pass by pass with the first (bench/stats/paired.ts). */
+function pairedWithFirst(labels: readonly string[], passes: readonly (readonly (number | null)[])[]): ({ label: string; vs: string } & PairedDifference)[] {
+  const column = (j: number): (number | null)[] => passes.map((pass) => pass[j] ?? null);
+  return labels.slice(1).map((label, k) => ({ label, vs: labels[0] ?? '', ...pairedDifference(column(0), column(k + 1)) }));
 }
 
 main().catch((err: unknown) => {

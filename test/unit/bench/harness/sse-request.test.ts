@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import { SseAccumulator, requestBody, requestPath } from '../../../../bench/harness/sse-request.js';
+import { Agent, createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SseAccumulator, requestBody, requestPath, streamRequest } from '../../../../bench/harness/sse-request.js';
 import type { BenchRequest } from '../../../../bench/workloads/types.js';
 
 const event = (obj: unknown): string => `data: ${JSON.stringify(obj)}\n\n`;
@@ -38,5 +40,40 @@ describe('bench/harness/sse-request', () => {
     const chat: BenchRequest = { ...req, api: 'chat', prompt: undefined, messages: [{ role: 'user', content: 'abc ' }] };
     expect(requestPath(chat)).to.equal('/v1/chat/completions');
     expect(requestBody(chat, 'm')['messages']).to.deep.equal([{ role: 'user', content: 'abc ' }]);
+  });
+
+  it('sends the body with content-length by default and chunked after the headers when asked', async () => {
+    const seen: { headers: IncomingHttpHeaders; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => (body += c));
+      req.on('end', () => {
+        seen.push({ headers: req.headers, body });
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(event({ choices: [{ text: 'ok' }] }) + 'data: [DONE]\n\n');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const agent = new Agent({ keepAlive: false });
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const req: BenchRequest = { id: 'x', atMs: 0, api: 'completions', prompt: 'abc ', promptTokens: 1, maxTokens: 1, group: '', reusableTokens: 0 };
+      for (const chunkedBody of [false, true]) {
+        const res = await streamRequest(req, { baseUrl, model: 'm', timeoutMs: 5000, agent, chunkedBody });
+        expect(res.outcome).to.equal('ok');
+      }
+      const [plain, chunked] = seen;
+      const expected = JSON.stringify(requestBody(req, 'm'));
+      expect(plain?.headers['content-length']).to.equal(String(Buffer.byteLength(expected)));
+      expect(plain?.headers['transfer-encoding']).to.equal(undefined);
+      expect(chunked?.headers['content-length']).to.equal(undefined);
+      expect(chunked?.headers['transfer-encoding']).to.equal('chunked');
+      expect(plain?.body).to.equal(expected);
+      expect(chunked?.body).to.equal(expected);
+    } finally {
+      agent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
