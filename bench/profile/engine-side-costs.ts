@@ -26,7 +26,7 @@ import { REAL_VLLM_ENGINES } from '../presets/real-vllm.js';
 import { inProcessWorkerEngines } from '../presets/real-vllm-low-load.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
 import { pairedDifference, type PairedDifference } from '../stats/paired.js';
-import { quantileSorted } from '../stats/percentiles.js';
+import { median } from '../stats/percentiles.js';
 import type { BenchRequest } from '../workloads/types.js';
 
 export const CONDITIONS = ['plain', 'scrape-same', 'scrape-other', 'chunked'] as const;
@@ -43,8 +43,6 @@ export function passOrder(i: number): Condition[] {
   const k = i % CONDITIONS.length;
   return [...CONDITIONS.slice(k), ...CONDITIONS.slice(0, k)];
 }
-
-const median = (xs: readonly number[]): number | null => quantileSorted([...xs].sort((a, b) => a - b), 0.5);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -89,6 +87,9 @@ async function main(): Promise<void> {
               if (page.status !== 200) throw new Error(`${target.address}/metrics answered ${page.status}`);
               scrapeMs.push(performance.now() - t0);
             });
+      // A failed scrape is reported by `await scrape` below, after the request; until then
+      // it must not count as an unhandled rejection.
+      scrape.catch(() => undefined);
       const res = await streamRequest(nextRequest(), { baseUrl: engine.url, model: TINY_MODEL_NAME, timeoutMs: 20_000, agent, chunkedBody: condition === 'chunked' });
       await scrape;
       return res.outcome === 'ok' ? res.ttftMs : null;

@@ -4,8 +4,9 @@
  * through Envoy + cacheroute (this build, and optionally another build's dist) and through
  * sglang-router, in interleaved rounds (A B C D, A B C D, ...) so that a machine that gets
  * busier or quieter affects every path alike. Reports each path's median TTFT per round and
- * over all rounds, and the median minus the direct path's; with `--interleave`, also each path paired
- * with the first one (the median of their per-pass differences, with a 90% interval).
+ * over all rounds, and the median minus the direct path's; with `--interleave`, also each
+ * path paired with the first one (the median of their per-pass differences, with a 90%
+ * interval).
  *
  *   node dist/bench/profile/path-overhead.js [--rounds 4] [--per-round 30] [--baseline DIR]
  *        [--out FILE] [--engines vllm] [--gap-ms 100] [--fresh-words 0] [--max-tokens 4]
@@ -50,7 +51,7 @@ import { REAL_ENGINE_POLLING, REAL_VLLM_ENGINES } from '../presets/real-vllm.js'
 import { inProcessWorkerEngines, SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO, splitEngines } from '../presets/real-vllm-low-load.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
-import { quantileSorted } from '../stats/percentiles.js';
+import { median as medianOrNull } from '../stats/percentiles.js';
 import { pairedDifference, type PairedDifference } from '../stats/paired.js';
 import type { BenchRequest } from '../workloads/types.js';
 
@@ -66,7 +67,7 @@ interface Path {
   readonly direct?: number;
 }
 
-const median = (xs: readonly number[]): number => quantileSorted([...xs].sort((a, b) => a - b), 0.5) ?? Number.NaN;
+const median = (xs: readonly number[]): number => medianOrNull(xs) ?? Number.NaN;
 
 async function main(): Promise<void> {
   const rounds = Number(arg('rounds', '4'));
@@ -138,10 +139,12 @@ async function main(): Promise<void> {
   const samples = new Map<string, { ttft: number; engine: string; cached: number }[]>(paths.map((p) => [p.label, []]));
   // --interleave: each pass's TTFT per path (null: failed), for the paired comparison.
   const passes: (number | null)[][] = [];
-  const record = (label: string, res: Awaited<ReturnType<typeof streamRequest>>, xs: number[]): void => {
-    if (res.outcome !== 'ok' || res.ttftMs === null) return;
+  /** Keeps a successful request's TTFT (and returns it; null for a failed request). */
+  const record = (label: string, res: Awaited<ReturnType<typeof streamRequest>>, xs: number[]): number | null => {
+    if (res.outcome !== 'ok' || res.ttftMs === null) return null;
     xs.push(res.ttftMs);
     samples.get(label)?.push({ ttft: res.ttftMs, engine: res.engine ?? '?', cached: res.cachedTokens ?? -1 });
+    return res.ttftMs;
   };
   try {
     if (process.argv.includes('--interleave')) {
@@ -164,9 +167,7 @@ async function main(): Promise<void> {
           for (let k = 0; k < paths.length; k++) {
             const j = (k + i) % paths.length;
             await sleep(gapMs);
-            const res = await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent });
-            record((paths[j] as Path).label, res, xs[j] as number[]);
-            if (res.outcome === 'ok' && res.ttftMs !== null) pass[j] = res.ttftMs;
+            pass[j] = record((paths[j] as Path).label, await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent }), xs[j] as number[]);
           }
           passes.push(pass);
         }

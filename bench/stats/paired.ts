@@ -6,7 +6,7 @@
  * interval from resampling whole passes (seeded, so a rerun on the same data agrees).
  */
 import { seededRng } from '../../src/util/rng.js';
-import { quantileSorted } from './percentiles.js';
+import { median, quantileSorted } from './percentiles.js';
 
 export interface PairedDifference {
   /** Passes where both conditions have a sample. */
@@ -16,8 +16,6 @@ export interface PairedDifference {
   /** 5th and 95th percentile of the resampled medians. */
   readonly interval90Ms: readonly [number, number] | null;
 }
-
-const medianOf = (xs: readonly number[]): number => quantileSorted([...xs].sort((a, b) => a - b), 0.5) as number;
 
 /** `reference[i]` and `other[i]` are pass i's samples (null: no sample that pass). */
 export function pairedDifference(reference: readonly (number | null)[], other: readonly (number | null)[], resamples = 2000, seed = 1): PairedDifference {
@@ -33,8 +31,8 @@ export function pairedDifference(reference: readonly (number | null)[], other: r
   const draw = new Array<number>(diffs.length);
   for (let r = 0; r < resamples; r++) {
     for (let k = 0; k < diffs.length; k++) draw[k] = diffs[rng.int(diffs.length)] as number;
-    medians.push(medianOf(draw));
+    medians.push(quantileSorted(draw.sort((x, y) => x - y), 0.5) as number);
   }
   medians.sort((x, y) => x - y);
-  return { n: diffs.length, medianDiffMs: medianOf(diffs), interval90Ms: [quantileSorted(medians, 0.05) as number, quantileSorted(medians, 0.95) as number] };
+  return { n: diffs.length, medianDiffMs: median(diffs), interval90Ms: [quantileSorted(medians, 0.05) as number, quantileSorted(medians, 0.95) as number] };
 }

@@ -18,6 +18,11 @@ export function quantileSorted(sorted: readonly number[], q: number): number | n
   return a + (h - lo) * (b - a);
 }
 
+/** The median of unsorted values (null when there are none). */
+export function median(values: readonly number[]): number | null {
+  return quantileSorted([...values].sort((a, b) => a - b), 0.5);
+}
+
 export interface Distribution {
   readonly count: number;
   readonly mean: number | null;

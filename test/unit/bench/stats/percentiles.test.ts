@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { distribution, quantileSorted } from '../../../../bench/stats/percentiles.js';
+import { distribution, median, quantileSorted } from '../../../../bench/stats/percentiles.js';
 
 describe('bench/stats/percentiles', () => {
   it('interpolates between closest ranks (type 7)', () => {
@@ -46,5 +46,13 @@ describe('bench/stats/percentiles', () => {
         return min <= p50 && p50 <= p90 && p90 <= p99 && p99 <= max;
       }),
     );
+  });
+
+  it('takes the median of unsorted values without reordering them; none gives null', () => {
+    const values = [40, 10, 30, 20];
+    expect(median(values)).to.equal(25);
+    expect(values).to.deep.equal([40, 10, 30, 20]);
+    expect(median([3, 1, 2])).to.equal(2);
+    expect(median([])).to.equal(null);
   });
 });
