@@ -41,12 +41,19 @@ function parseFlagList(text: string): Record<string, string | number> {
 
 /** The preset with extra simulator flags on every engine setup (labels marked so results say so). */
 function withEngineFlags(preset: PresetSpec, flags: Record<string, string | number>): PresetSpec {
-  const tag = Object.entries(flags).map(([k, v]) => `${k}=${v}`).join(',');
+  const tag = Object.entries(flags)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   return {
     ...preset,
     blocks: preset.blocks.map((b) => ({
       ...b,
-      engines: { ...b.engines, label: `${b.engines.label}+${tag}`, flags: { ...b.engines.flags, ...flags }, rationale: `${b.engines.rationale} Overridden from the command line: ${tag}.` },
+      engines: {
+        ...b.engines,
+        label: `${b.engines.label}+${tag}`,
+        flags: { ...b.engines.flags, ...flags },
+        rationale: `${b.engines.rationale} Overridden from the command line: ${tag}.`,
+      },
     })),
   };
 }
@@ -54,7 +61,8 @@ function withEngineFlags(preset: PresetSpec, flags: Record<string, string | numb
 function rerender(dir: string): number {
   const runs = rerenderResults(dir);
   process.stderr.write(`rewrote ${join(dir, 'results.md')} (${runs} runs)\n`);
-  if (rerenderRounds(dir, rawDirFor(dir, REPO_ROOT))) process.stderr.write(`rewrote ${join(dir, 'rounds.md')} from the per-request records\n`);
+  if (rerenderRounds(dir, rawDirFor(dir, REPO_ROOT)))
+    process.stderr.write(`rewrote ${join(dir, 'rounds.md')} from the per-request records\n`);
   return 0;
 }
 
@@ -81,13 +89,18 @@ function main(): Promise<number> | number {
       process.stderr.write('--pool needs --out <dir>\n');
       return 2;
     }
-    const dirs = values.pool.split(',').filter((d) => d !== '').map((d) => resolve(d));
+    const dirs = values.pool
+      .split(',')
+      .filter((d) => d !== '')
+      .map((d) => resolve(d));
     const rounds = poolRunDirs(dirs, resolve(values.out), REPO_ROOT);
     process.stderr.write(`wrote ${join(resolve(values.out), 'rounds.md')} (${rounds} rounds from ${dirs.length} runs)\n`);
     return 0;
   }
   if (values.help || (!values.list && values.preset === undefined)) {
-    process.stdout.write('usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--dry-run] | --list | --rerender <dir> | --pool <dir>,<dir>[,...] --out <dir>\n');
+    process.stdout.write(
+      'usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--dry-run] | --list | --rerender <dir> | --pool <dir>,<dir>[,...] --out <dir>\n',
+    );
     return values.help ? 0 : 2;
   }
   if (values.list) {
@@ -110,7 +123,9 @@ function main(): Promise<number> | number {
       const w = buildWorkload(e.scenario, seed + (e.seedOffset ?? 0), REPO_ROOT);
       const measured = w.requests.filter((r) => !r.warmup);
       const tokens = measured.reduce((a, r) => a + r.promptTokens, 0);
-      process.stdout.write(`${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, seed ${seed + (e.seedOffset ?? 0)}, arrivals span ${(((measured.at(-1)?.atMs ?? 0) - (measured[0]?.atMs ?? 0)) / 1000).toFixed(1)} s\n`);
+      process.stdout.write(
+        `${e.id.padEnd(60)} ${String(measured.length).padStart(5)} req (+${w.requests.length - measured.length} warm-up), avg prompt ${(tokens / Math.max(1, measured.length)).toFixed(0)} tok, ideal reuse ${(idealReuse(w.requests) * 100).toFixed(1)}%, seed ${seed + (e.seedOffset ?? 0)}, arrivals span ${(((measured.at(-1)?.atMs ?? 0) - (measured[0]?.atMs ?? 0)) / 1000).toFixed(1)} s\n`,
+      );
     }
     return 0;
   }
@@ -142,7 +157,7 @@ function main(): Promise<number> | number {
 Promise.resolve(main()).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },
 );

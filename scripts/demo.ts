@@ -119,8 +119,13 @@ function buildWorkload(n: number, seed: number, shape: Shape): DemoRequest[] {
   for (let i = 0; i < n; i++) {
     const question = syntheticTokens(`demo-q-${seed}-${i}`, 20 + rng.int(60));
     const shared = i >= unique;
-    const system = shared ? (systems[rng.int(shape.sharedPrompts)] as string) : systemPrompt(`demo-unique-${seed}-${i}`, shape.systemTokens);
-    out.push({ body: chatRequest(system, question, { model: shape.model, maxTokens: shape.maxTokens, ignoreEos: true, stream: true }), shared });
+    const system = shared
+      ? (systems[rng.int(shape.sharedPrompts)] as string)
+      : systemPrompt(`demo-unique-${seed}-${i}`, shape.systemTokens);
+    out.push({
+      body: chatRequest(system, question, { model: shape.model, maxTokens: shape.maxTokens, ignoreEos: true, stream: true }),
+      shared,
+    });
   }
   return shuffle(out, rng);
 }
@@ -306,7 +311,11 @@ function log(msg: string): void {
 }
 
 async function startSimFleet(fixed: boolean, model: string): Promise<DemoFleet> {
-  const sim = await startEngines({ count: 4, ...(fixed ? { basePort: DEMO_PORTS.engines } : {}), flags: { profile: 'gpu-like', model, 'kv-cache-blocks': KV_CACHE_BLOCKS } });
+  const sim = await startEngines({
+    count: 4,
+    ...(fixed ? { basePort: DEMO_PORTS.engines } : {}),
+    flags: { profile: 'gpu-like', model, 'kv-cache-blocks': KV_CACHE_BLOCKS },
+  });
   const engines = sim.engines.map((e) => ({ address: engineAddress(e), url: e.url }));
   return {
     engines,
@@ -343,7 +352,8 @@ async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const shape = { ...SHAPES[opts.engines], concurrency: opts.concurrency };
   // Real engines get free ports on 127.0.0.2/.3, so Envoy is always rendered with them.
-  const enginePorts = opts.engines === 'sim' ? [DEMO_PORTS.engines, DEMO_PORTS.engines + 1, DEMO_PORTS.engines + 2, DEMO_PORTS.engines + 3] : [];
+  const enginePorts =
+    opts.engines === 'sim' ? [DEMO_PORTS.engines, DEMO_PORTS.engines + 1, DEMO_PORTS.engines + 2, DEMO_PORTS.engines + 3] : [];
   const fixed = await portsFree([...enginePorts, DEMO_PORTS.grpc, DEMO_PORTS.admin, DEMO_PORTS.envoyAdmin, DEMO_PORTS.listener]);
   if (!fixed) log('some demo ports (8001-8004, 9002, 9003, 9901, 10000) are busy: using ephemeral ports');
 
@@ -396,9 +406,16 @@ async function main(): Promise<void> {
 
     const workload = buildWorkload(opts.requests, opts.seed, shape);
     const shared = workload.filter((r) => r.shared).length;
-    const size = opts.engines === 'sim' ? `~${shape.systemTokens} tokens` : `${shape.systemTokens} words (~${Math.round(shape.systemTokens * 1.6)} tokens)`;
-    log(`sending ${workload.length} streaming chat requests (${shared} share one of ${shape.sharedPrompts} system prompts of ${size}, ${workload.length - shared} unique), concurrency ${opts.concurrency}, seed ${opts.seed}`);
-    const passes: PassSummary[] = [await runPass('cacheroute (cache-aware)', envoy, fleet, workload, opts.concurrency, shape.deadlineMs, router)];
+    const size =
+      opts.engines === 'sim'
+        ? `~${shape.systemTokens} tokens`
+        : `${shape.systemTokens} words (~${Math.round(shape.systemTokens * 1.6)} tokens)`;
+    log(
+      `sending ${workload.length} streaming chat requests (${shared} share one of ${shape.sharedPrompts} system prompts of ${size}, ${workload.length - shared} unique), concurrency ${opts.concurrency}, seed ${opts.seed}`,
+    );
+    const passes: PassSummary[] = [
+      await runPass('cacheroute (cache-aware)', envoy, fleet, workload, opts.concurrency, shape.deadlineMs, router),
+    ];
 
     if (opts.baseline) {
       await fleet.reset();

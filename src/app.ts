@@ -154,8 +154,12 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const logger = deps.logger ?? createLogger({ level: config.telemetry.logLevel });
   const rng = deps.rng ?? seededRng(config.seed);
   // Other replicas' load joins the data layer's load sources (only for a scheduler built here).
-  const peers = config.replication.enabled && deps.scheduler === undefined ? new PeerLoadTable(config.replication.load.peerTimeoutMs) : undefined;
-  const built = deps.scheduler === undefined ? createScheduler(config, { clock, rng, logger, ...(peers !== undefined ? { fleetLoadSources: [peers] } : {}) }) : undefined;
+  const peers =
+    config.replication.enabled && deps.scheduler === undefined ? new PeerLoadTable(config.replication.load.peerTimeoutMs) : undefined;
+  const built =
+    deps.scheduler === undefined
+      ? createScheduler(config, { clock, rng, logger, ...(peers !== undefined ? { fleetLoadSources: [peers] } : {}) })
+      : undefined;
   const scheduler: AppScheduler = deps.scheduler ?? built!;
   const replicaIndex = built?.service(PREFIX_INDEX_REPLICA);
   const tokenLoad = built?.dataLayer?.tokenLoad;
@@ -195,10 +199,16 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   // Discovery keeps the registry of a scheduler built here from config (a test double's is its own).
   const discovery =
     deps.scheduler === undefined && scheduler.registry !== undefined
-      ? new DiscoveryService(discoveryInput(config), { registry: scheduler.registry, log: logger.child({ component: 'discovery' }), ...deps.discovery })
+      ? new DiscoveryService(discoveryInput(config), {
+          registry: scheduler.registry,
+          log: logger.child({ component: 'discovery' }),
+          ...deps.discovery,
+        })
       : undefined;
   if (discovery !== undefined) {
-    admin.addRoute('GET', '/debug/discovery', (_req, res) => sendJson(res, 200, { sources: discovery.status(), reloads: reloads.snapshot() }));
+    admin.addRoute('GET', '/debug/discovery', (_req, res) =>
+      sendJson(res, 200, { sources: discovery.status(), reloads: reloads.snapshot() }),
+    );
   }
   const discoveryView: DiscoveryView | undefined =
     discovery !== undefined ? { status: () => discovery.status(), reloads: () => reloads.snapshot() } : undefined;
@@ -266,7 +276,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
       open: edge.openStreams,
       expiredIdle: edge.expiredStreams,
       logLinesSuppressed: edge.logLimiter.suppressed,
-      ...(pending !== undefined && accessLog !== undefined ? { pendingResponses: pending.snapshot(), accessLog: accessLog.snapshot() } : {}),
+      ...(pending !== undefined && accessLog !== undefined
+        ? { pendingResponses: pending.snapshot(), accessLog: accessLog.snapshot() }
+        : {}),
     }),
   );
 
@@ -339,7 +351,16 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
           // The default telemetry on the scratch parts too (its own registry and admin routes,
           // no spans); an injected instrumentation is the caller's and is left alone.
           ...(deps.instrument === undefined
-            ? { observe: (s: AppScheduler) => instrumentTelemetry()({ config, scheduler: s, admin: new AdminServer({ address: config.server.adminAddress, logger: silentLogger }), clock, logger: silentLogger }) }
+            ? {
+                observe: (s: AppScheduler) =>
+                  instrumentTelemetry()({
+                    config,
+                    scheduler: s,
+                    admin: new AdminServer({ address: config.server.adminAddress, logger: silentLogger }),
+                    clock,
+                    logger: silentLogger,
+                  }),
+              }
             : {}),
         });
         const g = await extProc.start();
@@ -380,4 +401,3 @@ function discoveryInput(config: RouterConfig, base: RouterConfig = config): Disc
     defaultPool: DEFAULT_POOL,
   };
 }
-

@@ -28,7 +28,10 @@ export function describeBuild(dir: string): Build {
 function build(dir: string, log: (m: string) => void): void {
   if (existsSync(join(dir, 'dist', 'src', 'main.js'))) return;
   log(`building ${dir} (tsc)`);
-  execFileSync(process.execPath, [join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
 }
 
 /** Resolves `spec` (a directory or a commit of this repository) to a built checkout. */

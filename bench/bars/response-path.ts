@@ -73,7 +73,8 @@ export async function runResponsePath(argv: readonly string[]): Promise<number> 
     command: ['response-path'],
   });
   const runs: RealisticRun[] = results.map((r) => realisticRunOf(r, r.contender.label.replace(/-\d+$/, '')));
-  const cpuOf = (p: PathName): number => mean(runs.filter((r) => r.side === p && r.cpuMsPerRequest !== null).map((r) => r.cpuMsPerRequest!));
+  const cpuOf = (p: PathName): number =>
+    mean(runs.filter((r) => r.side === p && r.cpuMsPerRequest !== null).map((r) => r.cpuMsPerRequest!));
   const oldCpu = cpuOf('ext-proc');
   const newCpu = cpuOf('access-log');
   const ratio = newCpu / oldCpu;
@@ -85,11 +86,18 @@ export async function runResponsePath(argv: readonly string[]): Promise<number> 
     seed,
     config: { reps, qps, bar: RESPONSE_PATH_BAR },
     build,
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAvgAtStart, loadAvgAtEnd: loadavg() },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      loadAvgAtStart,
+      loadAvgAtEnd: loadavg(),
+    },
   };
   const summary = { extProcCpuMsPerRequest: oldCpu, accessLogCpuMsPerRequest: newCpu, ratio, met: ratio <= RESPONSE_PATH_BAR };
   const lines = [
-    '# Router CPU per routed request: responses through the router vs Envoy\'s access log',
+    "# Router CPU per routed request: responses through the router vs Envoy's access log",
     '',
     `Build \`${build.commit.slice(0, 12)}\`${build.dirty ? ' (uncommitted changes)' : ''}; ${run.startedAt} → ${run.finishedAt}; ${run.machine.cpus} × ${run.machine.cpuModel}; load average at start ${loadAvgAtStart.map((x) => x.toFixed(2)).join(' / ')}. The \`peers\` workload (4 sim engines, streaming responses, 32 output tokens) through the real Envoy (override-host) at ${qps} req/s, the two paths alternating (ABBA); router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`,
     '',
@@ -101,7 +109,10 @@ export async function runResponsePath(argv: readonly string[]): Promise<number> 
     '',
     '| run | CPU ms/request | requests | success | TTFT p50 / p99 ms | decision p99 µs |',
     '| --- | --- | --- | --- | --- | --- |',
-    ...runs.map((v) => `| ${v.label} | ${f(v.cpuMsPerRequest, 3)} | ${v.requests} | ${v.successRate === null ? '—' : (v.successRate * 100).toFixed(1) + '%'} | ${f(v.ttftP50Ms, 0)} / ${f(v.ttftP99Ms, 0)} | ${f(v.decisionP99Us, 0)}${v.error ? ` (error: ${v.error})` : ''} |`),
+    ...runs.map(
+      (v) =>
+        `| ${v.label} | ${f(v.cpuMsPerRequest, 3)} | ${v.requests} | ${v.successRate === null ? '—' : (v.successRate * 100).toFixed(1) + '%'} | ${f(v.ttftP50Ms, 0)} / ${f(v.ttftP99Ms, 0)} | ${f(v.decisionP99Us, 0)}${v.error ? ` (error: ${v.error})` : ''} |`,
+    ),
     '',
   ];
   const outDir = resolve(values.out);

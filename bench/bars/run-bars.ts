@@ -118,7 +118,9 @@ function runDecision(builds: Record<Side, Build>, reps: number, log: (m: string)
       if (child.status !== 0) throw new Error(`decision bench of ${side} failed (status ${child.status}): ${child.stderr}`);
       const r = JSON.parse(child.stdout.trim().split('\n').at(-1)!) as Omit<DecisionRun, 'side' | 'rep'>;
       out.push({ side, rep, ...r });
-      log(`decision ${side} rep ${rep}: p50 ${r.decisionMicros.p50?.toFixed(1)} p99 ${r.decisionMicros.p99?.toFixed(1)} µs, hash p50 ${r.hashMicros.p50?.toFixed(1)} µs`);
+      log(
+        `decision ${side} rep ${rep}: p50 ${r.decisionMicros.p50?.toFixed(1)} p99 ${r.decisionMicros.p99?.toFixed(1)} µs, hash p50 ${r.hashMicros.p50?.toFixed(1)} µs`,
+      );
     }
   }
   return out;
@@ -135,11 +137,27 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
           // Like with like: this build also answers response headers on the stream (the
           // baseline's only mode), instead of closing it after the request side.
           const sameStream = side === 'current' ? ['--response-completion', 'ext-proc'] : [];
-          const child = spawnSync(process.execPath, [EXTPROC_RUN, '--router-dir', builds[side].dir, '--close', close, '--duration-s', String(durationS), ...sameStream, '--out', dir], {
-            stdio: ['ignore', 'ignore', 'inherit'],
-            timeout: (durationS + 60) * 1000,
-          });
-          if (child.status !== 0 && child.status !== 1) throw new Error(`ext_proc load of ${side} failed (status ${child.status}, signal ${child.signal})`);
+          const child = spawnSync(
+            process.execPath,
+            [
+              EXTPROC_RUN,
+              '--router-dir',
+              builds[side].dir,
+              '--close',
+              close,
+              '--duration-s',
+              String(durationS),
+              ...sameStream,
+              '--out',
+              dir,
+            ],
+            {
+              stdio: ['ignore', 'ignore', 'inherit'],
+              timeout: (durationS + 60) * 1000,
+            },
+          );
+          if (child.status !== 0 && child.status !== 1)
+            throw new Error(`ext_proc load of ${side} failed (status ${child.status}, signal ${child.signal})`);
           const r = JSON.parse(readFileSync(join(dir, 'latest.json'), 'utf8')) as {
             result: {
               streams: number;
@@ -155,12 +173,23 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
           };
           const x = r.result;
           out.push({
-            side, rep, close,
-            streams: x.streams, errors: x.errors, streamsPerSecond: x.streamsPerSecond, serverCpuCores: x.serverCpuCores,
-            cpuMicrosPerStream: x.serverCpuMicrosPerStream, streamsPerCpuSecond: x.streamsPerServerCpuSecond,
-            p50Ms: x.latencyMs.p50, p99Ms: x.latencyMs.p99, connectionsOpened: x.connectionsOpened, errorSamples: x.errorSamples,
+            side,
+            rep,
+            close,
+            streams: x.streams,
+            errors: x.errors,
+            streamsPerSecond: x.streamsPerSecond,
+            serverCpuCores: x.serverCpuCores,
+            cpuMicrosPerStream: x.serverCpuMicrosPerStream,
+            streamsPerCpuSecond: x.streamsPerServerCpuSecond,
+            p50Ms: x.latencyMs.p50,
+            p99Ms: x.latencyMs.p99,
+            connectionsOpened: x.connectionsOpened,
+            errorSamples: x.errorSamples,
           });
-          log(`ext_proc ${close} ${side} rep ${rep}: ${x.streamsPerServerCpuSecond.toFixed(0)} streams per router CPU-s, ${x.errors} errors`);
+          log(
+            `ext_proc ${close} ${side} rep ${rep}: ${x.streamsPerServerCpuSecond.toFixed(0)} streams per router CPU-s, ${x.errors} errors`,
+          );
         }
       }
     }
@@ -187,7 +216,13 @@ export function realisticPreset(builds: Record<Side, Build>, qps: number, reps: 
         ...(side === 'baseline' ? { routerPredatesResponseCompletion: true } : {}),
       });
     }
-    contenders.push({ kind: 'cacheroute', label: `current-access-log-${rep}`, strategy: 'cache-aware', routerMain: join(builds.current.dir, 'dist', 'src', 'main.js'), responsePath: 'access-log' });
+    contenders.push({
+      kind: 'cacheroute',
+      label: `current-access-log-${rep}`,
+      strategy: 'cache-aware',
+      routerMain: join(builds.current.dir, 'dist', 'src', 'main.js'),
+      responsePath: 'access-log',
+    });
   }
   const base = PEERS.blocks[0]!;
   return {
@@ -199,7 +234,13 @@ export function realisticPreset(builds: Record<Side, Build>, qps: number, reps: 
   };
 }
 
-async function runRealistic(builds: Record<Side, Build>, qps: number, reps: number, seed: number, log: (m: string) => void): Promise<RealisticRun[]> {
+async function runRealistic(
+  builds: Record<Side, Build>,
+  qps: number,
+  reps: number,
+  seed: number,
+  log: (m: string) => void,
+): Promise<RealisticRun[]> {
   const preset = realisticPreset(builds, qps, reps);
   const results: ExperimentResult[] = await runPreset({
     preset,
@@ -209,7 +250,8 @@ async function runRealistic(builds: Record<Side, Build>, qps: number, reps: numb
     log,
     command: ['bars', 'realistic'],
   });
-  const sideOf = (label: string): string => (label.startsWith('current-access-log') ? 'current-access-log' : label.startsWith('current') ? 'current' : 'baseline');
+  const sideOf = (label: string): string =>
+    label.startsWith('current-access-log') ? 'current-access-log' : label.startsWith('current') ? 'current' : 'baseline';
   return results.map((r) => realisticRunOf(r, sideOf(r.contender.label)));
 }
 
@@ -232,8 +274,19 @@ const f = (v: number | null | undefined, d = 1): string => (v === null || v === 
 const verdict = (ok: boolean): string => (ok ? '**met**' : '**NOT met**');
 
 interface Summary {
-  decision?: { current: { p99Median: number; p50Median: number; hashP50Median: number }; baseline: { p99Median: number; p50Median: number; hashP50Median: number }; met: boolean };
-  extproc?: Record<'half-close' | 'reset', { current: { streamsPerCpuSecond: number; errors: number; streams: number }; baseline: { streamsPerCpuSecond: number; errors: number; streams: number }; ratio: number }> & { met: boolean };
+  decision?: {
+    current: { p99Median: number; p50Median: number; hashP50Median: number };
+    baseline: { p99Median: number; p50Median: number; hashP50Median: number };
+    met: boolean;
+  };
+  extproc?: Record<
+    'half-close' | 'reset',
+    {
+      current: { streamsPerCpuSecond: number; errors: number; streams: number };
+      baseline: { streamsPerCpuSecond: number; errors: number; streams: number };
+      ratio: number;
+    }
+  > & { met: boolean };
   realistic?: { current: number; baseline: number; ratio: number; met: boolean; accessLog?: number };
 }
 
@@ -242,7 +295,11 @@ function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summar
   if (d.length > 0) {
     const side = (x: Side) => {
       const runs = d.filter((v) => v.side === x);
-      return { p99Median: median(runs.map((v) => v.decisionMicros.p99 ?? Number.NaN)), p50Median: median(runs.map((v) => v.decisionMicros.p50 ?? Number.NaN)), hashP50Median: median(runs.map((v) => v.hashMicros.p50 ?? Number.NaN)) };
+      return {
+        p99Median: median(runs.map((v) => v.decisionMicros.p99 ?? Number.NaN)),
+        p50Median: median(runs.map((v) => v.decisionMicros.p50 ?? Number.NaN)),
+        hashP50Median: median(runs.map((v) => v.hashMicros.p50 ?? Number.NaN)),
+      };
     };
     const current = side('current');
     s.decision = { current, baseline: side('baseline'), met: current.p99Median <= BARS.decisionP99Micros };
@@ -250,7 +307,11 @@ function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summar
   if (e.length > 0) {
     const side = (close: ExtprocRun['close'], x: Side) => {
       const runs = e.filter((v) => v.side === x && v.close === close);
-      return { streamsPerCpuSecond: median(runs.map((v) => v.streamsPerCpuSecond)), errors: runs.reduce((a, v) => a + v.errors, 0), streams: runs.reduce((a, v) => a + v.streams, 0) };
+      return {
+        streamsPerCpuSecond: median(runs.map((v) => v.streamsPerCpuSecond)),
+        errors: runs.reduce((a, v) => a + v.errors, 0),
+        streams: runs.reduce((a, v) => a + v.streams, 0),
+      };
     };
     const per = (close: ExtprocRun['close']) => {
       const current = side(close, 'current');
@@ -258,14 +319,24 @@ function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summar
       return { current, baseline, ratio: current.streamsPerCpuSecond / baseline.streamsPerCpuSecond };
     };
     const half = per('half-close');
-    s.extproc = { 'half-close': half, reset: per('reset'), met: half.current.streamsPerCpuSecond >= BARS.streamsPerCpuSecond && half.current.errors === 0 };
+    s.extproc = {
+      'half-close': half,
+      reset: per('reset'),
+      met: half.current.streamsPerCpuSecond >= BARS.streamsPerCpuSecond && half.current.errors === 0,
+    };
   }
   if (r.length > 0) {
     const side = (x: string): number => mean(r.filter((v) => v.side === x && v.cpuMsPerRequest !== null).map((v) => v.cpuMsPerRequest!));
     const current = side('current');
     const baseline = side('baseline');
     const accessLog = r.some((v) => v.side === 'current-access-log') ? side('current-access-log') : undefined;
-    s.realistic = { current, baseline, ratio: current / baseline, met: current / baseline <= BARS.realisticCpuRatio, ...(accessLog !== undefined ? { accessLog } : {}) };
+    s.realistic = {
+      current,
+      baseline,
+      ratio: current / baseline,
+      met: current / baseline <= BARS.realisticCpuRatio,
+      ...(accessLog !== undefined ? { accessLog } : {}),
+    };
   }
   return s;
 }
@@ -282,34 +353,80 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
     '| --- | --- | --- | --- | --- | --- |',
   ];
   if (s.decision) {
-    lines.push(`| decision compute p99 (µs, median of ${run.config.reps} runs) | ${f(s.decision.current.p99Median)} | ${f(s.decision.baseline.p99Median)} | ${f(s.decision.current.p99Median / s.decision.baseline.p99Median, 2)}× | ≤ ${BARS.decisionP99Micros} | ${verdict(s.decision.met)} |`);
+    lines.push(
+      `| decision compute p99 (µs, median of ${run.config.reps} runs) | ${f(s.decision.current.p99Median)} | ${f(s.decision.baseline.p99Median)} | ${f(s.decision.current.p99Median / s.decision.baseline.p99Median, 2)}× | ≤ ${BARS.decisionP99Micros} | ${verdict(s.decision.met)} |`,
+    );
   }
   if (s.extproc) {
     const h = s.extproc['half-close'];
-    lines.push(`| ext_proc streams per router CPU-second, half-close (median; errors) | ${f(h.current.streamsPerCpuSecond, 0)} (${h.current.errors} errors of ${h.current.streams}) | ${f(h.baseline.streamsPerCpuSecond, 0)} (${h.baseline.errors} errors) | ${f(h.ratio, 2)}× | ≥ ${BARS.streamsPerCpuSecond}, 0 errors | ${verdict(s.extproc.met)} |`);
+    lines.push(
+      `| ext_proc streams per router CPU-second, half-close (median; errors) | ${f(h.current.streamsPerCpuSecond, 0)} (${h.current.errors} errors of ${h.current.streams}) | ${f(h.baseline.streamsPerCpuSecond, 0)} (${h.baseline.errors} errors) | ${f(h.ratio, 2)}× | ≥ ${BARS.streamsPerCpuSecond}, 0 errors | ${verdict(s.extproc.met)} |`,
+    );
     const x = s.extproc.reset;
-    lines.push(`| same, reset endings (Envoy's default; informational) | ${f(x.current.streamsPerCpuSecond, 0)} (${x.current.errors} errors of ${x.current.streams}) | ${f(x.baseline.streamsPerCpuSecond, 0)} (${x.baseline.errors} errors of ${x.baseline.streams}) | ${f(x.ratio, 2)}× | — | — |`);
+    lines.push(
+      `| same, reset endings (Envoy's default; informational) | ${f(x.current.streamsPerCpuSecond, 0)} (${x.current.errors} errors of ${x.current.streams}) | ${f(x.baseline.streamsPerCpuSecond, 0)} (${x.baseline.errors} errors of ${x.baseline.streams}) | ${f(x.ratio, 2)}× | — | — |`,
+    );
   }
   if (s.realistic) {
-    lines.push(`| router CPU per routed request, peers shape through Envoy at ${run.config.qps} req/s, responses through the router in both (ms, mean) | ${f(s.realistic.current, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.ratio, 2)}× | ≤ ${BARS.realisticCpuRatio}× | ${verdict(s.realistic.met)} |`);
+    lines.push(
+      `| router CPU per routed request, peers shape through Envoy at ${run.config.qps} req/s, responses through the router in both (ms, mean) | ${f(s.realistic.current, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.ratio, 2)}× | ≤ ${BARS.realisticCpuRatio}× | ${verdict(s.realistic.met)} |`,
+    );
     if (s.realistic.accessLog !== undefined) {
-      lines.push(`| same, this build on its default path (access log; informational) | ${f(s.realistic.accessLog, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.accessLog / s.realistic.baseline, 2)}× | — | — |`);
+      lines.push(
+        `| same, this build on its default path (access log; informational) | ${f(s.realistic.accessLog, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.accessLog / s.realistic.baseline, 2)}× | — | — |`,
+      );
     }
   }
   if (d.length > 0) {
-    lines.push('', '## Decision compute', '', 'cache-aware, 16 endpoints, index warmed to ~100k blocks, 32 KB chat prompts, steady state (bench/micro/decision-bench.ts); one fresh process per run, pinned to CPU 1.', '');
-    lines.push('| run | build | decision p50 / p90 / p99 µs | hash p50 / p99 µs | match p50 µs | route() CPU p50 µs | index blocks |', '| --- | --- | --- | --- | --- | --- | --- |');
-    for (const v of d) lines.push(`| ${v.rep} | ${v.side} | ${f(v.decisionMicros.p50)} / ${f(v.decisionMicros.p90)} / ${f(v.decisionMicros.p99)} | ${f(v.hashMicros.p50)} / ${f(v.hashMicros.p99)} | ${f(v.matchMicros.p50)} | ${f(v.routeCpuMicros.p50)} | ${v.indexBlocksAtStart} |`);
+    lines.push(
+      '',
+      '## Decision compute',
+      '',
+      'cache-aware, 16 endpoints, index warmed to ~100k blocks, 32 KB chat prompts, steady state (bench/micro/decision-bench.ts); one fresh process per run, pinned to CPU 1.',
+      '',
+    );
+    lines.push(
+      '| run | build | decision p50 / p90 / p99 µs | hash p50 / p99 µs | match p50 µs | route() CPU p50 µs | index blocks |',
+      '| --- | --- | --- | --- | --- | --- | --- |',
+    );
+    for (const v of d)
+      lines.push(
+        `| ${v.rep} | ${v.side} | ${f(v.decisionMicros.p50)} / ${f(v.decisionMicros.p90)} / ${f(v.decisionMicros.p99)} | ${f(v.hashMicros.p50)} / ${f(v.hashMicros.p99)} | ${f(v.matchMicros.p50)} | ${f(v.routeCpuMicros.p50)} | ${v.indexBlocksAtStart} |`,
+      );
   }
   if (e.length > 0) {
-    lines.push('', '## ext_proc load', '', `bench/extproc-load/run.ts: the router CLI of each build pinned to CPU 1, the load client on CPU 0, 64 concurrent streams over 2 connections, each stream request headers (FDS) + one ~1.4 KB chat body + response headers (this build with \`server.responseCompletion: ext-proc\`, so both answer the same three messages); ${run.config.extprocDurationS} s measured after 3 s warm-up.`, '');
-    lines.push('| run | ending | build | streams/s | router cores | CPU µs/stream | streams per CPU-s | p50 / p99 ms | errors | connections |', '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-    for (const v of e) lines.push(`| ${v.rep} | ${v.close} | ${v.side} | ${f(v.streamsPerSecond, 0)} | ${f(v.serverCpuCores, 2)} | ${f(v.cpuMicrosPerStream, 0)} | ${f(v.streamsPerCpuSecond, 0)} | ${f(v.p50Ms)} / ${f(v.p99Ms)} | ${v.errors}${v.errorSamples.length > 0 ? ` (${v.errorSamples[0]})` : ''} | ${v.connectionsOpened} |`);
+    lines.push(
+      '',
+      '## ext_proc load',
+      '',
+      `bench/extproc-load/run.ts: the router CLI of each build pinned to CPU 1, the load client on CPU 0, 64 concurrent streams over 2 connections, each stream request headers (FDS) + one ~1.4 KB chat body + response headers (this build with \`server.responseCompletion: ext-proc\`, so both answer the same three messages); ${run.config.extprocDurationS} s measured after 3 s warm-up.`,
+      '',
+    );
+    lines.push(
+      '| run | ending | build | streams/s | router cores | CPU µs/stream | streams per CPU-s | p50 / p99 ms | errors | connections |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    );
+    for (const v of e)
+      lines.push(
+        `| ${v.rep} | ${v.close} | ${v.side} | ${f(v.streamsPerSecond, 0)} | ${f(v.serverCpuCores, 2)} | ${f(v.cpuMicrosPerStream, 0)} | ${f(v.streamsPerCpuSecond, 0)} | ${f(v.p50Ms)} / ${f(v.p99Ms)} | ${v.errors}${v.errorSamples.length > 0 ? ` (${v.errorSamples[0]})` : ''} | ${v.connectionsOpened} |`,
+      );
   }
   if (r.length > 0) {
-    lines.push('', '## Realistic path', '', `The \`peers\` workload (4 sim engines, 48 groups × 5 prompts, 1,600 + 200 tokens, 32 output tokens) through the real Envoy (override-host) at ${run.config.qps} req/s: \`current\`/\`baseline\` with response bodies FULL_DUPLEX_STREAMED through the router, \`current-access-log\` on this build's default path (responses bypass the router; Envoy's gRPC access log ends each request); router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`, '');
-    lines.push('| run | build | CPU ms/request | requests | success | TTFT p50 / p99 ms | decision p99 µs |', '| --- | --- | --- | --- | --- | --- | --- |');
-    for (const v of r) lines.push(`| ${v.label} | ${v.side} | ${f(v.cpuMsPerRequest, 3)} | ${v.requests} | ${v.successRate === null ? '—' : (v.successRate * 100).toFixed(1) + '%'} | ${f(v.ttftP50Ms, 0)} / ${f(v.ttftP99Ms, 0)} | ${f(v.decisionP99Us, 0)}${v.error ? ` (error: ${v.error})` : ''} |`);
+    lines.push(
+      '',
+      '## Realistic path',
+      '',
+      `The \`peers\` workload (4 sim engines, 48 groups × 5 prompts, 1,600 + 200 tokens, 32 output tokens) through the real Envoy (override-host) at ${run.config.qps} req/s: \`current\`/\`baseline\` with response bodies FULL_DUPLEX_STREAMED through the router, \`current-access-log\` on this build's default path (responses bypass the router; Envoy's gRPC access log ends each request); router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`,
+      '',
+    );
+    lines.push(
+      '| run | build | CPU ms/request | requests | success | TTFT p50 / p99 ms | decision p99 µs |',
+      '| --- | --- | --- | --- | --- | --- | --- |',
+    );
+    for (const v of r)
+      lines.push(
+        `| ${v.label} | ${v.side} | ${f(v.cpuMsPerRequest, 3)} | ${v.requests} | ${v.successRate === null ? '—' : (v.successRate * 100).toFixed(1) + '%'} | ${f(v.ttftP50Ms, 0)} / ${f(v.ttftP99Ms, 0)} | ${f(v.decisionP99Us, 0)}${v.error ? ` (error: ${v.error})` : ''} |`,
+      );
   }
   lines.push('');
   return lines.join('\n');
@@ -321,9 +438,22 @@ interface RunJson {
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly seed: number;
-  readonly config: { readonly reps: number; readonly parts: readonly string[]; readonly qps: number; readonly extprocDurationS: number; readonly bars: typeof BARS };
+  readonly config: {
+    readonly reps: number;
+    readonly parts: readonly string[];
+    readonly qps: number;
+    readonly extprocDurationS: number;
+    readonly bars: typeof BARS;
+  };
   readonly builds: Record<Side, Build>;
-  readonly machine: { readonly cpus: number; readonly cpuModel: string; readonly memGiB: number; readonly node: string; readonly loadAvgAtStart: readonly number[]; readonly loadAvgAtEnd: readonly number[] };
+  readonly machine: {
+    readonly cpus: number;
+    readonly cpuModel: string;
+    readonly memGiB: number;
+    readonly node: string;
+    readonly loadAvgAtStart: readonly number[];
+    readonly loadAvgAtEnd: readonly number[];
+  };
 }
 
 export async function runBars(argv: readonly string[]): Promise<number> {
@@ -340,7 +470,9 @@ export async function runBars(argv: readonly string[]): Promise<number> {
     },
   });
   if (values.baseline === undefined) {
-    process.stderr.write('usage: npm run bench -- bars --baseline <commit-or-dir> [--out dir] [--reps 3] [--parts decision,extproc,realistic] [--qps 8] [--extproc-duration-s 10] [--seed 1]\n');
+    process.stderr.write(
+      'usage: npm run bench -- bars --baseline <commit-or-dir> [--out dir] [--reps 3] [--parts decision,extproc,realistic] [--qps 8] [--extproc-duration-s 10] [--seed 1]\n',
+    );
     return 2;
   }
   const log = (m: string): void => void process.stderr.write(`${m}\n`);
@@ -352,7 +484,9 @@ export async function runBars(argv: readonly string[]): Promise<number> {
   const startedAt = new Date().toISOString();
   const loadAvgAtStart = loadavg();
   const builds: Record<Side, Build> = { current: describeBuild(REPO), baseline: prepareBaseline(values.baseline, REPO, log) };
-  log(`bars: this build ${builds.current.commit.slice(0, 12)} vs baseline ${builds.baseline.commit.slice(0, 12)} (${builds.baseline.dir}); parts ${parts.join(',')}, ${reps} repetitions`);
+  log(
+    `bars: this build ${builds.current.commit.slice(0, 12)} vs baseline ${builds.baseline.commit.slice(0, 12)} (${builds.baseline.dir}); parts ${parts.join(',')}, ${reps} repetitions`,
+  );
   const d = parts.includes('decision') ? runDecision(builds, reps, log) : [];
   const e = parts.includes('extproc') ? runExtproc(builds, reps, durationS, log) : [];
   const r = parts.includes('realistic') ? await runRealistic(builds, qps, Math.max(1, Math.ceil(reps / 2)), seed, log) : [];
@@ -364,7 +498,14 @@ export async function runBars(argv: readonly string[]): Promise<number> {
     seed,
     config: { reps, parts, qps, extprocDurationS: durationS, bars: BARS },
     builds,
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: Math.round(totalmem() / 2 ** 30), node: process.version, loadAvgAtStart, loadAvgAtEnd: loadavg() },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      loadAvgAtStart,
+      loadAvgAtEnd: loadavg(),
+    },
   };
   const summary = summarize(d, e, r);
   const outDir = resolve(values.out);

@@ -35,7 +35,11 @@ interface Replica {
   proc: ManagedProcess | undefined;
 }
 
-export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderContext, configCounter: () => number): Promise<RunningContender> {
+export async function startRouterReplicas(
+  spec: CacherouteSpec,
+  ctx: ContenderContext,
+  configCounter: () => number,
+): Promise<RunningContender> {
   const count = spec.replicas ?? 1;
   if (!Number.isInteger(count) || count < 1 || count > 8) throw new Error(`${spec.label}: replicas must be 1..8, got ${count}`);
   const main = spec.checkout !== undefined ? join(spec.checkout, 'dist', 'src', 'main.js') : (spec.routerMain ?? ROUTER_MAIN);
@@ -64,7 +68,8 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
     });
   };
   try {
-    if (spec.replication === 'nats') nats = await startNatsServer({ name: `nats-${spec.label}`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    if (spec.replication === 'nats')
+      nats = await startNatsServer({ name: `nats-${spec.label}`, ...(ctx.signal ? { signal: ctx.signal } : {}) });
     for (let i = 0; i < count; i++) {
       const name = `r${i}`;
       const grpcPort = await freePort();
@@ -72,7 +77,8 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
       let overrides: RouterOverrides = {};
       if (nats) overrides = deepMerge(overrides, replicationOverrides(nats.url, name));
       // Responses through the router again: it must expect response messages on the stream.
-      if (spec.responsePath === 'ext-proc' && spec.routerPredatesResponseCompletion !== true) overrides = deepMerge(overrides, { server: { responseCompletion: 'ext-proc' } });
+      if (spec.responsePath === 'ext-proc' && spec.routerPredatesResponseCompletion !== true)
+        overrides = deepMerge(overrides, { server: { responseCompletion: 'ext-proc' } });
       if (spec.routerOverrides) overrides = deepMerge(overrides, spec.routerOverrides);
       const configFile = join(runDir(), `router-${spec.label}-${name}-${configCounter()}.yaml`);
       writeFileSync(
@@ -86,7 +92,13 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
           overrides,
         }),
       );
-      const r: Replica = { name, configFile, grpcAddress: `127.0.0.1:${grpcPort}`, adminUrl: `http://127.0.0.1:${adminPort}`, proc: undefined };
+      const r: Replica = {
+        name,
+        configFile,
+        grpcAddress: `127.0.0.1:${grpcPort}`,
+        adminUrl: `http://127.0.0.1:${adminPort}`,
+        proc: undefined,
+      };
       replicas.push(r);
     }
     // In parallel: each replica may wait for its index replay before it listens.
@@ -143,7 +155,11 @@ export async function startRouterReplicas(spec: CacherouteSpec, ctx: ContenderCo
     label: spec.label,
     baseUrl: envoy.url,
     routerMetricsUrl: `${first.adminUrl}/metrics`,
-    notes: [`router configs ${replicas.map((r) => r.configFile).join(', ')}`, `envoy config ${envoy.configFile}`, ...(nats ? [`nats-server ${nats.url}, JetStream store ${nats.storeDir}`] : [])],
+    notes: [
+      `router configs ${replicas.map((r) => r.configFile).join(', ')}`,
+      `envoy config ${envoy.configFile}`,
+      ...(nats ? [`nats-server ${nats.url}, JetStream store ${nats.storeDir}`] : []),
+    ],
     pids: [...replicas.map((r) => r.proc?.pid ?? -1), envoy.pid],
     replicaSet: set,
     stop,

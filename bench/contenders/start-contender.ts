@@ -35,10 +35,16 @@ export function buildGoNullProcessor(): string {
   if (!goBuilt) {
     mkdirSync(join(REPO_ROOT, '.bin'), { recursive: true });
     try {
-      execFileSync('go', ['build', '-trimpath', '-o', out, '.'], { cwd: NULL_PROCESSOR_GO_SRC, stdio: ['ignore', 'ignore', 'pipe'], timeout: 600_000 });
+      execFileSync('go', ['build', '-trimpath', '-o', out, '.'], {
+        cwd: NULL_PROCESSOR_GO_SRC,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 600_000,
+      });
     } catch (err) {
       const stderr = (err as { stderr?: Buffer }).stderr?.toString('utf8').trim();
-      throw new Error(`null-hop (go): go build in ${NULL_PROCESSOR_GO_SRC} failed: ${stderr || (err instanceof Error ? err.message : String(err))}`);
+      throw new Error(
+        `null-hop (go): go build in ${NULL_PROCESSOR_GO_SRC} failed: ${stderr || (err instanceof Error ? err.message : String(err))}`,
+      );
     }
     goBuilt = true;
   }
@@ -60,7 +66,13 @@ async function startEnvoyOnly(spec: Extract<ContenderSpec, { kind: 'envoy-only' 
     engines: ctx.engines.map((e) => e.address),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
-  return { label: spec.label, baseUrl: envoy.url, notes: [`envoy config ${envoy.configFile}`], pids: [envoy.pid], stop: () => stopAll([envoy]) };
+  return {
+    label: spec.label,
+    baseUrl: envoy.url,
+    notes: [`envoy config ${envoy.configFile}`],
+    pids: [envoy.pid],
+    stop: () => stopAll([envoy]),
+  };
 }
 
 /**
@@ -71,20 +83,27 @@ async function startEnvoyOnly(spec: Extract<ContenderSpec, { kind: 'envoy-only' 
 async function startPeer(spec: PeerSpec, ctx: ContenderContext): Promise<RunningContender> {
   const port = await freePort();
   const promPort = await freePort();
-  const [command, prefix] = spec.kind === 'sglang-router'
-    ? [PYTHON_BIN, ['-m', 'sglang_router.launch_router']]
-    : [VLLM_ROUTER_BIN, []];
+  const [command, prefix] = spec.kind === 'sglang-router' ? [PYTHON_BIN, ['-m', 'sglang_router.launch_router']] : [VLLM_ROUTER_BIN, []];
   const args = [
     ...prefix,
-    '--worker-urls', ...ctx.engines.map((e) => e.url),
-    '--policy', spec.policy,
-    '--host', '127.0.0.1',
-    '--port', String(port),
-    '--prometheus-host', '127.0.0.1',
-    '--prometheus-port', String(promPort),
-    '--worker-startup-check-interval', '1',
-    '--worker-startup-timeout-secs', '60',
-    '--log-level', spec.kind === 'sglang-router' ? 'warn' : 'warning',
+    '--worker-urls',
+    ...ctx.engines.map((e) => e.url),
+    '--policy',
+    spec.policy,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--prometheus-host',
+    '127.0.0.1',
+    '--prometheus-port',
+    String(promPort),
+    '--worker-startup-check-interval',
+    '1',
+    '--worker-startup-timeout-secs',
+    '60',
+    '--log-level',
+    spec.kind === 'sglang-router' ? 'warn' : 'warning',
     ...(spec.extraArgs ?? []),
   ];
   const baseUrl = `http://127.0.0.1:${port}`;

@@ -143,22 +143,33 @@ export async function runKubeMembership(opts: KubeMembershipOptions = {}): Promi
         await sleep(20);
       }
     };
-    const servedAfter = (engine: string, fromMs: number): Sample[] => samples.filter((s) => s.startMs >= fromMs && s.engine === engine && s.status === 200);
+    const servedAfter = (engine: string, fromMs: number): Sample[] =>
+      samples.filter((s) => s.startMs >= fromMs && s.engine === engine && s.status === 200);
 
-    await waitFor('traffic on the first two engines', () => servedAfter(engineId(0), 0).length > 0 && servedAfter(engineId(1), 0).length > 0, 20_000);
+    await waitFor(
+      'traffic on the first two engines',
+      () => servedAfter(engineId(0), 0).length > 0 && servedAfter(engineId(1), 0).length > 0,
+      20_000,
+    );
     log('phase 1: two engines serve');
 
     // 2. Scale 2 -> 4.
     await cluster.createReadyPod(ns, 'engine-2', labels, HOSTS[2]!);
     await cluster.createReadyPod(ns, 'engine-3', labels, HOSTS[3]!);
     const readyAt = now();
-    await waitFor('traffic on the new engines', () => servedAfter(engineId(2), readyAt).length > 0 && servedAfter(engineId(3), readyAt).length > 0, 15_000);
+    await waitFor(
+      'traffic on the new engines',
+      () => servedAfter(engineId(2), readyAt).length > 0 && servedAfter(engineId(3), readyAt).length > 0,
+      15_000,
+    );
     const perEngine = [2, 3].map((i) => Math.min(...servedAfter(engineId(i), readyAt).map((s) => s.endMs)) - readyAt);
     log(`phase 2: scale-up ${perEngine.join(', ')} ms`);
 
     // 3. Delete engine-1 while long requests (~2.5 s of decode each) run on every engine:
     //    picks to it stop, and the ones it already has finish.
-    const long = Array.from({ length: 8 }, (_, k) => send(chatRequest(`long request ${k}`, `long ${k} ${Math.random()}`, { maxTokens: 300, ignoreEos: true })));
+    const long = Array.from({ length: 8 }, (_, k) =>
+      send(chatRequest(`long request ${k}`, `long ${k} ${Math.random()}`, { maxTokens: 300, ignoreEos: true })),
+    );
     await sleep(300);
     const deletedAt = now();
     const inflightToDeleted = [...samples.filter((s) => s.endMs < 0), ...long.map((l) => l.s)];
@@ -185,7 +196,9 @@ export async function runKubeMembership(opts: KubeMembershipOptions = {}): Promi
     await waitFor('traffic on a pod added after the restart', () => servedAfter(engineId(4), podAt).length > 0, 30_000);
     const afterRestartMs = Math.min(...servedAfter(engineId(4), podAt).map((s) => s.endMs)) - podAt;
     const outage = samples.filter((s) => s.startMs >= downAt && s.startMs <= upAt);
-    log(`phase 4: API down ${upAt - downAt} ms; ${outage.filter((s) => s.status !== 200).length}/${outage.length} failed; new pod served after ${afterRestartMs} ms`);
+    log(
+      `phase 4: API down ${upAt - downAt} ms; ${outage.filter((s) => s.status !== 200).length}/${outage.length} failed; new pod served after ${afterRestartMs} ms`,
+    );
 
     streaming = false;
     await stream;

@@ -17,7 +17,13 @@ function arg(name: string, def: string): string {
 
 const rounds = Number(arg('rounds', '3'));
 const out = arg('out', join(REPO_ROOT, 'bench', 'results', 'discovery-kube'));
-const config = { rounds, rps: 25, strategy: 'cache-aware (default)', engines: '5 sim engines (time-scale 1) on 127.0.0.2-6', envoy: 'override-host-eds' };
+const config = {
+  rounds,
+  rps: 25,
+  strategy: 'cache-aware (default)',
+  engines: '5 sim engines (time-scale 1) on 127.0.0.2-6',
+  envoy: 'override-host-eds',
+};
 const info = collectRunInfo(REPO_ROOT);
 const results: KubeMembershipResult[] = [];
 for (let r = 0; r < rounds; r++) {
@@ -29,11 +35,26 @@ const list = (f: (r: KubeMembershipResult) => number): string => results.map(f).
 const rows: [string, string, string, string][] = [
   ['scale 2 -> 4: new engines serve (ms after Ready)', list((r) => r.scaleUpMs), String(max((r) => r.scaleUpMs)), '< 2000'],
   ['delete a pod: last pick after the delete (ms)', list((r) => r.stopPicksMs), String(max((r) => r.stopPicksMs)), '< 2000'],
-  ['delete a pod: its in-flight requests (failed)', results.map((r) => `${r.inflightAtDelete} (${r.inflightFailed})`).join(' / '), String(max((r) => r.inflightFailed)), '0 failed'],
+  [
+    'delete a pod: its in-flight requests (failed)',
+    results.map((r) => `${r.inflightAtDelete} (${r.inflightFailed})`).join(' / '),
+    String(max((r) => r.inflightFailed)),
+    '0 failed',
+  ],
   ['API server down (ms)', list((r) => r.apiDownMs), String(max((r) => r.apiDownMs)), ''],
-  ['requests during the outage (failed)', results.map((r) => `${r.requestsDuringOutage} (${r.failedDuringOutage})`).join(' / '), String(max((r) => r.failedDuringOutage)), '0 failed'],
+  [
+    'requests during the outage (failed)',
+    results.map((r) => `${r.requestsDuringOutage} (${r.failedDuringOutage})`).join(' / '),
+    String(max((r) => r.failedDuringOutage)),
+    '0 failed',
+  ],
   ['pod added after the restart serves (ms)', list((r) => r.afterRestartMs), String(max((r) => r.afterRestartMs)), '< 10000'],
-  ['all requests (failed)', results.map((r) => `${r.totalRequests} (${r.failedRequests})`).join(' / '), String(max((r) => r.failedRequests)), '0 failed'],
+  [
+    'all requests (failed)',
+    results.map((r) => `${r.totalRequests} (${r.failedRequests})`).join(' / '),
+    String(max((r) => r.failedRequests)),
+    '0 failed',
+  ],
 ];
 const md = [
   '# Kubernetes membership: real kube-apiserver + etcd, router, Envoy EDS, sim engines',

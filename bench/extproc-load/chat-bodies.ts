@@ -20,7 +20,10 @@ function sentence(rng: ReturnType<typeof seededRng>, words: number): string {
 
 export function chatBodies(count: number, seed = 1, systemPrompts = 8): Buffer[] {
   const rng = seededRng(seed);
-  const systems = Array.from({ length: systemPrompts }, (_, i) => `You are assistant #${i}. ` + Array.from({ length: 12 }, () => sentence(rng, 14)).join(' '));
+  const systems = Array.from(
+    { length: systemPrompts },
+    (_, i) => `You are assistant #${i}. ` + Array.from({ length: 12 }, () => sentence(rng, 14)).join(' '),
+  );
   return Array.from({ length: count }, () => {
     const body = {
       model: 'llama-3-8b-instruct',

@@ -180,11 +180,26 @@ function jsonLines(file: string): Array<Record<string, unknown>> {
   return out;
 }
 
-async function runCell(transport: Transport, gracefulGrpcClose: boolean, retry: boolean, rep: number, requests: number, concurrency: number, timeScale: number): Promise<CellResult> {
+async function runCell(
+  transport: Transport,
+  gracefulGrpcClose: boolean,
+  retry: boolean,
+  rep: number,
+  requests: number,
+  concurrency: number,
+  timeScale: number,
+): Promise<CellResult> {
   const stack: Stack = await startStack({
     engines: { count: ENGINES, flags: { profile: 'gpu-like', 'time-scale': timeScale } },
     router: { name: `router-${transport}`, config: { telemetry: { logLevel: 'info' } } },
-    envoys: [{ variant: 'original-dst', gracefulGrpcClose, refusedStreamRetry: retry, name: `envoy-${transport}-graceful-${gracefulGrpcClose}-retry-${retry}` }],
+    envoys: [
+      {
+        variant: 'original-dst',
+        gracefulGrpcClose,
+        refusedStreamRetry: retry,
+        name: `envoy-${transport}-graceful-${gracefulGrpcClose}-retry-${retry}`,
+      },
+    ],
   });
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   try {
@@ -193,7 +208,10 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, retry: 
     const url = `${envoy.url}${CHAT_PATH}`;
     const warm = await sendAll(url, requestBodies(WARMUP_REQUESTS), 8, Date.now() + 30_000, agent);
     const load = await sendAll(url, requestBodies(requests), concurrency, Date.now() + CELL_LOAD_LIMIT_MS, agent);
-    const envoyStats = await envoyCounters(envoy.adminUrl, '(ext_proc\\.|cluster\\.cacheroute_extproc\\.(upstream_cx_total|upstream_cx_destroy|upstream_rq_total|upstream_rq_reset|upstream_rq_tx_reset|upstream_rq_retry|upstream_rq_retry_success|upstream_cx_protocol_error))');
+    const envoyStats = await envoyCounters(
+      envoy.adminUrl,
+      '(ext_proc\\.|cluster\\.cacheroute_extproc\\.(upstream_cx_total|upstream_cx_destroy|upstream_rq_total|upstream_rq_reset|upstream_rq_tx_reset|upstream_rq_retry|upstream_rq_retry_success|upstream_cx_protocol_error))',
+    );
     const routerMetrics = routerStreamSamples(await router.metrics());
     await stack.stop();
     await sleep(300); // let the log streams flush after exit
@@ -210,7 +228,9 @@ async function runCell(transport: Transport, gracefulGrpcClose: boolean, retry: 
       bump(envoyFailures, `${String(rec['status'])} ${String(rec['flags'])} ${String(rec['details'])}`);
     }
     const nonOkByStatus = Object.fromEntries(Object.entries(load.statuses).filter(([s]) => !s.startsWith('2')));
-    const ok = Object.entries(load.statuses).filter(([s]) => s.startsWith('2')).reduce((a, [, n]) => a + n, 0);
+    const ok = Object.entries(load.statuses)
+      .filter(([s]) => s.startsWith('2'))
+      .reduce((a, [, n]) => a + n, 0);
     const non2xx = Object.values(nonOkByStatus).reduce((a, n) => a + n, 0);
     const errors = Object.values(load.errors).reduce((a, n) => a + n, 0);
     retiredAt.sort((a, b) => a - b);
@@ -266,10 +286,19 @@ function fmtMap(m: Record<string, number>): string {
   return entries.length === 0 ? '–' : entries.map(([k, n]) => `${k}: ${n}`).join(', ');
 }
 
-function markdown(result: { commit: string; dirty: readonly string[]; date: string; loadavgBefore: number[]; loadavgAfter: number[]; envoyVersion: string; setup: Record<string, unknown>; cells: readonly CellResult[] }): string {
+function markdown(result: {
+  commit: string;
+  dirty: readonly string[];
+  date: string;
+  loadavgBefore: number[];
+  loadavgAfter: number[];
+  envoyVersion: string;
+  setup: Record<string, unknown>;
+  cells: readonly CellResult[];
+}): string {
   const { cells } = result;
   const lines = [
-    '# Envoy ext_proc stream resets vs Node\'s HTTP/2 reset limit',
+    "# Envoy ext_proc stream resets vs Node's HTTP/2 reset limit",
     '',
     `Commit \`${result.commit}\`${result.dirty.length > 0 ? ` (dirty: ${result.dirty.join(', ')})` : ' (clean)'}; ${result.date}; Node ${process.version}, Envoy ${result.envoyVersion}, ${cpus().length} cores; load average before ${result.loadavgBefore.map((x) => x.toFixed(2)).join(' / ')}, after ${result.loadavgAfter.map((x) => x.toFixed(2)).join(' / ')}.`,
     '',
@@ -285,7 +314,9 @@ function markdown(result: { commit: string; dirty: readonly string[]; date: stri
     ),
     '',
   ];
-  const failed = cells.filter((c) => c.non2xx > 0 || c.errors > 0 || Object.keys(c.envoyFailures).length > 0 || Object.keys(c.warmup.errors).length > 0);
+  const failed = cells.filter(
+    (c) => c.non2xx > 0 || c.errors > 0 || Object.keys(c.envoyFailures).length > 0 || Object.keys(c.warmup.errors).length > 0,
+  );
   if (failed.length > 0) {
     lines.push('## Failures', '');
     for (const c of failed) {
@@ -302,7 +333,7 @@ function markdown(result: { commit: string; dirty: readonly string[]; date: stri
     lines.push('No request failed in any cell.', '');
   }
   lines.push(
-    'ext_proc streams reset by Envoy: Envoy counter `cluster.cacheroute_extproc.upstream_rq_tx_reset` (warm-up included). Router connection retirements: log lines \'retiring ext_proc connection before the HTTP/2 reset limit\' (warm-up included). Envoy → router connections: Envoy counter `cluster.cacheroute_extproc.upstream_cx_total` after the load (warm-up included; it may also count the TCP health check connection).',
+    "ext_proc streams reset by Envoy: Envoy counter `cluster.cacheroute_extproc.upstream_rq_tx_reset` (warm-up included). Router connection retirements: log lines 'retiring ext_proc connection before the HTTP/2 reset limit' (warm-up included). Envoy → router connections: Envoy counter `cluster.cacheroute_extproc.upstream_cx_total` after the load (warm-up included; it may also count the TCP health check connection).",
     '',
     'Per-cell Envoy ext_proc counters and router stream counters are in envoy-resets.json; the process logs of the run stayed in the git-ignored run directory named there.',
     '',
@@ -326,11 +357,24 @@ async function main(): Promise<void> {
   const timeScale = bounded(values['time-scale'], 0.001, 1, 'time-scale');
   const dirtyOut = gitOutput(['status', '--porcelain', '--', 'src', 'bench', 'test/helpers', 'envoy']);
   // gitOutput trims, so the first line may have lost the leading blank of its status code.
-  const dirty = dirtyOut === 'unknown' || dirtyOut === '' ? [] : dirtyOut.split('\n').map((l) => l.replace(/^\s*\S{1,2}\s+/, '')).filter((p) => !p.startsWith('bench/results/'));
+  const dirty =
+    dirtyOut === 'unknown' || dirtyOut === ''
+      ? []
+      : dirtyOut
+          .split('\n')
+          .map((l) => l.replace(/^\s*\S{1,2}\s+/, ''))
+          .filter((p) => !p.startsWith('bench/results/'));
   const loadavgBefore = loadavg();
   const cells: CellResult[] = [];
   // Per transport: resets without and with Envoy's refused-stream retry, and graceful close (with retry, as shipped).
-  const matrix = TRANSPORTS.flatMap((t) => [[t, false, false], [t, false, true], [t, true, true]] as const);
+  const matrix = TRANSPORTS.flatMap(
+    (t) =>
+      [
+        [t, false, false],
+        [t, false, true],
+        [t, true, true],
+      ] as const,
+  );
   for (let rep = 1; rep <= reps; rep++) {
     // Alternate the order each repetition so no cell always runs first.
     const order = rep % 2 === 1 ? matrix : [...matrix].reverse();

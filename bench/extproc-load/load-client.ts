@@ -290,7 +290,9 @@ export async function verifyOnce(address: string, body: Buffer): Promise<string>
     return await new Promise<string>((resolve, reject) => {
       const call = client.Process();
       call.on('data', (m: ProcessingResponse__Output) => {
-        const dest = m.request_headers?.response?.header_mutation?.set_headers.find((o) => o.header?.key === 'x-gateway-destination-endpoint');
+        const dest = m.request_headers?.response?.header_mutation?.set_headers.find(
+          (o) => o.header?.key === 'x-gateway-destination-endpoint',
+        );
         if (dest) {
           call.cancel();
           resolve(dest.header!.raw_value.toString());

@@ -126,10 +126,13 @@ async function main(): Promise<number> {
       cpu.start = cpuSeconds(server.pid!);
       clientCpu.start = process.cpuUsage();
     }, warmupS * 1000);
-    const endTimer = setTimeout(() => {
-      cpu.end = cpuSeconds(server.pid!);
-      clientCpu.end = process.cpuUsage(clientCpu.start);
-    }, (warmupS + durationS) * 1000);
+    const endTimer = setTimeout(
+      () => {
+        cpu.end = cpuSeconds(server.pid!);
+        clientCpu.end = process.cpuUsage(clientCpu.start);
+      },
+      (warmupS + durationS) * 1000,
+    );
     const result: LoadResult = await runLoad({
       address: listening.grpc,
       concurrency,
@@ -151,7 +154,13 @@ async function main(): Promise<number> {
       date: new Date().toISOString(),
       git,
       label: values.label,
-      machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', node: process.version, loadavg1mBefore: loadBefore[0], shared: true },
+      machine: {
+        cpus: cpus().length,
+        model: cpus()[0]?.model ?? 'unknown',
+        node: process.version,
+        loadavg1mBefore: loadBefore[0],
+        shared: true,
+      },
       setup: {
         pinned: pin,
         serverCpu: pin ? 1 : 'unpinned',

@@ -23,12 +23,17 @@ function inferenceHeaders(requestId: string): ProcessingRequest {
     'x-request-id': requestId,
   };
   return {
-    request_headers: { headers: { headers: Object.entries(h).map(([key, v]) => ({ key, raw_value: Buffer.from(v, 'utf8') })) }, end_of_stream: false },
+    request_headers: {
+      headers: { headers: Object.entries(h).map(([key, v]) => ({ key, raw_value: Buffer.from(v, 'utf8') })) },
+      end_of_stream: false,
+    },
     protocol_config: { request_body_mode: 'FULL_DUPLEX_STREAMED', response_body_mode: 'FULL_DUPLEX_STREAMED' },
   };
 }
 
-const body = (text: string, endOfStream: boolean): ProcessingRequest => ({ request_body: { body: Buffer.from(text, 'utf8'), end_of_stream: endOfStream } });
+const body = (text: string, endOfStream: boolean): ProcessingRequest => ({
+  request_body: { body: Buffer.from(text, 'utf8'), end_of_stream: endOfStream },
+});
 
 export class AbandoningClient {
   private readonly client: ExternalProcessorClient;
@@ -46,7 +51,11 @@ export class AbandoningClient {
       call.on('error', () => resolve());
     });
     call.write(inferenceHeaders(requestId));
-    const chat = JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: `abandoned prompt ${requestId} ${'y'.repeat(800)}` }], stream: true });
+    const chat = JSON.stringify({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: `abandoned prompt ${requestId} ${'y'.repeat(800)}` }],
+      stream: true,
+    });
     call.write(complete ? body(chat, true) : body(chat.slice(0, 20), false));
     return { answeredOrEnded, cancel: () => call.cancel() };
   }

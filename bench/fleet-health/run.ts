@@ -79,16 +79,24 @@ async function main(): Promise<void> {
     results['sigkill'] = { branch: await runSigkill({ ...sigkillOpts, stack: { name: 'fh-sigkill', timeScale: 0.1 } }) };
     if (args.main) {
       log('sigkill (main)');
-      (results['sigkill'] as Record<string, unknown>)['main'] = await runSigkill({ ...sigkillOpts, stack: { name: 'fh-sigkill-main', timeScale: 0.1, routerMain: args.main } });
+      (results['sigkill'] as Record<string, unknown>)['main'] = await runSigkill({
+        ...sigkillOpts,
+        stack: { name: 'fh-sigkill-main', timeScale: 0.1, routerMain: args.main },
+      });
     }
   }
   const abandonedOpts = { streams: 200, watchMs: 8000, badStreams: 2000 };
   if (want('abandoned')) {
     log('abandoned (branch)');
-    results['abandoned'] = { branch: await runAbandoned({ ...abandonedOpts, stack: { name: 'fh-abandoned', timeScale: 0.1, router: IDLE } }) };
+    results['abandoned'] = {
+      branch: await runAbandoned({ ...abandonedOpts, stack: { name: 'fh-abandoned', timeScale: 0.1, router: IDLE } }),
+    };
     if (args.main) {
       log('abandoned (main)');
-      (results['abandoned'] as Record<string, unknown>)['main'] = await runAbandoned({ ...abandonedOpts, stack: { name: 'fh-abandoned-main', timeScale: 0.1, routerMain: args.main } });
+      (results['abandoned'] as Record<string, unknown>)['main'] = await runAbandoned({
+        ...abandonedOpts,
+        stack: { name: 'fh-abandoned-main', timeScale: 0.1, routerMain: args.main },
+      });
     }
   }
   let saturation: number | undefined;
@@ -100,7 +108,10 @@ async function main(): Promise<void> {
       ['queue', admission('queue', 1000)],
     ] as const) {
       log(`overload (admission ${label})`);
-      ov[label] = await runOverload({ ...OVERLOAD, stack: { name: `fh-overload-${label}`, timeScale: 1, router }, unsaturatedFactor: 0.5, overloadFactor: 2 }, saturation);
+      ov[label] = await runOverload(
+        { ...OVERLOAD, stack: { name: `fh-overload-${label}`, timeScale: 1, router }, unsaturatedFactor: 0.5, overloadFactor: 2 },
+        saturation,
+      );
       saturation ??= ov[label]!.saturationRate;
     }
     results['overload'] = ov;
@@ -112,7 +123,10 @@ async function main(): Promise<void> {
       ['off', admission('off')],
     ] as const) {
       log(`fairness (admission ${label})`);
-      fa[label] = await runFairness({ ...OVERLOAD, stack: { name: `fh-fairness-${label}`, timeScale: 1, router }, lightFactor: 0.2 }, saturation);
+      fa[label] = await runFairness(
+        { ...OVERLOAD, stack: { name: `fh-fairness-${label}`, timeScale: 1, router }, lightFactor: 0.2 },
+        saturation,
+      );
       saturation ??= fa[label]!.saturationRate;
     }
     results['fairness'] = fa;
@@ -125,7 +139,12 @@ async function main(): Promise<void> {
     commit,
     dirty,
     seed: 'sim engines seeded by launch order (--seed=0); prompts deterministic (bench/workloads/synthetic-text.ts)',
-    params: { sigkill: sigkillOpts, abandoned: { ...abandonedOpts, branchRouter: IDLE }, overload: OVERLOAD, queuedPerEngine: QUEUED_PER_ENGINE },
+    params: {
+      sigkill: sigkillOpts,
+      abandoned: { ...abandonedOpts, branchRouter: IDLE },
+      overload: OVERLOAD,
+      queuedPerEngine: QUEUED_PER_ENGINE,
+    },
     compareWith: args.main ?? null,
     results,
   };
@@ -143,16 +162,31 @@ function phaseRow(label: string, p: PhaseStats): string {
   return `| ${label} | ${p.ratePerSec.toFixed(1)} | ${p.sent} | ${p.ok} | ${p.tooMany} (${p.withRetryAfter} with Retry-After) | ${p.failed} | ${ms(p.ttft.p50)} | ${ms(p.ttft.p99)} | ${p.goodput.toFixed(1)} |`;
 }
 
-function summary(run: { commit: string; dirty: boolean; started: string; compareWith: string | null; results: Record<string, unknown> }): string {
+function summary(run: {
+  commit: string;
+  dirty: boolean;
+  started: string;
+  compareWith: string | null;
+  results: Record<string, unknown>;
+}): string {
   const out: string[] = [];
   out.push(`# fleet-health — engine health, admission control, stream hygiene`, '');
-  out.push(`Commit ${run.commit}${run.dirty ? ' (dirty)' : ''}, ${run.started}. Rerun: \`npx tsc -p tsconfig.json && flock /work/coord/heavy.lock node dist/bench/fleet-health/run.js${run.compareWith ? ' --main <main checkout>/dist/src/main.js' : ''}\`.`);
-  out.push('Real processes on loopback: sim engines (bench/sim-engine), Envoy 1.40 (envoy/override-host.yaml rendered), the router (`node dist/src/main.js serve`). "main" = the same harness with the router built from main.', '');
+  out.push(
+    `Commit ${run.commit}${run.dirty ? ' (dirty)' : ''}, ${run.started}. Rerun: \`npx tsc -p tsconfig.json && flock /work/coord/heavy.lock node dist/bench/fleet-health/run.js${run.compareWith ? ' --main <main checkout>/dist/src/main.js' : ''}\`.`,
+  );
+  out.push(
+    'Real processes on loopback: sim engines (bench/sim-engine), Envoy 1.40 (envoy/override-host.yaml rendered), the router (`node dist/src/main.js serve`). "main" = the same harness with the router built from main.',
+    '',
+  );
   const sk = run.results['sigkill'] as { branch: SigkillResult; main?: SigkillResult } | undefined;
   if (sk) {
-    out.push('## Engine SIGKILL under load (4 engines, 20 req/s streamed, kill at 3 s, 4 s more load; restart with no load; 3 s load after)', '');
+    out.push(
+      '## Engine SIGKILL under load (4 engines, 20 req/s streamed, kill at 3 s, 4 s more load; restart with no load; 3 s load after)',
+      '',
+    );
     out.push('| | this branch | main |', '|---|---|---|');
-    const row = (name: string, f: (r: SigkillResult) => string) => out.push(`| ${name} | ${f(sk.branch)} | ${sk.main ? f(sk.main) : 'not run'} |`);
+    const row = (name: string, f: (r: SigkillResult) => string) =>
+      out.push(`| ${name} | ${f(sk.branch)} | ${sk.main ? f(sk.main) : 'not run'} |`);
     row('requests', (r) => String(r.requests));
     row('index blocks claimed for it at the kill', (r) => String(r.indexBlocksAtKill));
     row('decisions picking it after the kill', (r) => pct(r.picksAfterKillShare));
@@ -168,10 +202,14 @@ function summary(run: { commit: string; dirty: boolean; started: string; compare
   }
   const ab = run.results['abandoned'] as { branch: AbandonedResult; main?: AbandonedResult } | undefined;
   if (ab) {
-    out.push('## 200 abandoned ext_proc streams (100 routed then left, 100 left mid-upload), straight to the router; then 2,000 bad streams', '');
+    out.push(
+      '## 200 abandoned ext_proc streams (100 routed then left, 100 left mid-upload), straight to the router; then 2,000 bad streams',
+      '',
+    );
     out.push('Branch config: `server.requestIdleTimeoutMs: 2000`, `responseIdleTimeoutMs: 3000`; main has no idle expiry.', '');
     out.push('| | this branch | main |', '|---|---|---|');
-    const row = (name: string, f: (r: AbandonedResult) => string) => out.push(`| ${name} | ${f(ab.branch)} | ${ab.main ? f(ab.main) : 'not run'} |`);
+    const row = (name: string, f: (r: AbandonedResult) => string) =>
+      out.push(`| ${name} | ${f(ab.branch)} | ${ab.main ? f(ab.main) : 'not run'} |`);
     row('in flight after abandoning (requests / prompt tokens)', (r) => `${r.inflightAtStart} / ${r.promptTokensAtStart}`);
     row('back to 0 after', (r) => (r.backToZeroMs < 0 ? `not within 8 s (${r.inflightAtEnd} left)` : ms(r.backToZeroMs)));
     row('router log lines for 2,000 bad streams', (r) => String(r.logLines));
@@ -180,23 +218,37 @@ function summary(run: { commit: string; dirty: boolean; started: string; compare
   const ov = run.results['overload'] as Record<string, OverloadResult> | undefined;
   if (ov) {
     const any = Object.values(ov)[0]!;
-    out.push(`## Overload step (4 engines at time scale 1, unique 800-token prompts, 8 output tokens; saturation rate ${any.saturationRate.toFixed(1)} req/s = closed-loop throughput with ${QUEUED_PER_ENGINE} requests per engine in flight)`, '');
-    out.push(`Each row: 8 s open-loop phase at 0.5× then 2× the saturation rate. \`maxQueuedPerEndpoint: ${QUEUED_PER_ENGINE}\`; queue mode holds up to 1 s.`, '');
-    out.push('| admission / phase | rate req/s | sent | ok | 429 | failed/timeouts | TTFT p50 | TTFT p99 | goodput req/s |', '|---|---|---|---|---|---|---|---|---|');
+    out.push(
+      `## Overload step (4 engines at time scale 1, unique 800-token prompts, 8 output tokens; saturation rate ${any.saturationRate.toFixed(1)} req/s = closed-loop throughput with ${QUEUED_PER_ENGINE} requests per engine in flight)`,
+      '',
+    );
+    out.push(
+      `Each row: 8 s open-loop phase at 0.5× then 2× the saturation rate. \`maxQueuedPerEndpoint: ${QUEUED_PER_ENGINE}\`; queue mode holds up to 1 s.`,
+      '',
+    );
+    out.push(
+      '| admission / phase | rate req/s | sent | ok | 429 | failed/timeouts | TTFT p50 | TTFT p99 | goodput req/s |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
     for (const [label, r] of Object.entries(ov)) {
       out.push(phaseRow(`${label} / unsaturated`, r.unsaturated));
       out.push(phaseRow(`${label} / 2× saturation`, r.overload));
     }
     out.push('');
     for (const [label, r] of Object.entries(ov)) {
-      out.push(`- ${label}: admitted TTFT p99 at 2× saturation = ${ratio(r.overload.ttft.p99, r.unsaturated.ttft.p99)} the unsaturated p99.`);
+      out.push(
+        `- ${label}: admitted TTFT p99 at 2× saturation = ${ratio(r.overload.ttft.p99, r.unsaturated.ttft.p99)} the unsaturated p99.`,
+      );
     }
     out.push('');
   }
   const fa = run.results['fairness'] as Record<string, FairnessResult> | undefined;
   if (fa) {
     out.push('## Tenant fairness (light tenant at 0.2× saturation; heavy tenant at 10× that = 2× saturation; `x-tenant` header)', '');
-    out.push('| admission / phase | rate req/s | sent | ok | 429 | failed/timeouts | TTFT p50 | TTFT p99 | goodput req/s |', '|---|---|---|---|---|---|---|---|---|');
+    out.push(
+      '| admission / phase | rate req/s | sent | ok | 429 | failed/timeouts | TTFT p50 | TTFT p99 | goodput req/s |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
     for (const [label, r] of Object.entries(fa)) {
       out.push(phaseRow(`${label} / light alone`, r.lightSolo));
       out.push(phaseRow(`${label} / light beside heavy`, r.lightShared));
@@ -204,7 +256,9 @@ function summary(run: { commit: string; dirty: boolean; started: string; compare
     }
     out.push('');
     for (const [label, r] of Object.entries(fa)) {
-      out.push(`- ${label}: light tenant TTFT p99 beside the heavy one = ${ratio(r.lightShared.ttft.p99, r.lightSolo.ttft.p99)} its solo p99.`);
+      out.push(
+        `- ${label}: light tenant TTFT p99 beside the heavy one = ${ratio(r.lightShared.ttft.p99, r.lightSolo.ttft.p99)} its solo p99.`,
+      );
     }
     out.push('');
   }

@@ -54,14 +54,20 @@ export interface FleetStack {
 
 export async function startFleetStack(o: StackOptions): Promise<FleetStack> {
   const fleets: SimEngineFleet[] = [];
-  for (let i = 0; i < o.engines; i++) fleets.push(await startEngines({ count: 1, flags: { profile: 'gpu-like', 'time-scale': o.timeScale, ...o.engineFlags } }));
+  for (let i = 0; i < o.engines; i++)
+    fleets.push(await startEngines({ count: 1, flags: { profile: 'gpu-like', 'time-scale': o.timeScale, ...o.engineFlags } }));
   const addresses = fleets.map((f) => engineAddress(f.engines[0]!));
   const router = await startRouter({
     name: `${o.name}-router`,
     config: routerConfigDoc(addresses, { telemetry: { logLevel: 'info', decisionHeader: true }, ...o.router }),
     ...(o.routerMain !== undefined ? { main: o.routerMain } : {}),
   });
-  const envoy = await startEnvoy({ variant: 'override-host', name: `${o.name}-envoy`, engines: addresses, routerAddress: router.grpcAddress });
+  const envoy = await startEnvoy({
+    variant: 'override-host',
+    name: `${o.name}-envoy`,
+    engines: addresses,
+    routerAddress: router.grpcAddress,
+  });
   return {
     engines: fleets,
     addresses,
@@ -87,7 +93,11 @@ async function endpointsView(router: RouterProcess): Promise<EndpointView[]> {
 }
 
 const chat = (i: number, groups: number, systemTokens: number, maxTokens: number, family = 'group') =>
-  chatRequest(systemPrompt(`${family}-${i % groups}`, systemTokens), `question ${i}: ${'x'.repeat(40)}`, { stream: true, maxTokens, ignoreEos: true });
+  chatRequest(systemPrompt(`${family}-${i % groups}`, systemTokens), `question ${i}: ${'x'.repeat(40)}`, {
+    stream: true,
+    maxTokens,
+    ignoreEos: true,
+  });
 
 // ---------------------------------------------------------------------------------------
 // SIGKILL
@@ -166,7 +176,11 @@ export async function runSigkill(o: SigkillOptions): Promise<SigkillResult> {
 
     // Restart on the same port with no traffic, then wait for re-admission.
     const restartedAt = performance.now();
-    const revived = await startEngines({ count: 1, basePort: port, flags: { profile: 'gpu-like', 'time-scale': o.stack.timeScale, ...o.stack.engineFlags } });
+    const revived = await startEngines({
+      count: 1,
+      basePort: port,
+      flags: { profile: 'gpu-like', 'time-scale': o.stack.timeScale, ...o.stack.engineFlags },
+    });
     stack.engines[victim] = revived;
     const listening = performance.now();
     let readmitMs = -1;
@@ -186,7 +200,14 @@ export async function runSigkill(o: SigkillOptions): Promise<SigkillResult> {
       const e = (await endpointsView(stack.router)).find((x) => x.id === dead);
       indexBlocksAtReadmit = e?.prefixIndex?.blocks ?? 0;
     }
-    const phase2 = await runSseLoad({ url, ratePerSec: o.ratePerSec, durationMs: o.afterRestartMs, maxInflight: 256, timeoutMs: 20_000, body: (i) => chat(i, 16, 300, 24, 'after-restart') });
+    const phase2 = await runSseLoad({
+      url,
+      ratePerSec: o.ratePerSec,
+      durationMs: o.afterRestartMs,
+      maxInflight: 256,
+      timeoutMs: 20_000,
+      body: (i) => chat(i, 16, 300, 24, 'after-restart'),
+    });
 
     const after = phase1.filter((r) => r.sentMs >= killedAtMs);
     const picks = after.filter((r) => r.picked === dead);
@@ -274,7 +295,14 @@ const OVERLOAD_BODY = (i: number) => chat(i, Number.MAX_SAFE_INTEGER, promptToke
 
 /** Completed requests per second with `concurrency` requests always in flight (the fleet's capacity). */
 export async function measureCapacity(url: string, concurrency: number, durationMs: number): Promise<number> {
-  const rs = await runSseLoad({ url, ratePerSec: 1000, durationMs, maxInflight: concurrency, timeoutMs: 30_000, body: (i) => OVERLOAD_BODY(i + 500_000) });
+  const rs = await runSseLoad({
+    url,
+    ratePerSec: 1000,
+    durationMs,
+    maxInflight: concurrency,
+    timeoutMs: 30_000,
+    body: (i) => OVERLOAD_BODY(i + 500_000),
+  });
   const done = rs.filter((r) => r.complete);
   const span = Math.max(...done.map((r) => r.sentMs + r.totalMs)) - Math.min(...done.map((r) => r.sentMs));
   return done.length / (span / 1000);
@@ -289,10 +317,28 @@ export async function runOverload(o: OverloadOptions, saturationRate?: number): 
     await sleep(500);
     const lo = rate * o.unsaturatedFactor;
     const hi = rate * o.overloadFactor;
-    const a = await runSseLoad({ url, ratePerSec: lo, durationMs: o.phaseMs, maxInflight: 2048, timeoutMs: o.timeoutMs, body: OVERLOAD_BODY });
+    const a = await runSseLoad({
+      url,
+      ratePerSec: lo,
+      durationMs: o.phaseMs,
+      maxInflight: 2048,
+      timeoutMs: o.timeoutMs,
+      body: OVERLOAD_BODY,
+    });
     await sleep(500);
-    const b = await runSseLoad({ url, ratePerSec: hi, durationMs: o.phaseMs, maxInflight: 2048, timeoutMs: o.timeoutMs, body: (i) => OVERLOAD_BODY(i + 1_000_000) });
-    return { saturationRate: rate, unsaturated: phaseStats('unsaturated', lo, o.phaseMs, a), overload: phaseStats('overload', hi, o.phaseMs, b) };
+    const b = await runSseLoad({
+      url,
+      ratePerSec: hi,
+      durationMs: o.phaseMs,
+      maxInflight: 2048,
+      timeoutMs: o.timeoutMs,
+      body: (i) => OVERLOAD_BODY(i + 1_000_000),
+    });
+    return {
+      saturationRate: rate,
+      unsaturated: phaseStats('unsaturated', lo, o.phaseMs, a),
+      overload: phaseStats('overload', hi, o.phaseMs, b),
+    };
   } finally {
     await stack.stop();
   }
@@ -319,11 +365,35 @@ export async function runFairness(o: FairnessOptions, saturationRate?: number): 
     const light = rate * o.lightFactor;
     const tenantHeaders = (t: string) => () => ({ 'x-tenant': t });
     await sleep(500);
-    const solo = await runSseLoad({ url, ratePerSec: light, durationMs: o.phaseMs, maxInflight: 2048, timeoutMs: o.timeoutMs, headers: tenantHeaders('light'), body: OVERLOAD_BODY });
+    const solo = await runSseLoad({
+      url,
+      ratePerSec: light,
+      durationMs: o.phaseMs,
+      maxInflight: 2048,
+      timeoutMs: o.timeoutMs,
+      headers: tenantHeaders('light'),
+      body: OVERLOAD_BODY,
+    });
     await sleep(500);
     const [l, h] = await Promise.all([
-      runSseLoad({ url, ratePerSec: light, durationMs: o.phaseMs, maxInflight: 2048, timeoutMs: o.timeoutMs, headers: tenantHeaders('light'), body: (i) => OVERLOAD_BODY(i + 2_000_000) }),
-      runSseLoad({ url, ratePerSec: light * 10, durationMs: o.phaseMs, maxInflight: 4096, timeoutMs: o.timeoutMs, headers: tenantHeaders('heavy'), body: (i) => OVERLOAD_BODY(i + 3_000_000) }),
+      runSseLoad({
+        url,
+        ratePerSec: light,
+        durationMs: o.phaseMs,
+        maxInflight: 2048,
+        timeoutMs: o.timeoutMs,
+        headers: tenantHeaders('light'),
+        body: (i) => OVERLOAD_BODY(i + 2_000_000),
+      }),
+      runSseLoad({
+        url,
+        ratePerSec: light * 10,
+        durationMs: o.phaseMs,
+        maxInflight: 4096,
+        timeoutMs: o.timeoutMs,
+        headers: tenantHeaders('heavy'),
+        body: (i) => OVERLOAD_BODY(i + 3_000_000),
+      }),
     ]);
     return {
       saturationRate: rate,
@@ -367,7 +437,9 @@ function logLineCount(file: string): number {
   } catch {
     return 0;
   }
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).length;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{')).length;
 }
 
 export async function runAbandoned(o: AbandonedOptions): Promise<AbandonedResult> {

@@ -26,7 +26,10 @@ export function systemPrompt(key: string, tokens: number): string {
  * Request `i` of a load loop over `groups` prompt groups: the group's system prompt
  * (`systemTokens` long, keyed `<tag>-<i % groups>`) and a question of its own.
  */
-export function groupChat(i: number, opts: { readonly tag: string; readonly groups: number; readonly systemTokens: number; readonly maxTokens: number }): BenchRequest {
+export function groupChat(
+  i: number,
+  opts: { readonly tag: string; readonly groups: number; readonly systemTokens: number; readonly maxTokens: number },
+): BenchRequest {
   return {
     id: `${opts.tag}-r${i}`,
     atMs: 0,

@@ -34,7 +34,9 @@ export function setAffinity(pid: number, cpuList: string): string {
     execFileSync('taskset', ['-a', '-c', '-p', cpuList, String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (err) {
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
-    throw new Error(`taskset could not move pid ${pid} to CPUs ${cpuList}: ${stderr || (err instanceof Error ? err.message : String(err))}`);
+    throw new Error(
+      `taskset could not move pid ${pid} to CPUs ${cpuList}: ${stderr || (err instanceof Error ? err.message : String(err))}`,
+    );
   }
   return before;
 }

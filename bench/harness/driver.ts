@@ -138,11 +138,14 @@ export async function runOpenLoop(opts: DriverOptions): Promise<DriverResult> {
       markSubtreeNotSent(req.id, 'run deadline reached');
       return;
     }
-    const t = setTimeout(() => {
-      timers.delete(t);
-      started.add(req.id);
-      void send(req, atMs);
-    }, Math.max(0, atMs - rel()));
+    const t = setTimeout(
+      () => {
+        timers.delete(t);
+        started.add(req.id);
+        void send(req, atMs);
+      },
+      Math.max(0, atMs - rel()),
+    );
     timers.add(t);
   };
 

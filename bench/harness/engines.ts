@@ -78,9 +78,13 @@ export async function startEngineFleet(count: number, flags: EngineFlags, model:
 export function checkSplit(setup: EngineSetup): void {
   const tier = setup.routingTierCore;
   if (tier === undefined) return;
-  if (setup.kind !== 'vllm') throw new Error('routingTierCore is for real engines (kind vllm): simulated engines are processes of the harness and would share its core');
+  if (setup.kind !== 'vllm')
+    throw new Error(
+      'routingTierCore is for real engines (kind vllm): simulated engines are processes of the harness and would share its core',
+    );
   const engines = setup.vllm?.sharedCore;
-  if (engines === undefined) throw new Error('routingTierCore needs vllm.sharedCore: otherwise the engines inherit the routing tier\'s core');
+  if (engines === undefined)
+    throw new Error("routingTierCore needs vllm.sharedCore: otherwise the engines inherit the routing tier's core");
   if (engines === tier) throw new Error(`routingTierCore and vllm.sharedCore are both core ${tier}`);
 }
 
@@ -91,7 +95,8 @@ async function startFleet(count: number, flags: EngineFlags, model: string, setu
     const engines = real.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: e.id, resetPath: '/reset_prefix_cache' }));
     return { engines, pids: real.engines.map((e) => e.pid), stop: async () => void (await real.stop()) };
   }
-  const simFlags: EngineFlags = setup?.tinyModelTokenizer === true ? { model, tokenizer: ensureTinyModel().dir, ...flags } : { model, ...flags };
+  const simFlags: EngineFlags =
+    setup?.tinyModelTokenizer === true ? { model, tokenizer: ensureTinyModel().dir, ...flags } : { model, ...flags };
   const fleet = await startSimEngines({ count, flags: simFlags });
   const engines = fleet.engines.map((e) => ({ id: e.id, url: e.url, port: e.port, address: `${e.host}:${e.port}` }));
   return { engines, pids: [...new Set(fleet.engines.map((e) => e.pid))], stop: () => fleet.stop() };

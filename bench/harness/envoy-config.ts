@@ -137,9 +137,7 @@ function setSinglePort(holder: Obj, port: number, what: string): void {
 function setClusterEndpoints(cluster: Obj, addrs: readonly string[]): void {
   const name = String(cluster['name']);
   const la = obj(cluster['load_assignment'], `cluster ${name} load_assignment`);
-  la['endpoints'] = [
-    { lb_endpoints: addrs.map((a) => ({ endpoint: { address: { socket_address: socketAddress(a) } } })) },
-  ];
+  la['endpoints'] = [{ lb_endpoints: addrs.map((a) => ({ endpoint: { address: { socket_address: socketAddress(a) } } })) }];
 }
 
 function httpConnectionManager(doc: Obj): Obj {
@@ -175,7 +173,10 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
 
   if (opts.edsPath !== undefined) {
     const engines = byName(clusters, 'engines', 'cluster');
-    const eds = obj(obj(obj(engines['eds_cluster_config'], 'cluster engines eds_cluster_config')['eds_config'], 'eds_config')['path_config_source'], 'path_config_source');
+    const eds = obj(
+      obj(obj(engines['eds_cluster_config'], 'cluster engines eds_cluster_config')['eds_config'], 'eds_config')['path_config_source'],
+      'path_config_source',
+    );
     eds['path'] = opts.edsPath;
     eds['watched_directory'] = { path: dirname(opts.edsPath) };
   }
@@ -220,12 +221,18 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   if (opts.otelCollector !== undefined) {
     setClusterEndpoints(byName(clusters, 'otel_collector', 'cluster'), [opts.otelCollector]);
   }
-  if (opts.failureModeAllow !== undefined || opts.messageTimeoutMs !== undefined || opts.refusedStreamRetry !== undefined || opts.requestBodyMode !== undefined) {
+  if (
+    opts.failureModeAllow !== undefined ||
+    opts.messageTimeoutMs !== undefined ||
+    opts.refusedStreamRetry !== undefined ||
+    opts.requestBodyMode !== undefined
+  ) {
     const hcm = httpConnectionManager(doc);
     const extProc = obj(byName(hcm['http_filters'], 'envoy.filters.http.ext_proc', 'http filter')['typed_config'], 'ext_proc');
     if (opts.failureModeAllow !== undefined) extProc['failure_mode_allow'] = opts.failureModeAllow;
     if (opts.messageTimeoutMs !== undefined) extProc['message_timeout'] = durationText(opts.messageTimeoutMs);
-    if (opts.requestBodyMode !== undefined) obj(extProc['processing_mode'], 'ext_proc processing_mode')['request_body_mode'] = opts.requestBodyMode;
+    if (opts.requestBodyMode !== undefined)
+      obj(extProc['processing_mode'], 'ext_proc processing_mode')['request_body_mode'] = opts.requestBodyMode;
     if (opts.refusedStreamRetry === false) {
       const grpc = obj(extProc['grpc_service'], 'ext_proc grpc_service');
       if (!('retry_policy' in grpc)) throw new Error('envoy config: ext_proc grpc_service has no retry_policy');
@@ -242,9 +249,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
 
 /** The gRPC access loggers of the ingress HCM (the router's response-completion path). */
 function grpcAccessLoggers(hcm: Obj): Obj[] {
-  return arr(hcm['access_log'] ?? [], 'HCM access_log').filter(
-    (l): l is Obj => isObj(l) && l['name'] === 'envoy.access_loggers.http_grpc',
-  );
+  return arr(hcm['access_log'] ?? [], 'HCM access_log').filter((l): l is Obj => isObj(l) && l['name'] === 'envoy.access_loggers.http_grpc');
 }
 
 function loggerCluster(logger: Obj): Obj {

@@ -38,7 +38,9 @@ export interface EnvoyProcess extends ManagedProcess {
 /** `envoy --mode validate` on a config file: ok, and Envoy's output (or the error). */
 export async function validateEnvoyConfig(file: string): Promise<{ ok: boolean; output: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], { timeout: 20_000 });
+    const { stdout, stderr } = await promisify(execFile)(ENVOY_BIN, ['--mode', 'validate', '-c', file, '--log-level', 'error'], {
+      timeout: 20_000,
+    });
     return { ok: true, output: stdout + stderr };
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
@@ -72,20 +74,22 @@ export async function startEnvoy(opts: StartEnvoyOptions): Promise<EnvoyProcess>
   const stem = join(dir, `${name}-${baseId}`);
   const configFile = `${stem}.yaml`;
   const adminPathFile = `${stem}.admin`;
-  writeFileSync(
-    configFile,
-    renderEnvoyConfig({ ...opts, listenerPort: opts.listenerPort ?? 0, adminPort: opts.adminPort ?? 0 }),
-  );
+  writeFileSync(configFile, renderEnvoyConfig({ ...opts, listenerPort: opts.listenerPort ?? 0, adminPort: opts.adminPort ?? 0 }));
   let adminUrl = '';
   const proc = await startProcess({
     name,
     command: ENVOY_BIN,
     args: [
-      '-c', configFile,
-      '--base-id', String(baseId),
-      '--concurrency', '1',
-      '--admin-address-path', adminPathFile,
-      '--log-level', opts.logLevel ?? 'warn',
+      '-c',
+      configFile,
+      '--base-id',
+      String(baseId),
+      '--concurrency',
+      '1',
+      '--admin-address-path',
+      adminPathFile,
+      '--log-level',
+      opts.logLevel ?? 'warn',
     ],
     readyTimeoutMs: opts.readyTimeoutMs ?? 20_000,
     ...(opts.signal ? { signal: opts.signal } : {}),
@@ -107,7 +111,9 @@ export async function startEnvoy(opts: StartEnvoyOptions): Promise<EnvoyProcess>
     throw err;
   }
   const stat = async (statName: string): Promise<number | undefined> => {
-    const res = await httpRequest(`${adminUrl}/stats?filter=${encodeURIComponent(`^${statName.replace(/\./g, '\\.')}$`)}`, { timeoutMs: 2000 });
+    const res = await httpRequest(`${adminUrl}/stats?filter=${encodeURIComponent(`^${statName.replace(/\./g, '\\.')}$`)}`, {
+      timeoutMs: 2000,
+    });
     const m = new RegExp(`^${statName.replace(/\./g, '\\.')}: (\\d+)`, 'm').exec(res.text());
     return m?.[1] === undefined ? undefined : Number(m[1]);
   };

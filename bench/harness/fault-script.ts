@@ -64,7 +64,9 @@ export function runFaultScript(steps: readonly FaultStep[], set: ReplicaSet, t0:
         error = (err as Error).message.split('\n')[0] ?? 'error';
       }
       const doneMs = error === null ? rel() : null;
-      log(`    fault ${step.action}${target ? ` ${target}` : ''} at ${(startedMs / 1000).toFixed(1)} s${error ? `: ${error}` : `, done at ${((doneMs ?? 0) / 1000).toFixed(1)} s`}`);
+      log(
+        `    fault ${step.action}${target ? ` ${target}` : ''} at ${(startedMs / 1000).toFixed(1)} s${error ? `: ${error}` : `, done at ${((doneMs ?? 0) / 1000).toFixed(1)} s`}`,
+      );
       events.push({ action: step.action, replica, target, plannedMs: step.atMs, startedMs, doneMs, error });
     }
     return events;

@@ -49,7 +49,10 @@ export function httpRequest(url: string, opts: HttpRequestOptions = {}): Promise
       agent: opts.agent ?? sharedAgent,
       signal: opts.signal,
     });
-    const timer = setTimeout(() => req.destroy(new Error(`timeout after ${opts.timeoutMs ?? 30_000} ms: ${url}`)), opts.timeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () => req.destroy(new Error(`timeout after ${opts.timeoutMs ?? 30_000} ms: ${url}`)),
+      opts.timeoutMs ?? 30_000,
+    );
     req.once('error', (err) => {
       clearTimeout(timer);
       reject(err);

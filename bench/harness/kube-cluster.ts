@@ -19,7 +19,15 @@ import { request as httpsRequest } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, setHeaderOptions, PatchStrategy, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  ApiextensionsV1Api,
+  setHeaderOptions,
+  PatchStrategy,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { freePort, runDir, sleep, startProcess, type ManagedProcess } from './managed-process.js';
 import { REPO_ROOT } from './repo-paths.js';
 
@@ -46,8 +54,19 @@ export interface KubeCluster {
   /** A new namespace `<prefix>-<n>` (namespaces never finish deleting here: use one per test). */
   createNamespace(prefix: string): Promise<string>;
   /** Creates a pod and patches its status Running + Ready with `podIp`. */
-  createReadyPod(namespace: string, name: string, labels: Record<string, string>, podIp: string, opts?: { containerPort?: number; portName?: string }): Promise<void>;
-  createPod(namespace: string, name: string, labels: Record<string, string>, opts?: { containerPort?: number; portName?: string }): Promise<void>;
+  createReadyPod(
+    namespace: string,
+    name: string,
+    labels: Record<string, string>,
+    podIp: string,
+    opts?: { containerPort?: number; portName?: string },
+  ): Promise<void>;
+  createPod(
+    namespace: string,
+    name: string,
+    labels: Record<string, string>,
+    opts?: { containerPort?: number; portName?: string },
+  ): Promise<void>;
   setPodStatus(namespace: string, name: string, podIp: string, ready: boolean): Promise<void>;
   setPodLabels(namespace: string, name: string, labels: Record<string, string | null>): Promise<void>;
   deletePod(namespace: string, name: string): Promise<void>;
@@ -221,7 +240,9 @@ export async function startKubeCluster(opts: { name?: string; users?: readonly s
         {
           name: 'engine',
           image: 'engine:test',
-          ...(o.containerPort !== undefined ? { ports: [{ containerPort: o.containerPort, ...(o.portName !== undefined ? { name: o.portName } : {}) }] } : {}),
+          ...(o.containerPort !== undefined
+            ? { ports: [{ containerPort: o.containerPort, ...(o.portName !== undefined ? { name: o.portName } : {}) }] }
+            : {}),
         },
       ],
     },

@@ -65,7 +65,11 @@ function installExitHooks(): void {
   if (hooksInstalled) return;
   hooksInstalled = true;
   process.on('exit', killAllNow);
-  const signals: Array<[NodeJS.Signals, number]> = [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]];
+  const signals: Array<[NodeJS.Signals, number]> = [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ];
   for (const [sig, code] of signals) {
     process.on(sig, () => {
       killAllNow();
@@ -229,7 +233,10 @@ export async function startProcess(opts: StartProcessOptions): Promise<ManagedPr
       const result = await Promise.race([
         seen.then(() => 'ready' as const),
         exited.then(() => 'exited' as const),
-        sleep(timeoutMs, timer.signal).then(() => 'timeout' as const, () => 'ready' as const),
+        sleep(timeoutMs, timer.signal).then(
+          () => 'timeout' as const,
+          () => 'ready' as const,
+        ),
       ]);
       timer.abort();
       if (result === 'exited') return await fail('exited before becoming ready');

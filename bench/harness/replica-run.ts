@@ -81,7 +81,9 @@ export interface ReplicaFacts {
 }
 
 async function scrapeCpu(set: ReplicaSet): Promise<(number | null)[]> {
-  const got = await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, 0, 3000, false) : Promise.resolve(undefined))));
+  const got = await Promise.all(
+    set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, 0, 3000, false) : Promise.resolve(undefined))),
+  );
   return got.map((s) => s?.metrics[CPU] ?? null);
 }
 
@@ -139,7 +141,12 @@ export interface ReplicaRun {
   abort(): Promise<void>;
 }
 
-export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultStep[], log: (m: string) => void, idleCpuMs = 0): Promise<ReplicaRun> {
+export async function prepareReplicaRun(
+  set: ReplicaSet,
+  faults: readonly FaultStep[],
+  log: (m: string) => void,
+  idleCpuMs = 0,
+): Promise<ReplicaRun> {
   const idle = idleCpuMs > 0 ? await idleCpuPerS(set, idleCpuMs) : undefined;
   const cpuBefore = await scrapeCpu(set);
   const cpuAt = performance.now();
@@ -163,7 +170,9 @@ export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultS
       const events = (await script?.done) ?? [];
       // In-flight views settle within a sharing interval once the engines are idle.
       await sleep(1500);
-      const end = await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, 0, 3000) : Promise.resolve(undefined))));
+      const end = await Promise.all(
+        set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, 0, 3000) : Promise.resolve(undefined))),
+      );
       const { samples, agreement } = (await sampler?.stop()) ?? { samples: [], agreement: [] };
       const cpuAfter = end.map((s) => s?.metrics[CPU] ?? null);
       const cpuWindowS = (performance.now() - cpuAt) / 1000;
@@ -177,7 +186,8 @@ export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultS
       );
       const ps = predictions(records);
       const byReplica: Record<string, Accuracy> = {};
-      for (const name of new Set(ps.map((p) => p.replica ?? '(unnamed)'))) byReplica[name] = accuracyOf(ps.filter((p) => (p.replica ?? '(unnamed)') === name));
+      for (const name of new Set(ps.map((p) => p.replica ?? '(unnamed)')))
+        byReplica[name] = accuracyOf(ps.filter((p) => (p.replica ?? '(unnamed)') === name));
       const accuracyPerSecond: Record<string, Array<[number, number, number]>> = {};
       for (const p of ps) {
         const list = (accuracyPerSecond[p.replica ?? '(unnamed)'] ??= []);
@@ -226,7 +236,11 @@ export async function prepareReplicaRun(set: ReplicaSet, faults: readonly FaultS
           perSecond: perSecondSums(records),
           accuracyPerSecond,
           replicationSeries: seriesChanges(samples, set.names),
-          indexAgreement: agreement.map((a) => ({ ...a, tMs: Math.round(a.tMs), minJaccard: a.minJaccard === null ? null : Math.round(a.minJaccard * 1e4) / 1e4 })),
+          indexAgreement: agreement.map((a) => ({
+            ...a,
+            tMs: Math.round(a.tMs),
+            minJaccard: a.minJaccard === null ? null : Math.round(a.minJaccard * 1e4) / 1e4,
+          })),
           inflightAtEnd: inflight,
           inflightExact: inflight.every((v) => v.requests === 0 && v.promptTokens === 0),
           samples: samples.length,

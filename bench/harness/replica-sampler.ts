@@ -58,7 +58,13 @@ export function endpointLoads(body: string): Record<string, EndpointLoadView> {
 }
 
 /** One scrape of replica i (metrics, and the endpoint view if asked); undefined when it does not answer. */
-export async function sampleReplica(set: ReplicaSet, i: number, tMs: number, timeoutMs = 1000, withEndpoints = true): Promise<ReplicaSample | undefined> {
+export async function sampleReplica(
+  set: ReplicaSet,
+  i: number,
+  tMs: number,
+  timeoutMs = 1000,
+  withEndpoints = true,
+): Promise<ReplicaSample | undefined> {
   const base = set.adminUrl(i);
   const [m, e] = await Promise.all([
     httpText(`${base}/metrics`, 'GET', timeoutMs).catch(() => undefined),
@@ -121,7 +127,9 @@ async function indexKeys(base: string): Promise<{ digest: string; keys: Map<stri
   const eps = ((JSON.parse(d.text) as DigestBody).endpoints ?? []).filter((e) => typeof e.endpointId === 'string');
   const keys = new Map<string, Set<string>>();
   for (const e of eps) {
-    const k = await httpText(`${base}/debug/replication/index?endpoint=${encodeURIComponent(e.endpointId as string)}`, 'GET', 2000).catch(() => undefined);
+    const k = await httpText(`${base}/debug/replication/index?endpoint=${encodeURIComponent(e.endpointId as string)}`, 'GET', 2000).catch(
+      () => undefined,
+    );
     if (k === undefined || k.status !== 200) return undefined;
     keys.set(e.endpointId as string, new Set((JSON.parse(k.text) as { keys?: string[] }).keys ?? []));
   }
@@ -145,13 +153,22 @@ export function startReplicaSampler(set: ReplicaSet, t0: number, intervalMs = 50
   const loop = (async () => {
     while (!abort.signal.aborted) {
       const tMs = performance.now() - t0;
-      const got = await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, tMs, 1000, false) : Promise.resolve(undefined))));
+      const got = await Promise.all(
+        set.names.map((_, i) => (set.isRunning(i) ? sampleReplica(set, i, tMs, 1000, false) : Promise.resolve(undefined))),
+      );
       for (const s of got) if (s !== undefined) samples.push(s);
       if (indexEveryMs > 0 && tMs >= nextIndexAt) {
         nextIndexAt = tMs + indexEveryMs;
-        const views = (await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? indexKeys(set.adminUrl(i)) : Promise.resolve(undefined))))).filter((v) => v !== undefined);
+        const views = (
+          await Promise.all(set.names.map((_, i) => (set.isRunning(i) ? indexKeys(set.adminUrl(i)) : Promise.resolve(undefined))))
+        ).filter((v) => v !== undefined);
         if (views.length >= 2) {
-          agreement.push({ tMs, replicas: views.length, digestsEqual: views.every((v) => v.digest === views[0]?.digest), minJaccard: minPairJaccard(views.map((v) => v.keys)) });
+          agreement.push({
+            tMs,
+            replicas: views.length,
+            digestsEqual: views.every((v) => v.digest === views[0]?.digest),
+            minJaccard: minPairJaccard(views.map((v) => v.keys)),
+          });
         }
       }
       await sleep(Math.max(0, intervalMs - (performance.now() - t0 - tMs)), abort.signal).catch(() => undefined);

@@ -48,7 +48,12 @@ export interface ExperimentResult {
     readonly description: string;
   };
   readonly engines: { readonly label: string; readonly count: number; readonly flags: Readonly<Record<string, unknown>> };
-  readonly workload: { readonly name: string; readonly requests: number; readonly idealReuse: number; readonly params: Readonly<Record<string, unknown>> };
+  readonly workload: {
+    readonly name: string;
+    readonly requests: number;
+    readonly idealReuse: number;
+    readonly params: Readonly<Record<string, unknown>>;
+  };
   readonly summary: RunSummary;
   readonly routerDecision: DecisionTime | null;
   /** cacheroute contenders: per-replica facts (faults, cut responses, predicted-hit checks, CPU). */
@@ -108,7 +113,14 @@ async function waitIdle(engines: readonly EngineHandle[], maxMs: number): Promis
 
 /** POSTs an admin path to every engine; returns how many did not answer 200. */
 async function postToEngines(engines: readonly EngineHandle[], path: string): Promise<number> {
-  const res = await Promise.all(engines.map((e) => httpText(`${e.url}${path}`, 'POST').then((r) => r.status, () => 0)));
+  const res = await Promise.all(
+    engines.map((e) =>
+      httpText(`${e.url}${path}`, 'POST').then(
+        (r) => r.status,
+        () => 0,
+      ),
+    ),
+  );
   return res.filter((s) => s !== 200).length;
 }
 
@@ -142,7 +154,10 @@ function notSentRecords(requests: readonly BenchRequest[], contender: string, wh
   }));
 }
 
-export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Promise<{ result: ExperimentResult; records: RequestRecord[]; replicaSamples: ReplicaSample[] }> {
+export async function runExperiment(
+  exp: Experiment,
+  ctx: ExperimentContext,
+): Promise<{ result: ExperimentResult; records: RequestRecord[]; replicaSamples: ReplicaSample[] }> {
   const startedAt = new Date();
   const t0 = performance.now();
   const workload = buildWorkload(exp.scenario, ctx.seed, ctx.repoRoot);
@@ -165,7 +180,12 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
   let replicaFacts: ReplicaFacts | undefined;
   let replicaSamples: ReplicaSample[] = [];
   try {
-    contender = await startContender(exp.contender, { engines: ctx.engines, model: ctx.model, seed: ctx.seed, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    contender = await startContender(exp.contender, {
+      engines: ctx.engines,
+      model: ctx.model,
+      seed: ctx.seed,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
     notes.push(...contender.notes);
     const warm = rebase(workload.requests.filter((r) => r.warmup === true));
     if (warm.length > 0) {
@@ -204,7 +224,8 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     });
     for (const t of actionTimers) clearTimeout(t);
     for (const a of exp.engineActions ?? []) if (a.undo !== undefined) await postToEngines(ctx.engines, a.undo);
-    if ((exp.engineActions ?? []).length > 0) notes.push(`engine actions: ${(exp.engineActions ?? []).map((a) => `${a.path} at ${a.atMs} ms`).join(', ')}`);
+    if ((exp.engineActions ?? []).length > 0)
+      notes.push(`engine actions: ${(exp.engineActions ?? []).map((a) => `${a.path} at ${a.atMs} ms`).join(', ')}`);
     records = run.records;
     wallMs = run.wallMs;
     maxLagMs = run.maxLagMs;
@@ -233,7 +254,8 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
         // The delay gauges cover the window since the previous scrape: the measured run.
         loopDelayP99Ms: ms(sampleValue(routerAfter.samples, 'cacheroute_event_loop_delay_seconds', { quantile: '0.99' })),
         loopDelayMaxMs: ms(sampleValue(routerAfter.samples, 'cacheroute_event_loop_delay_seconds', { quantile: '1' })),
-        cpuMsPerRequest: cpuBefore === null || cpuAfter === null || measured.length === 0 ? null : ((cpuAfter - cpuBefore) * 1e3) / measured.length,
+        cpuMsPerRequest:
+          cpuBefore === null || cpuAfter === null || measured.length === 0 ? null : ((cpuAfter - cpuBefore) * 1e3) / measured.length,
       };
     }
     const noEngineHeader = records.filter((r) => r.outcome === 'ok' && r.engine === null).length;
@@ -254,7 +276,12 @@ export async function runExperiment(exp: Experiment, ctx: ExperimentContext): Pr
     block: exp.block,
     scenario: { label: exp.scenario.label, kind: exp.scenario.kind },
     qps: exp.qps,
-    contender: { label: exp.contender.label, kind: exp.contender.kind, strategy: contenderStrategy(exp.contender), description: contenderDescription(exp.contender) },
+    contender: {
+      label: exp.contender.label,
+      kind: exp.contender.kind,
+      strategy: contenderStrategy(exp.contender),
+      description: contenderDescription(exp.contender),
+    },
     engines: { label: exp.engines.label, count: exp.engines.count, flags: exp.engines.flags },
     workload: { name: workload.name, requests: measured.length, idealReuse: reuse, params: workload.params },
     summary,

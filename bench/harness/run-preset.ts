@@ -47,7 +47,17 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
   const results: ExperimentResult[] = [];
   const roundRuns: RoundRun[] = [];
   const write = (partial: boolean): void => {
-    writeResults({ outDir: opts.outDir, preset, seed, results, info, startedAt, finishedAt: new Date().toISOString(), partial, command: opts.command });
+    writeResults({
+      outDir: opts.outDir,
+      preset,
+      seed,
+      results,
+      info,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      partial,
+      command: opts.command,
+    });
     // Contenders run in several interleaved rounds (`label#n`): their pooled comparison.
     if (hasRounds(results)) writeRoundsReport(opts.outDir, roundRuns);
   };

@@ -128,7 +128,8 @@ export class SseAccumulator {
     if (Array.isArray(choices)) {
       for (const c of choices as Array<Record<string, unknown>>) {
         const delta = c['delta'] as Record<string, unknown> | undefined;
-        const piece = typeof c['text'] === 'string' ? c['text'] : typeof delta?.['content'] === 'string' ? (delta['content'] as string) : '';
+        const piece =
+          typeof c['text'] === 'string' ? c['text'] : typeof delta?.['content'] === 'string' ? (delta['content'] as string) : '';
         if (piece.length > 0) {
           this.textChunks++;
           this.firstTextAt ??= at;
@@ -232,7 +233,7 @@ export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Pr
 function summarizeError(body: string): string {
   try {
     const o = JSON.parse(body) as { error?: { message?: string; type?: string } | string; message?: string };
-    const m = typeof o.error === 'string' ? o.error : o.error?.type ?? o.error?.message ?? o.message;
+    const m = typeof o.error === 'string' ? o.error : (o.error?.type ?? o.error?.message ?? o.message);
     if (m) return String(m).slice(0, 80);
   } catch {
     // not JSON

@@ -46,16 +46,18 @@ export function tinyTokenizerJson(merges = 300): Record<string, unknown> {
   const mergeList: string[] = [];
   for (let m = 0; m < merges; m++) {
     const counts = new Map<string, number>();
-    for (const w of words) for (let i = 0; i + 1 < w.length; i++) {
-      const k = `${w[i]} ${w[i + 1]}`;
-      counts.set(k, (counts.get(k) ?? 0) + 1);
-    }
+    for (const w of words)
+      for (let i = 0; i + 1 < w.length; i++) {
+        const k = `${w[i]} ${w[i + 1]}`;
+        counts.set(k, (counts.get(k) ?? 0) + 1);
+      }
     let best = '';
     let bestN = 1;
-    for (const [k, n] of [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (n > bestN) {
-      best = k;
-      bestN = n;
-    }
+    for (const [k, n] of [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1)))
+      if (n > bestN) {
+        best = k;
+        bestN = n;
+      }
     if (best === '') break;
     const [a, b] = best.split(' ') as [string, string];
     mergeList.push(best);
@@ -66,7 +68,15 @@ export function tinyTokenizerJson(merges = 300): Record<string, unknown> {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: TINY_SPECIALS.map((s, i) => ({ id: i, content: s, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    added_tokens: TINY_SPECIALS.map((s, i) => ({
+      id: i,
+      content: s,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    })),
     normalizer: null,
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: {

@@ -57,7 +57,6 @@ interface Tally {
   missedHits: number;
 }
 
-
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const kind = arg(argv, '--engines') ?? 'sim';
@@ -69,13 +68,26 @@ async function main(): Promise<void> {
   const blockSize = Number(arg(argv, '--block-size') ?? 128);
   const systemsN = Number(arg(argv, '--systems') ?? 6);
   const systemChars = Number(arg(argv, '--system-chars') ?? 4000);
-  const modelDir = arg(argv, '--model-dir') ?? (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-acc-'))));
+  const modelDir =
+    arg(argv, '--model-dir') ??
+    (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-acc-'))));
   const rng = seededRng(seed);
 
   const engines: EngineHandle[] = [];
   if (kind === 'sim') {
     for (let i = 0; i < 2; i++) {
-      const s = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model, blockSize, kvCacheBlocks: 72, tokenizerDir: modelDir, kvEventsPort: 0, timeScale: 0.05, maxModelLen: 8192, seed: i });
+      const s = new SimEngineServer({
+        ...simProfile('gpu-like'),
+        port: 0,
+        model,
+        blockSize,
+        kvCacheBlocks: 72,
+        tokenizerDir: modelDir,
+        kvEventsPort: 0,
+        timeScale: 0.05,
+        maxModelLen: 8192,
+        seed: i,
+      });
       await s.start();
       engines.push({ url: s.url, kv: s.kvPublisher!.endpoint, id: s.id, stop: () => s.stop(500) });
     }
@@ -93,7 +105,12 @@ async function main(): Promise<void> {
 
   // Predictors.
   const tokenizer = await ModelTokenizer.fromDirectory(modelDir);
-  const affinity = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 30_000, maxBlocks: 512, endpoints: engines.length }, await createTokenBlockHasher(), new Map([[model, { tokenizer, blockSize }]]), () => systemClock.nowMicros());
+  const affinity = new PreciseAffinity(
+    { mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 30_000, maxBlocks: 512, endpoints: engines.length },
+    await createTokenBlockHasher(),
+    new Map([[model, { tokenizer, blockSize }]]),
+    () => systemClock.nowMicros(),
+  );
   const sub = new KvEventSubscriber(affinity.events, { clock: systemClock });
   const sources: KvEventSource[] = engines.map((e, i) => ({ endpointIndex: i, endpointId: e.id, url: e.kv, topic: 'kv-events', model }));
   sub.setSources(sources);
@@ -120,7 +137,20 @@ async function main(): Promise<void> {
   await sleep(500); // subscriptions connect
 
   const systems = Array.from({ length: systemsN }, () => text(rng, systemChars));
-  const tally = { precise: [{ predictions: 0, correct: 0, missedHits: 0 }, { predictions: 0, correct: 0, missedHits: 0 }], approx: [{ predictions: 0, correct: 0, missedHits: 0 }, { predictions: 0, correct: 0, missedHits: 0 }], calibrated: [{ predictions: 0, correct: 0, missedHits: 0 }, { predictions: 0, correct: 0, missedHits: 0 }] } as Record<string, [Tally, Tally]>;
+  const tally = {
+    precise: [
+      { predictions: 0, correct: 0, missedHits: 0 },
+      { predictions: 0, correct: 0, missedHits: 0 },
+    ],
+    approx: [
+      { predictions: 0, correct: 0, missedHits: 0 },
+      { predictions: 0, correct: 0, missedHits: 0 },
+    ],
+    calibrated: [
+      { predictions: 0, correct: 0, missedHits: 0 },
+      { predictions: 0, correct: 0, missedHits: 0 },
+    ],
+  } as Record<string, [Tally, Tally]>;
   let preciseExact = 0;
   let hits = 0;
   const gapAt = Number(arg(argv, '--gap-at') ?? -1);
@@ -138,22 +168,43 @@ async function main(): Promise<void> {
   };
   for (let i = 0; i < requests; i++) {
     const e = Math.floor(rng.next() * engines.length);
-    const messages = [{ role: 'system', content: systems[Math.floor(rng.next() * systems.length)]! }, { role: 'user', content: text(rng, 200) }];
+    const messages = [
+      { role: 'system', content: systems[Math.floor(rng.next() * systems.length)]! },
+      { role: 'user', content: text(rng, 200) },
+    ];
     const body = Buffer.from(JSON.stringify({ model, messages, max_tokens: 2, ignore_eos: true }));
     const p = extractPrompt('/v1/chat/completions', body, { maxPrefixChars: 131_072, charsPerToken: 4 });
-    const req: RouteRequest = { requestId: `r${i}`, model, prefix: p.prefix, promptChars: p.promptChars, promptTokens: p.promptTokens, stream: false, arrivalMs: 0, ...(p.input ? { promptInput: p.input } : {}) };
+    const req: RouteRequest = {
+      requestId: `r${i}`,
+      model,
+      prefix: p.prefix,
+      promptChars: p.promptChars,
+      promptTokens: p.promptTokens,
+      stream: false,
+      arrivalMs: 0,
+      ...(p.input ? { promptInput: p.input } : {}),
+    };
     // Predictions before sending.
     const rk = affinity.requestKeys(model, req.promptInput)!;
     const precisePredBlocks = affinity.events.match(rk.keys)[e]!;
     const ah = approxHasher.hash(model, req.prefix);
     const approxPred = ah.count > 0 ? approx.match(ah)[e]! : 0;
     const calPred = ah.count > 0 ? calIndex.match(ah)[e]! : 0;
-    const decision = { requestId: req.requestId, endpoint: endpoints[e]!, matchedBlocks: calPred, totalBlocks: ah.count } as unknown as RouteDecision;
+    const decision = {
+      requestId: req.requestId,
+      endpoint: endpoints[e]!,
+      matchedBlocks: calPred,
+      totalBlocks: ah.count,
+    } as unknown as RouteDecision;
     const state: CycleState = { request: req, nowMs: systemClock.nowMs(), rng, scratch: new Map(), notes: [] };
     calibration.onRouted(state, decision);
     approx.insert(e, ah);
     calIndex.insert(e, ah);
-    const r = await fetch(`${engines[e]!.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const r = await fetch(`${engines[e]!.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     const j = (await r.json()) as { usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } };
     const cached = j.usage?.prompt_tokens_details?.cached_tokens ?? 0;
     const promptTokens = j.usage?.prompt_tokens ?? 0;
@@ -184,7 +235,9 @@ async function main(): Promise<void> {
     elapsedSeconds: elapsed,
     engineHits: hits,
     preciseExactRate: preciseExact / requests,
-    accuracy: Object.fromEntries(Object.entries(tally).map(([k, [a, b]]) => [k, { first: { ...a, rate: rate(a) }, all: { ...b, rate: rate(b) } }])),
+    accuracy: Object.fromEntries(
+      Object.entries(tally).map(([k, [a, b]]) => [k, { first: { ...a, rate: rate(a) }, all: { ...b, rate: rate(b) } }]),
+    ),
     kvStreams: sub.stats(),
     calibration: calibration.stats(),
   };
@@ -195,7 +248,10 @@ async function main(): Promise<void> {
     '',
     `| predictor | accuracy, first ${early} requests | accuracy, all | engine hits not predicted (all) |`,
     '|---|---|---|---|',
-    ...Object.entries(tally).map(([k, [a, b]]) => `| ${k} | ${pct(rate(a))} (${a.correct}/${a.predictions}) | ${pct(rate(b))} (${b.correct}/${b.predictions}) | ${b.missedHits} |`),
+    ...Object.entries(tally).map(
+      ([k, [a, b]]) =>
+        `| ${k} | ${pct(rate(a))} (${a.correct}/${a.predictions}) | ${pct(rate(b))} (${b.correct}/${b.predictions}) | ${b.missedHits} |`,
+    ),
     '',
   ].join('\n');
   emitRun(out, result, md);

@@ -28,17 +28,30 @@ async function main(): Promise<void> {
   const model = arg(argv, '--model') ?? 'tiny-llama';
   const blockSize = Number(arg(argv, '--block-size') ?? 128);
   const tokenizer = await ModelTokenizer.fromDirectory(arg(argv, '--model-dir')!);
-  const aff = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 30_000, maxBlocks: 512, endpoints: 1 }, await createTokenBlockHasher(), new Map([[model, { tokenizer, blockSize }]]), () => 0);
+  const aff = new PreciseAffinity(
+    { mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 30_000, maxBlocks: 512, endpoints: 1 },
+    await createTokenBlockHasher(),
+    new Map([[model, { tokenizer, blockSize }]]),
+    () => 0,
+  );
   const sub = new KvEventSubscriber(aff.events, { clock: systemClock });
   sub.setSources([{ endpointIndex: 0, endpointId: 'e0', url: kv, topic: 'kv-events', model }]);
   await sleep(500);
-  const prompts = [0, 1, 2].map((i) => [{ role: 'system', content: `Restart check ${i}: you are a helpful assistant for the router. `.repeat(40) }, { role: 'user', content: 'hello' }]);
+  const prompts = [0, 1, 2].map((i) => [
+    { role: 'system', content: `Restart check ${i}: you are a helpful assistant for the router. `.repeat(40) },
+    { role: 'user', content: 'hello' },
+  ]);
   const chat = async (messages: unknown): Promise<number> => {
-    const r = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages, max_tokens: 2 }) });
+    const r = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages, max_tokens: 2 }),
+    });
     const j = (await r.json()) as { usage?: { prompt_tokens_details?: { cached_tokens?: number } } };
     return j.usage?.prompt_tokens_details?.cached_tokens ?? 0;
   };
-  const predicted = (messages: { role: string; content: string }[]): number => aff.events.match(aff.requestKeys(model, { kind: 'chat', messages })!.keys)[0]! * blockSize;
+  const predicted = (messages: { role: string; content: string }[]): number =>
+    aff.events.match(aff.requestKeys(model, { kind: 'chat', messages })!.keys)[0]! * blockSize;
   for (const p of prompts) await chat(p);
   await sleep(300);
   const before = prompts.map((p) => ({ predicted: predicted(p) }));

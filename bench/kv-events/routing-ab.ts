@@ -48,7 +48,9 @@ async function main(): Promise<void> {
   const simEngines = Number(arg(argv, '--sim-engines') ?? 2);
   const kvBlocks = Number(arg(argv, '--kv-blocks') ?? 72);
   const timeScale = Number(arg(argv, '--time-scale') ?? 1);
-  const modelDir = arg(argv, '--model-dir') ?? (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-ab-'))));
+  const modelDir =
+    arg(argv, '--model-dir') ??
+    (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-ab-'))));
   const engines: { url: string; kv: string; id: string; stop: () => Promise<void> }[] = [];
   if (kind === 'sim') {
     // Engines in their own processes, so the router's tokenization does not delay them.
@@ -68,7 +70,14 @@ async function main(): Promise<void> {
         ...(arg(argv, '--sim-prefill-ms') !== undefined ? { 'prefill-ms-per-token': Number(arg(argv, '--sim-prefill-ms')) } : {}),
       },
     });
-    fleet.engines.forEach((e, i) => engines.push({ url: e.url, kv: `tcp://${e.host}:${e.port + 1000}`, id: `${e.host}:${e.port}`, stop: i === 0 ? () => fleet.stop() : async () => {} }));
+    fleet.engines.forEach((e, i) =>
+      engines.push({
+        url: e.url,
+        kv: `tcp://${e.host}:${e.port + 1000}`,
+        id: `${e.host}:${e.port}`,
+        stop: i === 0 ? () => fleet.stop() : async () => {},
+      }),
+    );
   } else {
     for (const pair of (arg(argv, '--vllm') ?? '').split(',').filter((x) => x !== '')) {
       const [url, kv] = pair.split('=') as [string, string];
@@ -82,7 +91,15 @@ async function main(): Promise<void> {
       strategy: 'cache-aware',
       endpoints: engines.map((e) => ({ address: e.id, models: [model] })),
       ...(mode === 'precise'
-        ? { cacheAware: { preciseIndex: { mode: 'hybrid', models: [{ name: model, tokenizerDir: modelDir, blockSize }], kvEvents: { urls: Object.fromEntries(engines.map((e) => [e.id, e.kv])) } } } }
+        ? {
+            cacheAware: {
+              preciseIndex: {
+                mode: 'hybrid',
+                models: [{ name: model, tokenizerDir: modelDir, blockSize }],
+                kvEvents: { urls: Object.fromEntries(engines.map((e) => [e.id, e.kv])) },
+              },
+            },
+          }
         : {}),
     });
     const scheduler = createScheduler(config, { clock: systemClock, rng: seededRng(1) });
@@ -94,16 +111,43 @@ async function main(): Promise<void> {
     const inflight: Promise<void>[] = [];
     const t0 = Date.now();
     for (let i = 0; i < requests; i++) {
-      const body = Buffer.from(JSON.stringify({ model, messages: [{ role: 'system', content: systems[Math.floor(rng.next() * systemsN)]! }, { role: 'user', content: text(rng, userChars) }], max_tokens: 4, stream: true, stream_options: { include_usage: true } }));
-      const p = extractPrompt('/v1/chat/completions', body, { maxPrefixChars: config.requests.maxPrefixChars, charsPerToken: config.requests.charsPerToken });
-      const ticket = scheduler.route({ requestId: `${mode}-${i}`, model, prefix: p.prefix, promptChars: p.promptChars, promptTokens: p.promptTokens, stream: true, arrivalMs: systemClock.nowMs(), ...(p.input ? { promptInput: p.input } : {}) });
+      const body = Buffer.from(
+        JSON.stringify({
+          model,
+          messages: [
+            { role: 'system', content: systems[Math.floor(rng.next() * systemsN)]! },
+            { role: 'user', content: text(rng, userChars) },
+          ],
+          max_tokens: 4,
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      );
+      const p = extractPrompt('/v1/chat/completions', body, {
+        maxPrefixChars: config.requests.maxPrefixChars,
+        charsPerToken: config.requests.charsPerToken,
+      });
+      const ticket = scheduler.route({
+        requestId: `${mode}-${i}`,
+        model,
+        prefix: p.prefix,
+        promptChars: p.promptChars,
+        promptTokens: p.promptTokens,
+        stream: true,
+        arrivalMs: systemClock.nowMs(),
+        ...(p.input ? { promptInput: p.input } : {}),
+      });
       const engine = engines.find((e) => e.id === ticket.decision.endpoint.id)!;
       inflight.push(
         (async () => {
           const start = performance.now();
           let ttft = Number.NaN;
           let usage: { prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined;
-          const r = await fetch(`${engine.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+          const r = await fetch(`${engine.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body,
+          });
           let buf = '';
           for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
             if (Number.isNaN(ttft)) {
@@ -118,7 +162,13 @@ async function main(): Promise<void> {
             if (j.usage) usage = j.usage;
           }
           const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
-          ticket.finish({ aborted: false, status: r.status, ...(usage?.prompt_tokens !== undefined ? { promptTokens: usage.prompt_tokens } : {}), cachedTokens: cached, servedBy: engine.id });
+          ticket.finish({
+            aborted: false,
+            status: r.status,
+            ...(usage?.prompt_tokens !== undefined ? { promptTokens: usage.prompt_tokens } : {}),
+            cachedTokens: cached,
+            servedBy: engine.id,
+          });
           recs.push({ ttftMs: ttft, prompt: usage?.prompt_tokens ?? 0, cached, engine: engine.id });
         })(),
       );
@@ -130,11 +180,34 @@ async function main(): Promise<void> {
     const cached = recs.reduce((a, r) => a + r.cached, 0);
     const perEngine: Record<string, number> = {};
     for (const r of recs) perEngine[r.engine] = (perEngine[r.engine] ?? 0) + 1;
-    out[mode] = { seconds: (Date.now() - t0) / 1000, tokenHitRate: prompt === 0 ? 0 : cached / prompt, ttftMs: distribution(recs.map((r) => r.ttftMs)), requestsPerEngine: perEngine };
+    out[mode] = {
+      seconds: (Date.now() - t0) / 1000,
+      tokenHitRate: prompt === 0 ? 0 : cached / prompt,
+      ttftMs: distribution(recs.map((r) => r.ttftMs)),
+      requestsPerEngine: perEngine,
+    };
   }
   const a = out['approximate'] as { tokenHitRate: number; ttftMs: { p50: number; p99: number } };
   const p = out['precise'] as typeof a;
-  const result = { bench: 'kv-routing-ab', engines: kind, commit: gitOutput(['rev-parse', 'HEAD']), dirty: gitOutput(['status', '--porcelain']).length > 0, config: { requests, qps, model, blockSize, systems: systemsN, systemChars, userChars, engines: engines.length, kvCacheBlocks: kind === 'sim' ? kvBlocks : 'engine flag', timeScale: kind === 'sim' ? timeScale : undefined }, results: out };
+  const result = {
+    bench: 'kv-routing-ab',
+    engines: kind,
+    commit: gitOutput(['rev-parse', 'HEAD']),
+    dirty: gitOutput(['status', '--porcelain']).length > 0,
+    config: {
+      requests,
+      qps,
+      model,
+      blockSize,
+      systems: systemsN,
+      systemChars,
+      userChars,
+      engines: engines.length,
+      kvCacheBlocks: kind === 'sim' ? kvBlocks : 'engine flag',
+      timeScale: kind === 'sim' ? timeScale : undefined,
+    },
+    results: out,
+  };
   const md = [
     `# Cache-aware routing, approximate vs precise (hybrid) index (${kind}, ${engines.length} engines)`,
     '',

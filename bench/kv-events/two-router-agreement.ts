@@ -42,7 +42,10 @@ interface Answer {
   readonly matched: number[];
 }
 
-const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not but system user assistant cache prefix token block engine router prompt'.split(' ');
+const WORDS =
+  'the of and to in is that for it as with was on be by this are or at from which an have not but system user assistant cache prefix token block engine router prompt'.split(
+    ' ',
+  );
 const text = (rng: Rng, chars: number): string => wordText(rng, chars, WORDS);
 
 async function follower(argv: string[]): Promise<void> {
@@ -50,7 +53,12 @@ async function follower(argv: string[]): Promise<void> {
   const blockSize = Number(arg(argv, '--block-size'));
   const kvs = arg(argv, '--kv')!.split(',');
   const tokenizer = await ModelTokenizer.fromDirectory(arg(argv, '--model-dir')!);
-  const aff = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 0, maxBlocks: 512, endpoints: kvs.length }, await createTokenBlockHasher(), new Map([[model, { tokenizer, blockSize }]]), () => 0);
+  const aff = new PreciseAffinity(
+    { mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 0, maxBlocks: 512, endpoints: kvs.length },
+    await createTokenBlockHasher(),
+    new Map([[model, { tokenizer, blockSize }]]),
+    () => 0,
+  );
   const sub = new KvEventSubscriber(aff.events, { clock: systemClock });
   sub.setSources(kvs.map((url, i) => ({ endpointIndex: i, endpointId: `e${i}`, url, topic: 'kv-events', model })));
   for (let i = 0; i < kvs.length; i++) aff.events.markFresh(i); // subscribed before any traffic
@@ -96,12 +104,25 @@ async function leader(argv: string[]): Promise<void> {
   const seed = Number(arg(argv, '--seed') ?? 9);
   const model = arg(argv, '--model') ?? 'tiny-llama';
   const blockSize = Number(arg(argv, '--block-size') ?? 128);
-  const modelDir = arg(argv, '--model-dir') ?? (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-two-'))));
+  const modelDir =
+    arg(argv, '--model-dir') ??
+    (existsSync('/tmp/kvx/tiny/tokenizer.json') ? '/tmp/kvx/tiny' : writeTinyTokenizer(mkdtempSync(join(tmpdir(), 'kv-two-'))));
   const rng = seededRng(seed);
   const engines: { url: string; kv: string; stop: () => Promise<void> }[] = [];
   if (kind === 'sim') {
     for (let i = 0; i < 3; i++) {
-      const s = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model, blockSize, kvCacheBlocks: 72, tokenizerDir: modelDir, kvEventsPort: 0, timeScale: 0.05, maxModelLen: 8192, seed: i });
+      const s = new SimEngineServer({
+        ...simProfile('gpu-like'),
+        port: 0,
+        model,
+        blockSize,
+        kvCacheBlocks: 72,
+        tokenizerDir: modelDir,
+        kvEventsPort: 0,
+        timeScale: 0.05,
+        maxModelLen: 8192,
+        seed: i,
+      });
       await s.start();
       engines.push({ url: s.url, kv: s.kvPublisher!.endpoint, stop: () => s.stop(500) });
     }
@@ -112,7 +133,18 @@ async function leader(argv: string[]): Promise<void> {
     }
   }
   const self = fileURLToPath(import.meta.url);
-  const args = ['--role', 'follower', '--model', model, '--block-size', String(blockSize), '--model-dir', modelDir, '--kv', engines.map((e) => e.kv).join(',')];
+  const args = [
+    '--role',
+    'follower',
+    '--model',
+    model,
+    '--block-size',
+    String(blockSize),
+    '--model-dir',
+    modelDir,
+    '--kv',
+    engines.map((e) => e.kv).join(','),
+  ];
   const followers = [fork(self, args), fork(self, args)];
   await Promise.all(followers.map((c) => new Promise<void>((r) => c.once('message', () => r()))));
   await sleep(500); // subscriptions reach the publishers
@@ -123,7 +155,10 @@ async function leader(argv: string[]): Promise<void> {
   let sameCounts = 0;
   const t0 = Date.now();
   for (let i = 0; i < requests; i++) {
-    const messages = [{ role: 'system', content: systems[Math.floor(rng.next() * systems.length)]! }, { role: 'user', content: text(rng, 120) }];
+    const messages = [
+      { role: 'system', content: systems[Math.floor(rng.next() * systems.length)]! },
+      { role: 'user', content: text(rng, 120) },
+    ];
     const [a, b] = await Promise.all(followers.map((c) => ask(c, { id: i, messages })));
     const ta = target(a!.matched);
     const tb = target(b!.matched);
@@ -134,7 +169,11 @@ async function leader(argv: string[]): Promise<void> {
       if (ta === tb) agreeWithHit++;
     }
     const e = ta >= 0 && rng.next() < 0.8 ? ta : Math.floor(rng.next() * engines.length);
-    const r = await fetch(`${engines[e]!.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages, max_tokens: 2, ignore_eos: true }) });
+    const r = await fetch(`${engines[e]!.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages, max_tokens: 2, ignore_eos: true }),
+    });
     await r.arrayBuffer();
     await sleep(kind === 'sim' ? 15 : 50);
   }

@@ -26,7 +26,11 @@ async function main(): Promise<void> {
   try {
     const vllm = fleet.engines.map((e) => `${e.url}=${e.kvEvents!.endpoint.replace('*', e.host)}`).join(',');
     code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, [script, '--engines', 'vllm', '--vllm', vllm, '--model-dir', model.dir, '--model', fleet.model, ...rest], { stdio: 'inherit' });
+      const child = spawn(
+        process.execPath,
+        [script, '--engines', 'vllm', '--vllm', vllm, '--model-dir', model.dir, '--model', fleet.model, ...rest],
+        { stdio: 'inherit' },
+      );
       child.on('exit', (c) => resolve(c ?? 1));
     });
   } finally {

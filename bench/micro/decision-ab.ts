@@ -37,7 +37,11 @@ function runIn(benchModule: string): Summary {
     `const m = await import(${JSON.stringify(benchModule)});` +
     'const r = m.runDecisionBench();' +
     'process.stdout.write(JSON.stringify({ decisionMicros: r.decisionMicros, routeMicros: r.routeMicros, routeCpuMicros: r.routeCpuMicros, hashMicros: r.hashMicros, matchMicros: r.matchMicros }));';
-  const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000, maxBuffer: 1 << 20 });
+  const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(out) as Summary;
 }
 
@@ -92,7 +96,9 @@ function main(): void {
     `- ${results.cpu}, ${results.cores} cores, load average ${loadavgAtStart.map((x) => x.toFixed(2)).join(' / ')} at start, ${results.loadavgAtEnd.map((x) => x.toFixed(2)).join(' / ')} at end`,
     `- ${rounds} rounds, each running both builds' \`runDecisionBench\` (defaults: 16 endpoints, 32 KB chat prompts, 100k-block warm index, 5000 decisions) in fresh processes, alternating which goes first. Started ${startedAt}.`,
     '',
-    '| µs | variant | ' + Array.from({ length: rounds }, (_, r) => `round ${r + 1} p50 / p90 / p99`).join(' | ') + ' | median p50 / p99 | now ÷ before (median p50 / p99) |',
+    '| µs | variant | ' +
+      Array.from({ length: rounds }, (_, r) => `round ${r + 1} p50 / p90 / p99`).join(' | ') +
+      ' | median p50 / p99 | now ÷ before (median p50 / p99) |',
     '| --- | --- | ' + Array.from({ length: rounds }, () => '---').join(' | ') + ' | --- | --- |',
   ];
   for (const [label, key] of metrics) {
@@ -100,8 +106,13 @@ function main(): void {
       median(runs.filter((r) => r.variant === variant).map((r) => r.summary[key][p] ?? Number.NaN));
     for (const variant of ['before', 'now'] as const) {
       const cells = runs.filter((r) => r.variant === variant).map((r) => pct.map((p) => f1(r.summary[key][p])).join(' / '));
-      const ratio = variant === 'now' ? `${(med('now', 'p50') / med('before', 'p50')).toFixed(2)} / ${(med('now', 'p99') / med('before', 'p99')).toFixed(2)}` : '';
-      lines.push(`| ${variant === 'before' ? label : ''} | ${variant} | ${cells.join(' | ')} | ${f1(med(variant, 'p50'))} / ${f1(med(variant, 'p99'))} | ${ratio} |`);
+      const ratio =
+        variant === 'now'
+          ? `${(med('now', 'p50') / med('before', 'p50')).toFixed(2)} / ${(med('now', 'p99') / med('before', 'p99')).toFixed(2)}`
+          : '';
+      lines.push(
+        `| ${variant === 'before' ? label : ''} | ${variant} | ${cells.join(' | ')} | ${f1(med(variant, 'p50'))} / ${f1(med(variant, 'p99'))} | ${ratio} |`,
+      );
     }
   }
   lines.push('');

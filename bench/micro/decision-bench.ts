@@ -133,7 +133,8 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
     (measuring ? whole : warmWhole).push(e.routeMicros);
   });
   const warm: number[] = [];
-  for (let c = 0; c < o.workload.conversations && index.stats().blocks < o.warmBlocks; c++) warm.push(route(wl.conversation(c)).decision.decisionMicros);
+  for (let c = 0; c < o.workload.conversations && index.stats().blocks < o.warmBlocks; c++)
+    warm.push(route(wl.conversation(c)).decision.decisionMicros);
   for (let k = 0; k < 20_000 && index.stats().blocks < o.warmBlocks; k++) warm.push(route(wl.next().prompt).decision.decisionMicros);
   for (let k = 0; k < o.warmRoutes; k++) warm.push(route(wl.next().prompt).decision.decisionMicros);
   const indexBlocksAtStart = index.stats().blocks;

@@ -88,7 +88,11 @@ class ChainHasher implements Hasher {
   }
 }
 
-async function candidates(blockChars: number, maxBlocks: number, baselineDir: string | undefined): Promise<{ hashers: Array<[string, Hasher]>; missing: Record<string, string> }> {
+async function candidates(
+  blockChars: number,
+  maxBlocks: number,
+  baselineDir: string | undefined,
+): Promise<{ hashers: Array<[string, Hasher]>; missing: Record<string, string> }> {
   const hashers: Array<[string, Hasher]> = [
     [SHIPPED, new BlockHasher({ blockChars, maxBlocks })],
     ['xxhash-wasm API (h64Raw)', new ChainHasher((b, s) => xxh64(b, s), blockChars, maxBlocks)],
@@ -109,18 +113,25 @@ async function candidates(blockChars: number, maxBlocks: number, baselineDir: st
     // hash-wasm takes its seed only when a hasher is created (async), so the previous key is
     // hashed in front of the block instead: same chain property, one extra 8-byte update.
     const hw = (await import('hash-wasm' as string)) as {
-      createXXHash64(lo?: number, hi?: number): Promise<{ init(): unknown; update(d: Uint8Array): unknown; digest(f: 'binary'): Uint8Array }>;
+      createXXHash64(
+        lo?: number,
+        hi?: number,
+      ): Promise<{ init(): unknown; update(d: Uint8Array): unknown; digest(f: 'binary'): Uint8Array }>;
     };
     const h = await hw.createXXHash64(0, 0);
     const seedBytes = new DataView(new ArrayBuffer(8));
     const seedView = new Uint8Array(seedBytes.buffer);
-    return new ChainHasher((block, seed) => {
-      seedBytes.setBigUint64(0, seed, true);
-      h.init();
-      h.update(seedView);
-      h.update(block);
-      return new DataView(h.digest('binary').buffer).getBigUint64(0, false);
-    }, blockChars, maxBlocks);
+    return new ChainHasher(
+      (block, seed) => {
+        seedBytes.setBigUint64(0, seed, true);
+        h.init();
+        h.update(seedView);
+        h.update(block);
+        return new DataView(h.digest('binary').buffer).getBigUint64(0, false);
+      },
+      blockChars,
+      maxBlocks,
+    );
   });
   if (baselineDir !== undefined) {
     await optional('baseline build (home-made hash + wasm kernel)', async () => {
@@ -190,7 +201,13 @@ export async function runHashBench(o: HashBenchOptions = {}): Promise<HashBenchR
     }
     hashers.forEach(([name], k) => {
       const min = Math.min(...times[k]!);
-      variants.push({ hasher: name, text: kind, microsPerPromptMin: min, microsPerPromptMedian: median(times[k]!), megaCharsPerSecond: promptChars / min });
+      variants.push({
+        hasher: name,
+        text: kind,
+        microsPerPromptMin: min,
+        microsPerPromptMedian: median(times[k]!),
+        megaCharsPerSecond: promptChars / min,
+      });
     });
   }
   if (sink === 0x7fffffff) console.error(''); // keep `sink` alive
@@ -223,6 +240,13 @@ export function hashBenchTable(r: HashBenchResult): string[] {
       });
       return `| ${text} | ${cells.join(' | ')} |`;
     }),
-    ...(Object.keys(r.missing).length > 0 ? ['', `Not installed here: ${Object.entries(r.missing).map(([k, v]) => `${k} (${v})`).join('; ')}.`] : []),
+    ...(Object.keys(r.missing).length > 0
+      ? [
+          '',
+          `Not installed here: ${Object.entries(r.missing)
+            .map(([k, v]) => `${k} (${v})`)
+            .join('; ')}.`,
+        ]
+      : []),
   ];
 }

@@ -40,15 +40,19 @@ function runVariant(benchModule: string, reps: number, warmRoutes: number): RepE
     `const m = await import(${JSON.stringify(benchModule)});`,
     `for (let k = 0; k < ${reps}; k++) {`,
     `  const r = m.runDecisionBench({ ...m.DEFAULT_DECISION_BENCH, warmRoutes: ${warmRoutes} }, {`,
-    "    onMeasureStart: () => writeSync(1, `@@start ${k}\\n`), onMeasureEnd: () => writeSync(1, `@@end ${k}\\n`) });",
-    "  writeSync(1, `@@result ${k} ${r.decisionMicros.p99} ${r.decisionMicros.count}\\n`);",
+    '    onMeasureStart: () => writeSync(1, `@@start ${k}\\n`), onMeasureEnd: () => writeSync(1, `@@end ${k}\\n`) });',
+    '  writeSync(1, `@@result ${k} ${r.decisionMicros.p99} ${r.decisionMicros.count}\\n`);',
     '}',
   ].join('\n');
-  const out = execFileSync('stdbuf', ['-oL', process.execPath, '--expose-gc', '--trace-opt', '--trace-deopt', '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    timeout: 600_000,
-    maxBuffer: 256 << 20,
-  });
+  const out = execFileSync(
+    'stdbuf',
+    ['-oL', process.execPath, '--expose-gc', '--trace-opt', '--trace-deopt', '--input-type=module', '-e', script],
+    {
+      encoding: 'utf8',
+      timeout: 600_000,
+      maxBuffer: 256 << 20,
+    },
+  );
   const res: RepEvents[] = [];
   let cur: { optimized: number; deopts: number; dependencyDeopts: number } | undefined;
   const counts: Array<{ optimized: number; deopts: number; dependencyDeopts: number }> = [];
@@ -78,7 +82,8 @@ function main(): void {
   const warms = (arg(args, '--warm-routes') ?? '0,3000').split(',').map((x) => Math.max(0, Number(x) || 0));
   const out = arg(args, '--out') ?? join('bench', 'results', 'micro');
   const variants: Array<{ name: string; module: string }> = [];
-  if (beforeRoot !== undefined) variants.push({ name: `before (${labelBefore})`, module: resolve(beforeRoot, 'dist/bench/micro/decision-bench.js') });
+  if (beforeRoot !== undefined)
+    variants.push({ name: `before (${labelBefore})`, module: resolve(beforeRoot, 'dist/bench/micro/decision-bench.js') });
   variants.push({ name: 'now', module: resolve(fileURLToPath(new URL('.', import.meta.url)), 'decision-bench.js') });
   const startedAt = new Date().toISOString();
   const loadavgAtStart = loadavg();
@@ -104,10 +109,15 @@ function main(): void {
     `- ${results.cpu}, load average ${results.loadavgAtStart.map((x) => x.toFixed(2)).join(' / ')} at start, ${results.loadavgAtEnd.map((x) => x.toFixed(2)).join(' / ')} at end; started ${startedAt}`,
     `- ${reps} repetitions per process (fresh scheduler each, as run-micro.js), 5000 measured decisions each; counts from --trace-opt / --trace-deopt between the markers around the measured loop. The p99 (µs) is wall time under these flags on a shared machine: context, not the finding.`,
     '',
-    '| variant | warm-up routes | ' + Array.from({ length: reps }, (_, k) => `rep ${k + 1}: optimised / deopts / dependency deopts (p99)`).join(' | ') + ' |',
+    '| variant | warm-up routes | ' +
+      Array.from({ length: reps }, (_, k) => `rep ${k + 1}: optimised / deopts / dependency deopts (p99)`).join(' | ') +
+      ' |',
     '| --- | --- | ' + Array.from({ length: reps }, () => '---').join(' | ') + ' |',
     ...runs.map(
-      (r) => `| ${r.variant} | ${r.warmRoutes} | ` + r.reps.map((x) => `${x.optimized} / ${x.deopts} / ${x.dependencyDeopts} (${x.p99.toFixed(0)})`).join(' | ') + ' |',
+      (r) =>
+        `| ${r.variant} | ${r.warmRoutes} | ` +
+        r.reps.map((x) => `${x.optimized} / ${x.deopts} / ${x.dependencyDeopts} (${x.p99.toFixed(0)})`).join(' | ') +
+        ' |',
     ),
     '',
   ];

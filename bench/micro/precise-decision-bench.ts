@@ -43,7 +43,10 @@ import { arg } from './cli-arg.js';
 import { emitRun } from '../kv-events/run-output.js';
 import { gitOutput } from './git-output.js';
 
-const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not but they all one can system user assistant tool call result request response model cache prefix token block engine router prompt context session question answer data value error status function argument list file path name type number string return query search read write memory queue latency first last next step turn message content reply summary report please explain describe show find check compare update create'.split(' ');
+const WORDS =
+  'the of and to in is that for it as with was on be by this are or at from which an have not but they all one can system user assistant tool call result request response model cache prefix token block engine router prompt context session question answer data value error status function argument list file path name type number string return query search read write memory queue latency first last next step turn message content reply summary report please explain describe show find check compare update create'.split(
+    ' ',
+  );
 
 function text(rng: Rng, chars: number): string {
   let s = '';
@@ -63,7 +66,8 @@ function kindOf(i: number): Kind {
 /** Young-generation bytes in use (new space and its large objects). */
 function youngBytes(): number {
   let n = 0;
-  for (const sp of getHeapSpaceStatistics()) if (sp.space_name === 'new_space' || sp.space_name === 'new_large_object_space') n += sp.space_used_size;
+  for (const sp of getHeapSpaceStatistics())
+    if (sp.space_name === 'new_space' || sp.space_name === 'new_large_object_space') n += sp.space_used_size;
   return n;
 }
 
@@ -79,16 +83,35 @@ async function main(): Promise<void> {
   const seed = 7;
   const rng = seededRng(seed);
   const E = 16;
-  const endpoints: Endpoint[] = Array.from({ length: E }, (_, i) => ({ id: `127.0.0.${2 + i}:8000`, address: `127.0.0.${2 + i}`, port: 8000, pool: 'p', models: ['m'], index: i }));
+  const endpoints: Endpoint[] = Array.from({ length: E }, (_, i) => ({
+    id: `127.0.0.${2 + i}:8000`,
+    address: `127.0.0.${2 + i}`,
+    port: 8000,
+    pool: 'p',
+    models: ['m'],
+    index: i,
+  }));
   const approxHasher = new BlockHasher({ blockChars: 64, maxBlocks: 512 });
   const precise = new PrecisePrefixCachePlugin(
     'precise',
-    { mode: 'precise', models: [{ name: 'm', tokenizerDir: modelDir, blockSize }], kvTopic: 'kv-events', kvUrls: {}, speculativeTtlMs: 10_000, resyncWindowMs: 30_000, maxBlocks: 512 },
+    {
+      mode: 'precise',
+      models: [{ name: 'm', tokenizerDir: modelDir, blockSize }],
+      kvTopic: 'kv-events',
+      kvUrls: {},
+      speculativeTtlMs: 10_000,
+      resyncWindowMs: 30_000,
+      maxBlocks: 512,
+    },
     approxHasher,
     new PrefixIndex({ endpoints: E, capacityBlocks: 100_000 }),
     systemClock,
   );
-  const approx = new PrefixCachePlugin('approx', new BlockHasher({ blockChars: 64, maxBlocks: 512 }), new PrefixIndex({ endpoints: E, capacityBlocks: 100_000 }));
+  const approx = new PrefixCachePlugin(
+    'approx',
+    new BlockHasher({ blockChars: 64, maxBlocks: 512 }),
+    new PrefixIndex({ endpoints: E, capacityBlocks: 100_000 }),
+  );
   precise.onEndpointsChanged(endpoints);
   approx.onEndpointsChanged(endpoints);
   precise.start();
@@ -99,8 +122,18 @@ async function main(): Promise<void> {
   const systems = Array.from({ length: 8 }, () => text(rng, 32_000 - userChars));
   const docs = Array.from({ length: 8 }, () => text(rng, 32_000 - userChars));
   const chatBody = (system: string): Uint8Array =>
-    Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: text(rng, userChars) }], max_tokens: 16 }));
-  const completionBody = (doc: string): Uint8Array => Buffer.from(JSON.stringify({ model: 'm', prompt: `${doc}\n\nQuestion: ${text(rng, userChars)}\nAnswer:`, max_tokens: 16 }));
+    Buffer.from(
+      JSON.stringify({
+        model: 'm',
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: text(rng, userChars) },
+        ],
+        max_tokens: 16,
+      }),
+    );
+  const completionBody = (doc: string): Uint8Array =>
+    Buffer.from(JSON.stringify({ model: 'm', prompt: `${doc}\n\nQuestion: ${text(rng, userChars)}\nAnswer:`, max_tokens: 16 }));
   const bodyOf = (kind: Kind): { path: string; body: Uint8Array } => {
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng.next() * xs.length)]!;
     switch (kind) {
@@ -120,7 +153,16 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     const p = extractPrompt(path, b, { maxPrefixChars: 32_768, charsPerToken: 4 });
     const parseMicros = (performance.now() - t0) * 1000;
-    const req: RouteRequest = { requestId: `r${i}`, model: p.model, prefix: p.prefix, promptChars: p.promptChars, promptTokens: p.promptTokens, stream: false, arrivalMs: 0, ...(p.input ? { promptInput: p.input } : {}) };
+    const req: RouteRequest = {
+      requestId: `r${i}`,
+      model: p.model,
+      prefix: p.prefix,
+      promptChars: p.promptChars,
+      promptTokens: p.promptTokens,
+      stream: false,
+      arrivalMs: 0,
+      ...(p.input ? { promptInput: p.input } : {}),
+    };
     return { req, parseMicros };
   };
   const state = (req: RouteRequest): CycleState => ({ request: req, nowMs: performance.now(), rng, scratch: new Map(), notes: [] });
@@ -136,7 +178,12 @@ async function main(): Promise<void> {
     const scores = plugin.score(st, candidates);
     let best = 0;
     for (let i = 1; i < scores.length; i++) if (scores[i]! > scores[best]!) best = i;
-    plugin.onRouted(st, { requestId: req.requestId, endpoint: endpoints[best]!, matchedBlocks: 0, totalBlocks: 0 } as unknown as RouteDecision);
+    plugin.onRouted(st, {
+      requestId: req.requestId,
+      endpoint: endpoints[best]!,
+      matchedBlocks: 0,
+      totalBlocks: 0,
+    } as unknown as RouteDecision);
     const wall = (performance.now() - t0) * 1000;
     const c = process.cpuUsage(c0);
     lastCpu = c.user + c.system;
@@ -148,7 +195,24 @@ async function main(): Promise<void> {
   const store = (tokenIds: readonly number[], s: number): void => {
     const nb = Math.floor(tokenIds.length / blockSize);
     for (const e of [(2 * s) % E, (2 * s + 1) % E]) {
-      aff.events.apply(e, 'm', [{ type: 'BlockStored', blockHashes: Array.from({ length: nb }, () => fake++), parentBlockHash: null, tokenIds: tokenIds.slice(0, nb * blockSize), blockSize, loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 }], 0);
+      aff.events.apply(
+        e,
+        'm',
+        [
+          {
+            type: 'BlockStored',
+            blockHashes: Array.from({ length: nb }, () => fake++),
+            parentBlockHash: null,
+            tokenIds: tokenIds.slice(0, nb * blockSize),
+            blockSize,
+            loraName: null,
+            medium: 'GPU',
+            hasExtraKeys: false,
+            groupIdx: 0,
+          },
+        ],
+        0,
+      );
     }
   };
   for (let s = 0; s < systems.length; s++) {
@@ -162,7 +226,12 @@ async function main(): Promise<void> {
     aff.requestKeys('m', req.promptInput);
     store(tokenizer.encode((req.promptInput as unknown as { prompt: string }).prompt, true), s + systems.length);
   }
-  const rec = Object.fromEntries(KINDS.flatMap((k) => [[`precise_${k}`, [] as number[]], [`approx_${k}`, [] as number[]]])) as Record<string, number[]>;
+  const rec = Object.fromEntries(
+    KINDS.flatMap((k) => [
+      [`precise_${k}`, [] as number[]],
+      [`approx_${k}`, [] as number[]],
+    ]),
+  ) as Record<string, number[]>;
   const cpu = Object.fromEntries(Object.keys(rec).map((k) => [k, [] as number[]])) as Record<string, number[]>;
   /** Per recorded decision, its [start, end] in ms (performance.now), to find the ones a collection ran inside. */
   const spans = Object.fromEntries(Object.keys(rec).map((k) => [k, [] as number[]])) as Record<string, number[]>;
@@ -238,7 +307,10 @@ async function main(): Promise<void> {
   pre.encode(text(rng, 32_000), false);
   const tok = { libraryWhole: [] as number[], preTokenCache: [] as number[] };
   for (let i = 0; i < 60; i++) {
-    const t = whole.renderChat([{ role: 'system', content: text(rng, 32_000 - userChars) }, { role: 'user', content: text(rng, userChars) }]);
+    const t = whole.renderChat([
+      { role: 'system', content: text(rng, 32_000 - userChars) },
+      { role: 'user', content: text(rng, userChars) },
+    ]);
     let t0 = performance.now();
     const a = whole.encode(t, false);
     tok.libraryWhole.push((performance.now() - t0) * 1000);
@@ -247,7 +319,11 @@ async function main(): Promise<void> {
     tok.preTokenCache.push((performance.now() - t0) * 1000);
     if (a.length !== b.length || a.some((x, j) => x !== b[j])) throw new Error('pre-token cache ids differ from the library encoding');
   }
-  const d = Object.fromEntries([...Object.entries(rec), ['parse', parse] as const, ...Object.entries(tok).map(([k, v]) => [`tokenizeNew32KB_${k}`, v] as const)].map(([k, v]) => [k, distribution(v)]));
+  const d = Object.fromEntries(
+    [...Object.entries(rec), ['parse', parse] as const, ...Object.entries(tok).map(([k, v]) => [`tokenizeNew32KB_${k}`, v] as const)].map(
+      ([k, v]) => [k, distribution(v)],
+    ),
+  );
   const loadEnd = loadavg();
   const bodyBytes = chatBody(systems[0]!).byteLength;
   const recorded = n;
@@ -258,7 +334,18 @@ async function main(): Promise<void> {
     node: process.version,
     cpu: cpus()[0]?.model ?? 'unknown',
     loadAverage: { start: loadStart, end: loadEnd },
-    config: { endpoints: E, blockSize, decisions: n, warm, seed, bodyBytes, userChars, promptTokens: tokensOf, modelDir: modelDir.includes('tmp') ? 'tiny (bench/harness/tiny-tokenizer.ts)' : modelDir, mix: '14 chatCached / 2 chatUncached / 3 completionCached / 1 completionUncached of every 20' },
+    config: {
+      endpoints: E,
+      blockSize,
+      decisions: n,
+      warm,
+      seed,
+      bodyBytes,
+      userChars,
+      promptTokens: tokensOf,
+      modelDir: modelDir.includes('tmp') ? 'tiny (bench/harness/tiny-tokenizer.ts)' : modelDir,
+      mix: '14 chatCached / 2 chatUncached / 3 completionCached / 1 completionUncached of every 20',
+    },
     microseconds: d,
     cpuMicroseconds: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, distribution(v)])),
     youngBytesPerDecision: alloc,
@@ -285,11 +372,13 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|',
     ...Object.entries(result.cpuMicroseconds).map(([k, v]) => `| ${k} | ${f(v.p50)} | ${f(v.p90)} | ${f(v.p99)} | ${f(v.max)} |`),
     '',
-    'Decisions a collection ran inside (any plugin\'s or the harness\'s garbage), and the wall time of the others:',
+    "Decisions a collection ran inside (any plugin's or the harness's garbage), and the wall time of the others:",
     '',
     '| µs | with a collection | p50 without | p99 without |',
     '|---|---|---|---|',
-    ...Object.entries(byGc).map(([k, v]) => `| ${k} | ${v.withCollection} | ${f(v.withoutCollection.p50)} | ${f(v.withoutCollection.p99)} |`),
+    ...Object.entries(byGc).map(
+      ([k, v]) => `| ${k} | ${v.withCollection} | ${f(v.withoutCollection.p50)} | ${f(v.withoutCollection.p99)} |`,
+    ),
     '',
     'precise / approximate, same requests (wall time):',
     '',

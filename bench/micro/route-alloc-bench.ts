@@ -97,7 +97,15 @@ export async function runRouteAllocBench(o: RouteAllocOptions = DEFAULT_ROUTE_AL
   for (let c = 0; c < b.workload.conversations && index.stats().blocks < b.warmBlocks; c++) {
     completeOldest();
     const p = wl.conversation(c);
-    open[next] = s.route({ requestId: `w${c}`, model: 'bench-model', prefix: p, promptChars: p.length, promptTokens: p.length / 4, stream: true, arrivalMs: 0 });
+    open[next] = s.route({
+      requestId: `w${c}`,
+      model: 'bench-model',
+      prefix: p,
+      promptChars: p.length,
+      promptTokens: p.length / 4,
+      stream: true,
+      arrivalMs: 0,
+    });
     next = (next + 1) % open.length;
   }
   for (let k = 0; k < 3000; k++) {

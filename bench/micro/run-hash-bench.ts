@@ -36,7 +36,13 @@ const run = {
   commit: gitOutput(['rev-parse', 'HEAD']),
   dirty: gitOutput(['status', '--porcelain', '--', 'src', 'bench/micro']) !== '',
   baselineCommit,
-  config: { promptChars: result.promptChars, blockChars: result.blockChars, prompts: result.prompts, rounds: result.roundsPerRepetition, repetitions: result.repetitions },
+  config: {
+    promptChars: result.promptChars,
+    blockChars: result.blockChars,
+    prompts: result.prompts,
+    rounds: result.roundsPerRepetition,
+    repetitions: result.repetitions,
+  },
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version, loadAvgAtStart, loadAvgAtEnd: loadavg() },
   result,
 };

@@ -117,7 +117,9 @@ async function main(): Promise<void> {
   const hash = await runHashBench(quick ? { prompts: 16, rounds: 2, repetitions: 2 } : {});
   const decisionRuns: DecisionBenchResult[] = [];
   for (let k = 0; k < repeat; k++) {
-    decisionRuns.push(runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, warmRoutes: 300, decisions: 500 } : DEFAULT_DECISION_BENCH));
+    decisionRuns.push(
+      runDecisionBench(quick ? { ...DEFAULT_DECISION_BENCH, warmBlocks: 20_000, warmRoutes: 300, decisions: 500 } : DEFAULT_DECISION_BENCH),
+    );
   }
   const decision = decisionRuns.reduce((a, b) => ((b.decisionMicros.p99 ?? Infinity) < (a.decisionMicros.p99 ?? Infinity) ? b : a));
   const indexMemory = runIndexMemoryBench(quick ? { ...DEFAULT_INDEX_MEMORY, capacityBlocks: 2000 } : DEFAULT_INDEX_MEMORY);

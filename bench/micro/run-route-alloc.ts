@@ -20,7 +20,11 @@ function runIn(benchModule: string): RouteAllocResult {
     `const m = await import(${JSON.stringify(benchModule)});` +
     'const r = await m.runRouteAllocBench();' +
     'process.stdout.write(JSON.stringify(r));';
-  const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 180_000, maxBuffer: 1 << 20 });
+  const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 180_000,
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(out) as RouteAllocResult;
 }
 
@@ -70,7 +74,10 @@ function main(): void {
   const now = runs.filter((r) => r.variant === 'now');
   if (before.length > 0) {
     const m = (xs: typeof runs): number => xs.reduce((a, r) => a + r.result.lifecycleBytes, 0) / xs.length;
-    lines.push(`Lifecycle bytes now ÷ before: ${(m(now) / m(before)).toFixed(2)} (${f0(m(before))} → ${f0(m(now))} B per routed request).`, '');
+    lines.push(
+      `Lifecycle bytes now ÷ before: ${(m(now) / m(before)).toFixed(2)} (${f0(m(before))} → ${f0(m(now))} B per routed request).`,
+      '',
+    );
   }
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'route-alloc.json'), JSON.stringify(results, null, 2) + '\n');

@@ -15,15 +15,24 @@ function withBlockOverrides(c: ContenderSpec, over: Readonly<Record<string, unkn
 }
 
 /** Faults must be in time order and name replicas and a NATS server the contender has. */
-function checkedFaults(preset: string, id: string, faults: readonly FaultStep[], c: Extract<ContenderSpec, { kind: 'cacheroute' }>): readonly FaultStep[] {
+function checkedFaults(
+  preset: string,
+  id: string,
+  faults: readonly FaultStep[],
+  c: Extract<ContenderSpec, { kind: 'cacheroute' }>,
+): readonly FaultStep[] {
   let last = -1;
   for (const f of faults) {
     if (!(f.atMs >= last)) throw new Error(`preset ${preset}: ${id}: faults out of time order at ${f.atMs} ms`);
     last = f.atMs;
-    if ((f.action === 'kill-replica' || f.action === 'restart-replica') && !(Number.isInteger(f.replica) && f.replica >= 0 && f.replica < (c.replicas ?? 1))) {
+    if (
+      (f.action === 'kill-replica' || f.action === 'restart-replica') &&
+      !(Number.isInteger(f.replica) && f.replica >= 0 && f.replica < (c.replicas ?? 1))
+    ) {
       throw new Error(`preset ${preset}: ${id}: ${f.action} names replica ${f.replica} of ${c.replicas ?? 1}`);
     }
-    if ((f.action === 'stop-nats' || f.action === 'start-nats') && c.replication !== 'nats') throw new Error(`preset ${preset}: ${id}: ${f.action} without replication over NATS`);
+    if ((f.action === 'stop-nats' || f.action === 'start-nats') && c.replication !== 'nats')
+      throw new Error(`preset ${preset}: ${id}: ${f.action} without replication over NATS`);
   }
   return faults;
 }

@@ -4,7 +4,16 @@ import { LONG_PRESETS } from './long-sweeps.js';
 import { PEERS } from './peers.js';
 import { REAL_VLLM } from './real-vllm.js';
 import { REAL_VLLM_LOSS } from './real-vllm-loss.js';
-import { REAL_VLLM_LOW_LOAD, REAL_VLLM_LOW_LOAD_HOP, REAL_VLLM_LOW_LOAD_HOP_GO, REAL_VLLM_LOW_LOAD_PRIORITY, REAL_VLLM_LOW_LOAD_QUIET, REAL_VLLM_LOW_LOAD_SPLIT, REAL_VLLM_LOW_LOAD_INPROC, REAL_VLLM_LOW_LOAD_INPROC_HOP } from './real-vllm-low-load.js';
+import {
+  REAL_VLLM_LOW_LOAD,
+  REAL_VLLM_LOW_LOAD_HOP,
+  REAL_VLLM_LOW_LOAD_HOP_GO,
+  REAL_VLLM_LOW_LOAD_PRIORITY,
+  REAL_VLLM_LOW_LOAD_QUIET,
+  REAL_VLLM_LOW_LOAD_SPLIT,
+  REAL_VLLM_LOW_LOAD_INPROC,
+  REAL_VLLM_LOW_LOAD_INPROC_HOP,
+} from './real-vllm-low-load.js';
 import { REAL_VLLM_SIM } from './real-vllm-sim.js';
 import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
 import { SEED_TABLE } from './seed-table.js';
@@ -12,7 +21,27 @@ import { TINY } from './tiny.js';
 import type { PresetSpec } from './types.js';
 
 /** Default presets first (each < 15 min), then the opt-in long ones and the real-vLLM pair. */
-export const PRESETS: readonly PresetSpec[] = [TINY, SEED_TABLE, PEERS, REPLICAS, REPLICAS_SMOKE, ...LONG_PRESETS, REAL_VLLM, REAL_VLLM_SIM, REAL_VLLM_LOSS, REAL_VLLM_LOW_LOAD, REAL_VLLM_LOW_LOAD_QUIET, REAL_VLLM_LOW_LOAD_PRIORITY, REAL_VLLM_LOW_LOAD_HOP, REAL_VLLM_LOW_LOAD_HOP_GO, REAL_VLLM_LOW_LOAD_SPLIT, REAL_VLLM_LOW_LOAD_INPROC, REAL_VLLM_LOW_LOAD_INPROC_HOP, KV_INDEX_VLLM, KV_INDEX_SIM];
+export const PRESETS: readonly PresetSpec[] = [
+  TINY,
+  SEED_TABLE,
+  PEERS,
+  REPLICAS,
+  REPLICAS_SMOKE,
+  ...LONG_PRESETS,
+  REAL_VLLM,
+  REAL_VLLM_SIM,
+  REAL_VLLM_LOSS,
+  REAL_VLLM_LOW_LOAD,
+  REAL_VLLM_LOW_LOAD_QUIET,
+  REAL_VLLM_LOW_LOAD_PRIORITY,
+  REAL_VLLM_LOW_LOAD_HOP,
+  REAL_VLLM_LOW_LOAD_HOP_GO,
+  REAL_VLLM_LOW_LOAD_SPLIT,
+  REAL_VLLM_LOW_LOAD_INPROC,
+  REAL_VLLM_LOW_LOAD_INPROC_HOP,
+  KV_INDEX_VLLM,
+  KV_INDEX_SIM,
+];
 
 export function findPreset(name: string): PresetSpec | undefined {
   return PRESETS.find((p) => p.name === name);

@@ -29,13 +29,24 @@ function preciseContender(mode: 'precise' | 'hybrid', model: string, blockSize: 
     label: `cacheroute-cache-aware-${mode}`,
     strategy: 'cache-aware',
     routerOverrides: {
-      cacheAware: { preciseIndex: { mode, models: [{ name: model, tokenizerDir: tinyModelDir(), blockSize }], kvEvents: { discover: true }, resyncWindowMs: 0 } },
+      cacheAware: {
+        preciseIndex: {
+          mode,
+          models: [{ name: model, tokenizerDir: tinyModelDir(), blockSize }],
+          kvEvents: { discover: true },
+          resyncWindowMs: 0,
+        },
+      },
     },
   };
 }
 
 function contenders(model: string, blockSize: number): ContenderSpec[] {
-  return [cacheroute('cache-aware', 'cacheroute-cache-aware-approximate'), preciseContender('precise', model, blockSize), preciseContender('hybrid', model, blockSize)];
+  return [
+    cacheroute('cache-aware', 'cacheroute-cache-aware-approximate'),
+    preciseContender('precise', model, blockSize),
+    preciseContender('hybrid', model, blockSize),
+  ];
 }
 
 const VLLM_BLOCK_TOKENS = 128;
@@ -43,9 +54,15 @@ const VLLM_BLOCK_TOKENS = 128;
 export const KV_INDEX_VLLM: PresetSpec = {
   ...REAL_VLLM,
   name: 'kv-index-vllm',
-  description: 'cache-aware with the approximate, precise (KV events) and hybrid indexes side by side on the real-vllm workloads (2 real vLLM CPU engines, KV 96 blocks), one rate each.',
+  description:
+    'cache-aware with the approximate, precise (KV events) and hybrid indexes side by side on the real-vllm workloads (2 real vLLM CPU engines, KV 96 blocks), one rate each.',
   estimatedMinutes: 9,
-  blocks: REAL_VLLM.blocks.map((b) => ({ ...b, engines: REAL_VLLM_ENGINES, qpsSweep: [3], contenders: contenders(TINY_MODEL_NAME, VLLM_BLOCK_TOKENS) })),
+  blocks: REAL_VLLM.blocks.map((b) => ({
+    ...b,
+    engines: REAL_VLLM_ENGINES,
+    qpsSweep: [3],
+    contenders: contenders(TINY_MODEL_NAME, VLLM_BLOCK_TOKENS),
+  })),
 };
 
 const peersSweep = PEERS.blocks[0]!;
@@ -54,7 +71,8 @@ const SIM_KV = Number(peersSweep.engines.flags['kv-cache-blocks']);
 export const KV_INDEX_SIM: PresetSpec = {
   ...PEERS,
   name: 'kv-index-sim',
-  description: "cache-aware with the approximate, precise (KV events) and hybrid indexes side by side on the peers preset's shared-prefix shape (4 simulated engines publishing KV events), 8 and 16 req/s.",
+  description:
+    "cache-aware with the approximate, precise (KV events) and hybrid indexes side by side on the peers preset's shared-prefix shape (4 simulated engines publishing KV events), 8 and 16 req/s.",
   estimatedMinutes: 8,
   blocks: [
     {
@@ -70,4 +88,3 @@ export const KV_INDEX_SIM: PresetSpec = {
     },
   ],
 };
-

@@ -17,7 +17,17 @@
  * Each rate runs 20 s (requests = rate × 20) after an unmeasured warm-up of one request
  * per group at 16 req/s.
  */
-import { BENCH_MODEL, CACHE_AWARE_HOTSPOT_ON, cacheroute, ENVOY_LR, ENVOY_RR, engineSetup, kvBlocksFor, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
+import {
+  BENCH_MODEL,
+  CACHE_AWARE_HOTSPOT_ON,
+  cacheroute,
+  ENVOY_LR,
+  ENVOY_RR,
+  engineSetup,
+  kvBlocksFor,
+  SGLANG_CACHE_AWARE,
+  VLLM_CACHE_AWARE,
+} from './building-blocks.js';
 import type { PresetSpec } from './types.js';
 
 const ENGINES = 4;
@@ -41,7 +51,12 @@ export const PEERS: PresetSpec = {
   blocks: [
     {
       name: 'qps-sweep',
-      engines: engineSetup(`4x-kv${KV}-ts3`, ENGINES, { 'kv-cache-blocks': KV, 'time-scale': 3 }, `Moreh shape scaled; KV = 1.25 × (working set ${GROUPS} groups × ${SYSTEM + QUESTION} tok ÷ ${ENGINES}) + 6 running prompts; engine model: simulator defaults (~8B on H100) at time-scale 3, so that the cache-aware contenders saturate within the sweep while the client stays far below the CPU limit.`),
+      engines: engineSetup(
+        `4x-kv${KV}-ts3`,
+        ENGINES,
+        { 'kv-cache-blocks': KV, 'time-scale': 3 },
+        `Moreh shape scaled; KV = 1.25 × (working set ${GROUPS} groups × ${SYSTEM + QUESTION} tok ÷ ${ENGINES}) + 6 running prompts; engine model: simulator defaults (~8B on H100) at time-scale 3, so that the cache-aware contenders saturate within the sweep while the client stays far below the CPU limit.`,
+      ),
       scenarios: [
         {
           kind: 'shared-prefix',
@@ -66,9 +81,23 @@ export const PEERS: PresetSpec = {
     },
     {
       name: 'overhead',
-      engines: engineSetup(`4x-kv${KV}-ts3`, ENGINES, { 'kv-cache-blocks': KV, 'time-scale': 3 }, 'Same engines; short prompts, no sharing, 2 req/s: TTFT is engine time plus proxy time.'),
+      engines: engineSetup(
+        `4x-kv${KV}-ts3`,
+        ENGINES,
+        { 'kv-cache-blocks': KV, 'time-scale': 3 },
+        'Same engines; short prompts, no sharing, 2 req/s: TTFT is engine time plus proxy time.',
+      ),
       scenarios: [
-        { kind: 'sharing-ratio', label: 'no-sharing-2rps', ratio: 0, promptTokens: 256, groups: 1, requests: 40, outputTokens: 16, arrival: { kind: 'constant', qps: 2 } },
+        {
+          kind: 'sharing-ratio',
+          label: 'no-sharing-2rps',
+          ratio: 0,
+          promptTokens: 256,
+          groups: 1,
+          requests: 40,
+          outputTokens: 16,
+          arrival: { kind: 'constant', qps: 2 },
+        },
       ],
       contenders: [
         cacheroute('round-robin'),

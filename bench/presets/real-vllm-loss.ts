@@ -37,7 +37,8 @@ const shared = REAL_VLLM.blocks[0]!;
 export const REAL_VLLM_LOSS: PresetSpec = {
   ...REAL_VLLM,
   name: 'real-vllm-loss',
-  description: 'Diagnosis of real-vllm shared-prefix @ 5 req/s: cacheroute cache-aware with /metrics polled every 250 ms and every 2 s, and sglang-router, twice each interleaved, on 2 real vLLM CPU engines.',
+  description:
+    'Diagnosis of real-vllm shared-prefix @ 5 req/s: cacheroute cache-aware with /metrics polled every 250 ms and every 2 s, and sglang-router, twice each interleaved, on 2 real vLLM CPU engines.',
   estimatedMinutes: 9,
   blocks: [
     {

@@ -39,7 +39,14 @@ const CONTENDERS: ContenderSpec[] = [ENVOY_RR, ...rounds(LOW_LOAD_ROUNDS)];
 const longer = (s: ScenarioSpec): ScenarioSpec => (s.kind === 'shared-prefix' || s.kind === 'agentic' ? { ...s, durationS: RUN_S } : s);
 
 function lowLoad(block: MatrixBlock): MatrixBlock {
-  return { ...block, routerOverrides: REAL_ENGINE_POLLING, scenarios: block.scenarios.map(longer), qpsSweep: [LOW_LOAD_QPS], contenders: CONTENDERS, seedPerRound: true };
+  return {
+    ...block,
+    routerOverrides: REAL_ENGINE_POLLING,
+    scenarios: block.scenarios.map(longer),
+    qpsSweep: [LOW_LOAD_QPS],
+    contenders: CONTENDERS,
+    seedPerRound: true,
+  };
 }
 
 export const REAL_VLLM_LOW_LOAD: PresetSpec = {
@@ -69,7 +76,8 @@ const QUIET_CONTENDERS: ContenderSpec[] = rounds(3, QUIET_ROTATION);
 export const REAL_VLLM_LOW_LOAD_QUIET: PresetSpec = {
   ...REAL_VLLM_LOW_LOAD,
   name: 'real-vllm-low-load-quiet',
-  description: 'Diagnostic: real-vllm-low-load\'s agentic block with cacheroute, cacheroute without engine-metrics scrapes and health checks, and sglang-router, 3 interleaved rounds with a seed each.',
+  description:
+    "Diagnostic: real-vllm-low-load's agentic block with cacheroute, cacheroute without engine-metrics scrapes and health checks, and sglang-router, 3 interleaved rounds with a seed each.",
   estimatedMinutes: 9,
   blocks: [{ ...(REAL_VLLM_LOW_LOAD.blocks[1] as MatrixBlock), contenders: QUIET_CONTENDERS }],
 };
@@ -100,7 +108,12 @@ function priorityBlock(block: MatrixBlock, nice: number): MatrixBlock {
   return {
     ...base,
     name: `${block.name}-engines-nice${nice}`,
-    engines: { ...block.engines, label: `${block.engines.label}-nice${nice}`, vllm, rationale: `${block.engines.rationale} Engines at niceness ${nice}.` },
+    engines: {
+      ...block.engines,
+      label: `${block.engines.label}-nice${nice}`,
+      vllm,
+      rationale: `${block.engines.rationale} Engines at niceness ${nice}.`,
+    },
     contenders,
   };
 }
@@ -110,10 +123,7 @@ export const REAL_VLLM_LOW_LOAD_PRIORITY: PresetSpec = {
   name: 'real-vllm-low-load-priority',
   description: `Diagnostic: real-vllm-low-load's two workloads, cacheroute vs sglang-router in 3 interleaved rounds with a seed each, with the engines at the default priority and then at niceness ${LOW_PRIORITY_ENGINE_NICE}.`,
   estimatedMinutes: 28,
-  blocks: [
-    ...REAL_VLLM.blocks.map((b) => priorityBlock(b, 0)),
-    ...REAL_VLLM.blocks.map((b) => priorityBlock(b, LOW_PRIORITY_ENGINE_NICE)),
-  ],
+  blocks: [...REAL_VLLM.blocks.map((b) => priorityBlock(b, 0)), ...REAL_VLLM.blocks.map((b) => priorityBlock(b, LOW_PRIORITY_ENGINE_NICE))],
 };
 
 /** The ext_proc-hop control: sglang-router (cache_aware) behind Envoy and a do-nothing processor. */
@@ -124,7 +134,11 @@ export const SGLANG_BEHIND_NULL_HOP: ContenderSpec = {
 };
 
 /** The same control with the processor in Go (grpc-go): the hop on a compiled runtime. */
-export const SGLANG_BEHIND_NULL_HOP_GO: ContenderSpec = { ...SGLANG_BEHIND_NULL_HOP, label: 'sglang-cache_aware-behind-null-hop-go', processor: 'go' };
+export const SGLANG_BEHIND_NULL_HOP_GO: ContenderSpec = {
+  ...SGLANG_BEHIND_NULL_HOP,
+  label: 'sglang-cache_aware-behind-null-hop-go',
+  processor: 'go',
+};
 
 /**
  * `real-vllm-low-load-hop`: how much of the gap above is the ext_proc hop itself? Both
@@ -151,7 +165,12 @@ export const REAL_VLLM_LOW_LOAD_HOP: PresetSpec = {
  * with `go build` on first use): is what the hop costs the ext_proc exchange itself, or the
  * Node runtime the processor runs on? Four contenders in 3 rotated rounds per workload.
  */
-const HOP_GO_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware'), SGLANG_CACHE_AWARE, SGLANG_BEHIND_NULL_HOP, SGLANG_BEHIND_NULL_HOP_GO];
+const HOP_GO_ROTATION: readonly ContenderSpec[] = [
+  cacheroute('cache-aware'),
+  SGLANG_CACHE_AWARE,
+  SGLANG_BEHIND_NULL_HOP,
+  SGLANG_BEHIND_NULL_HOP_GO,
+];
 
 export const REAL_VLLM_LOW_LOAD_HOP_GO: PresetSpec = {
   ...REAL_VLLM,
@@ -235,7 +254,8 @@ const INPROC_HOP_ROTATION: readonly ContenderSpec[] = [cacheroute('cache-aware')
 export const REAL_VLLM_LOW_LOAD_INPROC_HOP: PresetSpec = {
   ...REAL_VLLM_LOW_LOAD_INPROC,
   name: 'real-vllm-low-load-inproc-hop',
-  description: 'Diagnostic: real-vllm-low-load-inproc\'s agentic block with cacheroute, cacheroute without engine-metrics scrapes and health checks, sglang-router, and sglang-router behind Envoy and a do-nothing ext_proc processor, 3 rotated rounds with a seed each.',
+  description:
+    "Diagnostic: real-vllm-low-load-inproc's agentic block with cacheroute, cacheroute without engine-metrics scrapes and health checks, sglang-router, and sglang-router behind Envoy and a do-nothing ext_proc processor, 3 rotated rounds with a seed each.",
   estimatedMinutes: 13,
   blocks: [{ ...(REAL_VLLM_LOW_LOAD_INPROC.blocks[1] as MatrixBlock), contenders: [ENVOY_RR, ...rounds(3, INPROC_HOP_ROTATION)] }],
 };

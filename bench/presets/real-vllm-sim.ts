@@ -24,7 +24,8 @@ const SIM_ENGINES: EngineSetup = {
   count: 2,
   flags: VLLM_CPU_TINY_FLAGS,
   tinyModelTokenizer: true,
-  rationale: "Simulated twin of the real engines: the tiny model's tokenizer, 128-token blocks, 96 of them, 2,048-token prefill budget, step costs fitted from engine-costs.json (profile vllm-cpu-tiny).",
+  rationale:
+    "Simulated twin of the real engines: the tiny model's tokenizer, 128-token blocks, 96 of them, 2,048-token prefill budget, step costs fitted from engine-costs.json (profile vllm-cpu-tiny).",
 };
 
 export const REAL_VLLM_SIM: PresetSpec = {

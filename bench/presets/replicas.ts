@@ -56,7 +56,12 @@ const ENGINE_SETUP = engineSetup(
 
 const DECISION_HEADER: RouterOverrides = { telemetry: { decisionHeader: true } };
 
-const one = (label: string, over: Partial<Extract<ContenderSpec, { kind: 'cacheroute' }>> = {}): ContenderSpec => ({ kind: 'cacheroute', label, strategy: 'cache-aware', ...over });
+const one = (label: string, over: Partial<Extract<ContenderSpec, { kind: 'cacheroute' }>> = {}): ContenderSpec => ({
+  kind: 'cacheroute',
+  label,
+  strategy: 'cache-aware',
+  ...over,
+});
 const three = (label: string): ContenderSpec => one(label, { replicas: 3, replication: 'nats' });
 
 /** SIGKILL replica `replica` at the kill time, start it again `downMs` later (times × `scale`). */
@@ -132,7 +137,12 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
       name: 'cpu',
       engines: ENGINE_SETUP,
       scenarios: [agentic('agentic-8rps', { durationS: 30 })],
-      contenders: [one('main-a', { checkout: BASELINE_CHECKOUT }), one('this-a'), one('main-b', { checkout: BASELINE_CHECKOUT }), one('this-b')],
+      contenders: [
+        one('main-a', { checkout: BASELINE_CHECKOUT }),
+        one('this-a'),
+        one('main-b', { checkout: BASELINE_CHECKOUT }),
+        one('this-b'),
+      ],
       // The routers' CPU with no traffic (engine polling, timers), to show what the requests add.
       idleCpuMs: 10000,
     },

@@ -34,7 +34,12 @@ const HOT_SET_TOKENS = GROUPS * PROMPT;
 const QPS = 6;
 const MEASURED = 240;
 
-export const SEED_TABLE_KV_BLOCKS = kvBlocksFor({ hotSetTokens: HOT_SET_TOKENS, engines: ENGINES, factor: 1.25, inflightTokens: 4 * PROMPT });
+export const SEED_TABLE_KV_BLOCKS = kvBlocksFor({
+  hotSetTokens: HOT_SET_TOKENS,
+  engines: ENGINES,
+  factor: 1.25,
+  inflightTokens: 4 * PROMPT,
+});
 
 const sharing = (ratio: number): ScenarioSpec => ({
   kind: 'sharing-ratio',
@@ -54,7 +59,12 @@ function kvBlock(factor: number, inflightPrompts: number): MatrixBlock {
   const kv = kvBlocksFor({ hotSetTokens: HOT_SET_TOKENS, engines: ENGINES, factor, inflightTokens: inflightPrompts * PROMPT });
   return {
     name: `kv-${factor.toFixed(2)}x`,
-    engines: engineSetup(`4x-kv${kv}`, ENGINES, { 'kv-cache-blocks': kv }, `KV = ${factor} × (working set ÷ ${ENGINES}) + ${inflightPrompts} running prompts: ${factor < 1.25 ? 'each engine barely holds its share (eviction regime)' : 'room for about half the working set per engine'}.`),
+    engines: engineSetup(
+      `4x-kv${kv}`,
+      ENGINES,
+      { 'kv-cache-blocks': kv },
+      `KV = ${factor} × (working set ÷ ${ENGINES}) + ${inflightPrompts} running prompts: ${factor < 1.25 ? 'each engine barely holds its share (eviction regime)' : 'room for about half the working set per engine'}.`,
+    ),
     scenarios: [sharing(0.9)],
     contenders: [cacheroute('round-robin'), cacheroute('cache-aware')],
   };

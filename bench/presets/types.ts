@@ -22,7 +22,14 @@ export interface EngineSetup {
    * one core for every engine process (`sharedCore`; see `routingTierCore`), and the model
    * worker inside the engine-core process (`inProcessWorker`: no busy-polling worker apart).
    */
-  readonly vllm?: { readonly numGpuBlocks?: number; readonly kvCacheGiB?: number; readonly maxModelLen?: number; readonly nice?: number; readonly sharedCore?: number; readonly inProcessWorker?: boolean };
+  readonly vllm?: {
+    readonly numGpuBlocks?: number;
+    readonly kvCacheGiB?: number;
+    readonly maxModelLen?: number;
+    readonly nice?: number;
+    readonly sharedCore?: number;
+    readonly inProcessWorker?: boolean;
+  };
   /**
    * Pin the harness to this core while the block runs: Envoy, every router, peer router and
    * processor it starts, and the load generator (bench/harness/cpu-affinity.ts). With

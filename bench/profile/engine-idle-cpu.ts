@@ -101,10 +101,19 @@ async function main(): Promise<void> {
     const idle = coreShare(before, sample(trees), idleMs);
 
     const engine = fleet.engines[0]!;
-    const body = { model: TINY_MODEL_NAME, messages: [{ role: 'user', content: 'a quiet engine '.repeat(150) }], max_tokens: 32, stream: true };
+    const body = {
+      model: TINY_MODEL_NAME,
+      messages: [{ role: 'user', content: 'a quiet engine '.repeat(150) }],
+      max_tokens: 32,
+      stream: true,
+    };
     before = sample(trees);
     const t0 = performance.now();
-    const res = await fetch(`${engine.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     await res.text();
     if (res.status !== 200) throw new Error(`engine answered ${res.status}`);
     const requestMs = performance.now() - t0;
@@ -116,7 +125,15 @@ async function main(): Promise<void> {
       await sleep(windowMs);
       after.push({ fromMs: t, share: coreShare(before, sample(trees), windowMs) });
     }
-    const report = { engines: fleet.engines.length, inProcessWorker, idleMs, windowMs, idle, request: { ms: Math.round(requestMs), share: during }, after };
+    const report = {
+      engines: fleet.engines.length,
+      inProcessWorker,
+      idleMs,
+      windowMs,
+      idle,
+      request: { ms: Math.round(requestMs), share: during },
+      after,
+    };
     const text = JSON.stringify(report, null, 2);
     if (values.out !== '') writeFileSync(values.out, text + '\n');
     console.log(text);

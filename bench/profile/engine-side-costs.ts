@@ -66,7 +66,16 @@ async function main(): Promise<void> {
   const nextRequest = (): BenchRequest => {
     serial++;
     const fresh = Array.from({ length: FRESH_WORDS }, (_, k) => `q${serial}w${k}`).join(' ');
-    return { id: `c${serial}`, atMs: 0, api: 'completions', prompt: `${prefix} ${fresh}`, promptTokens: 1100, maxTokens: 4, group: 'g', reusableTokens: 0 };
+    return {
+      id: `c${serial}`,
+      atMs: 0,
+      api: 'completions',
+      prompt: `${prefix} ${fresh}`,
+      promptTokens: 1100,
+      maxTokens: 4,
+      group: 'g',
+      reusableTokens: 0,
+    };
   };
   const fleet = await startEngineFleet(setup.count, setup.flags, TINY_MODEL_NAME, setup);
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
@@ -90,7 +99,13 @@ async function main(): Promise<void> {
       // A failed scrape is reported by `await scrape` below, after the request; until then
       // it must not count as an unhandled rejection.
       scrape.catch(() => undefined);
-      const res = await streamRequest(nextRequest(), { baseUrl: engine.url, model: TINY_MODEL_NAME, timeoutMs: 20_000, agent, chunkedBody: condition === 'chunked' });
+      const res = await streamRequest(nextRequest(), {
+        baseUrl: engine.url,
+        model: TINY_MODEL_NAME,
+        timeoutMs: 20_000,
+        agent,
+        chunkedBody: condition === 'chunked',
+      });
       await scrape;
       return res.outcome === 'ok' ? res.ttftMs : null;
     };

@@ -79,7 +79,9 @@ async function main(): Promise<void> {
   const gapMs = Number(arg('gap-ms', '100'));
   const freshWords = Number(arg('fresh-words', '0'));
   const maxTokens = Number(arg('max-tokens', '4'));
-  const only = arg('paths', '').split(',').filter((x) => x !== '');
+  const only = arg('paths', '')
+    .split(',')
+    .filter((x) => x !== '');
   const block = replicaBlocks(1).find((b) => b.name === 'low-load');
   if (block === undefined) throw new Error('no low-load block');
   const baseSetup = real ? REAL_VLLM_ENGINES : block.engines;
@@ -99,15 +101,48 @@ async function main(): Promise<void> {
     { label: 'envoy-only', spec: ENVOY_RR },
     { label: 'cacheroute', spec: { kind: 'cacheroute', label: 'cacheroute', strategy: 'cache-aware', routerOverrides } },
     // Diagnostic: Envoy buffers the request body and keeps it (the router answers CONTINUE).
-    { label: 'cacheroute-buffered', spec: { kind: 'cacheroute', label: 'cacheroute-buffered', strategy: 'cache-aware', routerOverrides, requestBodyMode: 'BUFFERED' } },
+    {
+      label: 'cacheroute-buffered',
+      spec: { kind: 'cacheroute', label: 'cacheroute-buffered', strategy: 'cache-aware', routerOverrides, requestBodyMode: 'BUFFERED' },
+    },
     // Diagnostic: the same router with no background work (no scrapes, no health checks).
-    { label: 'cacheroute-no-polling', spec: { kind: 'cacheroute', label: 'cacheroute-no-polling', strategy: 'cache-aware', routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } } } },
+    {
+      label: 'cacheroute-no-polling',
+      spec: {
+        kind: 'cacheroute',
+        label: 'cacheroute-no-polling',
+        strategy: 'cache-aware',
+        routerOverrides: { engineMetrics: { enabled: false }, health: { enabled: false } },
+      },
+    },
     // Diagnostic: the same router without its start-up warm-up (server.warmUpStreams 0).
-    { label: 'cacheroute-no-warm-up', spec: { kind: 'cacheroute', label: 'cacheroute-no-warm-up', strategy: 'cache-aware', routerOverrides: deepMerge(routerOverrides, { server: { warmUpStreams: 0 } }) } },
-    ...(baseline !== '' ? [{ label: 'cacheroute-baseline', spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides } } as Path] : []),
+    {
+      label: 'cacheroute-no-warm-up',
+      spec: {
+        kind: 'cacheroute',
+        label: 'cacheroute-no-warm-up',
+        strategy: 'cache-aware',
+        routerOverrides: deepMerge(routerOverrides, { server: { warmUpStreams: 0 } }),
+      },
+    },
+    ...(baseline !== ''
+      ? [
+          {
+            label: 'cacheroute-baseline',
+            spec: { kind: 'cacheroute', label: 'cacheroute-baseline', strategy: 'cache-aware', checkout: baseline, routerOverrides },
+          } as Path,
+        ]
+      : []),
     // Diagnostic: another ext_proc server behind the same Envoy config (`--alt-main FILE`,
     // started as the router is: `node FILE serve --config CONFIG`).
-    ...(altMain !== '' ? [{ label: 'alt', spec: { kind: 'cacheroute', label: 'alt', strategy: 'cache-aware', routerMain: altMain, routerOverrides } } as Path] : []),
+    ...(altMain !== ''
+      ? [
+          {
+            label: 'alt',
+            spec: { kind: 'cacheroute', label: 'alt', strategy: 'cache-aware', routerMain: altMain, routerOverrides },
+          } as Path,
+        ]
+      : []),
     { label: 'sglang', spec: SGLANG_CACHE_AWARE },
     // Control: sglang-router behind Envoy and a do-nothing ext_proc processor (the hop alone).
     { label: 'sglang-null-hop', spec: SGLANG_BEHIND_NULL_HOP },
@@ -117,7 +152,10 @@ async function main(): Promise<void> {
   // the paths run in the order given (the first is the paired comparison's reference).
   const unknown = only.find((label) => !allPaths.some((p) => p.label === label));
   if (unknown !== undefined) throw new Error(`--paths: no path ${unknown}`);
-  const paths = only.length === 0 ? allPaths.filter((p) => (p.direct ?? 0) < setup.count) : only.map((label) => allPaths.find((p) => p.label === label) as Path);
+  const paths =
+    only.length === 0
+      ? allPaths.filter((p) => (p.direct ?? 0) < setup.count)
+      : only.map((label) => allPaths.find((p) => p.label === label) as Path);
   const beyond = paths.find((p) => (p.direct ?? 0) >= setup.count);
   if (beyond !== undefined) throw new Error(`path ${beyond.label} needs ${(beyond.direct ?? 0) + 1} engines, the fleet has ${setup.count}`);
   const fleet = await startEngineFleet(setup.count, setup.flags, model, setup);
@@ -131,7 +169,16 @@ async function main(): Promise<void> {
     // token count every request, nothing reusable past the shared prefix.
     const fresh = Array.from({ length: freshWords }, (_, k) => `w${(serial * 31 + k * k * 7 + k) % 97}`).join(' ');
     const text = freshWords > 0 ? `${prompt} ${fresh}` : prompt;
-    return { id: `p${serial}`, atMs: 0, api: 'completions', prompt: text, promptTokens: 1000 + freshWords, maxTokens, group: 'g', reusableTokens: 0 };
+    return {
+      id: `p${serial}`,
+      atMs: 0,
+      api: 'completions',
+      prompt: text,
+      promptTokens: 1000 + freshWords,
+      maxTokens,
+      group: 'g',
+      reusableTokens: 0,
+    };
   };
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const ttft = new Map<string, number[][]>(paths.map((p) => [p.label, []]));
@@ -159,7 +206,8 @@ async function main(): Promise<void> {
             urls.push(c.baseUrl);
           }
         }
-        for (let i = 0; i < 3; i++) for (const url of urls) await streamRequest(nextRequest(), { baseUrl: url, model, timeoutMs: 10_000, agent });
+        for (let i = 0; i < 3; i++)
+          for (const url of urls) await streamRequest(nextRequest(), { baseUrl: url, model, timeoutMs: 10_000, agent });
         const xs = paths.map(() => [] as number[]);
         for (let i = 0; i < rounds * perRound; i++) {
           const pass = new Array<number | null>(paths.length).fill(null);
@@ -167,7 +215,11 @@ async function main(): Promise<void> {
           for (let k = 0; k < paths.length; k++) {
             const j = (k + i) % paths.length;
             await sleep(gapMs);
-            pass[j] = record((paths[j] as Path).label, await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent }), xs[j] as number[]);
+            pass[j] = record(
+              (paths[j] as Path).label,
+              await streamRequest(nextRequest(), { baseUrl: urls[j] as string, model, timeoutMs: 10_000, agent }),
+              xs[j] as number[],
+            );
           }
           passes.push(pass);
         }
@@ -179,26 +231,27 @@ async function main(): Promise<void> {
       } finally {
         for (const c of running) await c.stop();
       }
-    } else for (let r = 0; r < rounds; r++) {
-      for (const p of paths) {
-        let c: RunningContender | undefined;
-        const engine = fleet.engines[p.direct ?? 0] as EngineHandle;
-        try {
-          if (p.spec !== undefined) c = await startContender(p.spec, { engines: fleet.engines, model, seed: 1 });
-          const baseUrl = c?.baseUrl ?? engine.url;
-          const xs: number[] = [];
-          for (let i = 0; i < perRound + 3; i++) {
-            const res = await streamRequest(nextRequest(), { baseUrl, model, timeoutMs: 10_000, agent });
-            if (i >= 3) record(p.label, res, xs); // first 3: warm-up
-            await sleep(gapMs);
+    } else
+      for (let r = 0; r < rounds; r++) {
+        for (const p of paths) {
+          let c: RunningContender | undefined;
+          const engine = fleet.engines[p.direct ?? 0] as EngineHandle;
+          try {
+            if (p.spec !== undefined) c = await startContender(p.spec, { engines: fleet.engines, model, seed: 1 });
+            const baseUrl = c?.baseUrl ?? engine.url;
+            const xs: number[] = [];
+            for (let i = 0; i < perRound + 3; i++) {
+              const res = await streamRequest(nextRequest(), { baseUrl, model, timeoutMs: 10_000, agent });
+              if (i >= 3) record(p.label, res, xs); // first 3: warm-up
+              await sleep(gapMs);
+            }
+            (ttft.get(p.label) as number[][]).push(xs);
+            process.stderr.write(`round ${r} ${p.label}: median ${median(xs).toFixed(2)} ms of ${xs.map((x) => x.toFixed(0)).join(' ')}\n`);
+          } finally {
+            await c?.stop();
           }
-          (ttft.get(p.label) as number[][]).push(xs);
-          process.stderr.write(`round ${r} ${p.label}: median ${median(xs).toFixed(2)} ms of ${xs.map((x) => x.toFixed(0)).join(" ")}\n`);
-        } finally {
-          await c?.stop();
         }
       }
-    }
   } finally {
     agent.destroy();
     await fleet.stop();
@@ -216,7 +269,14 @@ async function main(): Promise<void> {
     split,
     inProcessWorker,
     baseline: baseline || null,
-    ...(passes.length > 0 ? { pairedWithFirstPath: pairedWithFirst(paths.map((p) => p.label), passes) } : {}),
+    ...(passes.length > 0
+      ? {
+          pairedWithFirstPath: pairedWithFirst(
+            paths.map((p) => p.label),
+            passes,
+          ),
+        }
+      : {}),
     paths: paths.map((p) => {
       const all = (ttft.get(p.label) ?? []).flat();
       const m = median(all);
@@ -228,7 +288,15 @@ async function main(): Promise<void> {
       }
       const perEngine = Object.fromEntries([...byEngine].sort().map(([e, xs]) => [e, { n: xs.length, medianMs: median(xs) }]));
       const cached = (samples.get(p.label) ?? []).map((x) => x.cached);
-      return { label: p.label, n: all.length, medianMs: m, overDirectMs: m - direct, perRoundMedianMs: (ttft.get(p.label) ?? []).map(median), perEngine, medianCachedTokens: median(cached) };
+      return {
+        label: p.label,
+        n: all.length,
+        medianMs: m,
+        overDirectMs: m - direct,
+        perRoundMedianMs: (ttft.get(p.label) ?? []).map(median),
+        perEngine,
+        medianCachedTokens: median(cached),
+      };
     }),
   };
   const text = JSON.stringify(report, null, 2);
@@ -237,7 +305,10 @@ async function main(): Promise<void> {
 }
 
 /** Each path after the first, paired pass by pass with the first (bench/stats/paired.ts). */
-function pairedWithFirst(labels: readonly string[], passes: readonly (readonly (number | null)[])[]): ({ label: string; vs: string } & PairedDifference)[] {
+function pairedWithFirst(
+  labels: readonly string[],
+  passes: readonly (readonly (number | null)[])[],
+): ({ label: string; vs: string } & PairedDifference)[] {
   const column = (j: number): (number | null)[] => passes.map((pass) => pass[j] ?? null);
   return labels.slice(1).map((label, k) => ({ label, vs: labels[0] ?? '', ...pairedDifference(column(0), column(k + 1)) }));
 }

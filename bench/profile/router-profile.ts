@@ -49,7 +49,11 @@ function frameName(n: ProfileNode): string {
  * per function, and time per nearest own-code frame (the closest ancestor in dist/src or
  * dist/bench, or the root-most frame), in ms, largest first.
  */
-export function profileTimes(p: CpuProfile, windowMs: number, endTrimMs: number): { self: Array<{ fn: string; ms: number }>; own: Array<{ fn: string; ms: number }>; sampledMs: number } {
+export function profileTimes(
+  p: CpuProfile,
+  windowMs: number,
+  endTrimMs: number,
+): { self: Array<{ fn: string; ms: number }>; own: Array<{ fn: string; ms: number }>; sampledMs: number } {
   const byId = new Map(p.nodes.map((n) => [n.id, n] as const));
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -85,7 +89,8 @@ export function profileTimes(p: CpuProfile, windowMs: number, endTrimMs: number)
     const key = frameName(pick);
     own.set(key, (own.get(key) ?? 0) + ms);
   }
-  const sorted = (m: Map<string, number>): Array<{ fn: string; ms: number }> => [...m.entries()].map(([fn, ms]) => ({ fn, ms })).sort((a, b) => b.ms - a.ms);
+  const sorted = (m: Map<string, number>): Array<{ fn: string; ms: number }> =>
+    [...m.entries()].map(([fn, ms]) => ({ fn, ms })).sort((a, b) => b.ms - a.ms);
   return { self: sorted(self), own: sorted(own), sampledMs };
 }
 
@@ -105,7 +110,10 @@ async function main(): Promise<void> {
     const grpc = `127.0.0.1:${await freePort()}`;
     const admin = `127.0.0.1:${await freePort()}`;
     const cfg = join(runDir(), `router-profile-${process.pid}.yaml`);
-    writeFileSync(cfg, renderRouterConfig({ engines: fleet.engines, strategy: 'cache-aware', seed: 1, grpcAddress: grpc, adminAddress: admin, overrides }));
+    writeFileSync(
+      cfg,
+      renderRouterConfig({ engines: fleet.engines, strategy: 'cache-aware', seed: 1, grpcAddress: grpc, adminAddress: admin, overrides }),
+    );
     if (profDir !== '') mkdirSync(profDir, { recursive: true });
     const nodeArgs = profDir !== '' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=250'] : [];
     const router = await startProcess({
@@ -116,7 +124,12 @@ async function main(): Promise<void> {
       readyTimeoutMs: 45_000,
     });
     stops.unshift(() => router.stop({ signal: 'SIGTERM', graceMs: 15_000 }));
-    const envoy = await startEnvoy({ variant: 'override-host', routerAddresses: [grpc], engines: fleet.engines.map((e) => e.address), failureModeAllow: false });
+    const envoy = await startEnvoy({
+      variant: 'override-host',
+      routerAddresses: [grpc],
+      engines: fleet.engines.map((e) => e.address),
+      failureModeAllow: false,
+    });
     stops.unshift(() => envoy.stop());
     await sleep(3000); // first scrapes, health, JIT warm-up
     const u0 = procCpu(router.pid);
@@ -127,12 +140,26 @@ async function main(): Promise<void> {
     const c1 = u1.user + u1.system;
     const t1 = performance.now();
     const perS = (x: number): number => (x * 1000) / ((t1 - t0) / 1000);
-    const report: Record<string, unknown> = { routerMain, overrides, idleS, idleCpuMsPerS: perS(c1 - c0), idleUserMsPerS: perS(u1.user - u0.user), idleSystemMsPerS: perS(u1.system - u0.system) };
+    const report: Record<string, unknown> = {
+      routerMain,
+      overrides,
+      idleS,
+      idleCpuMsPerS: perS(c1 - c0),
+      idleUserMsPerS: perS(u1.user - u0.user),
+      idleSystemMsPerS: perS(u1.system - u0.system),
+    };
     if (loadS > 0) {
       const spec = block.scenarios[0];
       if (spec === undefined || spec.kind !== 'agentic') throw new Error('cpu block has no agentic scenario');
       const w = buildWorkload({ ...spec, durationS: loadS, arrival: { kind: 'poisson', qps } }, 1, REPO_ROOT);
-      const run = await runOpenLoop({ baseUrl: envoy.url, model: BENCH_MODEL, contender: 'profile', requests: w.requests, requestTimeoutMs: 30_000, maxDurationMs: (loadS + 30) * 1000 });
+      const run = await runOpenLoop({
+        baseUrl: envoy.url,
+        model: BENCH_MODEL,
+        contender: 'profile',
+        requests: w.requests,
+        requestTimeoutMs: 30_000,
+        maxDurationMs: (loadS + 30) * 1000,
+      });
       await sleep(1500);
       const c2 = procCpuSeconds(router.pid);
       const t2 = performance.now();
@@ -140,7 +167,14 @@ async function main(): Promise<void> {
       const ok = run.records.filter((r) => r.outcome === 'ok').length;
       const gross = ((c2 - c1) * 1000) / n;
       const idleRate = ((c1 - c0) * 1000) / ((t1 - t0) / 1000);
-      report['load'] = { qps, requests: n, ok, windowS: (t2 - t1) / 1000, grossCpuMsPerRequest: gross, marginalCpuMsPerRequest: gross - (idleRate * ((t2 - t1) / 1000)) / n };
+      report['load'] = {
+        qps,
+        requests: n,
+        ok,
+        windowS: (t2 - t1) / 1000,
+        grossCpuMsPerRequest: gross,
+        marginalCpuMsPerRequest: gross - (idleRate * ((t2 - t1) / 1000)) / n,
+      };
     }
     const phaseEnd = performance.now();
     const phaseMs = phaseEnd - t0;
@@ -155,7 +189,8 @@ async function main(): Promise<void> {
       for (const f of files) {
         const p = JSON.parse(readFileSync(join(profDir, f), 'utf8')) as CpuProfile;
         const pt = profileTimes(p, phaseMs, shutdownMs);
-        const fmt = (xs: Array<{ fn: string; ms: number }>): string[] => xs.slice(0, 45).map((x) => `${x.ms.toFixed(1).padStart(8)} ms  ${x.fn}`);
+        const fmt = (xs: Array<{ fn: string; ms: number }>): string[] =>
+          xs.slice(0, 45).map((x) => `${x.ms.toFixed(1).padStart(8)} ms  ${x.fn}`);
         report['profile'] = { file: join(profDir, f), windowMs: phaseMs, busyMs: pt.sampledMs, self: fmt(pt.self), ownCode: fmt(pt.own) };
       }
     }

@@ -17,10 +17,20 @@
 import { readFileSync } from 'node:fs';
 
 interface CostFile {
-  readonly cold?: ReadonlyArray<{ readonly promptTokens: number; readonly ms: number; readonly hitMs: number; readonly cachedTokens: number }>;
+  readonly cold?: ReadonlyArray<{
+    readonly promptTokens: number;
+    readonly ms: number;
+    readonly hitMs: number;
+    readonly cachedTokens: number;
+  }>;
   readonly suffix?: ReadonlyArray<{ readonly promptTokens: number; readonly cachedTokens: number; readonly ms: number }>;
   /** `measure-costs --only context`: prefix hits in exact tokens. */
-  readonly contextGrid?: ReadonlyArray<{ readonly cachedTokens: number; readonly tailTokens: number; readonly reportedCached: number; readonly ms: number }>;
+  readonly contextGrid?: ReadonlyArray<{
+    readonly cachedTokens: number;
+    readonly tailTokens: number;
+    readonly reportedCached: number;
+    readonly ms: number;
+  }>;
   readonly decode?: { readonly overheadMs: number; readonly decodeMsPerSeq: number };
 }
 
@@ -97,7 +107,15 @@ export function fitCosts(files: readonly CostFile[], budget = 2048): FittedCosts
     const [steps, n, ctx] = work[i]!;
     return { ...p, modelMs: fixedMs + (p.text ? textMs : 0) + (steps - 1) * stepOverheadMs + n * a + (ctx / 1000) * b };
   });
-  return { stepOverheadMs, decodeMsPerSeq, fixedMs, textPromptOverheadMs: both ? textMs : null, prefillMsPerToken: a, prefillContextMsPerKToken: b, points };
+  return {
+    stepOverheadMs,
+    decodeMsPerSeq,
+    fixedMs,
+    textPromptOverheadMs: both ? textMs : null,
+    prefillMsPerToken: a,
+    prefillContextMsPerKToken: b,
+    points,
+  };
 }
 
 function main(): void {

@@ -193,7 +193,14 @@ function httpStatus(url: string, timeoutMs: number): Promise<number> {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The environment of one engine: offline, one core, every vLLM file under `dir`. */
-export function engineEnv(dir: string, host: string, core: number, kvCacheGiB: number, tag: string, inProcessWorker = false): NodeJS.ProcessEnv {
+export function engineEnv(
+  dir: string,
+  host: string,
+  core: number,
+  kvCacheGiB: number,
+  tag: string,
+  inProcessWorker = false,
+): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const k of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ']) if (process.env[k] !== undefined) base[k] = process.env[k];
   return {
@@ -287,23 +294,34 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const dir = join(VLLM_RUN_ROOT, 'runs', runId, `e${i}`);
       for (const sub of ['cache', 'config', 'rpc', 'tmp', 'hf', 'xdg-cache']) mkdirSync(join(dir, sub), { recursive: true });
       const args = [
-        'serve', modelDir,
-        '--served-model-name', modelName,
-        '--load-format', 'dummy',
+        'serve',
+        modelDir,
+        '--served-model-name',
+        modelName,
+        '--load-format',
+        'dummy',
         '--enable-prefix-caching',
         '--enable-prompt-tokens-details',
-        '--dtype', 'float32',
-        '--max-model-len', String(opts.maxModelLen ?? 8192),
-        '--host', host,
-        '--port', String(port),
+        '--dtype',
+        'float32',
+        '--max-model-len',
+        String(opts.maxModelLen ?? 8192),
+        '--host',
+        host,
+        '--port',
+        String(port),
         '--enforce-eager',
-        '--uvicorn-log-level', 'warning',
+        '--uvicorn-log-level',
+        'warning',
       ];
       if (opts.kvEvents !== false) {
         // vLLM binds the PUB socket only for wildcard endpoints (`tcp://host:port` makes it
         // connect); `tcp://*:0` binds VLLM_HOST_IP (= this loopback address) on a free port,
         // which /kv_event_sources reports once the engine is up.
-        args.push('--kv-events-config', JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: 'tcp://*:0', topic: KV_EVENTS_TOPIC }));
+        args.push(
+          '--kv-events-config',
+          JSON.stringify({ enable_kv_cache_events: true, publisher: 'zmq', endpoint: 'tcp://*:0', topic: KV_EVENTS_TOPIC }),
+        );
       }
       if (opts.numGpuBlocks !== undefined) args.push('--num-gpu-blocks-override', String(opts.numGpuBlocks));
       args.push(...(opts.extraArgs ?? []));
@@ -367,7 +385,9 @@ async function waitHealthy(l: Launched, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (l.child.exitCode !== null || l.child.signalCode !== null) {
-      throw new Error(`vllm engine ${l.info.id} exited during startup (code ${l.child.exitCode}, signal ${l.child.signalCode}): ${logTail(l.info.logFile)}`);
+      throw new Error(
+        `vllm engine ${l.info.id} exited during startup (code ${l.child.exitCode}, signal ${l.child.signalCode}): ${logTail(l.info.logFile)}`,
+      );
     }
     if ((await httpStatus(`${l.info.url}/health`, 2_000)) === 200) return;
     await sleep(500);
@@ -390,7 +410,8 @@ async function kvEventsEndpoint(e: VllmEngineInfo): Promise<string> {
     req.end();
   });
   const m = /tcp:\/\/([0-9.]+):(\d+)/.exec(text);
-  if (m === null || m[1] !== e.host) throw new Error(`vllm engine ${e.id}: no KV-event endpoint on ${e.host} in /kv_event_sources: ${text.slice(0, 300)}`);
+  if (m === null || m[1] !== e.host)
+    throw new Error(`vllm engine ${e.id}: no KV-event endpoint on ${e.host} in /kv_event_sources: ${text.slice(0, 300)}`);
   return `tcp://${m[1]}:${m[2]}`;
 }
 

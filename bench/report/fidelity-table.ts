@@ -35,10 +35,20 @@ interface Costs {
   readonly tinyMs?: number;
   /** A 4-word streamed chat's TTFT (`--only loaded`). */
   readonly chatTinyMs?: number;
-  readonly loaded?: ReadonlyArray<{ readonly streams: number; readonly ttftMs: number; readonly promptTokens: number; readonly cachedTokens: number }>;
+  readonly loaded?: ReadonlyArray<{
+    readonly streams: number;
+    readonly ttftMs: number;
+    readonly promptTokens: number;
+    readonly cachedTokens: number;
+  }>;
   readonly contextGrid?: ReadonlyArray<{ readonly cachedTokens: number; readonly tailTokens: number; readonly ms: number }>;
   /** Prefix cached, then prefix + a fresh 120-word question (absent in older files). */
-  readonly suffix?: ReadonlyArray<{ readonly prefixWords: number; readonly promptTokens: number; readonly cachedTokens: number; readonly ms: number }>;
+  readonly suffix?: ReadonlyArray<{
+    readonly prefixWords: number;
+    readonly promptTokens: number;
+    readonly cachedTokens: number;
+    readonly ms: number;
+  }>;
 }
 
 function loadRuns(dir: string): Map<string, Run> {
@@ -46,7 +56,8 @@ function loadRuns(dir: string): Map<string, Run> {
   return new Map(doc.runs.map((r) => [r.id, r]));
 }
 
-const ms = (v: number | null | undefined): string => (v === null || v === undefined ? '–' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(0)} ms`);
+const ms = (v: number | null | undefined): string =>
+  v === null || v === undefined ? '–' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(0)} ms`;
 const pct = (v: number | null | undefined): string => (v === null || v === undefined ? '–' : `${(v * 100).toFixed(1)}%`);
 const ratio = (a: number | null | undefined, b: number | null | undefined): string => (a && b ? `${(b / a).toFixed(2)}×` : '–');
 
@@ -78,7 +89,8 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
     '| run | success real / sim | TTFT p50 real | sim | sim÷real | TTFT p99 real | sim | sim÷real | cold TTFT real | sim | hit TTFT real | sim | token hit real | sim |',
   );
   lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  const split = (d: { readonly p50: number | null; readonly count: number } | undefined): string => (d === undefined ? '–' : `${ms(d.p50)} (${d.count})`);
+  const split = (d: { readonly p50: number | null; readonly count: number } | undefined): string =>
+    d === undefined ? '–' : `${ms(d.p50)} (${d.count})`;
   for (const [id, r] of real) {
     const s = sim.get(id);
     if (s === undefined) continue; // only runs measured in both
@@ -88,7 +100,13 @@ export function fidelityMarkdown(real: Map<string, Run>, sim: Map<string, Run>, 
       `| ${id} | ${pct(a.success.successRate)} / ${pct(b?.success.successRate)} | ${ms(a.ttftMs.p50)} | ${ms(b?.ttftMs.p50)} | ${ratio(a.ttftMs.p50, b?.ttftMs.p50)} | ${ms(a.ttftMs.p99)} | ${ms(b?.ttftMs.p99)} | ${ratio(a.ttftMs.p99, b?.ttftMs.p99)} | ${split(a.ttftColdMs)} | ${split(b?.ttftColdMs)} | ${split(a.ttftHitMs)} | ${split(b?.ttftHitMs)} | ${pct(a.hits.engineTokenHitRate)} | ${pct(b?.hits.engineTokenHitRate)} |`,
     );
   }
-  lines.push('', '## Ranking by TTFT p50 (best first)', '', '| block / scenario @ rate | real | simulated | same order |', '|---|---|---|---|');
+  lines.push(
+    '',
+    '## Ranking by TTFT p50 (best first)',
+    '',
+    '| block / scenario @ rate | real | simulated | same order |',
+    '|---|---|---|---|',
+  );
   const groups = new Map<string, Run[]>();
   for (const r of real.values()) {
     if (!sim.has(r.id)) continue;
@@ -126,7 +144,9 @@ function engineUnderLoad(real: Costs, sim: Costs): string[] {
     );
     for (const r of real.loaded) {
       const s = sim.loaded.find((x) => x.streams === r.streams);
-      lines.push(`| ${r.streams} | ${r.promptTokens} (${r.cachedTokens}) | ${ms(r.ttftMs)} | ${ms(s?.ttftMs)} | ${ratio(r.ttftMs, s?.ttftMs)} |`);
+      lines.push(
+        `| ${r.streams} | ${r.promptTokens} (${r.cachedTokens}) | ${ms(r.ttftMs)} | ${ms(s?.ttftMs)} | ${ratio(r.ttftMs, s?.ttftMs)} |`,
+      );
     }
     lines.push('');
   }
@@ -161,7 +181,8 @@ function main(): void {
       out: { type: 'string' },
     },
   });
-  if (!values.real || !values.sim) throw new Error('usage: fidelity-table --real DIR --sim DIR [--real-costs F --sim-costs F ...] [--out F]');
+  if (!values.real || !values.sim)
+    throw new Error('usage: fidelity-table --real DIR --sim DIR [--real-costs F --sim-costs F ...] [--out F]');
   // Several cost files (a full measurement, `--only loaded`, `--only context`) merge into one.
   const costs = (fs: readonly string[] | undefined): Costs | undefined => {
     const docs = (fs ?? []).filter((f) => existsSync(f)).map((f) => JSON.parse(readFileSync(f, 'utf8')) as Costs);

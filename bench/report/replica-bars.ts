@@ -81,7 +81,11 @@ export function settledMs(facts: ReplicaFacts, series: string, backMs: number): 
  * median over the 8 s before NATS stopped (the churn level of healthy sharing). Also the
  * lowest overlap during the outage.
  */
-export function indexReconvergence(facts: ReplicaFacts, stopMs: number, backMs: number): { ms: number | null; before: number | null; outageMin: number | null } {
+export function indexReconvergence(
+  facts: ReplicaFacts,
+  stopMs: number,
+  backMs: number,
+): { ms: number | null; before: number | null; outageMin: number | null } {
   const vals = (from: number, to: number): number[] =>
     facts.indexAgreement.filter((a) => a.tMs >= from && a.tMs < to && a.minJaccard !== null).map((a) => a.minJaccard as number);
   const pre = vals(Math.max(0, stopMs - 8000), stopMs).sort((x, y) => x - y);
@@ -97,7 +101,12 @@ export function indexReconvergence(facts: ReplicaFacts, stopMs: number, backMs: 
  * Seconds after NATS returned until the replicas' pooled predicted-hit accuracy (3 s
  * windows) is back within 5 points of what it was before NATS stopped.
  */
-export function accuracyRecoveryS(facts: ReplicaFacts, stopS: number, backS: number, lastS: number): { s: number | null; before: number | null } {
+export function accuracyRecoveryS(
+  facts: ReplicaFacts,
+  stopS: number,
+  backS: number,
+  lastS: number,
+): { s: number | null; before: number | null } {
   const before = pooledAccuracy(facts, 0, stopS).rate;
   if (before === null) return { s: null, before };
   for (let s = backS; s + 3 <= lastS; s++) {
@@ -133,10 +142,25 @@ function killChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
   const k = find(rs, 'kill', 'replicas-3-kill-r1');
   const f = k?.replicas;
   if (!k || !f) return [];
-  const times = f.faults.map((e) => `${e.action} ${e.target ?? ''} at ${fmtMs(e.startedMs)}${e.doneMs !== null ? ` (done ${fmtMs(e.doneMs)})` : ` (${e.error ?? 'not done'})`}`).join(', ');
+  const times = f.faults
+    .map(
+      (e) =>
+        `${e.action} ${e.target ?? ''} at ${fmtMs(e.startedMs)}${e.doneMs !== null ? ` (done ${fmtMs(e.doneMs)})` : ` (${e.error ?? 'not done'})`}`,
+    )
+    .join(', ');
   const out: TargetCheck[] = [
-    { target: 'SIGKILL 1 of 3 replicas mid-load, restart 10 s later: 0 failed requests', status: status(true, f.failed === 0), detail: `${f.failed} of ${k.summary.success.requests} failed (${Object.entries(k.summary.success.outcomes).map(([o, n]) => `${o} ${n}`).join(', ')}); ${times}` },
-    { target: 'SIGKILL 1 of 3 replicas: 0 cut responses', status: status(true, f.cut === 0), detail: `${f.cut} responses ended without their final chunk; streaming at the kill: ${f.streamingAtKills.map((s) => `${s.completed}/${s.streaming} completed`).join(', ') || NA}` },
+    {
+      target: 'SIGKILL 1 of 3 replicas mid-load, restart 10 s later: 0 failed requests',
+      status: status(true, f.failed === 0),
+      detail: `${f.failed} of ${k.summary.success.requests} failed (${Object.entries(k.summary.success.outcomes)
+        .map(([o, n]) => `${o} ${n}`)
+        .join(', ')}); ${times}`,
+    },
+    {
+      target: 'SIGKILL 1 of 3 replicas: 0 cut responses',
+      status: status(true, f.cut === 0),
+      detail: `${f.cut} responses ended without their final chunk; streaming at the kill: ${f.streamingAtKills.map((s) => `${s.completed}/${s.streaming} completed`).join(', ') || NA}`,
+    },
   ];
   const j = f.rejoin;
   const known = j !== undefined && j.after5s.n > 0;
@@ -162,7 +186,14 @@ function failOpenChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
     {
       target: 'single replica SIGKILLed mid-stream, fail-open: responses already streaming complete',
       status: status(s !== undefined && s.streaming > 0, s !== undefined && s.completed === s.streaming),
-      detail: s === undefined ? 'no kill happened' : `${s.completed} of ${s.streaming} streaming at the kill (${fmtMs(s.atMs)}) completed; whole run: ${f.failed} failed, ${f.cut} cut of ${r.summary.success.requests} (${Object.entries(r.summary.success.failedStatuses).map(([k, v]) => `HTTP ${k} ×${v}`).join(', ') || 'no HTTP errors'})`,
+      detail:
+        s === undefined
+          ? 'no kill happened'
+          : `${s.completed} of ${s.streaming} streaming at the kill (${fmtMs(s.atMs)}) completed; whole run: ${f.failed} failed, ${f.cut} cut of ${r.summary.success.requests} (${
+              Object.entries(r.summary.success.failedStatuses)
+                .map(([k, v]) => `HTTP ${k} ×${v}`)
+                .join(', ') || 'no HTTP errors'
+            })`,
     },
   ];
 }
@@ -174,7 +205,11 @@ function natsChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
   const stop = f.faults.find((e) => e.action === 'stop-nats');
   const back = f.faults.find((e) => e.action === 'start-nats');
   const out: TargetCheck[] = [
-    { target: 'NATS stopped 20 s mid-load: 0 failed requests', status: status(true, f.failed === 0), detail: `${f.failed} of ${r.summary.success.requests} failed; ${f.cut} cut` },
+    {
+      target: 'NATS stopped 20 s mid-load: 0 failed requests',
+      status: status(true, f.failed === 0),
+      detail: `${f.failed} of ${r.summary.success.requests} failed; ${f.cut} cut`,
+    },
   ];
   const ref = find(rs, 'scale', 'replicas-3')?.replicas;
   if (stop && back?.doneMs !== null && back !== undefined) {
@@ -213,7 +248,11 @@ export function netCpuMsPerRequest(r: ExperimentResult): number | null {
 
 function cpuChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
   const cpu = rs.filter((r) => r.block === 'cpu' && r.error === null);
-  const side = (prefix: string): number[] => cpu.filter((r) => r.contender.label.startsWith(prefix)).map((r) => r.replicas?.cpuMsPerRequest ?? null).filter((v): v is number => v !== null);
+  const side = (prefix: string): number[] =>
+    cpu
+      .filter((r) => r.contender.label.startsWith(prefix))
+      .map((r) => r.replicas?.cpuMsPerRequest ?? null)
+      .filter((v): v is number => v !== null);
   const mean = (xs: number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
   const mine = side('this-');
   const main = side('main-');
@@ -223,9 +262,24 @@ function cpuChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
   if (cpu.length > 0) {
     const ratio = a !== null && b ? a / b : null;
     const exact = cpu.filter((r) => r.contender.label.startsWith('this-')).every((r) => r.replicas?.inflightExact === true);
-    const net = (prefix: string): string => cpu.filter((r) => r.contender.label.startsWith(prefix)).map((r) => { const v = netCpuMsPerRequest(r); return v === null ? NA : `${(v * 1000).toFixed(0)} µs`; }).join(', ');
-    const idle = (prefix: string): string => cpu.filter((r) => r.contender.label.startsWith(prefix)).map((r) => (r.replicas?.idleCpuPerS == null ? NA : `${(r.replicas.idleCpuPerS * 1000).toFixed(0)} ms/s`)).join(', ');
-    const netSide = (prefix: string): number[] => cpu.filter((r) => r.contender.label.startsWith(prefix)).map(netCpuMsPerRequest).filter((v): v is number => v !== null);
+    const net = (prefix: string): string =>
+      cpu
+        .filter((r) => r.contender.label.startsWith(prefix))
+        .map((r) => {
+          const v = netCpuMsPerRequest(r);
+          return v === null ? NA : `${(v * 1000).toFixed(0)} µs`;
+        })
+        .join(', ');
+    const idle = (prefix: string): string =>
+      cpu
+        .filter((r) => r.contender.label.startsWith(prefix))
+        .map((r) => (r.replicas?.idleCpuPerS == null ? NA : `${(r.replicas.idleCpuPerS * 1000).toFixed(0)} ms/s`))
+        .join(', ');
+    const netSide = (prefix: string): number[] =>
+      cpu
+        .filter((r) => r.contender.label.startsWith(prefix))
+        .map(netCpuMsPerRequest)
+        .filter((v): v is number => v !== null);
     const netMine = mean(netSide('this-'));
     const netMain = mean(netSide('main-'));
     const netRatio = netMine !== null && netMain ? netMine / netMain : null;
@@ -239,8 +293,12 @@ function cpuChecks(rs: readonly ExperimentResult[]): TargetCheck[] {
   const me = low.find((r) => r.contender.label === 'this-build');
   const peers = low.filter((r) => r.contender.kind === 'sglang-router' || r.contender.kind === 'vllm-router');
   if (me && peers.length > 0) {
-    const best = peers.reduce<ExperimentResult | undefined>((x, p) => (p.summary.ttftMs.p50 !== null && (x === undefined || (x.summary.ttftMs.p50 ?? Infinity) > p.summary.ttftMs.p50) ? p : x), undefined);
-    const ratio = best && me.summary.ttftMs.p50 !== null && best.summary.ttftMs.p50 ? me.summary.ttftMs.p50 / best.summary.ttftMs.p50 : null;
+    const best = peers.reduce<ExperimentResult | undefined>(
+      (x, p) => (p.summary.ttftMs.p50 !== null && (x === undefined || (x.summary.ttftMs.p50 ?? Infinity) > p.summary.ttftMs.p50) ? p : x),
+      undefined,
+    );
+    const ratio =
+      best && me.summary.ttftMs.p50 !== null && best.summary.ttftMs.p50 ? me.summary.ttftMs.p50 / best.summary.ttftMs.p50 : null;
     const mainRun = low.find((r) => r.contender.label === 'main-build');
     out.push({
       target: `TTFT p50 through Envoy + cacheroute ≤ ${REPLICA_BARS.lowLoadTtftRatio}× the best peer router's at low load`,
@@ -260,13 +318,31 @@ export function replicaTable(results: readonly ExperimentResult[]): string | nul
   const rs = results.filter((r) => r.replicas !== undefined);
   if (rs.length === 0) return null;
   return mdTable(
-    ['run', 'replicas', 'faults (start → done)', 'failed', 'cut', 'streaming at kill: completed', 'engine tok hit', 'TTFT p50 / p99', 'spread req', 'router CPU / req (Σ replicas)', 'predicted-hit accuracy (all / per replica)', 'in-flight at end (req/tok per replica)'],
+    [
+      'run',
+      'replicas',
+      'faults (start → done)',
+      'failed',
+      'cut',
+      'streaming at kill: completed',
+      'engine tok hit',
+      'TTFT p50 / p99',
+      'spread req',
+      'router CPU / req (Σ replicas)',
+      'predicted-hit accuracy (all / per replica)',
+      'in-flight at end (req/tok per replica)',
+    ],
     rs.map((r) => {
       const f = r.replicas as ReplicaFacts;
       return [
         r.id,
         String(f.replicas.length),
-        f.faults.map((e) => `${e.action}${e.target ? ` ${e.target}` : ''} ${fmtNum(e.startedMs / 1000)} → ${e.doneMs === null ? (e.error ?? NA) : `${fmtNum(e.doneMs / 1000)} s`}`).join('; ') || '–',
+        f.faults
+          .map(
+            (e) =>
+              `${e.action}${e.target ? ` ${e.target}` : ''} ${fmtNum(e.startedMs / 1000)} → ${e.doneMs === null ? (e.error ?? NA) : `${fmtNum(e.doneMs / 1000)} s`}`,
+          )
+          .join('; ') || '–',
         String(f.failed),
         String(f.cut),
         f.streamingAtKills.map((s) => `${s.completed}/${s.streaming}`).join(', ') || NA,
@@ -274,7 +350,11 @@ export function replicaTable(results: readonly ExperimentResult[]): string | nul
         `${fmtMs(r.summary.ttftMs.p50)} / ${fmtMs(r.summary.ttftMs.p99)}`,
         fmtRatio(r.summary.spread.requestsMaxOverMean),
         f.cpuMsPerRequest === null ? NA : `${(f.cpuMsPerRequest * 1000).toFixed(0)} µs`,
-        f.accuracy.all.n === 0 ? NA : `${fmtPct(f.accuracy.all.rate)} of ${f.accuracy.all.n}; ${Object.entries(f.accuracy.byReplica).map(([k, v]) => `${k} ${fmtPct(v.rate)}`).join(', ')}`,
+        f.accuracy.all.n === 0
+          ? NA
+          : `${fmtPct(f.accuracy.all.rate)} of ${f.accuracy.all.n}; ${Object.entries(f.accuracy.byReplica)
+              .map(([k, v]) => `${k} ${fmtPct(v.rate)}`)
+              .join(', ')}`,
         f.inflightAtEnd.map((v) => `${v.requests}/${v.promptTokens}`).join(' '),
       ];
     }),

@@ -16,7 +16,12 @@ import type { RequestRecord } from '../harness/driver.js';
 /** Rewrites `dir`/results.md and its charts; returns the number of runs rendered. */
 export function rerenderResults(dir: string): number {
   const run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunInfo & {
-    preset: PresetSpec; seed: number; command: string[]; startedAt: string; finishedAt: string; partial: boolean;
+    preset: PresetSpec;
+    seed: number;
+    command: string[];
+    startedAt: string;
+    finishedAt: string;
+    partial: boolean;
   };
   const { runs } = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: ExperimentResult[] };
   const { preset, seed, command, startedAt, finishedAt, partial, ...info } = run;
@@ -53,8 +58,13 @@ export function poolRunDirs(dirs: readonly string[], outDir: string, repoRoot: s
   for (const dir of dirs) {
     const { runs } = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: ExperimentResult[] };
     if (!hasRounds(runs)) throw new Error(`${dir}: no interleaved rounds to pool`);
-    const info = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { preset: { name: string }; seed: number; gitCommit: string | null };
-    if (sources.length > 0 && sources[0]?.preset !== info.preset.name) throw new Error(`${dir}: preset ${info.preset.name}, not ${sources[0]?.preset}`);
+    const info = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as {
+      preset: { name: string };
+      seed: number;
+      gitCommit: string | null;
+    };
+    if (sources.length > 0 && sources[0]?.preset !== info.preset.name)
+      throw new Error(`${dir}: preset ${info.preset.name}, not ${sources[0]?.preset}`);
     const loaded = loadRoundRuns(runs, rawDirFor(dir, repoRoot));
     if ('missing' in loaded) throw new Error(`${dir}: the per-request records ${loaded.missing} are not on disk`);
     const last = Math.max(...loaded.rounds.map((r) => r.round));

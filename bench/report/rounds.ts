@@ -152,7 +152,10 @@ function pooledContender(runs: readonly RoundRun[]): PooledContender {
 function resampledP50(rounds: ReadonlyArray<readonly number[]>, rng: Rng): number | null {
   const out: number[] = [];
   for (const xs of rounds) for (let i = 0; i < xs.length; i++) out.push(xs[rng.int(xs.length)] as number);
-  return quantileSorted(out.sort((a, b) => a - b), 0.5);
+  return quantileSorted(
+    out.sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 /** 5th and 95th percentile of `samples` draws of a statistic (draws that give null are skipped). */
@@ -177,7 +180,11 @@ function bootstrapRatio(a: readonly RoundRun[], b: readonly RoundRun[], samples:
 }
 
 /** Rounds resampled with replacement, each draw taking round n of both contenders together. */
-function roundBootstrapRatio(pairs: ReadonlyArray<readonly [RoundRun, RoundRun]>, samples: number, rng: Rng): readonly [number, number] | null {
+function roundBootstrapRatio(
+  pairs: ReadonlyArray<readonly [RoundRun, RoundRun]>,
+  samples: number,
+  rng: Rng,
+): readonly [number, number] | null {
   if (pairs.length < 3) return null;
   return interval90(samples, () => {
     const xa: number[] = [];
@@ -191,7 +198,14 @@ function roundBootstrapRatio(pairs: ReadonlyArray<readonly [RoundRun, RoundRun]>
   });
 }
 
-function compare(a: readonly RoundRun[], b: readonly RoundRun[], pa: PooledContender, pb: PooledContender, samples: number, rng: Rng): PooledComparison {
+function compare(
+  a: readonly RoundRun[],
+  b: readonly RoundRun[],
+  pa: PooledContender,
+  pb: PooledContender,
+  samples: number,
+  rng: Rng,
+): PooledComparison {
   const perRound: number[] = [];
   const perRequest: number[] = [];
   const sameCache: number[] = [];
@@ -315,7 +329,7 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     '',
     'Each contender ran in several interleaved rounds on the same engines and workload (labels `#n` in results.md; ' +
       'blocks with seedPerRound draw round n with seed + n − 1, the same for every contender of the round). ' +
-      'Pooled = every round\'s successful requests together. Against the best peer router (lowest pooled TTFT p50): ' +
+      "Pooled = every round's successful requests together. Against the best peer router (lowest pooled TTFT p50): " +
       'the ratio of pooled p50s with two 90% bootstrap intervals (requests resampled within rounds; whole rounds resampled, ' +
       'which also covers the spread between runs), the median of the ' +
       'per-round p50 ratios (round n vs round n), the median per-request ratio (same request id in the same round) and ' +
@@ -346,7 +360,19 @@ export function roundsMarkdown(groups: readonly PooledGroup[]): string {
     if (g.comparisons.length > 0) {
       lines.push(
         mdTable(
-          ['contender ÷ best peer', 'pooled p50 ratio', '90% interval (requests)', '90% interval (rounds)', 'per-round p50 ratios', 'median round ratio', 'median request ratio (pairs)', 'same cached tokens (pairs)', 'sent to an idle fleet, same cached (pairs)', 'pooled p99 ratio', 'token hit (points)'],
+          [
+            'contender ÷ best peer',
+            'pooled p50 ratio',
+            '90% interval (requests)',
+            '90% interval (rounds)',
+            'per-round p50 ratios',
+            'median round ratio',
+            'median request ratio (pairs)',
+            'same cached tokens (pairs)',
+            'sent to an idle fleet, same cached (pairs)',
+            'pooled p99 ratio',
+            'token hit (points)',
+          ],
           g.comparisons.map((c) => [
             `${c.contender} ÷ ${c.peer}`,
             fmtRatio(c.p50Ratio),

@@ -78,10 +78,11 @@ export function lineChart(spec: LineChartSpec): string {
   const ph = H - m.t - m.b;
   const xs: number[] = [];
   const ys: number[] = [];
-  for (const s of spec.series) for (const [x, y] of s.points) {
-    xs.push(x);
-    if (y !== null && Number.isFinite(y) && (!spec.logY || y > 0)) ys.push(y);
-  }
+  for (const s of spec.series)
+    for (const [x, y] of s.points) {
+      xs.push(x);
+      if (y !== null && Number.isFinite(y) && (!spec.logY || y > 0)) ys.push(y);
+    }
   const xMin = xs.length ? Math.min(...xs) : 0;
   const xMax = xs.length ? Math.max(...xs) : 1;
   const xLo = xMin === xMax ? xMin - 1 : xMin;
@@ -98,9 +99,13 @@ export function lineChart(spec: LineChartSpec): string {
   }
   const sx = (x: number): number => m.l + ((x - xLo) / (xHi - xLo)) * pw;
   const sy = (y: number): number =>
-    spec.logY ? m.t + ph - ((Math.log10(y) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo))) * ph : m.t + ph - ((y - yLo) / (yHi - yLo)) * ph;
+    spec.logY
+      ? m.t + ph - ((Math.log10(y) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo))) * ph
+      : m.t + ph - ((y - yLo) / (yHi - yLo)) * ph;
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
   parts.push(`<text x="${n(W / 2 - m.r / 2)}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(spec.title)}</text>`);
   const yt = spec.logY ? logTicks(yLo, yHi) : linearTicks(yLo, yHi);
@@ -117,7 +122,9 @@ export function lineChart(spec: LineChartSpec): string {
   }
   parts.push(`<rect x="${m.l}" y="${m.t}" width="${pw}" height="${ph}" fill="none" stroke="#333"/>`);
   parts.push(`<text x="${n(m.l + pw / 2)}" y="${H - 12}" text-anchor="middle">${esc(spec.xLabel)}</text>`);
-  parts.push(`<text x="16" y="${n(m.t + ph / 2)}" text-anchor="middle" transform="rotate(-90 16 ${n(m.t + ph / 2)})">${esc(spec.yLabel)}</text>`);
+  parts.push(
+    `<text x="16" y="${n(m.t + ph / 2)}" text-anchor="middle" transform="rotate(-90 16 ${n(m.t + ph / 2)})">${esc(spec.yLabel)}</text>`,
+  );
   spec.series.forEach((s, i) => {
     const color = colorFor(s.color ?? i);
     const pts = [...s.points].sort((a, b) => a[0] - b[0]);
@@ -131,13 +138,16 @@ export function lineChart(spec: LineChartSpec): string {
       path += `${pen ? 'L' : 'M'}${n(sx(x))},${n(sy(y))} `;
       pen = true;
     }
-    if (path) parts.push(`<path d="${path.trim()}" fill="none" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
+    if (path)
+      parts.push(`<path d="${path.trim()}" fill="none" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
     for (const [x, y] of pts) {
       if (y === null || !Number.isFinite(y) || (spec.logY && y <= 0)) continue;
       parts.push(`<circle cx="${n(sx(x))}" cy="${n(sy(y))}" r="3" fill="${color}"/>`);
     }
     const ly = m.t + 10 + i * 18;
-    parts.push(`<line x1="${m.l + pw + 14}" y1="${ly}" x2="${m.l + pw + 38}" y2="${ly}" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
+    parts.push(
+      `<line x1="${m.l + pw + 14}" y1="${ly}" x2="${m.l + pw + 38}" y2="${ly}" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`,
+    );
     parts.push(`<text x="${m.l + pw + 44}" y="${ly + 4}">${esc(s.name)}</text>`);
   });
   parts.push('</svg>');
@@ -176,7 +186,9 @@ export function barChart(spec: BarChartSpec): string {
   const groupW = pw / Math.max(1, spec.categories.length);
   const barW = Math.min(26, (groupW * 0.8) / Math.max(1, spec.series.length));
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
   parts.push(`<text x="${n(m.l + pw / 2)}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(spec.title)}</text>`);
   for (const t of linearTicks(0, max)) {
@@ -191,12 +203,17 @@ export function barChart(spec: BarChartSpec): string {
       const x = gx + si * barW;
       const y = sy(Math.max(0, v));
       parts.push(`<rect x="${n(x)}" y="${n(y)}" width="${n(barW - 2)}" height="${n(m.t + ph - y)}" fill="${colorFor(s.color ?? si)}"/>`);
-      if (spec.valueLabel) parts.push(`<text x="${n(x + (barW - 2) / 2)}" y="${n(y - 3)}" text-anchor="middle" font-size="9">${esc(spec.valueLabel(v))}</text>`);
+      if (spec.valueLabel)
+        parts.push(
+          `<text x="${n(x + (barW - 2) / 2)}" y="${n(y - 3)}" text-anchor="middle" font-size="9">${esc(spec.valueLabel(v))}</text>`,
+        );
     });
     parts.push(`<text x="${n(m.l + ci * groupW + groupW / 2)}" y="${m.t + ph + 18}" text-anchor="middle">${esc(c)}</text>`);
   });
   parts.push(`<rect x="${m.l}" y="${m.t}" width="${pw}" height="${ph}" fill="none" stroke="#333"/>`);
-  parts.push(`<text x="16" y="${n(m.t + ph / 2)}" text-anchor="middle" transform="rotate(-90 16 ${n(m.t + ph / 2)})">${esc(spec.yLabel)}</text>`);
+  parts.push(
+    `<text x="16" y="${n(m.t + ph / 2)}" text-anchor="middle" transform="rotate(-90 16 ${n(m.t + ph / 2)})">${esc(spec.yLabel)}</text>`,
+  );
   spec.series.forEach((s, i) => {
     const ly = m.t + 10 + i * 18;
     parts.push(`<rect x="${m.l + pw + 14}" y="${ly - 8}" width="14" height="12" fill="${colorFor(s.color ?? i)}"/>`);

@@ -18,7 +18,8 @@ export interface TargetCheck {
 /** Relative slack allowed when comparing latencies across contenders (run-to-run noise). */
 export const LATENCY_TOLERANCE = 0.1;
 
-const isCacheroute = (r: ExperimentResult, strategy: string): boolean => r.contender.kind === 'cacheroute' && r.contender.strategy === strategy;
+const isCacheroute = (r: ExperimentResult, strategy: string): boolean =>
+  r.contender.kind === 'cacheroute' && r.contender.strategy === strategy;
 const ratioOf = (r: ExperimentResult): number | undefined => {
   const v = r.workload.params['ratio'];
   return typeof v === 'number' ? v : undefined;
@@ -46,7 +47,10 @@ function rrHit(results: readonly ExperimentResult[]): TargetCheck[] {
 
 function cacheAwareHit(results: readonly ExperimentResult[]): TargetCheck[] {
   const out: TargetCheck[] = [];
-  const goals: Array<[number, number]> = [[0.5, 0.9], [0.9, 0.97]];
+  const goals: Array<[number, number]> = [
+    [0.5, 0.9],
+    [0.9, 0.97],
+  ];
   for (const r of results) {
     if (!usable(r) || !isCacheroute(r, 'cache-aware') || r.scenario.kind !== 'sharing-ratio') continue;
     const ratio = ratioOf(r);
@@ -66,7 +70,9 @@ function hotPrefix(results: readonly ExperimentResult[]): TargetCheck[] {
   const out: TargetCheck[] = [];
   const hot = results.filter((r) => usable(r) && r.scenario.kind === 'hot-prefix');
   for (const ca of hot.filter((r) => isCacheroute(r, 'cache-aware'))) {
-    const ph = hot.find((r) => isCacheroute(r, 'prefix-hash') && r.block === ca.block && r.scenario.label === ca.scenario.label && r.qps === ca.qps);
+    const ph = hot.find(
+      (r) => isCacheroute(r, 'prefix-hash') && r.block === ca.block && r.scenario.label === ca.scenario.label && r.qps === ca.qps,
+    );
     if (!ph) continue;
     const a = ca.summary.ttftMs.p99;
     const b = ph.summary.ttftMs.p99;
@@ -161,7 +167,15 @@ export function addedLatency(results: readonly ExperimentResult[]): AddedLatency
     if (!usable(rr) || !isCacheroute(rr, 'round-robin')) continue;
     const key = `${rr.block}/${rr.scenario.label}`;
     if (seen.has(key)) continue;
-    const env = sorted.find((r) => usable(r) && r.contender.kind === 'envoy-only' && r.contender.strategy === 'round-robin' && r.block === rr.block && r.scenario.label === rr.scenario.label && r.qps === rr.qps);
+    const env = sorted.find(
+      (r) =>
+        usable(r) &&
+        r.contender.kind === 'envoy-only' &&
+        r.contender.strategy === 'round-robin' &&
+        r.block === rr.block &&
+        r.scenario.label === rr.scenario.label &&
+        r.qps === rr.qps,
+    );
     if (!env) continue;
     seen.add(key);
     const a = rr.summary.ttftMs.p50;

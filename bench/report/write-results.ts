@@ -55,7 +55,14 @@ export function prepareOutDir(outDir: string, rawDir: string): void {
 export function writeRecords(rawDir: string, id: string, records: readonly RequestRecord[]): void {
   const round = (v: number | null): number | null => (v === null ? null : Math.round(v * 10) / 10);
   const lines = records.map((r) =>
-    JSON.stringify({ ...r, scheduledMs: round(r.scheduledMs), lagMs: round(r.lagMs), ttftMs: round(r.ttftMs), e2eMs: round(r.e2eMs), endMs: round(r.endMs) }),
+    JSON.stringify({
+      ...r,
+      scheduledMs: round(r.scheduledMs),
+      lagMs: round(r.lagMs),
+      ttftMs: round(r.ttftMs),
+      e2eMs: round(r.e2eMs),
+      endMs: round(r.endMs),
+    }),
   );
   writeFileSync(join(rawDir, recordsFileName(id)), lines.join('\n') + '\n');
 }

@@ -221,7 +221,10 @@ export class BatchingEngine {
   private readonly e2e = new Histogram(LATENCY_BUCKETS_S);
   private readonly queueTime = new Histogram(LATENCY_BUCKETS_S);
 
-  constructor(config: EngineModelConfig, private readonly deps: BatchingEngineDeps) {
+  constructor(
+    config: EngineModelConfig,
+    private readonly deps: BatchingEngineDeps,
+  ) {
     validateModelConfig(config);
     this.cfg = { ...config };
     this.cache = new KvBlockCache(config.kvCacheBlocks);
@@ -559,7 +562,13 @@ export function validateModelConfig(c: EngineModelConfig): void {
   for (const k of ints) {
     if (!Number.isInteger(c[k]) || c[k] < 1) throw new RangeError(`${k} must be an integer >= 1, got ${c[k]}`);
   }
-  const nonNeg: (keyof EngineModelConfig)[] = ['stepOverheadMs', 'prefillMsPerToken', 'decodeMsPerSeq', 'prefillContextMsPerKToken', 'decodeContextMsPerKToken'];
+  const nonNeg: (keyof EngineModelConfig)[] = [
+    'stepOverheadMs',
+    'prefillMsPerToken',
+    'decodeMsPerSeq',
+    'prefillContextMsPerKToken',
+    'decodeContextMsPerKToken',
+  ];
   for (const k of nonNeg) {
     if (!Number.isFinite(c[k]) || c[k] < 0) throw new RangeError(`${k} must be a number >= 0, got ${c[k]}`);
   }

@@ -132,7 +132,8 @@ export class SimEngineServer {
       });
     });
     this.boundPort = (this.server.address() as AddressInfo).port;
-    const kvPort = this.cfg.kvEventsPort ?? (this.cfg.kvEventsPortOffset !== undefined ? this.boundPort + this.cfg.kvEventsPortOffset : undefined);
+    const kvPort =
+      this.cfg.kvEventsPort ?? (this.cfg.kvEventsPortOffset !== undefined ? this.boundPort + this.cfg.kvEventsPortOffset : undefined);
     if (kvPort !== undefined) {
       const pub = new KvEventPublisher({ endpoint: `tcp://${this.cfg.host}:${kvPort}`, blockSize: this.cfg.blockSize });
       await pub.bind();
@@ -235,7 +236,9 @@ export class SimEngineServer {
         const pub = this.kvPublisher;
         if (pub === undefined) return this.json(res, 200, {});
         const port = pub.endpoint.slice(pub.endpoint.lastIndexOf(':') + 1);
-        return this.json(res, 200, { '0': { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://*:${port}`, topic: 'kv-events' } });
+        return this.json(res, 200, {
+          '0': { enable_kv_cache_events: true, publisher: 'zmq', endpoint: `tcp://*:${port}`, topic: 'kv-events' },
+        });
       }
       case '/load': {
         const s = this.engine.snapshot();
@@ -249,7 +252,9 @@ export class SimEngineServer {
       }
       case '/metrics':
         if (!get) return this.methodNotAllowed(res);
-        res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE }).end(renderVllmMetrics(this.view.current(), this.cfg.model, PROCESS_START_TIME_SECONDS));
+        res
+          .writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE })
+          .end(renderVllmMetrics(this.view.current(), this.cfg.model, PROCESS_START_TIME_SECONDS));
         return;
       case '/stats':
         if (!get) return this.methodNotAllowed(res);

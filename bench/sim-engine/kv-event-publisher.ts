@@ -121,13 +121,15 @@ export class KvEventPublisher implements KvCacheListener {
     const ts = this.opts.nowSeconds?.() ?? Date.now() / 1000;
     const frames = encodeKvEventMessage(this.topic, seq, ts, events);
     // zeromq allows one send at a time per socket: chain them (order preserved).
-    this.sending = this.sending.then(() => this.socket.send(frames)).then(
-      () => {
-        this.sent++;
-      },
-      () => {
-        this.dropped++;
-      },
-    );
+    this.sending = this.sending
+      .then(() => this.socket.send(frames))
+      .then(
+        () => {
+          this.sent++;
+        },
+        () => {
+          this.dropped++;
+        },
+      );
   }
 }

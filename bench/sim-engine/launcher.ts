@@ -173,7 +173,9 @@ function waitListening(child: ChildProcess, expected: number, timeoutMs: number,
       }
     });
     child.once('error', (err) => finish(err));
-    child.once('exit', (code, signal) => finish(new Error(`sim engine exited early (code ${code}, signal ${signal}): ${stderrTail.trim()}`)));
+    child.once('exit', (code, signal) =>
+      finish(new Error(`sim engine exited early (code ${code}, signal ${signal}): ${stderrTail.trim()}`)),
+    );
   });
 }
 

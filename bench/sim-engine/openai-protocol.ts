@@ -137,7 +137,11 @@ export function completionBody(kind: ApiKind, meta: ResponseMeta, text: string, 
  */
 export function streamChunk(kind: ApiKind, meta: ResponseMeta, piece: string, finishReason: string | null, first = false): object {
   if (kind === 'chat') {
-    const delta: Record<string, string> = first ? { role: 'assistant', content: piece } : finishReason !== null && piece === '' ? {} : { content: piece };
+    const delta: Record<string, string> = first
+      ? { role: 'assistant', content: piece }
+      : finishReason !== null && piece === ''
+        ? {}
+        : { content: piece };
     return {
       id: meta.id,
       object: 'chat.completion.chunk',

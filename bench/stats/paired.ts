@@ -18,7 +18,12 @@ export interface PairedDifference {
 }
 
 /** `reference[i]` and `other[i]` are pass i's samples (null: no sample that pass). */
-export function pairedDifference(reference: readonly (number | null)[], other: readonly (number | null)[], resamples = 2000, seed = 1): PairedDifference {
+export function pairedDifference(
+  reference: readonly (number | null)[],
+  other: readonly (number | null)[],
+  resamples = 2000,
+  seed = 1,
+): PairedDifference {
   if (reference.length !== other.length) throw new Error(`paired samples need equal passes (${reference.length} vs ${other.length})`);
   const diffs: number[] = [];
   reference.forEach((a, i) => {
@@ -31,8 +36,17 @@ export function pairedDifference(reference: readonly (number | null)[], other: r
   const draw = new Array<number>(diffs.length);
   for (let r = 0; r < resamples; r++) {
     for (let k = 0; k < diffs.length; k++) draw[k] = diffs[rng.int(diffs.length)] as number;
-    medians.push(quantileSorted(draw.sort((x, y) => x - y), 0.5) as number);
+    medians.push(
+      quantileSorted(
+        draw.sort((x, y) => x - y),
+        0.5,
+      ) as number,
+    );
   }
   medians.sort((x, y) => x - y);
-  return { n: diffs.length, medianDiffMs: median(diffs), interval90Ms: [quantileSorted(medians, 0.05) as number, quantileSorted(medians, 0.95) as number] };
+  return {
+    n: diffs.length,
+    medianDiffMs: median(diffs),
+    interval90Ms: [quantileSorted(medians, 0.05) as number, quantileSorted(medians, 0.95) as number],
+  };
 }

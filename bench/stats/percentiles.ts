@@ -20,7 +20,10 @@ export function quantileSorted(sorted: readonly number[], q: number): number | n
 
 /** The median of unsorted values (null when there are none). */
 export function median(values: readonly number[]): number | null {
-  return quantileSorted([...values].sort((a, b) => a - b), 0.5);
+  return quantileSorted(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 export interface Distribution {

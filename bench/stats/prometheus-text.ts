@@ -28,7 +28,8 @@ export function parsePrometheusText(text: string): Sample[] {
     if (!m) continue;
     const labels: Record<string, string> = {};
     if (m[3] !== undefined) {
-      for (const lm of m[3].matchAll(LABEL)) labels[lm[1] as string] = (lm[2] as string).replace(/\\(.)/g, (_x, c: string) => (c === 'n' ? '\n' : c));
+      for (const lm of m[3].matchAll(LABEL))
+        labels[lm[1] as string] = (lm[2] as string).replace(/\\(.)/g, (_x, c: string) => (c === 'n' ? '\n' : c));
     }
     const value = parseValue(m[4] as string);
     if (Number.isNaN(value)) continue;

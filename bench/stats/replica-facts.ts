@@ -170,7 +170,11 @@ export function settledAt(samples: readonly ReplicaSample[], series: string, val
 }
 
 /** Sum over replicas of process CPU between two scrapes each (ms per request); null if any replica is missing. */
-export function cpuMsPerRequest(before: readonly (number | null)[], after: readonly (number | null)[], requests: number): { total: number | null; byReplica: (number | null)[] } {
+export function cpuMsPerRequest(
+  before: readonly (number | null)[],
+  after: readonly (number | null)[],
+  requests: number,
+): { total: number | null; byReplica: (number | null)[] } {
   const byReplica = before.map((b, i) => {
     const a = after[i] ?? null;
     return b === null || a === null || a < b || requests === 0 ? null : ((a - b) * 1e3) / requests;

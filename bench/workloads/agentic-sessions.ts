@@ -42,7 +42,13 @@ export interface AgenticParams {
 }
 
 export function agenticWorkload(p: AgenticParams): Workload {
-  for (const [k, v] of Object.entries({ requests: p.requests, tenants: p.tenants, taskTokens: p.taskTokens, outputTokens: p.outputTokens, toolCallTokens: p.toolCallTokens })) {
+  for (const [k, v] of Object.entries({
+    requests: p.requests,
+    tenants: p.tenants,
+    taskTokens: p.taskTokens,
+    outputTokens: p.outputTokens,
+    toolCallTokens: p.toolCallTokens,
+  })) {
     if (!Number.isInteger(v) || v < 1) throw new RangeError(`${k} must be a positive integer, got ${v}`);
   }
   if (!(p.oneOffShare >= 0 && p.oneOffShare < 1)) throw new RangeError(`oneOffShare must be in [0, 1), got ${p.oneOffShare}`);
@@ -92,7 +98,11 @@ export function agenticWorkload(p: AgenticParams): Workload {
       });
       const callId = `call_${u}_${t}`;
       const args = JSON.stringify({ query: syntheticTokens(`${salt}/arg/${u}/${t}`, Math.max(1, p.toolCallTokens - 2)).trim() });
-      history.push({ role: 'assistant', content: '', tool_calls: [{ id: callId, type: 'function', function: { name: `tool${t % 4}`, arguments: args } }] });
+      history.push({
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: callId, type: 'function', function: { name: `tool${t % 4}`, arguments: args } }],
+      });
       history.push({ role: 'tool', tool_call_id: callId, content: syntheticTokens(`${salt}/res/${u}/${t}`, p.toolResultTokens) });
       segs.push({ key: `call/${u}/${t}`, tokens: p.toolCallTokens }, { key: `res/${u}/${t}`, tokens: p.toolResultTokens });
     }

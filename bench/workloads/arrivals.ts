@@ -5,9 +5,7 @@
  */
 import type { Rng } from '../../src/util/rng.js';
 
-export type ArrivalSpec =
-  | { readonly kind: 'constant'; readonly qps: number }
-  | { readonly kind: 'poisson'; readonly qps: number };
+export type ArrivalSpec = { readonly kind: 'constant'; readonly qps: number } | { readonly kind: 'poisson'; readonly qps: number };
 
 /** `count` non-decreasing arrival times in ms, the first at 0. */
 export function arrivalTimes(spec: ArrivalSpec, count: number, rng: Rng): number[] {

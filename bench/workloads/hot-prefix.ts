@@ -55,7 +55,10 @@ export function hotPrefixWorkload(p: HotPrefixParams): Workload {
       ]),
       maxTokens: p.outputTokens,
       group: `g${g}`,
-      reusableTokens: tracker.observe([{ key: `sys/${g}`, tokens: p.systemPromptTokens }, { key: `wq/${w}`, tokens: p.questionTokens }]),
+      reusableTokens: tracker.observe([
+        { key: `sys/${g}`, tokens: p.systemPromptTokens },
+        { key: `wq/${w}`, tokens: p.questionTokens },
+      ]),
       warmup: true,
     });
   }

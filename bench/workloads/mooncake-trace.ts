@@ -44,7 +44,13 @@ export function parseMooncakeTrace(text: string): MooncakeEntry[] {
     const inLen = o['input_length'];
     const outLen = o['output_length'];
     const ids = o['hash_ids'];
-    if (typeof ts !== 'number' || typeof inLen !== 'number' || typeof outLen !== 'number' || !Array.isArray(ids) || !ids.every((x) => Number.isInteger(x))) {
+    if (
+      typeof ts !== 'number' ||
+      typeof inLen !== 'number' ||
+      typeof outLen !== 'number' ||
+      !Array.isArray(ids) ||
+      !ids.every((x) => Number.isInteger(x))
+    ) {
       throw new Error(`mooncake trace line ${i + 1}: expected {timestamp, input_length, output_length, hash_ids[]}`);
     }
     if (inLen < 1 || outLen < 0 || ts < 0) throw new Error(`mooncake trace line ${i + 1}: negative or empty lengths`);
@@ -147,7 +153,14 @@ export function generateSyntheticMooncakeTrace(p: SyntheticTraceParams): Mooncak
   const between = (lo: number, hi: number): number => lo + rng.int(hi - lo + 1);
   const docs: number[] = [];
   for (let d = 0; d < p.sharedDocs; d++) docs.push(between(2, 6) * B);
-  interface Pending { ts: number; session: number; lengthTokens: number; shared: number; doc: number; out: number }
+  interface Pending {
+    ts: number;
+    session: number;
+    lengthTokens: number;
+    shared: number;
+    doc: number;
+    out: number;
+  }
   const pending: Pending[] = [];
   for (let s = 0; s < p.sessions; s++) {
     let ts = Math.floor(rng.next() * p.durationMs);
@@ -190,5 +203,11 @@ export function generateSyntheticMooncakeTrace(p: SyntheticTraceParams): Mooncak
 }
 
 export function formatMooncakeTrace(entries: readonly MooncakeEntry[]): string {
-  return entries.map((e) => JSON.stringify({ timestamp: e.timestamp, input_length: e.input_length, output_length: e.output_length, hash_ids: e.hash_ids })).join('\n') + '\n';
+  return (
+    entries
+      .map((e) =>
+        JSON.stringify({ timestamp: e.timestamp, input_length: e.input_length, output_length: e.output_length, hash_ids: e.hash_ids }),
+      )
+      .join('\n') + '\n'
+  );
 }

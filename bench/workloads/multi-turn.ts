@@ -33,7 +33,13 @@ export interface MultiTurnParams {
 }
 
 export function multiTurnWorkload(p: MultiTurnParams): Workload {
-  for (const [k, v] of Object.entries({ sessions: p.sessions, turns: p.turns, systemPrompts: p.systemPrompts, userTokens: p.userTokens, outputTokens: p.outputTokens })) {
+  for (const [k, v] of Object.entries({
+    sessions: p.sessions,
+    turns: p.turns,
+    systemPrompts: p.systemPrompts,
+    userTokens: p.userTokens,
+    outputTokens: p.outputTokens,
+  })) {
     if (!Number.isInteger(v) || v < 1) throw new RangeError(`${k} must be a positive integer, got ${v}`);
   }
   const name = 'multi-turn';

@@ -29,7 +29,9 @@ export function shapePrompt(api: ApiKind, messages: readonly ChatMessage[], opts
   }
   const roles = messages.map((m) => m.role).join(',');
   const plain = !opts.tagged && (roles === 'system,user' || roles === 'user');
-  const prompt = plain ? messages.map((m) => m.content).join('') : messages.map((m) => ROLE_TAG[m.role] + m.content + toolCallText(m)).join('');
+  const prompt = plain
+    ? messages.map((m) => m.content).join('')
+    : messages.map((m) => ROLE_TAG[m.role] + m.content + toolCallText(m)).join('');
   return { prompt, promptTokens: countTokens(prompt) };
 }
 

@@ -13,7 +13,6 @@ import { multiTurnWorkload, type MultiTurnParams } from './multi-turn.js';
 import { sharedPrefixWorkload, sharingRatioWorkload, type SharedPrefixShape, type SharingRatioParams } from './shared-prefix.js';
 import type { ApiKind, Workload } from './types.js';
 
-
 /**
  * `durationS` (arrival-driven scenarios): the request count becomes rate × duration, so a
  * QPS sweep runs each rate for the same time instead of the same number of requests.
@@ -31,11 +30,14 @@ export type ScenarioSpec =
       readonly arrival: ArrivalSpec;
       readonly warmupPerGroup?: number;
       readonly warmupQps?: number;
-    } & SharedPrefixShape & Timed)
+    } & SharedPrefixShape &
+      Timed)
   | ({ readonly kind: 'sharing-ratio'; readonly label: string; readonly api?: ApiKind } & Omit<SharingRatioParams, 'seed' | 'api'> & Timed)
   | ({ readonly kind: 'hot-prefix'; readonly label: string; readonly api?: ApiKind } & Omit<HotPrefixParams, 'seed' | 'api'> & Timed)
   | ({ readonly kind: 'multi-turn'; readonly label: string; readonly api?: ApiKind } & Omit<MultiTurnParams, 'seed' | 'api'>)
-  | ({ readonly kind: 'agentic'; readonly label: string; readonly api?: ApiKind } & Omit<AgenticParams, 'seed' | 'api' | 'requests'> & { readonly requests?: number } & Timed)
+  | ({ readonly kind: 'agentic'; readonly label: string; readonly api?: ApiKind } & Omit<AgenticParams, 'seed' | 'api' | 'requests'> & {
+        readonly requests?: number;
+      } & Timed)
   | {
       readonly kind: 'mooncake';
       readonly label: string;
@@ -63,7 +65,10 @@ export function scenarioAtQps(spec: ScenarioSpec, qps: number): ScenarioSpec {
   return { ...spec, arrival: withQps(spec.arrival, qps) };
 }
 
-function timedCount(spec: { readonly durationS?: number; readonly arrival: ArrivalSpec }, fallback: number | undefined): number | undefined {
+function timedCount(
+  spec: { readonly durationS?: number; readonly arrival: ArrivalSpec },
+  fallback: number | undefined,
+): number | undefined {
   return spec.durationS === undefined ? fallback : Math.max(1, Math.round(spec.arrival.qps * spec.durationS));
 }
 

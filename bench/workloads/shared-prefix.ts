@@ -20,15 +20,30 @@ export interface SharedPrefixShape {
 }
 
 /** Moreh's Qwen3-32B run (inference-perf shape 230 × 5, 8,000 + 1,000 in, 1,000 out). */
-export const MOREH_SHAPE: SharedPrefixShape = { groups: 230, promptsPerGroup: 5, systemPromptTokens: 8000, questionTokens: 1000, outputTokens: 1000 };
+export const MOREH_SHAPE: SharedPrefixShape = {
+  groups: 230,
+  promptsPerGroup: 5,
+  systemPromptTokens: 8000,
+  questionTokens: 1000,
+  outputTokens: 1000,
+};
 /** SGLang bench_serving `generated-shared-prefix` defaults (64 × 16, 2,048 + 128 in, 256 out). */
-export const GSP_DEFAULT_SHAPE: SharedPrefixShape = { groups: 64, promptsPerGroup: 16, systemPromptTokens: 2048, questionTokens: 128, outputTokens: 256 };
+export const GSP_DEFAULT_SHAPE: SharedPrefixShape = {
+  groups: 64,
+  promptsPerGroup: 16,
+  systemPromptTokens: 2048,
+  questionTokens: 128,
+  outputTokens: 256,
+};
 
 /**
  * Scales a published shape down to this machine: token lengths by `tokens`, the group
  * count by `groups` (at least one group, at least one token where the original had some).
  */
-export function scaleShape(shape: SharedPrefixShape, scale: { tokens: number; groups?: number; promptsPerGroup?: number }): SharedPrefixShape {
+export function scaleShape(
+  shape: SharedPrefixShape,
+  scale: { tokens: number; groups?: number; promptsPerGroup?: number },
+): SharedPrefixShape {
   const t = (n: number): number => (n === 0 ? 0 : Math.max(1, Math.round(n * scale.tokens)));
   return {
     groups: Math.max(1, Math.round(shape.groups * (scale.groups ?? 1))),
@@ -94,7 +109,10 @@ export function sharedPrefixWorkload(p: SharedPrefixParams): Workload {
       ...shaped,
       maxTokens: p.outputTokens,
       group: `g${g}`,
-      reusableTokens: tracker.observe([{ key: `sys/${g}`, tokens: p.systemPromptTokens }, { key: `wq/${g}/${k}`, tokens: p.questionTokens }]),
+      reusableTokens: tracker.observe([
+        { key: `sys/${g}`, tokens: p.systemPromptTokens },
+        { key: `wq/${g}/${k}`, tokens: p.questionTokens },
+      ]),
       warmup: true,
     });
   }
@@ -102,13 +120,21 @@ export function sharedPrefixWorkload(p: SharedPrefixParams): Workload {
     const [g, q] = pairs[i % pairs.length] as [number, number];
     const system = systemOf(g);
     const question = syntheticTokens(`${salt}/q/${g}/${q}`, p.questionTokens);
-    const messages: ChatMessage[] = p.systemPromptTokens > 0
-      ? [{ role: 'system', content: system }, { role: 'user', content: question }]
-      : [{ role: 'user', content: question }];
+    const messages: ChatMessage[] =
+      p.systemPromptTokens > 0
+        ? [
+            { role: 'system', content: system },
+            { role: 'user', content: question },
+          ]
+        : [{ role: 'user', content: question }];
     const shaped = shapePrompt(p.api, messages);
-    const segments = p.systemPromptTokens > 0
-      ? [{ key: `sys/${g}`, tokens: p.systemPromptTokens }, { key: `q/${g}/${q}`, tokens: p.questionTokens }]
-      : [{ key: `q/${g}/${q}`, tokens: p.questionTokens }];
+    const segments =
+      p.systemPromptTokens > 0
+        ? [
+            { key: `sys/${g}`, tokens: p.systemPromptTokens },
+            { key: `q/${g}/${q}`, tokens: p.questionTokens },
+          ]
+        : [{ key: `q/${g}/${q}`, tokens: p.questionTokens }];
     requests.push({
       id: `${name}-${i}`,
       atMs: times[i] as number,

@@ -10,7 +10,11 @@ export interface ChatMessage {
   readonly role: 'system' | 'user' | 'assistant' | 'tool';
   readonly content: string;
   /** Assistant tool calls (OpenAI shape); the arguments are a JSON string. */
-  readonly tool_calls?: ReadonlyArray<{ readonly id: string; readonly type: 'function'; readonly function: { readonly name: string; readonly arguments: string } }>;
+  readonly tool_calls?: ReadonlyArray<{
+    readonly id: string;
+    readonly type: 'function';
+    readonly function: { readonly name: string; readonly arguments: string };
+  }>;
   /** Tool results: the call they answer. */
   readonly tool_call_id?: string;
 }

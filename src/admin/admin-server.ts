@@ -34,9 +34,7 @@ export class AdminServer {
 
   constructor(private readonly options: AdminServerOptions) {
     this.addRoute('GET', '/healthz', (_req, res) => sendText(res, 200, 'ok\n'));
-    this.addRoute('GET', '/readyz', (_req, res) =>
-      this.ready ? sendText(res, 200, 'ready\n') : sendText(res, 503, 'not ready\n'),
-    );
+    this.addRoute('GET', '/readyz', (_req, res) => (this.ready ? sendText(res, 200, 'ready\n') : sendText(res, 503, 'not ready\n')));
   }
 
   /**

@@ -147,10 +147,12 @@ export class AdmissionController implements AdmissionService {
     const tenant = request.tenant ?? '';
     if (this.queue.size >= this.cfg.queue.maxLength) {
       const largest = this.queue.largestTenant();
-      const victim = largest !== undefined && largest !== tenant && this.queue.tenantSize(largest) > this.queue.tenantSize(tenant) + 1
-        ? this.queue.newestOf(largest)
-        : undefined;
-      if (victim === undefined) return Promise.reject(this.refuse('queue-full', `the admission queue is full (${this.cfg.queue.maxLength})`));
+      const victim =
+        largest !== undefined && largest !== tenant && this.queue.tenantSize(largest) > this.queue.tenantSize(tenant) + 1
+          ? this.queue.newestOf(largest)
+          : undefined;
+      if (victim === undefined)
+        return Promise.reject(this.refuse('queue-full', `the admission queue is full (${this.cfg.queue.maxLength})`));
       this.queue.remove(victim);
       victim.detach();
       victim.reject(this.refuse('queue-full', 'pushed out of the full admission queue by another tenant'));
@@ -199,7 +201,9 @@ export class AdmissionController implements AdmissionService {
 
   private refuse(reason: RefusalReason, message: string): RouterError {
     this.refusals[reason]++;
-    this.log.log(`refused:${reason}`, (extra) => this.opts.logger.info('request refused by admission control', { reason, queued: this.queue.size, ...extra }));
+    this.log.log(`refused:${reason}`, (extra) =>
+      this.opts.logger.info('request refused by admission control', { reason, queued: this.queue.size, ...extra }),
+    );
     return new RouterError('OVERLOADED', message, { retryAfterMs: this.cfg.retryAfterMs });
   }
 }

@@ -47,17 +47,21 @@ export function createScheduler(config: RouterConfig, deps: SchedulerDeps): Sche
   for (const s of deps.loadSources ?? []) registry.addLoadSource(s);
   const dataLayer = new DataLayer(dataLayerOptions(config), registry, deps.clock, logger, deps.fleetLoadSources);
   const services = new Map<string, unknown>();
-  const graph = buildPluginGraph(deps.graph ?? { plugins: config.plugins, schedulingProfiles: config.schedulingProfiles }, deps.catalog ?? builtinCatalog(), {
-    endpoints: registry,
-    clock: deps.clock,
-    rng: deps.rng,
-    logger,
-    signals: dataLayer.signals,
-    shared<T>(key: ServiceKey<T>, create: () => T): T {
-      if (!services.has(key.id)) services.set(key.id, create());
-      return services.get(key.id) as T;
+  const graph = buildPluginGraph(
+    deps.graph ?? { plugins: config.plugins, schedulingProfiles: config.schedulingProfiles },
+    deps.catalog ?? builtinCatalog(),
+    {
+      endpoints: registry,
+      clock: deps.clock,
+      rng: deps.rng,
+      logger,
+      signals: dataLayer.signals,
+      shared<T>(key: ServiceKey<T>, create: () => T): T {
+        if (!services.has(key.id)) services.set(key.id, create());
+        return services.get(key.id) as T;
+      },
     },
-  });
+  );
   return new Scheduler({
     registry,
     graph,

@@ -88,7 +88,8 @@ export async function warmUpRequestPath(o: WarmUpOptions): Promise<WarmUpResult>
     const scheduler = createScheduler(config, { clock: o.clock, rng: seededRng(config.seed), logger: silentLogger });
     telemetry = o.observe?.(scheduler);
     // The same response path as the real edge: tickets handed over at the decision, or not.
-    if (config.server.responseCompletion === 'access-log') pending = new PendingResponses({ clock: o.clock, maxAgeMs: config.server.responseIdleTimeoutMs });
+    if (config.server.responseCompletion === 'access-log')
+      pending = new PendingResponses({ clock: o.clock, maxAgeMs: config.server.responseIdleTimeoutMs });
     const edge = new EdgeContext({
       routing: scheduler,
       extract: o.extract,
@@ -99,7 +100,12 @@ export async function warmUpRequestPath(o: WarmUpOptions): Promise<WarmUpResult>
       ...(pending !== undefined ? { pending } : {}),
       ...(telemetry?.edgeStats !== undefined ? { stats: telemetry.edgeStats } : {}),
     });
-    server = new ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: config.server.maxReceiveMessageBytes, edge, logger: silentLogger });
+    server = new ExtProcServer({
+      address: '127.0.0.1:0',
+      maxReceiveMessageBytes: config.server.maxReceiveMessageBytes,
+      edge,
+      logger: silentLogger,
+    });
     const { port } = await server.start();
     const Client = extProcPackage().envoy.service.ext_proc.v3.ExternalProcessor;
     client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
@@ -134,7 +140,11 @@ export async function warmUpRequestPath(o: WarmUpOptions): Promise<WarmUpResult>
     }
   }
   const result = { streams: done, elapsedMs: Math.round(o.clock.nowMs() - started), ...(stopped !== undefined ? { stopped } : {}) };
-  o.logger.info('request path warmed up', { streams: result.streams, elapsed_ms: result.elapsedMs, ...(stopped !== undefined ? { stopped } : {}) });
+  o.logger.info('request path warmed up', {
+    streams: result.streams,
+    elapsed_ms: result.elapsedMs,
+    ...(stopped !== undefined ? { stopped } : {}),
+  });
   return result;
 }
 
@@ -171,7 +181,15 @@ class SyntheticTraffic {
     const system = this.systems[this.rng.int(this.systems.length)]!;
     const question = this.words(20 + this.rng.int(60));
     const body = chat
-      ? { model: this.model, messages: [{ role: 'system', content: system }, { role: 'user', content: question }], max_tokens: 64, stream: true }
+      ? {
+          model: this.model,
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: question },
+          ],
+          max_tokens: 64,
+          stream: true,
+        }
       : { model: this.model, prompt: `${system}\n${question}`, max_tokens: 64, stream: true };
     const headers: Record<string, string> = {
       ':method': 'POST',
@@ -183,7 +201,10 @@ class SyntheticTraffic {
     };
     return [
       {
-        request_headers: { headers: { headers: Object.entries(headers).map(([key, v]) => ({ key, raw_value: Buffer.from(v, 'utf8') })) }, end_of_stream: false },
+        request_headers: {
+          headers: { headers: Object.entries(headers).map(([key, v]) => ({ key, raw_value: Buffer.from(v, 'utf8') })) },
+          end_of_stream: false,
+        },
         protocol_config: { request_body_mode: 'FULL_DUPLEX_STREAMED', response_body_mode: 'NONE' },
       },
       { request_body: { body: Buffer.from(JSON.stringify(body), 'utf8'), end_of_stream: false } },

@@ -44,7 +44,8 @@ export function changedSections(a: RouterConfig, b: RouterConfig): string[] {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   const out: string[] = [];
   for (const k of keys) {
-    if (JSON.stringify((a as unknown as Record<string, unknown>)[k]) !== JSON.stringify((b as unknown as Record<string, unknown>)[k])) out.push(k);
+    if (JSON.stringify((a as unknown as Record<string, unknown>)[k]) !== JSON.stringify((b as unknown as Record<string, unknown>)[k]))
+      out.push(k);
   }
   return out.sort();
 }
@@ -163,4 +164,3 @@ export class ConfigReloader {
     }
   }
 }
-

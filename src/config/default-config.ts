@@ -16,12 +16,7 @@ export type DeepPartial<T> = T extends readonly (infer U)[]
     ? { -readonly [K in keyof T]?: DeepPartial<T[K]> }
     : T;
 
-export const TEST_ENDPOINT_ADDRESSES: readonly string[] = [
-  '127.0.0.1:8001',
-  '127.0.0.1:8002',
-  '127.0.0.1:8003',
-  '127.0.0.1:8004',
-];
+export const TEST_ENDPOINT_ADDRESSES: readonly string[] = ['127.0.0.1:8001', '127.0.0.1:8002', '127.0.0.1:8003', '127.0.0.1:8004'];
 
 /** @throws RouterError BAD_CONFIG when the overrides are invalid. */
 export function defaultConfig(overrides: DeepPartial<RouterConfig> = {}): RouterConfig {

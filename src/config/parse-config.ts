@@ -26,7 +26,9 @@ export interface ParseOptions {
   readonly catalog?: PluginCatalog;
 }
 
-const ROOT = section(Object.fromEntries(CONFIG_SECTIONS.map((s) => [s.key, s.schema])) as { [K in (typeof CONFIG_SECTIONS)[number] as K['key']]: K['schema'] });
+const ROOT = section(
+  Object.fromEntries(CONFIG_SECTIONS.map((s) => [s.key, s.schema])) as { [K in (typeof CONFIG_SECTIONS)[number] as K['key']]: K['schema'] },
+);
 
 let defaultCatalog: PluginCatalog | undefined;
 
@@ -55,13 +57,20 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   const server = resolveServer(parsed, problems);
   // Host-name entries get a metrics URL per resolved address (src/discovery/).
   const endpoints = parsed.endpoints.map((e) =>
-    e.metricsUrl === undefined && parsed.engineMetrics.enabled && !isHostNameEntry(e.address) ? { ...e, metricsUrl: `http://${e.address}/metrics` } : e,
+    e.metricsUrl === undefined && parsed.engineMetrics.enabled && !isHostNameEntry(e.address)
+      ? { ...e, metricsUrl: `http://${e.address}/metrics` }
+      : e,
   );
   if (parsed.admission.mode === 'queue' && parsed.admission.queue.maxWaitMs >= server.requestIdleTimeoutMs) {
     problems.push(`admission.queue.maxWaitMs: must be below server.requestIdleTimeoutMs (${server.requestIdleTimeoutMs})`);
   }
   const completions = parsed.replication.completions;
-  if (parsed.replication.enabled && server.responseCompletion === 'access-log' && completions.enabled && completions.orphanAgeMs > server.responseIdleTimeoutMs) {
+  if (
+    parsed.replication.enabled &&
+    server.responseCompletion === 'access-log' &&
+    completions.enabled &&
+    completions.orphanAgeMs > server.responseIdleTimeoutMs
+  ) {
     problems.push(
       `replication.completions.orphanAgeMs: must not exceed server.responseIdleTimeoutMs (${server.responseIdleTimeoutMs}); it shortens the wait for a completion that may be lost`,
     );
@@ -127,4 +136,3 @@ function deepFreeze<T>(v: T): T {
   }
   return v;
 }
-

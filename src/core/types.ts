@@ -81,7 +81,15 @@ export type DecisionReason =
   | 'random';
 
 export const DECISION_REASONS: readonly DecisionReason[] = [
-  'affinity', 'load', 'cold', 'imbalance', 'spill', 'session', 'hash', 'round-robin', 'random',
+  'affinity',
+  'load',
+  'cold',
+  'imbalance',
+  'spill',
+  'session',
+  'hash',
+  'round-robin',
+  'random',
 ];
 
 /** Per-candidate scoring detail, kept for traces, metrics and the explain endpoint. */

@@ -122,7 +122,9 @@ export class DataLayer {
       this.engine = undefined;
     }
     const tl = options.tokenLoad;
-    this.tokenLoad = new TokenLoadModel(new OutputLengthLearner({ priorTokens: tl.outputTokensPrior, alpha: tl.outputTokensAlpha, maxModels: 256 }));
+    this.tokenLoad = new TokenLoadModel(
+      new OutputLengthLearner({ priorTokens: tl.outputTokensPrior, alpha: tl.outputTokensAlpha, maxModels: 256 }),
+    );
     const tokenSource = new TokenLoadSource(this.tokenLoad);
     registry.addLoadSource(tokenSource);
     sources.push(tokenSource);

@@ -27,4 +27,3 @@ export class TrafficStatsRecorder implements RoutedHook, CompletedHook {
     this.stats.recordOutcome(decision.endpoint.id, outcome.promptTokens, outcome.cachedTokens);
   }
 }
-

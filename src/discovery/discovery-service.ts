@@ -41,7 +41,9 @@ export interface DiscoveryDeps {
 
 /** True when the config has anything to discover (host names or sources). */
 export function needsDiscovery(input: Pick<DiscoveryInput, 'endpoints' | 'discovery'>): boolean {
-  return input.discovery.sources.length > 0 || input.endpoints.some((e) => isHostNameEntry(e.address)) || input.discovery.envoyEds !== undefined;
+  return (
+    input.discovery.sources.length > 0 || input.endpoints.some((e) => isHostNameEntry(e.address)) || input.discovery.envoyEds !== undefined
+  );
 }
 
 export class DiscoveryService {
@@ -68,7 +70,10 @@ export class DiscoveryService {
     this.startEds(this.input.discovery);
     const synced = await m.waitSynced(this.input.discovery.initialSyncTimeoutMs);
     if (!synced) {
-      const pending = m.status().filter((s) => !s.synced).map((s) => `${s.name}${s.lastError !== undefined ? ` (${s.lastError})` : ''}`);
+      const pending = m
+        .status()
+        .filter((s) => !s.synced)
+        .map((s) => `${s.name}${s.lastError !== undefined ? ` (${s.lastError})` : ''}`);
       this.deps.log.warn('endpoint sources not synced at start; serving what is known', { pending: pending.join('; ') });
     }
   }
@@ -126,7 +131,8 @@ export class DiscoveryService {
     const resolver = this.deps.resolver ?? systemResolver({ servers: d.dnsServers });
     const log = this.deps.log;
     let kc: KubeConfig | undefined;
-    const kube = async (): Promise<KubeConfig> => (kc ??= this.deps.kubeConfig !== undefined ? this.deps.kubeConfig() : await loadKubeConfig(d.kubeconfig));
+    const kube = async (): Promise<KubeConfig> =>
+      (kc ??= this.deps.kubeConfig !== undefined ? this.deps.kubeConfig() : await loadKubeConfig(d.kubeconfig));
 
     const fixed: EndpointSpec[] = [];
     const byPool = new Map<string, { models: readonly string[]; sources: EndpointSource[] }>();
@@ -141,7 +147,14 @@ export class DiscoveryService {
     for (const e of input.endpoints) {
       if (!isHostNameEntry(e.address)) {
         const a = parseEndpointAddress(e.address);
-        fixed.push({ id: a.id, address: a.address, port: a.port, pool: e.pool, models: e.models, ...(e.metricsUrl !== undefined ? { metricsUrl: e.metricsUrl } : {}) });
+        fixed.push({
+          id: a.id,
+          address: a.address,
+          port: a.port,
+          pool: e.pool,
+          models: e.models,
+          ...(e.metricsUrl !== undefined ? { metricsUrl: e.metricsUrl } : {}),
+        });
         continue;
       }
       const hp = parseHostPort(e.address) as { host: string; port: number };
@@ -151,7 +164,13 @@ export class DiscoveryService {
     }
     for (const [pool, entries] of named) {
       poolOf(pool).sources.push(
-        new StaticSource({ name: `static:${pool}`, entries: entries.map((x) => ({ host: x.host, port: x.port, models: x.models })), resolver, resolveIntervalMs: d.resolveIntervalMs, log }),
+        new StaticSource({
+          name: `static:${pool}`,
+          entries: entries.map((x) => ({ host: x.host, port: x.port, models: x.models })),
+          resolver,
+          resolveIntervalMs: d.resolveIntervalMs,
+          log,
+        }),
       );
     }
 
@@ -175,13 +194,27 @@ export class DiscoveryService {
 
 async function makeSource(
   s: DiscoverySourceConfig,
-  ctx: { resolver: HostResolver; log: SourceLog; kube: () => Promise<KubeConfig>; resyncMs: number; models: { models?: readonly string[] } },
+  ctx: {
+    resolver: HostResolver;
+    log: SourceLog;
+    kube: () => Promise<KubeConfig>;
+    resyncMs: number;
+    models: { models?: readonly string[] };
+  },
 ): Promise<EndpointSource> {
   switch (s.type) {
     case 'file':
       return new FileSource({ path: s.path, resolver: ctx.resolver, pollIntervalMs: s.pollIntervalMs, log: ctx.log });
     case 'dns':
-      return new DnsSource({ name: s.name, record: s.record, ...(s.port !== undefined ? { port: s.port } : {}), intervalMs: s.intervalMs, resolver: ctx.resolver, log: ctx.log, ...ctx.models });
+      return new DnsSource({
+        name: s.name,
+        record: s.record,
+        ...(s.port !== undefined ? { port: s.port } : {}),
+        intervalMs: s.intervalMs,
+        resolver: ctx.resolver,
+        log: ctx.log,
+        ...ctx.models,
+      });
     case 'kubernetes': {
       // Loaded only when configured: the Kubernetes client takes seconds to import.
       const { KubePodsSource } = await import('./kube-pods-source.js');
@@ -197,7 +230,14 @@ async function makeSource(
     }
     case 'inference-pool': {
       const { InferencePoolSource } = await import('./inference-pool-source.js');
-      return new InferencePoolSource({ kubeConfig: await ctx.kube(), namespace: s.namespace, pool: s.name, resyncMs: ctx.resyncMs, log: ctx.log, ...ctx.models });
+      return new InferencePoolSource({
+        kubeConfig: await ctx.kube(),
+        namespace: s.namespace,
+        pool: s.name,
+        resyncMs: ctx.resyncMs,
+        log: ctx.log,
+        ...ctx.models,
+      });
     }
   }
 }

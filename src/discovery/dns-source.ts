@@ -32,7 +32,8 @@ export class DnsSource extends SourceBase {
 
   constructor(private readonly opts: DnsSourceOptions) {
     super(`dns:${opts.record}:${opts.name}${opts.port !== undefined ? `:${opts.port}` : ''}`, opts.log);
-    if (opts.record !== 'SRV' && opts.port === undefined) throw new RangeError(`dns source ${opts.name}: port is required for ${opts.record} records`);
+    if (opts.record !== 'SRV' && opts.port === undefined)
+      throw new RangeError(`dns source ${opts.name}: port is required for ${opts.record} records`);
     this.targets = new EntryResolver(opts.resolver);
     this.loop = new RefreshLoop(opts.intervalMs, () => this.refresh());
   }

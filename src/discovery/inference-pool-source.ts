@@ -9,7 +9,14 @@
  * (not created yet, or deleted) has no endpoints; one whose spec this router cannot use
  * (no selector, a bad port) keeps the last good selection and says why.
  */
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { SourceBase, type SourceLog } from './endpoint-source.js';
 import { podEndpoints } from './kube-pods-source.js';
 import { KubeWatch } from './kube-watch.js';
@@ -126,7 +133,8 @@ export class InferencePoolSource extends SourceBase {
       this.fail('parse', `InferencePool ${this.opts.namespace}/${this.opts.pool}: ${sel}`);
       return;
     }
-    const same = this.selection !== undefined && this.selection.selector === sel.selector && this.selection.ports.join() === sel.ports.join();
+    const same =
+      this.selection !== undefined && this.selection.selector === sel.selector && this.selection.ports.join() === sel.ports.join();
     if (!same) this.retarget(sel);
   }
 

@@ -59,7 +59,17 @@ export interface ParseLimits {
 
 export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxLineChars: 4096, maxChars: 1 << 20 };
 
-type Field = 'waiting' | 'waitingByReason' | 'running' | 'kvUsage' | 'hits' | 'queries' | 'hitRate' | 'vllmConfig' | 'sglangConfig' | 'startTime';
+type Field =
+  | 'waiting'
+  | 'waitingByReason'
+  | 'running'
+  | 'kvUsage'
+  | 'hits'
+  | 'queries'
+  | 'hitRate'
+  | 'vllmConfig'
+  | 'sglangConfig'
+  | 'startTime';
 
 /** Metric name → (field, engine). Names with and without the `_total` suffix are both seen. */
 const NAMES: ReadonlyMap<string, readonly [Field, EngineKind]> = new Map([

@@ -53,7 +53,11 @@ export function parseHead(text: string): Head | undefined {
       if (!/^\d{1,15}$/.test(value) || (length !== undefined && length !== Number(value))) return undefined;
       length = Number(value);
     } else if (name === 'transfer-encoding') {
-      chunked = value.toLowerCase().split(',').map((x) => x.trim()).includes('chunked');
+      chunked = value
+        .toLowerCase()
+        .split(',')
+        .map((x) => x.trim())
+        .includes('chunked');
       if (!chunked) return undefined; // gzip etc.: asked for identity
     } else if (name === 'connection') {
       connection = value.toLowerCase();
@@ -87,7 +91,10 @@ export class PageConnection {
     path: string,
   ) {
     const authority = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-    this.request = Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${authority}\r\nAccept: text/plain\r\nAccept-Encoding: identity\r\n\r\n`, 'latin1');
+    this.request = Buffer.from(
+      `GET ${path} HTTP/1.1\r\nHost: ${authority}\r\nAccept: text/plain\r\nAccept-Encoding: identity\r\n\r\n`,
+      'latin1',
+    );
   }
 
   /** One GET of the page. Never rejects; one at a time (a second call while busy fails). */
@@ -164,7 +171,11 @@ export class PageConnection {
         resolve({ result, retry });
       };
       const fail = (reason: string): void => finish({ ok: false, reason }, false);
-      const complete = (): void => finish({ ok: true, body: body.length === 1 ? (body[0] as Buffer) : Buffer.concat(body, bodyBytes), truncated: false }, head?.keepAlive === true);
+      const complete = (): void =>
+        finish(
+          { ok: true, body: body.length === 1 ? (body[0] as Buffer) : Buffer.concat(body, bodyBytes), truncated: false },
+          head?.keepAlive === true,
+        );
       const addBody = (b: Buffer): boolean => {
         if (bodyBytes + b.length > maxBytes) {
           body.push(b.subarray(0, maxBytes - bodyBytes));

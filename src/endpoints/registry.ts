@@ -237,17 +237,19 @@ export class EndpointRegistry {
    */
   static fromConfig(configs: readonly EndpointConfig[], clock: Clock): EndpointRegistry {
     return new EndpointRegistry(
-      configs.filter((c) => !isHostNameEntry(c.address)).map((c) => {
-        const a = parseEndpointAddress(c.address);
-        return {
-          id: a.id,
-          address: a.address,
-          port: a.port,
-          pool: c.pool,
-          models: c.models,
-          ...(c.metricsUrl !== undefined ? { metricsUrl: c.metricsUrl } : {}),
-        };
-      }),
+      configs
+        .filter((c) => !isHostNameEntry(c.address))
+        .map((c) => {
+          const a = parseEndpointAddress(c.address);
+          return {
+            id: a.id,
+            address: a.address,
+            port: a.port,
+            pool: c.pool,
+            models: c.models,
+            ...(c.metricsUrl !== undefined ? { metricsUrl: c.metricsUrl } : {}),
+          };
+        }),
       clock,
     );
   }

@@ -9,7 +9,10 @@ import type { ProtoGrpcType } from '../gen/als.js';
 import type { AccessLogServiceClient, AccessLogServiceDefinition } from '../gen/envoy/service/accesslog/v3/AccessLogService.js';
 import { LOADER_OPTIONS } from './ext-proc-proto.js';
 
-export type { StreamAccessLogsMessage, StreamAccessLogsMessage__Output } from '../gen/envoy/service/accesslog/v3/StreamAccessLogsMessage.js';
+export type {
+  StreamAccessLogsMessage,
+  StreamAccessLogsMessage__Output,
+} from '../gen/envoy/service/accesslog/v3/StreamAccessLogsMessage.js';
 export type { HTTPAccessLogEntry, HTTPAccessLogEntry__Output } from '../gen/envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
 export type { AccessLogServiceClient, AccessLogServiceDefinition };
 

@@ -152,6 +152,8 @@ export function outcomeOf(entry: HTTPAccessLogEntry__Output): RequestOutcome {
     f?.stream_idle_timeout === true;
   const sa = common?.upstream_remote_address?.socket_address;
   const servedBy =
-    sa !== undefined && sa !== null && sa.address !== '' && typeof sa.port_value === 'number' ? formatHostPort(sa.address, sa.port_value) : undefined;
+    sa !== undefined && sa !== null && sa.address !== '' && typeof sa.port_value === 'number'
+      ? formatHostPort(sa.address, sa.port_value)
+      : undefined;
   return { aborted, ...(status !== undefined ? { status } : {}), ...(servedBy !== undefined ? { servedBy } : {}) };
 }

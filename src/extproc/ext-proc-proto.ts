@@ -85,7 +85,10 @@ export function extProcPackage(): ProtoGrpcType {
 export function extProcServiceDefinition(): ExternalProcessorDefinition {
   if (serverDefinition === undefined) {
     const base = extProcPackage().envoy.service.ext_proc.v3.ExternalProcessor.service;
-    serverDefinition = { ...base, Process: { ...base.Process, requestDeserialize: deserializeRequest, responseSerialize: serializeResponse } };
+    serverDefinition = {
+      ...base,
+      Process: { ...base.Process, requestDeserialize: deserializeRequest, responseSerialize: serializeResponse },
+    };
   }
   return serverDefinition;
 }
@@ -133,7 +136,8 @@ function planConversions(request: protobuf.Type): Map<protobuf.Type, Conversion>
     if (types.includes(type)) return;
     types.push(type);
     for (const field of type.fieldsArray) {
-      if (field.type === 'bytes' && !field.repeated && !field.map) (type.ctor.prototype as Record<string, unknown>)[field.name] = emptyBytes;
+      if (field.type === 'bytes' && !field.repeated && !field.map)
+        (type.ctor.prototype as Record<string, unknown>)[field.name] = emptyBytes;
       if (field.resolvedType instanceof protobuf.Type) reach(field.resolvedType);
     }
   };
@@ -154,7 +158,11 @@ function planConversions(request: protobuf.Type): Map<protobuf.Type, Conversion>
     const whole = t.fieldsArray.some((f) => f.resolvedType instanceof protobuf.Enum);
     const fields = t.fieldsArray
       .filter((f) => f.resolvedType instanceof protobuf.Type && holds.has(f.resolvedType))
-      .map((f) => ({ name: f.name, kind: f.map ? ('map' as const) : f.repeated ? ('repeated' as const) : ('single' as const), type: f.resolvedType as protobuf.Type }));
+      .map((f) => ({
+        name: f.name,
+        kind: f.map ? ('map' as const) : f.repeated ? ('repeated' as const) : ('single' as const),
+        type: f.resolvedType as protobuf.Type,
+      }));
     plans.set(t, { whole, fields });
   }
   return plans;

@@ -108,9 +108,7 @@ export class ExtProcServer {
     this.state = 'starting';
     const { host } = splitHostPort(this.options.address);
     const port = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(this.options.address, grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p),
-      );
+      this.server.bindAsync(this.options.address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
     });
     this.bound = { host, port };
     this.state = 'running';
@@ -153,17 +151,20 @@ export class ExtProcServer {
         clearTimeout(timer);
         resolve();
       };
-      const timer = setTimeout(() => {
-        if (this.handlers.size > 0) {
-          this.options.logger.warn('ext_proc drain grace expired; cancelling open streams', { open_streams: this.handlers.size });
-        }
-        this.server.forceShutdown();
-        // The cancelled calls report asynchronously; release them now so that every ticket
-        // is finished when stop() resolves.
-        for (const h of this.handlers) h.onCancel();
-        this.handlers.clear();
-        finish();
-      }, Math.max(0, opts.graceMs));
+      const timer = setTimeout(
+        () => {
+          if (this.handlers.size > 0) {
+            this.options.logger.warn('ext_proc drain grace expired; cancelling open streams', { open_streams: this.handlers.size });
+          }
+          this.server.forceShutdown();
+          // The cancelled calls report asynchronously; release them now so that every ticket
+          // is finished when stop() resolves.
+          for (const h of this.handlers) h.onCancel();
+          this.handlers.clear();
+          finish();
+        },
+        Math.max(0, opts.graceMs),
+      );
       this.server.tryShutdown(() => finish());
     });
     this.state = 'stopped';

@@ -35,8 +35,14 @@ export function registerPendingResponseMetrics(registry: Registry, view: Pending
     });
   };
   gauge('cacheroute_pending_responses', 'Routed requests waiting for their access log entry.', () => view.snapshot().pending);
-  gauge('cacheroute_pending_responses_at_risk', 'Pending requests alive when completions were lost; they count as aborted after the orphan age.', () => view.snapshot().atRisk);
-  gauge('cacheroute_completion_path_lossy', '1 while completions cannot reach this replica (NATS away); 0 otherwise.', () => (view.lossy() ? 1 : 0));
+  gauge(
+    'cacheroute_pending_responses_at_risk',
+    'Pending requests alive when completions were lost; they count as aborted after the orphan age.',
+    () => view.snapshot().atRisk,
+  );
+  gauge('cacheroute_completion_path_lossy', '1 while completions cannot reach this replica (NATS away); 0 otherwise.', () =>
+    view.lossy() ? 1 : 0,
+  );
   new Counter({
     name: 'cacheroute_pending_responses_finished_total',
     help: 'Pending requests finished: by their access log entry (completed), after the route timeout (expired) or after the orphan age (orphaned).',

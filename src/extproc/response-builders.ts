@@ -99,7 +99,11 @@ const decisionMemo = {
   request_body: new Map<string, ProcessingResponse>(),
 };
 
-function withDecision(decision: RouteDecision, member: 'request_headers' | 'request_body', extras: DecisionExtras | undefined): ProcessingResponse {
+function withDecision(
+  decision: RouteDecision,
+  member: 'request_headers' | 'request_body',
+  extras: DecisionExtras | undefined,
+): ProcessingResponse {
   const destinations = destinationList(decision);
   // A per-request ticket or summary makes the answer unique: only plain answers are shared.
   const unique = extras?.ticket !== undefined || extras?.summary !== undefined;
@@ -193,8 +197,7 @@ const CONTINUE = {
 
 /** Small JSON error body: `{"error":{"code":"BAD_REQUEST","message":"..."}}`. */
 export function errorBody(err: RouterError): Buffer {
-  const message =
-    err.message.length > MAX_ERROR_MESSAGE_CHARS ? err.message.slice(0, MAX_ERROR_MESSAGE_CHARS) + '…' : err.message;
+  const message = err.message.length > MAX_ERROR_MESSAGE_CHARS ? err.message.slice(0, MAX_ERROR_MESSAGE_CHARS) + '…' : err.message;
   return Buffer.from(JSON.stringify({ error: { code: err.code, message } }), 'utf8');
 }
 

@@ -81,11 +81,7 @@ export interface PromptInfo {
 }
 
 /** Signature of src/request/extract-prompt.ts `extractPrompt`; throws RouterError BAD_REQUEST. */
-export type PromptExtractor = (
-  path: string,
-  body: Uint8Array,
-  opts: { maxPrefixChars: number; charsPerToken: number },
-) => PromptInfo;
+export type PromptExtractor = (path: string, body: Uint8Array, opts: { maxPrefixChars: number; charsPerToken: number }) => PromptInfo;
 
 /** The transport side of one stream (grpc-js call adapter, or a scripted fake in tests). */
 export interface ProcessStream {
@@ -166,7 +162,8 @@ export class EdgeContext {
     this.logLimiter = options.logLimiter ?? new RateLimitedLog({ clock: options.clock });
     this.tenantHeader = options.tenantHeader?.toLowerCase();
     this.priorityHeader = options.priorityHeader?.toLowerCase();
-    this.replicaSuffix = options.replicaId !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(options.replicaId) ? `;replica=${options.replicaId}` : '';
+    this.replicaSuffix =
+      options.replicaId !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(options.replicaId) ? `;replica=${options.replicaId}` : '';
   }
 
   /** The decision summary (x-cacheroute-decision), with this replica's id when known. */
@@ -368,7 +365,9 @@ export class StreamHandler {
   onTransportError(err: unknown): void {
     if (this.phase === 'closed') return;
     this.ctx.stats.streamError('TRANSPORT');
-    this.ctx.limitedLog(this.logger(), 'debug', 'transport', 'ext_proc stream error', { error: err instanceof Error ? err.message : String(err) });
+    this.ctx.limitedLog(this.logger(), 'debug', 'transport', 'ext_proc stream error', {
+      error: err instanceof Error ? err.message : String(err),
+    });
     this.finalize();
   }
 
@@ -535,7 +534,14 @@ export class StreamHandler {
     this.decide(body, (ticket) => {
       this.phase = 'forwarded';
       this.send(requestHeadersWithDecision(ticket.decision, this.decisionExtras));
-      const pieces = body.length <= ECHO_MESSAGE_BYTES ? [body] : joinBodyChunks(body, chunks.map((c) => c.length), ECHO_MESSAGE_BYTES);
+      const pieces =
+        body.length <= ECHO_MESSAGE_BYTES
+          ? [body]
+          : joinBodyChunks(
+              body,
+              chunks.map((c) => c.length),
+              ECHO_MESSAGE_BYTES,
+            );
       for (let i = 0; i < pieces.length; i++) {
         this.send(streamedRequestBody(pieces[i]!, endedByBody && i === pieces.length - 1));
       }
@@ -739,7 +745,10 @@ export class StreamHandler {
     if (this.phase === 'closed') return;
     this.ctx.stats.streamError(err.code);
     const what = err.code === 'PROTOCOL' ? 'ext_proc protocol violation' : 'ext_proc handler failure';
-    this.ctx.limitedLog(this.logger(), err.code === 'PROTOCOL' ? 'warn' : 'error', `stream:${err.code}`, what, { code: err.code, error: err.message });
+    this.ctx.limitedLog(this.logger(), err.code === 'PROTOCOL' ? 'warn' : 'error', `stream:${err.code}`, what, {
+      code: err.code,
+      error: err.message,
+    });
     this.finalize();
     this.stream.fail(grpcStatusOf(err.code), err.message);
   }

@@ -147,7 +147,10 @@ export function probe(
     const send = (via: http.Agent | false): void => {
       let req: http.ClientRequest;
       try {
-        req = http.get(url, via === false ? { agent: false, signal: ac.signal, headers: { connection: 'close' } } : { agent: via, signal: ac.signal });
+        req = http.get(
+          url,
+          via === false ? { agent: false, signal: ac.signal, headers: { connection: 'close' } } : { agent: via, signal: ac.signal },
+        );
       } catch (err) {
         done('error', err instanceof Error ? err.message : String(err));
         return;

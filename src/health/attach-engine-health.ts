@@ -26,7 +26,9 @@ export interface HealthHost {
 
 export function isHealthHost(x: unknown): x is HealthHost {
   const h = x as Partial<HealthHost>;
-  return typeof h === 'object' && h !== null && h.registry !== undefined && typeof h.onDecision === 'function' && typeof h.service === 'function';
+  return (
+    typeof h === 'object' && h !== null && h.registry !== undefined && typeof h.onDecision === 'function' && typeof h.service === 'function'
+  );
 }
 
 export interface AttachedHealth {
@@ -35,7 +37,11 @@ export interface AttachedHealth {
   stop(): void;
 }
 
-export function attachEngineHealth(config: HealthConfig, host: HealthHost, deps: { clock: Clock; logger: Logger }): AttachedHealth | undefined {
+export function attachEngineHealth(
+  config: HealthConfig,
+  host: HealthHost,
+  deps: { clock: Clock; logger: Logger },
+): AttachedHealth | undefined {
   if (!config.enabled) return undefined;
   const registry = host.registry;
   const store = host.dataLayer?.store;

@@ -74,7 +74,9 @@ export class EngineHealthMonitor implements LoadSource {
       maxEjectionMs: c.ejection.maxMs,
       onDown: (id, reason, detail) => {
         this.ejections++;
-        this.log.log(`down:${id}`, (extra) => deps.logger.warn('engine taken out of routing', { endpoint: id, evidence: reason, reason: detail, ...extra }));
+        this.log.log(`down:${id}`, (extra) =>
+          deps.logger.warn('engine taken out of routing', { endpoint: id, evidence: reason, reason: detail, ...extra }),
+        );
       },
       onUp: (id, how) => {
         this.readmissions++;

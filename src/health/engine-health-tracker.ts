@@ -178,7 +178,15 @@ export class EngineHealthTracker {
     const now = this.opts.clock.nowMs();
     const s = this.states.get(id);
     if (s === undefined) {
-      return { endpointId: id, routable: true, activeUp: true, ejectedForMs: 0, halfOpen: false, ejections: 0, consecutivePassiveFailures: 0 };
+      return {
+        endpointId: id,
+        routable: true,
+        activeUp: true,
+        ejectedForMs: 0,
+        halfOpen: false,
+        ejections: 0,
+        consecutivePassiveFailures: 0,
+      };
     }
     this.settle(s, now);
     return {

@@ -34,7 +34,9 @@ import type { KvStreamStats } from './kv-event-subscriber.js';
 /** Lag buckets in seconds: 1 ms … 30 s. */
 export const KV_LAG_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
 /** Tokenization cost buckets in seconds: 10 µs … 250 ms. */
-export const TOKENIZATION_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25] as const;
+export const TOKENIZATION_BUCKETS = [
+  0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+] as const;
 
 export const RESYNC_REASONS = ['gap', 'disconnect', 'overflow', 'decode_error', 'ledger_full'] as const;
 
@@ -56,7 +58,13 @@ export interface PreciseIndexMetricsSlot {
 export const PRECISE_INDEX_METRICS = serviceKey<PreciseIndexMetricsSlot>('precise-index-metrics');
 
 export function kvLagHistogram(): HotPathHistogram<'endpoint'> {
-  return new HotPathHistogram('cacheroute_kv_event_lag_seconds', 'KV event lag: router wall clock minus the engine timestamp of each applied message.', 'endpoint', KV_LAG_BUCKETS, []);
+  return new HotPathHistogram(
+    'cacheroute_kv_event_lag_seconds',
+    'KV event lag: router wall clock minus the engine timestamp of each applied message.',
+    'endpoint',
+    KV_LAG_BUCKETS,
+    [],
+  );
 }
 
 export function tokenizationHistogram(): HotPathHistogram<'model'> {
@@ -75,21 +83,28 @@ export function registerKvEventMetrics(registry: Registry, slot: PreciseIndexMet
   const streams = (): readonly KvStreamStats[] => slot.view?.streams() ?? [];
   const engines = (): ReturnType<PreciseIndexMetricsView['engines']> => slot.view?.engines() ?? [];
   /** A series with one `endpoint` label, one value per row of `rows`. */
-  const perEndpoint = <T extends { readonly endpointId: string }>(rows: () => readonly T[]) => (name: string, help: string, type: 'counter' | 'gauge', value: (s: T) => number): void => {
-    const collect = function (this: Counter<'endpoint'> | Gauge<'endpoint'>): void {
-      this.reset();
-      for (const s of rows()) {
-        if (this instanceof Counter) this.inc({ endpoint: s.endpointId }, value(s));
-        else this.set({ endpoint: s.endpointId }, value(s));
-      }
+  const perEndpoint =
+    <T extends { readonly endpointId: string }>(rows: () => readonly T[]) =>
+    (name: string, help: string, type: 'counter' | 'gauge', value: (s: T) => number): void => {
+      const collect = function (this: Counter<'endpoint'> | Gauge<'endpoint'>): void {
+        this.reset();
+        for (const s of rows()) {
+          if (this instanceof Counter) this.inc({ endpoint: s.endpointId }, value(s));
+          else this.set({ endpoint: s.endpointId }, value(s));
+        }
+      };
+      if (type === 'counter') new Counter({ name, help, labelNames: ['endpoint'], registers, collect });
+      else new Gauge({ name, help, labelNames: ['endpoint'], registers, collect });
     };
-    if (type === 'counter') new Counter({ name, help, labelNames: ['endpoint'], registers, collect });
-    else new Gauge({ name, help, labelNames: ['endpoint'], registers, collect });
-  };
   const perStream = perEndpoint(streams);
   const perEngine = perEndpoint(engines);
   /** A counter whose label sets and values `rows` lists at scrape time. */
-  const counter = (name: string, help: string, labelNames: readonly string[], rows: () => Iterable<readonly [Record<string, string>, number]>): void => {
+  const counter = (
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+    rows: () => Iterable<readonly [Record<string, string>, number]>,
+  ): void => {
     new Counter({
       name,
       help,
@@ -110,20 +125,61 @@ export function registerKvEventMetrics(registry: Registry, slot: PreciseIndexMet
       [{ endpoint: s.endpointId, type: 'all_blocks_cleared' }, s.events.cleared] as const,
     ]),
   );
-  perEngine('cacheroute_kv_event_ignored_total', 'KV events of another storage tier or KV-cache group (not the prefix cache a request can hit), not applied.', 'counter', (s) => s.ignoredEvents);
-  counter('cacheroute_kv_event_resyncs_total', "Times an engine's precise entries were dropped because its event stream could not be trusted, by reason.", ['endpoint', 'reason'], () => {
-    const ledgerFull = new Map(engines().map((e) => [e.endpointId, e.ledgerOverflows]));
-    return streams().flatMap((s) => {
-      const by: Record<(typeof RESYNC_REASONS)[number], number> = { gap: s.gaps, disconnect: s.disconnects, overflow: s.overflows, decode_error: s.decodeErrors, ledger_full: ledgerFull.get(s.endpointId) ?? 0 };
-      return RESYNC_REASONS.map((reason) => [{ endpoint: s.endpointId, reason }, by[reason]] as const);
-    });
-  });
-  perStream('cacheroute_kv_event_dropped_messages_total', 'KV event messages thrown away unapplied (queue over its bound, or queued when the socket disconnected).', 'counter', (s) => s.droppedMessages);
-  perStream('cacheroute_kv_event_subscriber_connected', "1 while the router's ZMQ socket to the engine's publisher is connected.", 'gauge', (s) => (s.connected ? 1 : 0));
+  perEngine(
+    'cacheroute_kv_event_ignored_total',
+    'KV events of another storage tier or KV-cache group (not the prefix cache a request can hit), not applied.',
+    'counter',
+    (s) => s.ignoredEvents,
+  );
+  counter(
+    'cacheroute_kv_event_resyncs_total',
+    "Times an engine's precise entries were dropped because its event stream could not be trusted, by reason.",
+    ['endpoint', 'reason'],
+    () => {
+      const ledgerFull = new Map(engines().map((e) => [e.endpointId, e.ledgerOverflows]));
+      return streams().flatMap((s) => {
+        const by: Record<(typeof RESYNC_REASONS)[number], number> = {
+          gap: s.gaps,
+          disconnect: s.disconnects,
+          overflow: s.overflows,
+          decode_error: s.decodeErrors,
+          ledger_full: ledgerFull.get(s.endpointId) ?? 0,
+        };
+        return RESYNC_REASONS.map((reason) => [{ endpoint: s.endpointId, reason }, by[reason]] as const);
+      });
+    },
+  );
+  perStream(
+    'cacheroute_kv_event_dropped_messages_total',
+    'KV event messages thrown away unapplied (queue over its bound, or queued when the socket disconnected).',
+    'counter',
+    (s) => s.droppedMessages,
+  );
+  perStream(
+    'cacheroute_kv_event_subscriber_connected',
+    "1 while the router's ZMQ socket to the engine's publisher is connected.",
+    'gauge',
+    (s) => (s.connected ? 1 : 0),
+  );
   perStream('cacheroute_kv_event_queue_messages', 'KV event messages received and not yet applied.', 'gauge', (s) => s.queued);
-  perEngine('cacheroute_precise_index_blocks', "Engine KV blocks the precise index tracks for the endpoint (from its events).", 'gauge', (s) => s.blocks);
-  perEngine('cacheroute_precise_index_unmatchable_blocks', 'Tracked blocks no request can match (extra keys, LoRA, or a parent the router never saw).', 'gauge', (s) => s.unmatchableBlocks);
-  perEngine('cacheroute_precise_index_synced', "1 when the endpoint's precise entries are complete; 0 before its first event and while resyncing (scored approximately).", 'gauge', (s) => (s.state === 'synced' ? 1 : 0));
+  perEngine(
+    'cacheroute_precise_index_blocks',
+    'Engine KV blocks the precise index tracks for the endpoint (from its events).',
+    'gauge',
+    (s) => s.blocks,
+  );
+  perEngine(
+    'cacheroute_precise_index_unmatchable_blocks',
+    'Tracked blocks no request can match (extra keys, LoRA, or a parent the router never saw).',
+    'gauge',
+    (s) => s.unmatchableBlocks,
+  );
+  perEngine(
+    'cacheroute_precise_index_synced',
+    "1 when the endpoint's precise entries are complete; 0 before its first event and while resyncing (scored approximately).",
+    'gauge',
+    (s) => (s.state === 'synced' ? 1 : 0),
+  );
   new Gauge({
     name: 'cacheroute_precise_speculative_entries',
     help: "Hybrid mode's speculative blocks (routed, not yet confirmed by the engine).",
@@ -132,7 +188,12 @@ export function registerKvEventMetrics(registry: Registry, slot: PreciseIndexMet
       this.set(slot.view?.speculativeEntries() ?? 0);
     },
   });
-  counter('cacheroute_precise_tokenization_failures_total', "Requests the router could not tokenize because the model's chat template rejected them (scored approximately).", [], () => [[{}, slot.view?.cost()?.failures ?? 0]]);
+  counter(
+    'cacheroute_precise_tokenization_failures_total',
+    "Requests the router could not tokenize because the model's chat template rejected them (scored approximately).",
+    [],
+    () => [[{}, slot.view?.cost()?.failures ?? 0]],
+  );
   counter(
     'cacheroute_tokenizer_cache_lookups_total',
     'Router-side tokenization cache lookups: piece (text between chat markers), pre_token (per word), key_memo (block keys of a cached text prefix; model "all").',
@@ -143,20 +204,40 @@ export function registerKvEventMetrics(registry: Registry, slot: PreciseIndexMet
       const rows: (readonly [Record<string, string>, number])[] = [];
       for (const { model, stats } of v.tokenizerCaches()) {
         rows.push([{ model, cache: 'piece', result: 'hit' }, stats.hits], [{ model, cache: 'piece', result: 'miss' }, stats.misses]);
-        if (stats.preTokens !== undefined) rows.push([{ model, cache: 'pre_token', result: 'hit' }, stats.preTokens.hits], [{ model, cache: 'pre_token', result: 'miss' }, stats.preTokens.misses]);
+        if (stats.preTokens !== undefined)
+          rows.push(
+            [{ model, cache: 'pre_token', result: 'hit' }, stats.preTokens.hits],
+            [{ model, cache: 'pre_token', result: 'miss' }, stats.preTokens.misses],
+          );
       }
       const c = v.cost();
-      if (c !== undefined) rows.push([{ model: 'all', cache: 'key_memo', result: 'hit' }, c.keyMemoHits], [{ model: 'all', cache: 'key_memo', result: 'miss' }, c.keyMemoMisses]);
+      if (c !== undefined)
+        rows.push(
+          [{ model: 'all', cache: 'key_memo', result: 'hit' }, c.keyMemoHits],
+          [{ model: 'all', cache: 'key_memo', result: 'miss' }, c.keyMemoMisses],
+        );
       return rows;
     },
   );
   // The histograms: registered once a view exists (they live in the plugin); until then empty ones.
-  registry.registerMetric(lazyHistogram(() => slot.view?.lagSeconds, 'cacheroute_kv_event_lag_seconds', kvLagHistogram()) as unknown as Metric);
-  registry.registerMetric(lazyHistogram(() => slot.view?.tokenizationSeconds, 'cacheroute_precise_tokenization_seconds', tokenizationHistogram()) as unknown as Metric);
+  registry.registerMetric(
+    lazyHistogram(() => slot.view?.lagSeconds, 'cacheroute_kv_event_lag_seconds', kvLagHistogram()) as unknown as Metric,
+  );
+  registry.registerMetric(
+    lazyHistogram(
+      () => slot.view?.tokenizationSeconds,
+      'cacheroute_precise_tokenization_seconds',
+      tokenizationHistogram(),
+    ) as unknown as Metric,
+  );
 }
 
 /** A histogram metric the registry renders from whichever HotPathHistogram the slot holds at scrape time. */
-function lazyHistogram<L extends string>(get: () => HotPathHistogram<L> | undefined, name: string, empty: HotPathHistogram<string>): Pick<HotPathHistogram<L>, 'name' | 'help' | 'type' | 'aggregator' | 'get'> {
+function lazyHistogram<L extends string>(
+  get: () => HotPathHistogram<L> | undefined,
+  name: string,
+  empty: HotPathHistogram<string>,
+): Pick<HotPathHistogram<L>, 'name' | 'help' | 'type' | 'aggregator' | 'get'> {
   return {
     name,
     help: empty.help,

@@ -93,7 +93,10 @@ class EngineStream {
   closed = false;
   readonly socket: Subscriber;
 
-  constructor(readonly source: KvEventSource, reconnectMs: number) {
+  constructor(
+    readonly source: KvEventSource,
+    reconnectMs: number,
+  ) {
     this.socket = new Subscriber({ receiveHighWaterMark: 100_000, reconnectInterval: reconnectMs, linger: 0 });
   }
 }

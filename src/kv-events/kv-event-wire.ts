@@ -169,7 +169,13 @@ export type WireEvent =
   | { readonly type: 'AllBlocksCleared' };
 
 /** Encodes one message's three frames exactly as vLLM 0.32's ZmqEventPublisher does. */
-export function encodeKvEventMessage(topic: string, seq: bigint, ts: number, events: readonly WireEvent[], dpRank = 0): [Buffer, Buffer, Buffer] {
+export function encodeKvEventMessage(
+  topic: string,
+  seq: bigint,
+  ts: number,
+  events: readonly WireEvent[],
+  dpRank = 0,
+): [Buffer, Buffer, Buffer] {
   const seqFrame = Buffer.alloc(8);
   seqFrame.writeBigInt64BE(seq);
   const wire = events.map((e) => {

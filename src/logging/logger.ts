@@ -41,7 +41,8 @@ export const REDACTED = '[redacted]';
 export function createLogger(opts: LoggerOptions, base: LogFields = {}): Logger {
   const now = opts.now ?? Date.now;
   const write = opts.write;
-  const destination: DestinationStream = write !== undefined ? { write: (line: string) => write(line) } : pinoDestination({ fd: 2, sync: true });
+  const destination: DestinationStream =
+    write !== undefined ? { write: (line: string) => write(line) } : pinoDestination({ fd: 2, sync: true });
   const p = pino(
     {
       level: opts.level,

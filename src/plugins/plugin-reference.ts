@@ -25,7 +25,7 @@ export function renderPluginReference(catalog: PluginCatalog): string {
   const out = [
     '# Plugin reference',
     '',
-    '<!-- Generated from the plugins\' parameter schemas by `node dist/scripts/gen-plugin-docs.js`; do not edit. -->',
+    "<!-- Generated from the plugins' parameter schemas by `node dist/scripts/gen-plugin-docs.js`; do not edit. -->",
     '',
     'Every plugin type that `plugins[].type` accepts, with its parameters (`plugins[].parameters`).',
     'A parameter left out takes its default; unknown parameters are rejected. How plugins are',

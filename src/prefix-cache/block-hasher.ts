@@ -137,7 +137,8 @@ function writeTokens(tokens: Uint32Array | readonly number[]): Xxh64Arena {
   }
   for (let i = 0; i < n; i++) {
     const t = tokens[i]!;
-    if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new RouterError('BAD_REQUEST', `token id ${t} at ${i} is not an integer in [0, 2^32)`);
+    if (!Number.isInteger(t) || t < 0 || t > 0xffffffff)
+      throw new RouterError('BAD_REQUEST', `token id ${t} at ${i} is not an integer in [0, 2^32)`);
     bytes.writeUInt32LE(t, i * 4);
   }
   return tokenArena;
@@ -157,14 +158,22 @@ export function tokenBlockKey(parent: bigint, tokens: Uint32Array | readonly num
  * is `parent` if given, else `modelKey(model)`; each later block's parent is the block before.
  * A fresh result (not reused). The ids are written once and each block hashed in place.
  */
-export function chainTokenBlocks(model: string, tokens: Uint32Array | readonly number[], blockTokens: number, parent?: bigint): BlockHashes {
-  if (!Number.isInteger(blockTokens) || blockTokens < 1) throw new RouterError('BAD_CONFIG', `blockTokens must be a positive integer, got ${blockTokens}`);
+export function chainTokenBlocks(
+  model: string,
+  tokens: Uint32Array | readonly number[],
+  blockTokens: number,
+  parent?: bigint,
+): BlockHashes {
+  if (!Number.isInteger(blockTokens) || blockTokens < 1)
+    throw new RouterError('BAD_CONFIG', `blockTokens must be a positive integer, got ${blockTokens}`);
   const count = Math.floor(tokens.length / blockTokens);
   const lo = new Int32Array(count);
   const hi = new Int32Array(count);
   if (count === 0) return { count, lo, hi };
   const whole = count * blockTokens;
-  const arena = writeTokens(whole === tokens.length ? tokens : tokens instanceof Uint32Array ? tokens.subarray(0, whole) : tokens.slice(0, whole));
+  const arena = writeTokens(
+    whole === tokens.length ? tokens : tokens instanceof Uint32Array ? tokens.subarray(0, whole) : tokens.slice(0, whole),
+  );
   const blockBytes = blockTokens * 4;
   let key = parent ?? modelKey(model);
   for (let b = 0; b < count; b++) {

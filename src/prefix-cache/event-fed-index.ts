@@ -97,7 +97,8 @@ export class EventFedIndex {
 
   ensureEndpoints(n: number): void {
     this.index.ensureEndpoints(n);
-    while (this.ledgers.length < n) this.ledgers.push({ keys: new Map(), state: 'unknown', resyncAtMs: 0, resyncs: 0, ledgerOverflows: 0, ignored: 0, unmatchable: 0 });
+    while (this.ledgers.length < n)
+      this.ledgers.push({ keys: new Map(), state: 'unknown', resyncAtMs: 0, resyncs: 0, ledgerOverflows: 0, ignored: 0, unmatchable: 0 });
   }
 
   state(e: number): EngineSyncState {

@@ -153,9 +153,11 @@ export class PreciseAffinity {
     const t0 = this.nowMicros();
     let tracked: TrackedIds;
     try {
-      if (input.kind === 'chat') tracked = m.tokenizer.encodeTracked(m.tokenizer.renderChat(input.messages as ChatMessageInput[], input.tools), false);
+      if (input.kind === 'chat')
+        tracked = m.tokenizer.encodeTracked(m.tokenizer.renderChat(input.messages as ChatMessageInput[], input.tools), false);
       else if (typeof input.prompt === 'string') tracked = m.tokenizer.encodeTracked(input.prompt, true);
-      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number')) tracked = { ids: input.prompt as number[], text: '', stable: [] };
+      else if (Array.isArray(input.prompt) && input.prompt.every((x) => typeof x === 'number'))
+        tracked = { ids: input.prompt as number[], text: '', stable: [] };
       else return undefined;
     } catch {
       // A template may reject a conversation (e.g. roles out of order); the engine will too.
@@ -218,7 +220,13 @@ export class PreciseAffinity {
     hi.set(rest.hi, from);
     if (memoAt !== top) {
       const key = memoKey(model, bs, st[top]!, st[top + 1]!, tracked.text);
-      this.keyMemo.set(key, { key, text: ownString(prefix(tracked.text, st[top]!)), count: topBlocks, lo: lo.slice(0, topBlocks), hi: hi.slice(0, topBlocks) });
+      this.keyMemo.set(key, {
+        key,
+        text: ownString(prefix(tracked.text, st[top]!)),
+        count: topBlocks,
+        lo: lo.slice(0, topBlocks),
+        hi: hi.slice(0, topBlocks),
+      });
       if (this.keyMemo.size > MAX_KEY_MEMO) this.keyMemo.delete(this.keyMemo.keys().next().value as string);
     }
     return { count, lo, hi };
@@ -284,7 +292,14 @@ export class PreciseAffinity {
   }
 
   cost(): TokenizationCost {
-    return { requests: this.costRequests, totalMicros: this.costTotal, maxMicros: this.costMax, failures: this.failures, keyMemoHits: this.memoHits, keyMemoMisses: this.memoMisses };
+    return {
+      requests: this.costRequests,
+      totalMicros: this.costTotal,
+      maxMicros: this.costMax,
+      failures: this.failures,
+      keyMemoHits: this.memoHits,
+      keyMemoMisses: this.memoMisses,
+    };
   }
 
   private expire(nowMs: number): void {

@@ -330,8 +330,17 @@ export class PrefixIndex {
 
   stats(): PrefixIndexStats {
     const arrays = [
-      this.table, this.ents,
-      this.mru, this.lru, this.count, this.cap, this.gen, this.suspect, this.matched, this.alive, this.walkAlive,
+      this.table,
+      this.ents,
+      this.mru,
+      this.lru,
+      this.count,
+      this.cap,
+      this.gen,
+      this.suspect,
+      this.matched,
+      this.alive,
+      this.walkAlive,
     ];
     let walked = 0;
     for (let e = 0; e < this.n; e++) if (!this.isPrefixClosed(e)) walked++;
@@ -370,7 +379,8 @@ export class PrefixIndex {
       const seen = new Int32Array(W);
       for (let ent = t[s * S + 2]!; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_CHAIN]!) {
         chained++;
-        if (this.ents[ent * ENTRY_STRIDE + E_SLOT] !== s) fail(`entry ${ent} points to slot ${this.ents[ent * ENTRY_STRIDE + E_SLOT]} not ${s}`);
+        if (this.ents[ent * ENTRY_STRIDE + E_SLOT] !== s)
+          fail(`entry ${ent} points to slot ${this.ents[ent * ENTRY_STRIDE + E_SLOT]} not ${s}`);
         const e = this.ents[ent * ENTRY_STRIDE + E_EP]!;
         const bit = 1 << (e & 31);
         if ((seen[e >>> 5]! & bit) !== 0) fail(`endpoint ${e} twice in slot ${s}`);
@@ -385,7 +395,8 @@ export class PrefixIndex {
       let prev = EMPTY;
       let stale = false;
       for (let ent = this.mru[e]!; ent !== EMPTY; ent = this.ents[ent * ENTRY_STRIDE + E_NEXT]!) {
-        if (this.ents[ent * ENTRY_STRIDE + E_EP] !== e) fail(`entry ${ent} in endpoint ${e}'s LRU belongs to ${this.ents[ent * ENTRY_STRIDE + E_EP]}`);
+        if (this.ents[ent * ENTRY_STRIDE + E_EP] !== e)
+          fail(`entry ${ent} in endpoint ${e}'s LRU belongs to ${this.ents[ent * ENTRY_STRIDE + E_EP]}`);
         // Entries touched since the last removeBlocks form a run from the MRU end.
         const current = this.ents[ent * ENTRY_STRIDE + E_GEN] === this.gen[e];
         if (current && stale) fail(`endpoint ${e}: current-generation entry ${ent} behind an older one`);

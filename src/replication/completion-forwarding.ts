@@ -126,7 +126,9 @@ export class CompletionForwarding {
     this.nc = nc;
     if (fresh || this.sub === undefined) {
       this.unsubscribe();
-      this.sub = nc.subscribe(this.subjectBase + this.opts.tickets.owner, { callback: (err, msg) => err === null && this.receive(msg.data) });
+      this.sub = nc.subscribe(this.subjectBase + this.opts.tickets.owner, {
+        callback: (err, msg) => err === null && this.receive(msg.data),
+      });
     }
     // Entries may have been lost until now (and until the others have flushed and we are
     // subscribed): tickets alive meanwhile are at risk (bounded by the orphan age).
@@ -161,7 +163,13 @@ export class CompletionForwarding {
   }
 
   stats(): CompletionForwardingStats {
-    return { owner: this.opts.tickets.owner, forwardedOut: this.out, forwardedIn: this.in, dropped: { ...this.dropped }, outboxEntries: this.outboxEntries };
+    return {
+      owner: this.opts.tickets.owner,
+      forwardedOut: this.out,
+      forwardedIn: this.in,
+      dropped: { ...this.dropped },
+      outboxEntries: this.outboxEntries,
+    };
   }
 
   /** One received message (exported through the class for unit tests). */

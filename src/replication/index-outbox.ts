@@ -45,7 +45,8 @@ export class IndexOutbox {
     this.open.push(c);
     this.openBytes += c.keys.length + c.endpointId.length + 8;
     this.accepted++;
-    if (this.open.length >= this.maxBatchChanges || this.openBytes >= Math.min(WIRE_LIMITS.batchBytes, this.maxOutboxBytes / 4)) this.seal();
+    if (this.open.length >= this.maxBatchChanges || this.openBytes >= Math.min(WIRE_LIMITS.batchBytes, this.maxOutboxBytes / 4))
+      this.seal();
   }
 
   /** The oldest batch to publish (sealing the open one if nothing is sealed), without removing it. */

@@ -22,7 +22,16 @@
  * Replay progress: the stream's last sequence when the consumer (re)starts is the target;
  * `caughtUp` turns true once everything up to it was applied.
  */
-import { AckPolicy, DeliverPolicy, DiscardPolicy, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type NatsConnection } from 'nats';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type NatsConnection,
+} from 'nats';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../logging/logger.js';
 import type { PrefixIndexReplica } from '../plugins/multi/prefix-index-replica.js';
@@ -278,8 +287,17 @@ export class IndexShare {
     // An ephemeral pull consumer without acks, recreated from the last applied sequence on
     // every (re)start; the server drops it after `inactive_threshold` once nobody pulls.
     const start = this.appliedSeq + 1;
-    const from = start > 1 && start >= firstSeq ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start } : { deliver_policy: DeliverPolicy.All };
-    const ci = await jsm.consumers.add(s.stream, { ...from, ack_policy: AckPolicy.None, filter_subject: this.opts.subject, inactive_threshold: nanos(CONSUMER_INACTIVE_MS), mem_storage: true });
+    const from =
+      start > 1 && start >= firstSeq
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start }
+        : { deliver_policy: DeliverPolicy.All };
+    const ci = await jsm.consumers.add(s.stream, {
+      ...from,
+      ack_policy: AckPolicy.None,
+      filter_subject: this.opts.subject,
+      inactive_threshold: nanos(CONSUMER_INACTIVE_MS),
+      mem_storage: true,
+    });
     const consumer = await nc.jetstream().consumers.get(s.stream, ci.name);
     const messages = await consumer.consume({ max_messages: 128 });
     this.messages = messages;

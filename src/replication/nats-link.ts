@@ -89,7 +89,7 @@ export class NatsLink {
           noEcho: true,
         });
       } catch (err) {
-        if (!logged) this.opts.logger.warn('NATS not reachable; routing on this replica\'s own state, retrying', { error: String(err) });
+        if (!logged) this.opts.logger.warn("NATS not reachable; routing on this replica's own state, retrying", { error: String(err) });
         logged = true;
         await abortableSleep(this.opts.reconnectWaitMs, signal);
         continue;
@@ -105,7 +105,7 @@ export class NatsLink {
       const statuses = (async () => {
         for await (const s of nc.status()) {
           if (s.type === Events.Disconnect) {
-            this.opts.logger.warn('NATS connection lost; routing on this replica\'s own state');
+            this.opts.logger.warn("NATS connection lost; routing on this replica's own state");
             this.setDown();
           } else if (s.type === Events.Reconnect) {
             this.opts.logger.info('NATS reconnected', { server: nc.getServer() });

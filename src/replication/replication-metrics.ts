@@ -35,9 +35,15 @@ export function registerReplicationMetrics(registry: Registry, view: Replication
       },
     });
   };
-  gauge('cacheroute_replication_connected', '1 while this replica is connected to NATS (0: routing on its own state).', (s) => (s.connected ? 1 : 0));
+  gauge('cacheroute_replication_connected', '1 while this replica is connected to NATS (0: routing on its own state).', (s) =>
+    s.connected ? 1 : 0,
+  );
   gauge('cacheroute_replication_peers', 'Other replicas whose load report is fresh.', (s) => s.peers.length);
-  gauge('cacheroute_replication_index_outbox_bytes', 'Index batches waiting to be published (NATS away or slow).', (s) => s.index?.outbox.queuedBytes);
+  gauge(
+    'cacheroute_replication_index_outbox_bytes',
+    'Index batches waiting to be published (NATS away or slow).',
+    (s) => s.index?.outbox.queuedBytes,
+  );
   gauge('cacheroute_replication_replay_pending', 'Index stream messages up to the replay target not yet applied.', (s) =>
     s.index !== undefined ? Math.max(0, s.index.replay.targetSeq - s.index.replay.appliedSeq) : undefined,
   );
@@ -47,8 +53,17 @@ export function registerReplicationMetrics(registry: Registry, view: Replication
   gauge('cacheroute_replication_replay_last_catchup_seconds', 'Time from the index consumer (re)start to caught up, the last time.', (s) =>
     s.index?.replay.lastCatchUpMs !== undefined ? s.index.replay.lastCatchUpMs / 1000 : undefined,
   );
-  gauge('cacheroute_replication_completions_outbox', 'Completions of other replicas\' tickets waiting for NATS.', (s) => s.completions?.outboxEntries);
-  const counter = (name: string, help: string, label: string, values: (s: ReplicationStats) => Readonly<Record<string, number>> | undefined): void => {
+  gauge(
+    'cacheroute_replication_completions_outbox',
+    "Completions of other replicas' tickets waiting for NATS.",
+    (s) => s.completions?.outboxEntries,
+  );
+  const counter = (
+    name: string,
+    help: string,
+    label: string,
+    values: (s: ReplicationStats) => Readonly<Record<string, number>> | undefined,
+  ): void => {
     new Counter({
       name,
       help,
@@ -63,12 +78,23 @@ export function registerReplicationMetrics(registry: Registry, view: Replication
   counter('cacheroute_replication_load_reports_total', 'Load reports this replica published and received from peers.', 'direction', (s) =>
     s.load !== undefined ? { published: s.load.reportsPublished, received: s.load.reportsReceived } : undefined,
   );
-  counter('cacheroute_replication_index_changes_total', "Index changes this replica published, and other replicas' changes it applied.", 'direction', (s) =>
-    s.index !== undefined ? { published: s.index.changesPublished, applied: s.index.changesApplied } : undefined,
+  counter(
+    'cacheroute_replication_index_changes_total',
+    "Index changes this replica published, and other replicas' changes it applied.",
+    'direction',
+    (s) => (s.index !== undefined ? { published: s.index.changesPublished, applied: s.index.changesApplied } : undefined),
   );
   counter('cacheroute_replication_index_dropped_total', 'Index changes dropped, by reason.', 'reason', (s) => s.index?.dropped);
-  counter('cacheroute_replication_completions_forwarded_total', "Access-log completions sent to their ticket's owner (out) and received and finished here (in).", 'direction', (s) =>
-    s.completions !== undefined ? { out: s.completions.forwardedOut, in: s.completions.forwardedIn } : undefined,
+  counter(
+    'cacheroute_replication_completions_forwarded_total',
+    "Access-log completions sent to their ticket's owner (out) and received and finished here (in).",
+    'direction',
+    (s) => (s.completions !== undefined ? { out: s.completions.forwardedOut, in: s.completions.forwardedIn } : undefined),
   );
-  counter('cacheroute_replication_completions_dropped_total', 'Forwarded completions dropped, by reason.', 'reason', (s) => s.completions?.dropped);
+  counter(
+    'cacheroute_replication_completions_dropped_total',
+    'Forwarded completions dropped, by reason.',
+    'reason',
+    (s) => s.completions?.dropped,
+  );
 }

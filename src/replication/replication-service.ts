@@ -53,7 +53,10 @@ export interface ReplicationStats {
 
 /** A fresh replica id: stable for this process, new on restart. */
 export function defaultReplicaId(): string {
-  const host = hostname().replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 64) || 'router';
+  const host =
+    hostname()
+      .replace(/[^A-Za-z0-9._:-]/g, '-')
+      .slice(0, 64) || 'router';
   return `${host}-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -115,7 +118,13 @@ export class ReplicationService {
           })
         : undefined;
     this.link = new NatsLink(
-      { servers: options.servers, name: `cacheroute ${this.replicaId}`, connectTimeoutMs: options.connectTimeoutMs, reconnectWaitMs: options.reconnectWaitMs, logger },
+      {
+        servers: options.servers,
+        name: `cacheroute ${this.replicaId}`,
+        connectTimeoutMs: options.connectTimeoutMs,
+        reconnectWaitMs: options.reconnectWaitMs,
+        logger,
+      },
       {
         up: (nc: NatsConnection, fresh: boolean) => {
           this.load?.up(nc, fresh);

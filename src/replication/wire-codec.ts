@@ -73,7 +73,13 @@ export function decodeLoadReport(bytes: Uint8Array): LoadReport | undefined {
     if (!Array.isArray(row) || row.length !== 5 || !isId(row[0])) return undefined;
     const [id, inflight, prefilling, prompt, pending] = row as [string, unknown, unknown, unknown, unknown];
     if (!isCount(inflight) || !isCount(prefilling) || !isAmount(prompt) || !isAmount(pending)) return undefined;
-    endpoints.push({ endpointId: id, inflightRequests: inflight, prefillingRequests: prefilling, inflightPromptTokens: prompt, pendingTokens: pending });
+    endpoints.push({
+      endpointId: id,
+      inflightRequests: inflight,
+      prefillingRequests: prefilling,
+      inflightPromptTokens: prompt,
+      pendingTokens: pending,
+    });
   }
   return { replicaId: env.replicaId, endpoints };
 }
@@ -187,7 +193,11 @@ export function decodeCompletions(bytes: Uint8Array): CompletionBatch | undefine
 }
 
 /** Every message: this wire version, the sender's replica id and one list of rows (at most `maxRows`). */
-function decodeEnvelope(bytes: Uint8Array, rowsField: string, maxRows: number): { fields: Record<string, unknown>; replicaId: string; rows: unknown[] } | undefined {
+function decodeEnvelope(
+  bytes: Uint8Array,
+  rowsField: string,
+  maxRows: number,
+): { fields: Record<string, unknown>; replicaId: string; rows: unknown[] } | undefined {
   const m = decodeMap(bytes);
   if (m === undefined || m['v'] !== WIRE_VERSION || !isId(m['r'])) return undefined;
   const rows = m[rowsField];
@@ -199,11 +209,18 @@ function decodeMap(bytes: Uint8Array): Record<string, unknown> | undefined {
   if (bytes.length === 0 || bytes.length > WIRE_LIMITS.maxMessageBytes) return undefined;
   let v: unknown;
   try {
-    v = decode(bytes, { maxStrLength: 4096, maxArrayLength: WIRE_LIMITS.maxChanges, maxMapLength: 16, maxBinLength: WIRE_LIMITS.maxKeysPerChange * 8 });
+    v = decode(bytes, {
+      maxStrLength: 4096,
+      maxArrayLength: WIRE_LIMITS.maxChanges,
+      maxMapLength: 16,
+      maxBinLength: WIRE_LIMITS.maxKeysPerChange * 8,
+    });
   } catch {
     return undefined;
   }
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) ? (v as Record<string, unknown>) : undefined;
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array)
+    ? (v as Record<string, unknown>)
+    : undefined;
 }
 
 function isId(v: unknown): v is string {

@@ -190,7 +190,8 @@ export function buildPluginGraph(spec: GraphSpec, catalog: PluginCatalog, h: Gra
   }
   for (const h of handlers) {
     for (const name of h.requiredProfiles ?? []) {
-      if (!profiles.has(name)) refProblems.push(`plugins: profile handler "${h.name}" needs a profile named "${name}" in schedulingProfiles`);
+      if (!profiles.has(name))
+        refProblems.push(`plugins: profile handler "${h.name}" needs a profile named "${name}" in schedulingProfiles`);
     }
   }
   if (refProblems.length > 0) throw configError(refProblems);

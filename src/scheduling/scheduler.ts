@@ -112,13 +112,14 @@ export class Scheduler implements RoutingService {
     this.events = new DecisionEmitter(opts.logger);
     this.handlerIsPlugin = opts.graph.instances.some((i) => i.plugin === opts.graph.handler);
     const names = new Map<Profile, readonly string[]>();
-    for (const p of this.profiles.values()) names.set(p, p.scorers.map((s) => s.scorer.name));
+    for (const p of this.profiles.values())
+      names.set(
+        p,
+        p.scorers.map((s) => s.scorer.name),
+      );
     this.scorerNames = names;
     const observers = opts.observers ?? [];
-    this.lifecyclePlugins = [
-      ...opts.graph.lifecycle,
-      ...observers.filter(isLifecyclePlugin),
-    ];
+    this.lifecyclePlugins = [...opts.graph.lifecycle, ...observers.filter(isLifecyclePlugin)];
     this.routedHooks = [...opts.graph.routedHooks, ...observers.filter(isRoutedHook)];
     const completedHooks: readonly CompletedHook[] = [...opts.graph.completedHooks, ...observers.filter(isCompletedHook)];
     this.annotators = opts.graph.annotators;
@@ -185,7 +186,8 @@ export class Scheduler implements RoutingService {
       if (p.stop === undefined) continue;
       try {
         const r = p.stop();
-        if (r instanceof Promise) r.catch((err: unknown) => this.logger.warn('plugin stop failed', { plugin: p.name, error: errText(err) }));
+        if (r instanceof Promise)
+          r.catch((err: unknown) => this.logger.warn('plugin stop failed', { plugin: p.name, error: errText(err) }));
       } catch (err) {
         this.logger.warn('plugin stop failed', { plugin: p.name, error: errText(err) });
       }
@@ -371,7 +373,8 @@ class Ticket implements RouteTicket {
         logger.warn('completed hook failed', { plugin: h.name, request_id: request.requestId, error: errText(err) });
       }
     }
-    if (events.size > 0) events.emit({ kind: 'finished', request, decision, outcome, durationMs: this.#ctx.clock.nowMs() - this.#decidedAtMs });
+    if (events.size > 0)
+      events.emit({ kind: 'finished', request, decision, outcome, durationMs: this.#ctx.clock.nowMs() - this.#decidedAtMs });
   }
 
   /** Prefill accounting only (see inflight.ts): the request keeps its in-flight claim. */

@@ -20,8 +20,7 @@ export function formatDecisionSummary(decision: RouteDecision): string {
   const matched = Math.max(0, Math.trunc(decision.matchedBlocks));
   const total = Math.max(0, Math.trunc(decision.totalBlocks));
   return (
-    `ep=${token(decision.endpoint.id)};reason=${token(decision.reason)};` +
-    `match=${matched}/${total};strategy=${token(decision.strategy)}`
+    `ep=${token(decision.endpoint.id)};reason=${token(decision.reason)};` + `match=${matched}/${total};strategy=${token(decision.strategy)}`
   );
 }
 

@@ -41,7 +41,10 @@ export interface TelemetryInstrumentOptions {
 /** The scheduler capabilities telemetry uses when present (src/scheduling/scheduler.ts). */
 interface ObservableScheduler {
   onDecision?(listener: DecisionListener): () => void;
-  registry?: { loadOf(endpoint: Endpoint): LoadSnapshot; onMembershipChange?(l: (c: { endpoints: readonly Endpoint[] }) => void): () => void };
+  registry?: {
+    loadOf(endpoint: Endpoint): LoadSnapshot;
+    onMembershipChange?(l: (c: { endpoints: readonly Endpoint[] }) => void): () => void;
+  };
   service?<T>(key: ServiceKey<T>): T | undefined;
   dataLayer?: DataLayer;
   pluginStates?(): unknown;
@@ -123,5 +126,10 @@ function indexView(index: PrefixIndex, granularity: EngineBlockGranularity | und
   const tokens = granularity?.engineBlockTokens(e.index);
   if (granularity === undefined || tokens === undefined) return { blocks: index.size(e.index), capacityBlocks: index.capacity(e.index) };
   const unit = granularity.engineBlockChars(e.index) / granularity.blockChars;
-  return { blocks: index.size(e.index), capacityBlocks: index.capacity(e.index), engineBlockTokens: tokens, hitUnitBlocks: Math.round(unit * 100) / 100 };
+  return {
+    blocks: index.size(e.index),
+    capacityBlocks: index.capacity(e.index),
+    engineBlockTokens: tokens,
+    hitUnitBlocks: Math.round(unit * 100) / 100,
+  };
 }

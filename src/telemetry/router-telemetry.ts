@@ -64,7 +64,12 @@ export interface EndpointExplain {
   readonly pool: string;
   readonly models: readonly string[];
   readonly load?: Record<string, number | boolean | null>;
-  readonly engineMetrics?: { readonly scrapes: number; readonly errors: number; readonly ageMs: number | null; readonly lastError?: string };
+  readonly engineMetrics?: {
+    readonly scrapes: number;
+    readonly errors: number;
+    readonly ageMs: number | null;
+    readonly lastError?: string;
+  };
   readonly prefixIndex?: PrefixIndexView;
 }
 
@@ -86,7 +91,9 @@ export class RouterTelemetry {
       blockChars: config.cacheAware.blockChars,
       charsPerToken: config.requests.charsPerToken,
       ...(opts.version !== undefined ? { version: opts.version } : {}),
-      ...(sources.loadOf ? { loads: { list: () => sources.endpoints().map((endpoint) => ({ endpoint, load: sources.loadOf!(endpoint) })) } } : {}),
+      ...(sources.loadOf
+        ? { loads: { list: () => sources.endpoints().map((endpoint) => ({ endpoint, load: sources.loadOf!(endpoint) })) } }
+        : {}),
       scrapes: { stats: () => this.scrapes?.stats() ?? [] },
     });
     this.process = new ProcessMetrics([this.metrics.registry]);

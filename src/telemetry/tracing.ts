@@ -76,8 +76,7 @@ function isFlushable(x: unknown): x is Flushable {
 }
 
 function diagLoggerFrom(logger: Logger): DiagLogger {
-  const fwd = (level: 'debug' | 'info' | 'warn' | 'error') => (message: string) =>
-    logger[level]('otel: ' + message, { component: 'otel' });
+  const fwd = (level: 'debug' | 'info' | 'warn' | 'error') => (message: string) => logger[level]('otel: ' + message, { component: 'otel' });
   return { verbose: fwd('debug'), debug: fwd('debug'), info: fwd('info'), warn: fwd('warn'), error: fwd('error') };
 }
 

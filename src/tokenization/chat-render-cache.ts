@@ -101,7 +101,8 @@ export function contentIsOpaque(parsed: unknown, source: string, format: Content
   collect(parsed, 'messages');
   collect(parsed, 'parts');
   /** The property holding text of a loop variable, if it holds text. */
-  const textProp = (name: string): string | undefined => (format === 'string' ? (messageVars.has(name) ? 'content' : undefined) : partVars.has(name) ? 'text' : undefined);
+  const textProp = (name: string): string | undefined =>
+    format === 'string' ? (messageVars.has(name) ? 'content' : undefined) : partVars.has(name) ? 'text' : undefined;
 
   /**
    * What an `if` test says about a loop variable whose text is a placeholder (a non-empty
@@ -133,7 +134,7 @@ export function contentIsOpaque(parsed: unknown, source: string, format: Content
     else return undefined;
     const value = testName === undefined ? true : testName === 'defined' ? true : testName === 'string' ? isString : false;
     const negated = isNode(t) && t.type === 'TestExpression' && t['negate'] === true;
-    return { name, value: value !== negated !== negate };
+    return { name, value: (value !== negated) !== negate };
   };
 
   // `free`: loop variables known, in this branch, not to hold a placeholder (so any use of
@@ -183,7 +184,8 @@ export function contentIsOpaque(parsed: unknown, source: string, format: Content
           const args = Array.isArray(v['args']) ? (v['args'] as unknown[]) : [];
           const arg = args[0];
           const key = isNode(arg) && arg.type === 'StringLiteral' ? arg['value'] : undefined;
-          if (propertyName(callee as Node) !== 'get' || typeof key !== 'string' || key === 'content' || key === textProp(owner)) return false;
+          if (propertyName(callee as Node) !== 'get' || typeof key !== 'string' || key === 'content' || key === textProp(owner))
+            return false;
           return check(args, 'expr', free);
         }
         return check(callee, 'expr', free) && check(v['args'], 'expr', free);

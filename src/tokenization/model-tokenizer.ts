@@ -134,12 +134,18 @@ export class ModelTokenizer {
     this.renderCache =
       template === undefined || chatTemplate === undefined
         ? undefined
-        : new ChatRenderCache((m, t) => this.renderTemplate(template, m, t), opts.renderCache !== false && contentIsOpaque(template.parsed, chatTemplate, this.contentFormat), this.contentFormat);
+        : new ChatRenderCache(
+            (m, t) => this.renderTemplate(template, m, t),
+            opts.renderCache !== false && contentIsOpaque(template.parsed, chatTemplate, this.contentFormat),
+            this.contentFormat,
+          );
     this.developerRole = chatTemplate !== undefined && (chatTemplate.includes('"developer"') || chatTemplate.includes("'developer'"));
     this.bosToken = tokenText(config['bos_token']);
     this.eosToken = tokenText(config['eos_token']);
     const added = Array.isArray(tokenizerJson['added_tokens']) ? (tokenizerJson['added_tokens'] as AddedTokenSpec[]) : [];
-    const exact = added.every((t) => !t.lstrip && !t.rstrip && !t.single_word) && (tokenizerJson['normalizer'] == null || added.every((t) => t.normalized === false));
+    const exact =
+      added.every((t) => !t.lstrip && !t.rstrip && !t.single_word) &&
+      (tokenizerJson['normalizer'] == null || added.every((t) => t.normalized === false));
     for (const t of added) this.addedIds.set(t.content, t.id);
     // Sections are only known when added tokens split the text exactly (or there are none).
     if (opts.preTokenCache !== false && (exact || added.length === 0)) this.preTokens = PreTokenIdCache.create(tokenizer, tokenizerJson);

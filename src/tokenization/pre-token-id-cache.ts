@@ -63,7 +63,11 @@ export class PreTokenIdCache {
   }
 
   /** The cache for `tokenizer` (built from `tokenizerJson`), or undefined when its pipeline is not one of the supported shapes. */
-  static create(tokenizer: Tokenizer, tokenizerJson: Record<string, unknown>, opts: PreTokenIdCacheOptions = {}): PreTokenIdCache | undefined {
+  static create(
+    tokenizer: Tokenizer,
+    tokenizerJson: Record<string, unknown>,
+    opts: PreTokenIdCacheOptions = {},
+  ): PreTokenIdCache | undefined {
     const lib = tokenizer as unknown as LibraryInternals;
     if (tokenizerJson['normalizer'] != null || lib.normalizer != null) return undefined;
     if (lib.remove_space === true || lib.do_lowercase_and_remove_accent === true) return undefined;
@@ -75,11 +79,16 @@ export class PreTokenIdCache {
       const p = lib.pre_tokenizer.pattern;
       return p instanceof RegExp && p.global ? new PreTokenIdCache(tokenizer, p, 'matches', opts) : undefined;
     }
-    const steps = pre['type'] === 'Sequence' && Array.isArray(pre['pretokenizers']) ? (pre['pretokenizers'] as Record<string, unknown>[]) : [];
+    const steps =
+      pre['type'] === 'Sequence' && Array.isArray(pre['pretokenizers']) ? (pre['pretokenizers'] as Record<string, unknown>[]) : [];
     if (steps.length !== 2) return undefined;
     const [split, byteLevel] = steps as [Record<string, unknown>, Record<string, unknown>];
     const splitPattern = split['pattern'] as Record<string, unknown> | undefined;
-    const isolated = split['type'] === 'Split' && typeof splitPattern?.['Regex'] === 'string' && split['invert'] === false && String(split['behavior']).toLowerCase() === 'isolated';
+    const isolated =
+      split['type'] === 'Split' &&
+      typeof splitPattern?.['Regex'] === 'string' &&
+      split['invert'] === false &&
+      String(split['behavior']).toLowerCase() === 'isolated';
     if (!isolated || !isByteLevel(byteLevel, false)) return undefined;
     const p = lib.pre_tokenizer.tokenizers?.[0]?.pattern;
     return p instanceof RegExp && p.global ? new PreTokenIdCache(tokenizer, p, 'isolated', opts) : undefined;

@@ -117,7 +117,12 @@ export class PrefixResumeCache {
         for (let i = 0; i <= 2 * j + 1; i++) points.push(cuts[i]!);
       }
     }
-    const ok = this.preTokens.encodeSection(from === 0 ? section : section.slice(from), out, { spacing: this.spacing, chars: from, ids: fromIds, points });
+    const ok = this.preTokens.encodeSection(from === 0 ? section : section.slice(from), out, {
+      spacing: this.spacing,
+      chars: from,
+      ids: fromIds,
+      points,
+    });
     if (!ok) {
       out.length = start;
       return undefined;

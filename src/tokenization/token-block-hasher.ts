@@ -31,17 +31,32 @@ export class TokenBlockHasher {
 
   /** Key of one block of `blockSize` ids at `tokens[start..]` whose parent key is `parent`. */
   blockKey(parent: bigint, tokens: Uint32Array | readonly number[], start: number, blockSize: number): bigint {
-    return tokenBlockKey(parent, tokens instanceof Uint32Array ? tokens.subarray(start, start + blockSize) : tokens.slice(start, start + blockSize));
+    return tokenBlockKey(
+      parent,
+      tokens instanceof Uint32Array ? tokens.subarray(start, start + blockSize) : tokens.slice(start, start + blockSize),
+    );
   }
 
   /**
    * Keys of the first min(maxBlocks, ⌊len/blockSize⌋) full blocks of `tokens`, chained from
    * `seed` (default: the model's seed). A fresh result each call.
    */
-  hash(model: string, tokens: Uint32Array | readonly number[], blockSize: number, maxBlocks = Number.MAX_SAFE_INTEGER, seed?: bigint): BlockHashes {
-    if (!Number.isInteger(blockSize) || blockSize < 1) throw new RouterError('BAD_CONFIG', `block size must be a positive integer, got ${blockSize}`);
+  hash(
+    model: string,
+    tokens: Uint32Array | readonly number[],
+    blockSize: number,
+    maxBlocks = Number.MAX_SAFE_INTEGER,
+    seed?: bigint,
+  ): BlockHashes {
+    if (!Number.isInteger(blockSize) || blockSize < 1)
+      throw new RouterError('BAD_CONFIG', `block size must be a positive integer, got ${blockSize}`);
     const n = Math.min(maxBlocks, Math.floor(tokens.length / blockSize));
-    const head = n * blockSize === tokens.length ? tokens : tokens instanceof Uint32Array ? tokens.subarray(0, n * blockSize) : tokens.slice(0, n * blockSize);
+    const head =
+      n * blockSize === tokens.length
+        ? tokens
+        : tokens instanceof Uint32Array
+          ? tokens.subarray(0, n * blockSize)
+          : tokens.slice(0, n * blockSize);
     return chainTokenBlocks(model, head, blockSize, seed ?? this.modelSeed(model));
   }
 }

@@ -91,7 +91,10 @@ export function checked<T>(what: string | ((v: unknown) => string), parse: (v: u
 }
 
 /** A list of `item`, optionally with a minimum length and without duplicates. */
-export function listOf<T extends z.ZodType>(item: T, o: { minItems?: number; unique?: boolean } = {}): z.ZodType<z.output<T>[], z.input<T>[]> {
+export function listOf<T extends z.ZodType>(
+  item: T,
+  o: { minItems?: number; unique?: boolean } = {},
+): z.ZodType<z.output<T>[], z.input<T>[]> {
   const min = o.minItems;
   const what = min !== undefined ? `a list with at least ${min} item${min === 1 ? '' : 's'}` : 'a list';
   let s = z.array(item, { error: expecting('a list') });

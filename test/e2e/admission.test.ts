@@ -27,7 +27,14 @@ describe('e2e: admission control', function () {
       router: { admission: { mode: 'reject', saturation: { maxQueuedPerEndpoint: 1 }, retryAfterMs: 2000 } },
     });
     try {
-      const rs = await runSseLoad({ url: `${stack.envoy.url}/v1/chat/completions`, ratePerSec: 400, durationMs: 100, maxInflight: 100, timeoutMs: 20_000, body });
+      const rs = await runSseLoad({
+        url: `${stack.envoy.url}/v1/chat/completions`,
+        ratePerSec: 400,
+        durationMs: 100,
+        maxInflight: 100,
+        timeoutMs: 20_000,
+        body,
+      });
       const ok = rs.filter((r) => r.complete).length;
       const refused = rs.filter((r) => r.status === 429);
       expect(rs).to.have.length(40);
@@ -45,7 +52,9 @@ describe('e2e: admission control', function () {
       name: 'e2e-admission-queue',
       engines: 2,
       timeScale: 1,
-      router: { admission: { mode: 'queue', tenantHeader: 'x-tenant', saturation: { maxQueuedPerEndpoint: 1 }, queue: { maxWaitMs: 15_000 } } },
+      router: {
+        admission: { mode: 'queue', tenantHeader: 'x-tenant', saturation: { maxQueuedPerEndpoint: 1 }, queue: { maxWaitMs: 15_000 } },
+      },
     });
     try {
       const rs = await runSseLoad({
@@ -59,7 +68,10 @@ describe('e2e: admission control', function () {
       });
       expect(rs).to.have.length(20);
       expect(rs.filter((r) => r.complete).length, JSON.stringify(rs.filter((r) => !r.complete).slice(0, 3))).to.equal(20);
-      const stats = (await httpRequest(`${stack.router.adminUrl}/debug/admission`, { timeoutMs: 2000 })).json() as { admittedAfterWait: number; queued: number };
+      const stats = (await httpRequest(`${stack.router.adminUrl}/debug/admission`, { timeoutMs: 2000 })).json() as {
+        admittedAfterWait: number;
+        queued: number;
+      };
       expect(stats.admittedAfterWait).to.be.at.least(5);
       expect(stats.queued).to.equal(0);
     } finally {

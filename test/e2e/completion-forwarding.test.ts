@@ -27,7 +27,13 @@ const REPLICAS = 3;
 const ORPHAN_AGE_MS = 4000;
 const LOSSY_GRACE_MS = 2000;
 const OUTPUT_TOKENS = 24;
-const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
+const ENGINE_FLAGS = {
+  profile: 'gpu-like',
+  'time-scale': 1,
+  'decode-ms-per-seq': 10,
+  'step-overhead-ms': 0,
+  'prefill-ms-per-token': 0.01,
+} as const;
 
 function chat(i: number): BenchRequest {
   return groupChat(i, { tag: 'forward-group', groups: 12, systemTokens: 200, maxTokens: OUTPUT_TOKENS });
@@ -73,7 +79,9 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
       (i) => streamRequest(chat(i), { baseUrl: envoy!.url, model: 'sim-model', timeoutMs: 30_000, agent }),
     );
   const failures = (rs: readonly StreamResult[]): string[] =>
-    rs.filter((r) => r.outcome !== 'ok' || r.outputTokens !== OUTPUT_TOKENS).map((r) => `${r.outcome} ${r.status} ${r.outputTokens} ${r.error ?? ''}`);
+    rs
+      .filter((r) => r.outcome !== 'ok' || r.outputTokens !== OUTPUT_TOKENS)
+      .map((r) => `${r.outcome} ${r.status} ${r.outputTokens} ${r.error ?? ''}`);
 
   before(async function () {
     requireComponents(this, envoyBinary(), routerBuild(), simEngineBuild(), natsServer());
@@ -87,7 +95,12 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
           // The full suite shares 2 cores with other work: a start can take longer than 20 s.
           readyTimeoutMs: 60_000,
           config: routerConfigDoc(engines, {
-            replication: { enabled: true, servers: [nats.url], replicaId: `fwd-${i}`, completions: { orphanAgeMs: ORPHAN_AGE_MS, lossyGraceMs: LOSSY_GRACE_MS } },
+            replication: {
+              enabled: true,
+              servers: [nats.url],
+              replicaId: `fwd-${i}`,
+              completions: { orphanAgeMs: ORPHAN_AGE_MS, lossyGraceMs: LOSSY_GRACE_MS },
+            },
           }),
         }),
       );
@@ -139,7 +152,9 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
     expect(receivers.length, 'replicas receiving the access log').to.be.below(REPLICAS);
     expect(forwardedOut, 'forwarded completions').to.be.above(decisions / 2);
     expect(forwardedIn).to.equal(forwardedOut);
-    console.log(`      ${decisions} routed, ${forwardedOut} completions forwarded to their owner (log stream on replica ${receivers.join(',')})`);
+    console.log(
+      `      ${decisions} routed, ${forwardedOut} completions forwarded to their owner (log stream on replica ${receivers.join(',')})`,
+    );
   });
 
   it('with NATS stopped, owners still return to 0 within the orphan age (path marked lossy)', async () => {
@@ -179,8 +194,12 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
     let victim = routers[0]!;
     for (const r of routers) if ((await accessLogStreams(r)) > 0) victim = r;
     const survivors = routers.filter((r) => r !== victim);
-    const before = await Promise.all(survivors.map(async (r) => sumSamples(await r.metrics(), 'cacheroute_replication_completions_forwarded_total', { direction: 'in' })));
-    const orphanedBefore = await Promise.all(survivors.map(async (r) => sumSamples(await r.metrics(), 'cacheroute_pending_responses_finished_total', { how: 'orphaned' })));
+    const before = await Promise.all(
+      survivors.map(async (r) => sumSamples(await r.metrics(), 'cacheroute_replication_completions_forwarded_total', { direction: 'in' })),
+    );
+    const orphanedBefore = await Promise.all(
+      survivors.map(async (r) => sumSamples(await r.metrics(), 'cacheroute_pending_responses_finished_total', { how: 'orphaned' })),
+    );
     const kill = (async () => {
       await sleep(1200);
       process.kill(victim.pid, 'SIGKILL');
@@ -198,7 +217,9 @@ describe('e2e: completions forwarded to the ticket owner (one load-balanced acce
       orphaned += sumSamples(s.text, 'cacheroute_pending_responses_finished_total', { how: 'orphaned' }) - orphanedBefore[i]!;
     }
     const settledMs = Date.now() - lastResponseAt;
-    console.log(`      SIGKILL of ${victim.name}: 0 of ${results.length} failed; survivors: ${forwardedIn} completions forwarded in, ${orphaned} ended by the orphan age, at 0 ${settledMs} ms after the last response`);
+    console.log(
+      `      SIGKILL of ${victim.name}: 0 of ${results.length} failed; survivors: ${forwardedIn} completions forwarded in, ${orphaned} ended by the orphan age, at 0 ${settledMs} ms after the last response`,
+    );
     // Envoy moved its log stream to a survivor, which forwarded the other survivor's entries.
     expect(forwardedIn, 'completions forwarded after the kill').to.be.above(0);
   });

@@ -34,7 +34,6 @@ function get(o: unknown, ...path: (string | number)[]): unknown {
   return cur;
 }
 
-
 /** Deep merge with Envoy-proto-MERGE-like semantics for our purpose (objects merge, rest replaces). */
 function merge(base: Obj, patch: Obj): Obj {
   const out: Obj = { ...base };
@@ -58,7 +57,8 @@ function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
   const httpFilters = patches.filter((p) => p['applyTo'] === 'HTTP_FILTER').map((p) => get(p, 'patch', 'value') as Obj);
   const extProc = httpFilters.find((f) => f['name'] === 'envoy.filters.http.ext_proc');
   const extProcCluster = String(get(extProc, 'typed_config', 'grpc_service', 'envoy_grpc', 'cluster_name'));
-  const clusterName = (p: Obj) => `outbound|${String(get(p, 'match', 'cluster', 'portNumber'))}||${String(get(p, 'match', 'cluster', 'service'))}`;
+  const clusterName = (p: Obj) =>
+    `outbound|${String(get(p, 'match', 'cluster', 'portNumber'))}||${String(get(p, 'match', 'cluster', 'service'))}`;
   const clusterPatches = patches.filter((p) => p['applyTo'] === 'CLUSTER');
   const extProcPatch = clusterPatches.find((p) => clusterName(p) === extProcCluster);
   const clusterPatch = clusterPatches.find((p) => p !== extProcPatch);
@@ -82,8 +82,15 @@ function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
   // NETWORK_FILTER MERGE patches on the HCM: repeated fields (access_log) are appended.
   const hcmPatches = patches.filter((p) => p['applyTo'] === 'NETWORK_FILTER').map((p) => get(p, 'patch', 'value', 'typed_config') as Obj);
   const accessLog = hcmPatches.flatMap((t) => (t['access_log'] as Obj[] | undefined) ?? []);
-  const filters = [...httpFilters, { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }];
-  if (opts.breakIt) (filters[1] as Obj)['typed_config'] = { ...(filters[1] as Obj)['typed_config'] as Obj, processing_mode: { request_body_mode: 'NOT_A_MODE' } };
+  const filters = [
+    ...httpFilters,
+    { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+  ];
+  if (opts.breakIt)
+    (filters[1] as Obj)['typed_config'] = {
+      ...((filters[1] as Obj)['typed_config'] as Obj),
+      processing_mode: { request_body_mode: 'NOT_A_MODE' },
+    };
   return {
     static_resources: {
       listeners: [
@@ -98,7 +105,11 @@ function istioBootstrap(filter: Obj, opts: { breakIt?: boolean } = {}): Obj {
                   typed_config: {
                     '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
                     stat_prefix: 'gw',
-                    route_config: { virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: modelCluster } }] }] },
+                    route_config: {
+                      virtual_hosts: [
+                        { name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: modelCluster } }] },
+                      ],
+                    },
                     http_filters: filters,
                     ...(accessLog.length > 0 ? { access_log: accessLog } : {}),
                   },
@@ -149,28 +160,49 @@ describe('e2e: deploy/ mesh manifests', function () {
     });
 
     it('uses FULL_DUPLEX_STREAMED, fail-open, metadata namespaces, a message timeout and the Istio cluster name', () => {
-      const ep = get(patches.find((p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc'), 'patch', 'value', 'typed_config') as Obj;
+      const ep = get(
+        patches.find((p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc'),
+        'patch',
+        'value',
+        'typed_config',
+      ) as Obj;
       expect(get(ep, 'processing_mode', 'request_body_mode')).to.equal('FULL_DUPLEX_STREAMED');
       expect(get(ep, 'processing_mode', 'request_trailer_mode')).to.equal('SEND');
       expect(ep['failure_mode_allow']).to.equal(true);
       expect(ep['message_timeout']).to.be.a('string');
       expect(get(ep, 'metadata_options', 'receiving_namespaces', 'untyped')).to.include('envoy.lb');
       expect(get(ep, 'metadata_options', 'forwarding_namespaces', 'untyped')).to.include('envoy.lb.subset_hint');
-      expect(get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name')).to.match(/^outbound\|9002\|\|cacheroute\.[a-z0-9-]+\.svc\.cluster\.local$/);
+      expect(get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name')).to.match(
+        /^outbound\|9002\|\|cacheroute\.[a-z0-9-]+\.svc\.cluster\.local$/,
+      );
     });
 
     it('keeps responses away from the router and sends the access log of routed requests to the router Service', async () => {
       const { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } = await import('../../src/extproc/response-builders.js');
-      const ep = get(patches.find((p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc'), 'patch', 'value', 'typed_config') as Obj;
-      expect(get(ep, 'processing_mode')).to.deep.include({ response_header_mode: 'SKIP', response_body_mode: 'NONE', response_trailer_mode: 'SKIP' });
+      const ep = get(
+        patches.find((p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc'),
+        'patch',
+        'value',
+        'typed_config',
+      ) as Obj;
+      expect(get(ep, 'processing_mode')).to.deep.include({
+        response_header_mode: 'SKIP',
+        response_body_mode: 'NONE',
+        response_trailer_mode: 'SKIP',
+      });
       const net = patches.filter((p) => p['applyTo'] === 'NETWORK_FILTER');
       expect(net.map((p) => get(p, 'patch', 'operation'))).to.deep.equal(['MERGE']);
       expect(get(net[0], 'match', 'listener', 'filterChain', 'filter', 'name')).to.equal('envoy.filters.network.http_connection_manager');
       const logs = get(net[0], 'patch', 'value', 'typed_config', 'access_log') as Obj[];
       expect(logs.map((l) => l['name'])).to.deep.equal(['envoy.access_loggers.http_grpc']);
       const log = logs[0]!;
-      expect(get(log, 'typed_config', 'common_config', 'grpc_service', 'envoy_grpc', 'cluster_name')).to.equal(get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name'));
-      expect(get(log, 'filter', 'metadata_filter', 'matcher')).to.deep.include({ filter: CACHEROUTE_METADATA_NAMESPACE, path: [{ key: CACHEROUTE_TICKET_KEY }] });
+      expect(get(log, 'typed_config', 'common_config', 'grpc_service', 'envoy_grpc', 'cluster_name')).to.equal(
+        get(ep, 'grpc_service', 'envoy_grpc', 'cluster_name'),
+      );
+      expect(get(log, 'filter', 'metadata_filter', 'matcher')).to.deep.include({
+        filter: CACHEROUTE_METADATA_NAMESPACE,
+        path: [{ key: CACHEROUTE_TICKET_KEY }],
+      });
       expect(get(ep, 'metadata_options', 'receiving_namespaces', 'untyped')).to.include(CACHEROUTE_METADATA_NAMESPACE);
     });
 
@@ -227,7 +259,9 @@ describe('e2e: deploy/ mesh manifests', function () {
     it('matches the Istio cluster name and the Envoy Gateway backendRef', () => {
       const ns = String(get(svc, 'metadata', 'namespace'));
       const filter = kind(docs(ISTIO), 'EnvoyFilter');
-      const ep = (get(filter, 'spec', 'configPatches') as Obj[]).find((p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc');
+      const ep = (get(filter, 'spec', 'configPatches') as Obj[]).find(
+        (p) => get(p, 'patch', 'value', 'name') === 'envoy.filters.http.ext_proc',
+      );
       expect(get(ep, 'patch', 'value', 'typed_config', 'grpc_service', 'envoy_grpc', 'cluster_name')).to.equal(
         `outbound|${String(grpcPort?.['port'])}||cacheroute.${ns}.svc.cluster.local`,
       );
@@ -281,7 +315,9 @@ describe('e2e: deploy/ mesh manifests', function () {
       expect(als).to.have.length(1);
       expect(get(als[0], 'als', 'type')).to.equal('HTTP');
       expect(get(als[0], 'als', 'backendRefs')).to.deep.equal(get(ext, 'backendRefs'));
-      expect(get(proxy, 'metadata', 'namespace'), 'same namespace as the Gateway (parametersRef is local)').to.equal(get(eep, 'metadata', 'namespace'));
+      expect(get(proxy, 'metadata', 'namespace'), 'same namespace as the Gateway (parametersRef is local)').to.equal(
+        get(eep, 'metadata', 'namespace'),
+      );
     });
 
     it('overrides the endpoint from the header the router sets, and strips it early from clients', async () => {

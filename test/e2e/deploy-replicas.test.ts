@@ -66,22 +66,30 @@ describe('e2e: Kubernetes manifests for router replicas with NATS', function () 
     const svc = kind(nats, 'Service', 'nats');
     const ns = String(get(svc, 'metadata', 'namespace'));
     const client = (get(svc, 'spec', 'ports') as Obj[]).find((p) => p['targetPort'] === 'client')!;
-    expect(rep['servers']).to.deep.equal([`nats://${String(get(svc, 'metadata', 'name'))}.${ns}.svc.cluster.local:${String(client['port'])}`]);
+    expect(rep['servers']).to.deep.equal([
+      `nats://${String(get(svc, 'metadata', 'name'))}.${ns}.svc.cluster.local:${String(client['port'])}`,
+    ]);
     expect(get(deploy, 'metadata', 'namespace')).to.equal(ns);
     const sts = kind(nats, 'StatefulSet', 'nats');
     const cports = get(sts, 'spec', 'template', 'spec', 'containers', 0, 'ports') as Obj[];
     expect(cports.find((p) => p['name'] === 'client')?.['containerPort']).to.equal(4222);
     expect(get(svc, 'spec', 'selector')).to.deep.equal(get(sts, 'spec', 'template', 'metadata', 'labels'));
     const env = get(deploy, 'spec', 'template', 'spec', 'containers', 0, 'env') as Obj[];
-    expect(env.find((e) => e['name'] === 'CACHEROUTE_REPLICA_ID')?.['valueFrom']).to.deep.equal({ fieldRef: { fieldPath: 'metadata.name' } });
+    expect(env.find((e) => e['name'] === 'CACHEROUTE_REPLICA_ID')?.['valueFrom']).to.deep.equal({
+      fieldRef: { fieldPath: 'metadata.name' },
+    });
   });
 
   it('runs NATS with JetStream on a persistent volume', () => {
     expect(natsConf).to.match(/jetstream\s*\{[^}]*store_dir:\s*\/data/);
     const sts = kind(nats, 'StatefulSet', 'nats');
     const mounts = get(sts, 'spec', 'template', 'spec', 'containers', 0, 'volumeMounts') as Obj[];
-    expect(mounts.find((m) => m['mountPath'] === '/data')?.['name']).to.equal(get(sts, 'spec', 'volumeClaimTemplates', 0, 'metadata', 'name'));
-    expect(String(get(sts, 'spec', 'template', 'spec', 'containers', 0, 'readinessProbe', 'httpGet', 'path'))).to.include('js-enabled-only=true');
+    expect(mounts.find((m) => m['mountPath'] === '/data')?.['name']).to.equal(
+      get(sts, 'spec', 'volumeClaimTemplates', 0, 'metadata', 'name'),
+    );
+    expect(String(get(sts, 'spec', 'template', 'spec', 'containers', 0, 'readinessProbe', 'httpGet', 'path'))).to.include(
+      'js-enabled-only=true',
+    );
   });
 
   it('the router config passes cacheroute validate', async function () {

@@ -89,7 +89,6 @@ export function renderComposeRouter(): string {
   );
 }
 
-
 describe('e2e: docker-compose.yml (static checks)', function () {
   this.timeout(60_000);
 
@@ -117,7 +116,9 @@ describe('e2e: docker-compose.yml (static checks)', function () {
 
   it('compose-specific configs match what the shared renderer produces', () => {
     expect(readFileSync(ENVOY_OUT, 'utf8'), 'deploy/compose/envoy.yaml is stale: UPDATE_COMPOSE_CONFIGS=1').to.equal(renderComposeEnvoy());
-    expect(readFileSync(ROUTER_OUT, 'utf8'), 'deploy/compose/router.yaml is stale: UPDATE_COMPOSE_CONFIGS=1').to.equal(renderComposeRouter());
+    expect(readFileSync(ROUTER_OUT, 'utf8'), 'deploy/compose/router.yaml is stale: UPDATE_COMPOSE_CONFIGS=1').to.equal(
+      renderComposeRouter(),
+    );
   });
 
   it('the compose Envoy config passes envoy --mode validate', async function () {
@@ -134,7 +135,18 @@ describe('e2e: docker-compose.yml (static checks)', function () {
   });
 
   it('has the expected services, images and a fixed-address network', () => {
-    expect(Object.keys(services)).to.include.members(['envoy', 'router-a', 'router-b', 'nats', 'jaeger', 'engine-1', 'engine-2', 'engine-3', 'engine-4', 'loadgen']);
+    expect(Object.keys(services)).to.include.members([
+      'envoy',
+      'router-a',
+      'router-b',
+      'nats',
+      'jaeger',
+      'engine-1',
+      'engine-2',
+      'engine-3',
+      'engine-4',
+      'loadgen',
+    ]);
     expect(String(svc('envoy')['image'])).to.match(/^envoyproxy\/envoy:v1\.40/);
     expect(String(svc('jaeger')['image'])).to.match(/^jaegertracing\/jaeger:2\./);
     for (const name of ['router-a', 'router-b', 'engine-1', 'loadgen']) {
@@ -243,10 +255,14 @@ describe('e2e: docker-compose.yml (static checks)', function () {
     ] as const) {
       try {
         await run(cmd, [...args], { timeout: 10_000 });
-        const { stdout } = await run(cmd, cmd === 'docker' ? ['compose', '-f', COMPOSE_FILE, 'config', '-q'] : ['-f', COMPOSE_FILE, 'config', '-q'], {
-          timeout: 30_000,
-          cwd: REPO_ROOT,
-        });
+        const { stdout } = await run(
+          cmd,
+          cmd === 'docker' ? ['compose', '-f', COMPOSE_FILE, 'config', '-q'] : ['-f', COMPOSE_FILE, 'config', '-q'],
+          {
+            timeout: 30_000,
+            cwd: REPO_ROOT,
+          },
+        );
         expect(stdout.trim()).to.equal('');
         ok = true;
         break;

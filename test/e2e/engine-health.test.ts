@@ -17,7 +17,13 @@ describe('e2e: engine SIGKILL under load', function () {
   });
 
   it('stops picking the dead engine within 1 s, fails nothing else, re-admits it empty after restart', async () => {
-    const r = await runSigkill({ stack: { name: 'e2e-sigkill', timeScale: 0.1 }, ratePerSec: 20, beforeKillMs: 2500, afterKillMs: 3000, afterRestartMs: 2500 });
+    const r = await runSigkill({
+      stack: { name: 'e2e-sigkill', timeScale: 0.1 },
+      ratePerSec: 20,
+      beforeKillMs: 2500,
+      afterKillMs: 3000,
+      afterRestartMs: 2500,
+    });
     const why = JSON.stringify(r);
     expect(r.indexBlocksAtKill, why).to.be.greaterThan(0); // it was in use, with cached prefixes
     expect(r.picksLaterThan1s, why).to.equal(0);

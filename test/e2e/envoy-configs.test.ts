@@ -21,7 +21,6 @@ import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
 import { envoyBinary, requireComponents } from '../helpers/require-component.js';
 import { edsDocument } from '../../src/discovery/eds-file-writer.js';
 
-
 // Walks a parsed config by a path of keys / `name=` selectors.
 function at(doc: unknown, ...path: string[]): unknown {
   let cur: unknown = doc;
@@ -40,19 +39,48 @@ function at(doc: unknown, ...path: string[]): unknown {
 }
 
 function endpointsOf(doc: unknown, cluster: string): string[] {
-  const lbEndpoints = at(doc, 'static_resources', 'clusters', `name=${cluster}`, 'load_assignment', 'endpoints', '0', 'lb_endpoints') as Array<{
+  const lbEndpoints = at(
+    doc,
+    'static_resources',
+    'clusters',
+    `name=${cluster}`,
+    'load_assignment',
+    'endpoints',
+    '0',
+    'lb_endpoints',
+  ) as Array<{
     endpoint: { address: { socket_address: { address: string; port_value: number } } };
   }>;
   return lbEndpoints.map((e) => `${e.endpoint.address.socket_address.address}:${e.endpoint.address.socket_address.port_value}`);
 }
 
 function accessLogsOf(doc: unknown): Array<Record<string, unknown>> {
-  const hcm = at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config');
+  const hcm = at(
+    doc,
+    'static_resources',
+    'listeners',
+    'name=ingress',
+    'filter_chains',
+    '0',
+    'filters',
+    'name=envoy.filters.network.http_connection_manager',
+    'typed_config',
+  );
   return at(hcm, 'access_log') as Array<Record<string, unknown>>;
 }
 
 function extProcOf(doc: unknown): Record<string, unknown> {
-  const hcm = at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config');
+  const hcm = at(
+    doc,
+    'static_resources',
+    'listeners',
+    'name=ingress',
+    'filter_chains',
+    '0',
+    'filters',
+    'name=envoy.filters.network.http_connection_manager',
+    'typed_config',
+  );
   return at(hcm, 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config') as Record<string, unknown>;
 }
 
@@ -185,19 +213,44 @@ describe('e2e: Envoy configs', function () {
       });
       const loggers = accessLogsOf(doc).filter((l) => l['name'] === 'envoy.access_loggers.http_grpc');
       expect(loggers, variant).to.have.length(1);
-      expect(at(loggers[0], 'filter', 'metadata_filter', 'matcher')).to.deep.equal({ filter: 'cacheroute', path: [{ key: 'ticket' }], value: { present_match: true } });
+      expect(at(loggers[0], 'filter', 'metadata_filter', 'matcher')).to.deep.equal({
+        filter: 'cacheroute',
+        path: [{ key: 'ticket' }],
+        value: { present_match: true },
+      });
       const common = at(loggers[0], 'typed_config', 'common_config') as Record<string, unknown>;
       expect(at(common, 'grpc_service', 'envoy_grpc', 'cluster_name')).to.equal('cacheroute_extproc');
       expect(common['transport_api_version']).to.equal('V3');
       expect(parseFloat(String(common['buffer_flush_interval']))).to.be.at.most(0.05);
-      const md = extProc['metadata_options'] as { receiving_namespaces: { untyped: string[] }; forwarding_namespaces: { untyped: string[] } };
+      const md = extProc['metadata_options'] as {
+        receiving_namespaces: { untyped: string[] };
+        forwarding_namespaces: { untyped: string[] };
+      };
       expect(md.receiving_namespaces.untyped).to.include.members(['envoy.lb', 'cacheroute']);
       expect(md.forwarding_namespaces.untyped).to.include('envoy.lb.subset_hint');
       // header_mutation (stripping client routing headers) must run before ext_proc.
-      const hcm = at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config');
+      const hcm = at(
+        doc,
+        'static_resources',
+        'listeners',
+        'name=ingress',
+        'filter_chains',
+        '0',
+        'filters',
+        'name=envoy.filters.network.http_connection_manager',
+        'typed_config',
+      );
       const names = (at(hcm, 'http_filters') as Array<{ name: string }>).map((f) => f.name);
       expect(names).to.deep.equal(['envoy.filters.http.header_mutation', 'envoy.filters.http.ext_proc', 'envoy.filters.http.router']);
-      const thresholds = at(doc, 'static_resources', 'clusters', 'name=cacheroute_extproc', 'circuit_breakers', 'thresholds', '0') as Record<string, number>;
+      const thresholds = at(
+        doc,
+        'static_resources',
+        'clusters',
+        'name=cacheroute_extproc',
+        'circuit_breakers',
+        'thresholds',
+        '0',
+      ) as Record<string, number>;
       expect(thresholds['max_requests']).to.be.greaterThan(1024);
     }
   });
@@ -221,22 +274,62 @@ describe('e2e: Envoy configs', function () {
 
   it('both router variants retry an ext_proc stream that was refused, failed to connect or was reset on another replica, and refusedStreamRetry: false removes it', () => {
     const grpcOf = (doc: unknown): Record<string, unknown> =>
-      at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config', 'grpc_service') as Record<string, unknown>;
+      at(
+        doc,
+        'static_resources',
+        'listeners',
+        'name=ingress',
+        'filter_chains',
+        '0',
+        'filters',
+        'name=envoy.filters.network.http_connection_manager',
+        'typed_config',
+        'http_filters',
+        'name=envoy.filters.http.ext_proc',
+        'typed_config',
+        'grpc_service',
+      ) as Record<string, unknown>;
     for (const variant of ['override-host', 'original-dst'] as const) {
       const retry = grpcOf(buildEnvoyConfig({ variant }))['retry_policy'] as Record<string, unknown>;
-      expect(String(retry['retry_on']).split(','), variant).to.include.members(['refused-stream', 'connect-failure', 'reset', 'unavailable']);
+      expect(String(retry['retry_on']).split(','), variant).to.include.members([
+        'refused-stream',
+        'connect-failure',
+        'reset',
+        'unavailable',
+      ]);
       expect(retry['num_retries'], variant).to.be.at.least(1);
-      expect((retry['retry_host_predicate'] as Array<{ name: string }>).map((p) => p.name)).to.deep.equal(['envoy.retry_host_predicates.previous_hosts']);
+      expect((retry['retry_host_predicate'] as Array<{ name: string }>).map((p) => p.name)).to.deep.equal([
+        'envoy.retry_host_predicates.previous_hosts',
+      ]);
       expect(grpcOf(buildEnvoyConfig({ variant, refusedStreamRetry: false }))).to.not.have.property('retry_policy');
     }
   });
 
   it('responsePath ext-proc streams responses through the router again and drops the access logger (Envoy accepts it)', async () => {
     const modeOf = (doc: unknown): Record<string, unknown> =>
-      at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config', 'processing_mode') as Record<string, unknown>;
+      at(
+        doc,
+        'static_resources',
+        'listeners',
+        'name=ingress',
+        'filter_chains',
+        '0',
+        'filters',
+        'name=envoy.filters.network.http_connection_manager',
+        'typed_config',
+        'http_filters',
+        'name=envoy.filters.http.ext_proc',
+        'typed_config',
+        'processing_mode',
+      ) as Record<string, unknown>;
     for (const variant of ['override-host', 'original-dst'] as const) {
       const old = buildEnvoyConfig({ variant, responsePath: 'ext-proc' });
-      expect(modeOf(old), variant).to.deep.include({ response_header_mode: 'SEND', response_body_mode: 'FULL_DUPLEX_STREAMED', response_trailer_mode: 'SEND', request_body_mode: 'FULL_DUPLEX_STREAMED' });
+      expect(modeOf(old), variant).to.deep.include({
+        response_header_mode: 'SEND',
+        response_body_mode: 'FULL_DUPLEX_STREAMED',
+        response_trailer_mode: 'SEND',
+        request_body_mode: 'FULL_DUPLEX_STREAMED',
+      });
       expect(accessLogsOf(old).map((l) => l['name'])).to.deep.equal(['envoy.access_loggers.stdout']);
       const file = join(runDir(), `validate-${variant}-ext-proc-responses.yaml`);
       writeFileSync(file, renderEnvoyConfig({ variant, listenerPort: 0, adminPort: 0, responsePath: 'ext-proc' }));
@@ -248,7 +341,21 @@ describe('e2e: Envoy configs', function () {
 
   it('requestBodyMode BUFFERED sets the ext_proc request body mode (and Envoy accepts it)', async () => {
     const modeOf = (doc: unknown): Record<string, unknown> =>
-      at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'http_filters', 'name=envoy.filters.http.ext_proc', 'typed_config', 'processing_mode') as Record<string, unknown>;
+      at(
+        doc,
+        'static_resources',
+        'listeners',
+        'name=ingress',
+        'filter_chains',
+        '0',
+        'filters',
+        'name=envoy.filters.network.http_connection_manager',
+        'typed_config',
+        'http_filters',
+        'name=envoy.filters.http.ext_proc',
+        'typed_config',
+        'processing_mode',
+      ) as Record<string, unknown>;
     for (const variant of ['override-host', 'original-dst'] as const) {
       expect(modeOf(buildEnvoyConfig({ variant }))['request_body_mode'], `${variant} canonical`).to.equal('FULL_DUPLEX_STREAMED');
       expect(modeOf(buildEnvoyConfig({ variant, requestBodyMode: 'BUFFERED' }))['request_body_mode'], variant).to.equal('BUFFERED');
@@ -274,15 +381,41 @@ describe('e2e: Envoy configs', function () {
     const replicas = ['127.0.0.1:9102', '127.0.0.1:9103', '127.0.0.1:9104'];
     for (const variant of ['override-host', 'override-host-eds', 'original-dst'] as const) {
       const doc = buildEnvoyConfig({ variant, routerAddresses: replicas });
-      const hosts = (at(doc, 'static_resources', 'clusters', 'name=cacheroute_extproc', 'load_assignment', 'endpoints', '0', 'lb_endpoints') as Array<unknown>).map((e) => {
+      const hosts = (
+        at(
+          doc,
+          'static_resources',
+          'clusters',
+          'name=cacheroute_extproc',
+          'load_assignment',
+          'endpoints',
+          '0',
+          'lb_endpoints',
+        ) as Array<unknown>
+      ).map((e) => {
         const sa = at(e, 'endpoint', 'address', 'socket_address') as { address: string; port_value: number };
         return `${sa.address}:${sa.port_value}`;
       });
       expect(hosts, variant).to.deep.equal(replicas);
       const loggers = accessLogsOf(doc).filter((l) => l['name'] === 'envoy.access_loggers.http_grpc');
-      expect(loggers.map((l) => at(l, 'typed_config', 'common_config', 'grpc_service', 'envoy_grpc', 'cluster_name'))).to.deep.equal(replicas.map((_, i) => `cacheroute_replica_${i}`));
+      expect(loggers.map((l) => at(l, 'typed_config', 'common_config', 'grpc_service', 'envoy_grpc', 'cluster_name'))).to.deep.equal(
+        replicas.map((_, i) => `cacheroute_replica_${i}`),
+      );
       replicas.forEach((addr, i) => {
-        const sa = at(doc, 'static_resources', 'clusters', `name=cacheroute_replica_${i}`, 'load_assignment', 'endpoints', '0', 'lb_endpoints', '0', 'endpoint', 'address', 'socket_address') as { address: string; port_value: number };
+        const sa = at(
+          doc,
+          'static_resources',
+          'clusters',
+          `name=cacheroute_replica_${i}`,
+          'load_assignment',
+          'endpoints',
+          '0',
+          'lb_endpoints',
+          '0',
+          'endpoint',
+          'address',
+          'socket_address',
+        ) as { address: string; port_value: number };
         expect(`${sa.address}:${sa.port_value}`).to.equal(addr);
       });
     }
@@ -291,23 +424,77 @@ describe('e2e: Envoy configs', function () {
     const res = await validateEnvoyConfig(file);
     expect(res.ok, res.output).to.equal(true);
     expect(() => buildEnvoyConfig({ variant: 'override-host', routerAddresses: [] })).to.throw(/empty/);
-    expect(() => buildEnvoyConfig({ variant: 'override-host', routerAddresses: replicas, routerAddress: replicas[0]! })).to.throw(/not both/);
+    expect(() => buildEnvoyConfig({ variant: 'override-host', routerAddresses: replicas, routerAddress: replicas[0]! })).to.throw(
+      /not both/,
+    );
   });
 
   it('override-host falls back to maglev on the session header (renamed by sessionHeader)', () => {
     for (const variant of ['override-host', 'override-host-eds'] as const) {
       const doc = buildEnvoyConfig({ variant, sessionHeader: 'X-Conversation' });
-      const fallback = at(doc, 'static_resources', 'clusters', 'name=engines', 'load_balancing_policy', 'policies', '0', 'typed_extension_config', 'typed_config', 'fallback_policy', 'policies', '0', 'typed_extension_config') as Record<string, unknown>;
+      const fallback = at(
+        doc,
+        'static_resources',
+        'clusters',
+        'name=engines',
+        'load_balancing_policy',
+        'policies',
+        '0',
+        'typed_extension_config',
+        'typed_config',
+        'fallback_policy',
+        'policies',
+        '0',
+        'typed_extension_config',
+      ) as Record<string, unknown>;
       expect(fallback['name'], variant).to.equal('envoy.load_balancing_policies.maglev');
-      const route = at(doc, 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'route_config', 'virtual_hosts', '0', 'routes', '0', 'route') as Record<string, unknown>;
+      const route = at(
+        doc,
+        'static_resources',
+        'listeners',
+        'name=ingress',
+        'filter_chains',
+        '0',
+        'filters',
+        'name=envoy.filters.network.http_connection_manager',
+        'typed_config',
+        'route_config',
+        'virtual_hosts',
+        '0',
+        'routes',
+        '0',
+        'route',
+      ) as Record<string, unknown>;
       expect(route['hash_policy']).to.deep.equal([{ header: { header_name: 'x-conversation' } }]);
-      expect(at(buildEnvoyConfig({ variant }), 'static_resources', 'listeners', 'name=ingress', 'filter_chains', '0', 'filters', 'name=envoy.filters.network.http_connection_manager', 'typed_config', 'route_config', 'virtual_hosts', '0', 'routes', '0', 'route', 'hash_policy')).to.deep.equal([{ header: { header_name: 'x-session-id' } }]);
+      expect(
+        at(
+          buildEnvoyConfig({ variant }),
+          'static_resources',
+          'listeners',
+          'name=ingress',
+          'filter_chains',
+          '0',
+          'filters',
+          'name=envoy.filters.network.http_connection_manager',
+          'typed_config',
+          'route_config',
+          'virtual_hosts',
+          '0',
+          'routes',
+          '0',
+          'route',
+          'hash_policy',
+        ),
+      ).to.deep.equal([{ header: { header_name: 'x-session-id' } }]);
     }
   });
 
   it('both router variants push router health changes to the workers at once (update_merge_window 0s)', () => {
     for (const variant of ['override-host', 'original-dst'] as const) {
-      const cluster = at(buildEnvoyConfig({ variant }), 'static_resources', 'clusters', 'name=cacheroute_extproc') as Record<string, unknown>;
+      const cluster = at(buildEnvoyConfig({ variant }), 'static_resources', 'clusters', 'name=cacheroute_extproc') as Record<
+        string,
+        unknown
+      >;
       expect(at(cluster, 'common_lb_config', 'update_merge_window'), variant).to.equal('0s');
     }
   });

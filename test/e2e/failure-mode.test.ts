@@ -50,7 +50,11 @@ describe('e2e: Envoy failure modes when the router is down', function () {
     this.timeout(60_000);
     stack = await startStack({
       engines: { count: 4, flags: { profile: 'gpu-like', 'time-scale': 0.05 } },
-      envoys: CASES.map((c) => ({ variant: c.variant, failureModeAllow: c.failureModeAllow, name: `envoy-${c.variant}-${c.failureModeAllow ? 'open' : 'closed'}` })),
+      envoys: CASES.map((c) => ({
+        variant: c.variant,
+        failureModeAllow: c.failureModeAllow,
+        name: `envoy-${c.variant}-${c.failureModeAllow ? 'open' : 'closed'}`,
+      })),
     });
   });
 
@@ -162,7 +166,10 @@ describe('e2e: Envoy retries when the chosen engine is dead', function () {
       statuses.push(res.status);
       expect(live).to.include(servedBy(res));
     }
-    expect(statuses.every((s) => s === 200), statuses.join(',')).to.equal(true);
+    expect(
+      statuses.every((s) => s === 200),
+      statuses.join(','),
+    ).to.equal(true);
     expect(await envoy.stat('cluster.engines.upstream_rq_retry')).to.be.at.least(2);
   });
 

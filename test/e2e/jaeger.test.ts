@@ -198,7 +198,7 @@ describe('e2e: one trace in Jaeger holds Envoy and cacheroute spans', function (
     while (Date.now() < deadline) {
       const res = await httpRequest(`${jaegerQuery}/api/traces?service=${serviceName}&limit=50&lookback=1h`, { timeoutMs: 5000 });
       if (res.status === 200) {
-        traces = ((res.json() as { data: JaegerTrace[] | null }).data ?? []);
+        traces = (res.json() as { data: JaegerTrace[] | null }).data ?? [];
         complete = traces.filter(
           (t) => t.spans.some((s) => s.operationName === EXT_PROC_SPAN) && t.spans.some((s) => s.operationName === 'cacheroute.route'),
         );
@@ -247,7 +247,9 @@ describe('e2e: one trace in Jaeger holds Envoy and cacheroute spans', function (
     // The first (cold) decision scored every engine.
     expect(new Set(seenCandidates)).to.deep.equal(new Set(engines));
     // Requests 2 and 3 share the system prompt with request 1: the later decisions predicted a match.
-    const matched = complete.map((t) => Number(tag(t.spans.find((s) => s.operationName === 'cacheroute.route')!, 'cacheroute.prefix.matched_blocks')));
+    const matched = complete.map((t) =>
+      Number(tag(t.spans.find((s) => s.operationName === 'cacheroute.route')!, 'cacheroute.prefix.matched_blocks')),
+    );
     expect(Math.max(...matched)).to.be.greaterThan(0);
     expect(new Set(served).size).to.be.at.most(2);
   });

@@ -21,7 +21,10 @@ import { requireComponents, vllmCpu } from '../helpers/require-component.js';
 
 const BS = 128;
 const ENGINE_NICE = 1;
-const WORDS = 'the of and to in is that for it as with was on be by this are or at from which an have not system user assistant cache prefix token block engine router prompt'.split(' ');
+const WORDS =
+  'the of and to in is that for it as with was on be by this are or at from which an have not system user assistant cache prefix token block engine router prompt'.split(
+    ' ',
+  );
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -44,7 +47,12 @@ describe('precise index against a real vLLM engine (real ZMQ KV events)', functi
     const engine = fleet.engines[0]!;
     url = engine.url;
     tokenizer = await ModelTokenizer.fromDirectory(ensureTinyModel().dir);
-    affinity = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 60_000, maxBlocks: 512, endpoints: 1 }, await createTokenBlockHasher(), new Map([[TINY_MODEL_NAME, { tokenizer, blockSize: BS }]]), () => 0);
+    affinity = new PreciseAffinity(
+      { mode: 'precise', speculativeTtlMs: 0, resyncWindowMs: 60_000, maxBlocks: 512, endpoints: 1 },
+      await createTokenBlockHasher(),
+      new Map([[TINY_MODEL_NAME, { tokenizer, blockSize: BS }]]),
+      () => 0,
+    );
     sub = new KvEventSubscriber(affinity.events, { clock: systemClock, onApplied: () => applied++ });
     const kv = engine.kvEvents;
     if (kv === undefined) throw new Error('the launcher reported no KV-event publisher');
@@ -77,9 +85,24 @@ describe('precise index against a real vLLM engine (real ZMQ KV events)', functi
 
   it('tokenizes chat requests exactly as the engine does', async () => {
     const shapes = [
-      [{ role: 'system', content: 'You are a helpful assistant.\n\n  Be brief.' }, { role: 'user', content: 'hello  there, é 🙂' }],
-      [{ role: 'user', content: [{ type: 'text', text: 'part one ' }, { type: 'text', text: 'part two' }] }],
-      [{ role: 'user', content: 'q1' }, { role: 'assistant', content: 'a1' }, { role: 'user', content: 'q2\n' }],
+      [
+        { role: 'system', content: 'You are a helpful assistant.\n\n  Be brief.' },
+        { role: 'user', content: 'hello  there, é 🙂' },
+      ],
+      [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'part one ' },
+            { type: 'text', text: 'part two' },
+          ],
+        },
+      ],
+      [
+        { role: 'user', content: 'q1' },
+        { role: 'assistant', content: 'a1' },
+        { role: 'user', content: 'q2\n' },
+      ],
     ];
     for (const messages of shapes) {
       const j = await post('/tokenize', { model: TINY_MODEL_NAME, messages, add_generation_prompt: true });
@@ -98,7 +121,10 @@ describe('precise index against a real vLLM engine (real ZMQ KV events)', functi
     let hits = 0;
     const n = 18;
     for (let i = 0; i < n; i++) {
-      const messages = [{ role: 'system', content: systems[Math.floor(rng.next() * systems.length)]! }, { role: 'user', content: `question ${i % 3}` }];
+      const messages = [
+        { role: 'system', content: systems[Math.floor(rng.next() * systems.length)]! },
+        { role: 'user', content: `question ${i % 3}` },
+      ];
       const predicted = affinity.events.match(affinity.requestKeys(TINY_MODEL_NAME, { kind: 'chat', messages })!.keys)[0]! * BS;
       const j = await post('/v1/chat/completions', { model: TINY_MODEL_NAME, messages, max_tokens: 2 });
       const cached = (j['usage'] as { prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details.cached_tokens;

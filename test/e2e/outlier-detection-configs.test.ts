@@ -42,7 +42,9 @@ describe('e2e: outlier detection on the engine cluster of every shipped config',
   }
 
   it('deploy/istio: the model-server cluster patch carries it', () => {
-    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy/istio/envoyfilter-cacheroute.yaml'), 'utf8')).map((d) => d.toJS() as Obj);
+    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy/istio/envoyfilter-cacheroute.yaml'), 'utf8')).map(
+      (d) => d.toJS() as Obj,
+    );
     const filter = docs.find((d) => d['kind'] === 'EnvoyFilter') as { spec: { configPatches: Obj[] } };
     const patch = filter.spec.configPatches.find(
       (p) => p['applyTo'] === 'CLUSTER' && (p['match'] as { cluster: { service: string } }).cluster.service.startsWith('vllm.'),
@@ -51,9 +53,17 @@ describe('e2e: outlier detection on the engine cluster of every shipped config',
   });
 
   it('deploy/envoy-gateway: the BackendTrafficPolicy has a passive health check', () => {
-    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy/envoy-gateway/cacheroute-policies.yaml'), 'utf8')).map((d) => d.toJS() as Obj);
+    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy/envoy-gateway/cacheroute-policies.yaml'), 'utf8')).map(
+      (d) => d.toJS() as Obj,
+    );
     const btp = docs.find((d) => d['kind'] === 'BackendTrafficPolicy') as { spec: { healthCheck?: { passive?: Obj } } };
     const passive = btp.spec.healthCheck?.passive;
-    expect(passive).to.include({ splitExternalLocalOriginErrors: true, consecutiveLocalOriginFailures: 2, consecutive5XxErrors: 5, baseEjectionTime: '2s', maxEjectionPercent: 50 });
+    expect(passive).to.include({
+      splitExternalLocalOriginErrors: true,
+      consecutiveLocalOriginFailures: 2,
+      consecutive5XxErrors: 5,
+      baseEjectionTime: '2s',
+      maxEjectionPercent: 50,
+    });
   });
 });

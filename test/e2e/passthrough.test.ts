@@ -112,7 +112,11 @@ describe('e2e: pass-through and bad inputs through Envoy', function () {
         });
 
         it('forwards an unknown path unrouted (the engine answers 404)', async () => {
-          const res = await httpRequest(`${envoyUrl(variant)}/v1/unknown`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+          const res = await httpRequest(`${envoyUrl(variant)}/v1/unknown`, {
+            method: 'POST',
+            body: '{}',
+            headers: { 'content-type': 'application/json' },
+          });
           expect(res.status).to.equal(404);
           expect(stack.engineAddresses).to.include(servedBy(res));
         });
@@ -121,7 +125,11 @@ describe('e2e: pass-through and bad inputs through Envoy', function () {
           const get = await httpRequest(`${envoyUrl(variant)}/v1/models`);
           expect(get.status).to.equal(503);
           expect(servedBy(get)).to.equal('');
-          const unknown = await httpRequest(`${envoyUrl(variant)}/v1/unknown`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+          const unknown = await httpRequest(`${envoyUrl(variant)}/v1/unknown`, {
+            method: 'POST',
+            body: '{}',
+            headers: { 'content-type': 'application/json' },
+          });
           expect(unknown.status).to.equal(503);
         });
       }

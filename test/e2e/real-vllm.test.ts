@@ -17,7 +17,15 @@ import { syntheticTokens } from '../../bench/workloads/synthetic-text.js';
 import { seededRng } from '../../src/util/rng.js';
 import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../../bench/harness/chat-requests.js';
 import { httpRequest, postJson, type HttpResult } from '../../bench/harness/http-client.js';
-import { routerConfigDoc, sleep, startEnvoy, startRouter, type ConfigDoc, type EnvoyProcess, type RouterProcess } from '../../bench/harness/processes.js';
+import {
+  routerConfigDoc,
+  sleep,
+  startEnvoy,
+  startRouter,
+  type ConfigDoc,
+  type EnvoyProcess,
+  type RouterProcess,
+} from '../../bench/harness/processes.js';
 import { sumSamples } from '../../bench/stats/prometheus-text.js';
 import { envoyBinary, requireComponents, routerBuild, vllmCpu } from '../helpers/require-component.js';
 
@@ -136,7 +144,15 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     fleet = await startVllmEngines({ count: 2, numGpuBlocks: NUM_BLOCKS, maxModelLen: 4096 });
     addresses = fleet.engines.map((e) => e.id);
     router = await startRouter({ name: 'router-real-vllm', config: routerConfig({}) });
-    envoy = await startEnvoy({ variant: 'override-host', name: 'envoy-real-vllm', listenerPort: 0, adminPort: 0, engines: addresses, routerAddress: router.grpcAddress, responsePath: 'ext-proc' });
+    envoy = await startEnvoy({
+      variant: 'override-host',
+      name: 'envoy-real-vllm',
+      listenerPort: 0,
+      adminPort: 0,
+      engines: addresses,
+      routerAddress: router.grpcAddress,
+      responsePath: 'ext-proc',
+    });
     await envoy.waitForClusterHealth('cacheroute_extproc', true);
   });
 
@@ -172,7 +188,9 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     // ...and the router reads them live from each engine.
     const eps = await waitFor('engine signals in /debug/endpoints', async () => {
       const v = await debugEndpoints(router);
-      return v.every((e) => e.load?.running !== undefined && e.load?.waiting !== undefined && e.load?.kvUsage !== undefined) ? v : undefined;
+      return v.every((e) => e.load?.running !== undefined && e.load?.waiting !== undefined && e.load?.kvUsage !== undefined)
+        ? v
+        : undefined;
     });
     for (const e of eps) {
       expect(e.engineMetrics?.scrapes ?? 0, e.id).to.be.greaterThan(0);
@@ -201,7 +219,11 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       let predictions = 0;
       let confirmations = 0;
       for (let i = 0; i < 5; i++) {
-        const res = await postJson(`${envoy.url}${CHAT_PATH}`, chat(model, system, `question ${g}.${i}: ${syntheticTokens(`q-${g}-${i}`, 20)}`), { timeoutMs: 60_000 });
+        const res = await postJson(
+          `${envoy.url}${CHAT_PATH}`,
+          chat(model, system, `question ${g}.${i}: ${syntheticTokens(`q-${g}-${i}`, 20)}`),
+          { timeoutMs: 60_000 },
+        );
         expect(res.status, res.text()).to.equal(200);
         const d = decisionOf(res);
         const usage = usageOf(res);
@@ -222,16 +244,24 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       confirmedShares.push(confirmations / predictions);
     }
     const share = confirmedShares.reduce((a, b) => a + b, 0) / confirmedShares.length;
-    console.log(`      engine-confirmed share of predicted hits: ${(share * 100).toFixed(0)}% (${confirmedShares.map((s) => s.toFixed(2)).join(', ')})`);
+    console.log(
+      `      engine-confirmed share of predicted hits: ${(share * 100).toFixed(0)}% (${confirmedShares.map((s) => s.toFixed(2)).join(', ')})`,
+    );
     expect(share).to.equal(1);
   });
 
   it('spreads distinct prefixes over both engines', async () => {
-    const served = await mapLimit(Array.from({ length: 8 }, (_, i) => i), 4, async (i) => {
-      const res = await postJson(`${envoy.url}${CHAT_PATH}`, chat(model, systemPrompt(`real-spread-${i}`, 300), 'hello'), { timeoutMs: 60_000 });
-      expect(res.status, res.text()).to.equal(200);
-      return decisionOf(res).ep;
-    });
+    const served = await mapLimit(
+      Array.from({ length: 8 }, (_, i) => i),
+      4,
+      async (i) => {
+        const res = await postJson(`${envoy.url}${CHAT_PATH}`, chat(model, systemPrompt(`real-spread-${i}`, 300), 'hello'), {
+          timeoutMs: 60_000,
+        });
+        expect(res.status, res.text()).to.equal(200);
+        return decisionOf(res).ep;
+      },
+    );
     const counts = tally(served);
     expect(counts.map(([e]) => e).sort(), JSON.stringify(counts)).to.deep.equal([...addresses].sort());
     expect(counts[0]?.[1] ?? 0, JSON.stringify(counts)).to.be.at.most(6);
@@ -244,7 +274,11 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     const home = decisionOf(first).ep;
     // The engine itself: the completion of the same text finds nothing cached on the engine
     // that just served the chat...
-    const direct = await postJson(`http://${home}${COMPLETIONS_PATH}`, { model, prompt: text, max_tokens: 2, ignore_eos: true }, { timeoutMs: 60_000 });
+    const direct = await postJson(
+      `http://${home}${COMPLETIONS_PATH}`,
+      { model, prompt: text, max_tokens: 2, ignore_eos: true },
+      { timeoutMs: 60_000 },
+    );
     expect(direct.status, direct.text()).to.equal(200);
     expect(cachedOf(usageOf(direct)), 'engine cached tokens for the completion').to.equal(0);
     // ...while a second chat with the same system prompt does hit.
@@ -252,7 +286,11 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     expect(cachedOf(usageOf(again)), 'engine cached tokens for the chat').to.be.greaterThan(0);
     expect(decisionOf(again).matched).to.be.greaterThan(0);
     // The router predicts no hit for a completion of the chat's text.
-    const viaRouter = await postJson(`${envoy.url}${COMPLETIONS_PATH}`, { model, prompt: `${text} `, max_tokens: 2, ignore_eos: true }, { timeoutMs: 60_000 });
+    const viaRouter = await postJson(
+      `${envoy.url}${COMPLETIONS_PATH}`,
+      { model, prompt: `${text} `, max_tokens: 2, ignore_eos: true },
+      { timeoutMs: 60_000 },
+    );
     expect(viaRouter.status, viaRouter.text()).to.equal(200);
     const d = decisionOf(viaRouter);
     expect(d.matched, `router predicted ${d.matched}/${d.total} blocks`).to.equal(0);
@@ -262,20 +300,33 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     it(`streams through Envoy intact ${includeUsage ? 'with' : 'without'} stream_options.include_usage and returns in-flight to zero`, async () => {
       const system = systemPrompt('real-stream', 400);
       const maxTokens = 12;
-      const bodies = await mapLimit(Array.from({ length: 4 }, (_, i) => i), 2, async (i) => {
-        const body = chat(model, system, `stream ${includeUsage} ${i}`, maxTokens, {
-          stream: true,
-          ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
-        });
-        const res = await postJson(`${envoy.url}${CHAT_PATH}`, body, { timeoutMs: 60_000 });
-        expect(res.status, res.text()).to.equal(200);
-        expect(res.header('content-type') ?? '').to.match(/^text\/event-stream/);
-        return res.text();
-      });
+      const bodies = await mapLimit(
+        Array.from({ length: 4 }, (_, i) => i),
+        2,
+        async (i) => {
+          const body = chat(model, system, `stream ${includeUsage} ${i}`, maxTokens, {
+            stream: true,
+            ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
+          });
+          const res = await postJson(`${envoy.url}${CHAT_PATH}`, body, { timeoutMs: 60_000 });
+          expect(res.status, res.text()).to.equal(200);
+          expect(res.header('content-type') ?? '').to.match(/^text\/event-stream/);
+          return res.text();
+        },
+      );
       for (const text of bodies) {
         const events = sseEvents(text);
         expect(events[events.length - 1]).to.equal('[DONE]');
-        const docs = events.slice(0, -1).map((e) => JSON.parse(e) as { id: string; choices: Array<{ delta?: { content?: string }; finish_reason?: string | null }>; usage?: Usage | null });
+        const docs = events
+          .slice(0, -1)
+          .map(
+            (e) =>
+              JSON.parse(e) as {
+                id: string;
+                choices: Array<{ delta?: { content?: string }; finish_reason?: string | null }>;
+                usage?: Usage | null;
+              },
+          );
         expect(new Set(docs.map((d) => d.id)).size, 'one completion id').to.equal(1);
         const contentChunks = docs.filter((d) => (d.choices[0]?.delta?.content ?? '') !== '');
         expect(contentChunks.length, 'one chunk per generated token').to.be.within(maxTokens - 1, maxTokens);
@@ -297,7 +348,10 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       if (includeUsage) {
         // The router saw the engine's usage in the stream: cached tokens recorded per decision.
         const recent = await debugDecisions(router, 4);
-        expect(recent.every((d) => d.outcome?.cachedTokens !== undefined), JSON.stringify(recent.map((d) => d.outcome))).to.equal(true);
+        expect(
+          recent.every((d) => d.outcome?.cachedTokens !== undefined),
+          JSON.stringify(recent.map((d) => d.outcome)),
+        ).to.equal(true);
       }
     });
   }
@@ -311,7 +365,15 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       config: routerConfig({ load: { calibration: { enabled: true, sizeFromEngine: false } } }),
     });
     extra.push(calib);
-    const calibEnvoy = await startEnvoy({ variant: 'override-host', name: 'envoy-real-vllm-calibration', listenerPort: 0, adminPort: 0, engines: addresses, routerAddress: calib.grpcAddress, responsePath: 'ext-proc' });
+    const calibEnvoy = await startEnvoy({
+      variant: 'override-host',
+      name: 'envoy-real-vllm-calibration',
+      listenerPort: 0,
+      adminPort: 0,
+      engines: addresses,
+      routerAddress: calib.grpcAddress,
+      responsePath: 'ext-proc',
+    });
     extra.push(calibEnvoy);
     await calibEnvoy.waitForClusterHealth('cacheroute_extproc', true);
     await Promise.all(fleet!.engines.map((e) => postJson(`${e.url}/reset_prefix_cache`, {})));
@@ -332,7 +394,9 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       if (seen.get(g) === d.ep && cachedOf(usageOf(res)) === 0) revisitMisses++;
       seen.set(g, d.ep);
     }
-    const decisions = (await debugDecisions(calib, REQUESTS)).reverse().filter((d) => d.matchedBlocks > 0 && d.outcome?.cachedTokens !== undefined);
+    const decisions = (await debugDecisions(calib, REQUESTS))
+      .reverse()
+      .filter((d) => d.matchedBlocks > 0 && d.outcome?.cachedTokens !== undefined);
     const half = Math.floor(decisions.length / 2);
     const accuracy = (ds: DecisionView[]): number => (ds.length === 0 ? Number.NaN : ds.filter(confirmed).length / ds.length);
     const early = accuracy(decisions.slice(0, half));

@@ -14,7 +14,14 @@
  */
 import { expect } from 'chai';
 import { startNatsServer, type NatsServer } from '../../bench/harness/nats-process.js';
-import { engineAddress, routerConfigDoc, startEngines, startRouter, type RouterProcess, type SimEngineFleet } from '../../bench/harness/processes.js';
+import {
+  engineAddress,
+  routerConfigDoc,
+  startEngines,
+  startRouter,
+  type RouterProcess,
+  type SimEngineFleet,
+} from '../../bench/harness/processes.js';
 import { httpRequest } from '../../bench/harness/http-client.js';
 import { connect, open, type ClientConversation } from '../helpers/ext-proc-client.js';
 import { chatBody, requestBody, requestHeaders } from '../helpers/ext-proc-messages.js';
@@ -50,7 +57,8 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last !== undefined ? ` (last error: ${String(last)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last !== undefined ? ` (last error: ${String(last)})` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -94,11 +102,18 @@ class Replica {
   /** The in-flight count this replica's load picture shows for `endpointId`. */
   async inflightSeen(endpointId: string): Promise<number> {
     const body = await getJson<unknown>(`${this.proc.adminUrl}/debug/endpoints`);
-    const list = (Array.isArray(body) ? body : (body as { endpoints: unknown[] }).endpoints) as { id: string; load?: { inflightRequests?: number } }[];
+    const list = (Array.isArray(body) ? body : (body as { endpoints: unknown[] }).endpoints) as {
+      id: string;
+      load?: { inflightRequests?: number };
+    }[];
     return list.find((e) => e.id === endpointId)?.load?.inflightRequests ?? 0;
   }
 
-  async stats(): Promise<{ connected: boolean; peers: string[]; index?: { changesApplied: number; replay: { caughtUp: boolean; targetSeq: number; appliedSeq: number } } }> {
+  async stats(): Promise<{
+    connected: boolean;
+    peers: string[];
+    index?: { changesApplied: number; replay: { caughtUp: boolean; targetSeq: number; appliedSeq: number } };
+  }> {
     return getJson(`${this.proc.adminUrl}/debug/replication`);
   }
 
@@ -188,7 +203,11 @@ describe('e2e: router replicas share load and index over NATS', function () {
     const appliedOnB = (await b.stats()).index?.changesApplied ?? 0;
     const viaA = await a.routeAndFinish(prompt('shared-1'));
     expect(viaA.matchedBlocks, 'cold on A').to.equal(0);
-    await waitFor('B to apply A\'s insert', async () => (((await b.stats()).index?.changesApplied ?? 0) > appliedOnB ? true : undefined), 5000);
+    await waitFor(
+      "B to apply A's insert",
+      async () => (((await b.stats()).index?.changesApplied ?? 0) > appliedOnB ? true : undefined),
+      5000,
+    );
     const onB = await b.routeAndFinish(prompt('shared-1'));
     expect(onB.endpoint).to.equal(viaA.endpoint);
     expect(onB.matchedBlocks).to.be.greaterThan(0);
@@ -197,12 +216,19 @@ describe('e2e: router replicas share load and index over NATS', function () {
     // Replay: C starts after both prompts were routed and is warm when it reports ready.
     const appliedOnA = (await a.stats()).index?.changesApplied ?? 0;
     const viaB = await b.routeAndFinish(prompt('shared-2'));
-    await waitFor('the stream to hold B\'s batch', async () => (((await a.stats()).index?.changesApplied ?? 0) > appliedOnA ? true : undefined), 5000);
+    await waitFor(
+      "the stream to hold B's batch",
+      async () => (((await a.stats()).index?.changesApplied ?? 0) > appliedOnA ? true : undefined),
+      5000,
+    );
     const c = await startReplica('replica-c');
     const sc = await c.stats();
     expect(sc.index?.replay.caughtUp, JSON.stringify(sc)).to.equal(true);
     expect(sc.index?.replay.targetSeq).to.be.greaterThan(0);
-    for (const [p, expected] of [[prompt('shared-1'), viaA.endpoint], [prompt('shared-2'), viaB.endpoint]] as const) {
+    for (const [p, expected] of [
+      [prompt('shared-1'), viaA.endpoint],
+      [prompt('shared-2'), viaB.endpoint],
+    ] as const) {
       const d = await c.routeAndFinish(p);
       expect(d.endpoint).to.equal(expected);
       expect(d.matchedBlocks).to.equal(d.totalBlocks);
@@ -211,7 +237,11 @@ describe('e2e: router replicas share load and index over NATS', function () {
     // Outage: NATS stopped → the metric flips, routing goes on on each replica's own state.
     await nats!.stop();
     for (const r of [a, b]) {
-      await waitFor('connected = 0', async () => (metric(await r.metrics(), 'cacheroute_replication_connected') === 0 ? true : undefined), 10_000);
+      await waitFor(
+        'connected = 0',
+        async () => (metric(await r.metrics(), 'cacheroute_replication_connected') === 0 ? true : undefined),
+        10_000,
+      );
     }
     const duringA = await a.routeAndFinish(prompt('outage-a'));
     const duringB = await b.routeAndFinish(prompt('outage-b'));
@@ -223,17 +253,29 @@ describe('e2e: router replicas share load and index over NATS', function () {
     const appliedBefore = { a: (await a.stats()).index?.changesApplied ?? 0, b: (await b.stats()).index?.changesApplied ?? 0 };
     await nats!.start();
     for (const r of [a, b]) {
-      await waitFor('connected = 1', async () => (metric(await r.metrics(), 'cacheroute_replication_connected') === 1 ? true : undefined), 15_000);
+      await waitFor(
+        'connected = 1',
+        async () => (metric(await r.metrics(), 'cacheroute_replication_connected') === 1 ? true : undefined),
+        15_000,
+      );
     }
-    await waitFor('catch-up on A', async () => {
-      const s = await a.stats();
-      return s.index?.replay.caughtUp === true && s.peers.includes('replica-b') ? true : undefined;
-    }, 15_000);
+    await waitFor(
+      'catch-up on A',
+      async () => {
+        const s = await a.stats();
+        return s.index?.replay.caughtUp === true && s.peers.includes('replica-b') ? true : undefined;
+      },
+      15_000,
+    );
     // (Routing a prompt inserts it, so wait for the changes to arrive before asking once.)
-    await waitFor('A and B to apply each other\'s outage-time changes', async () => {
-      const [sa, sb] = [await a.stats(), await b.stats()];
-      return (sa.index?.changesApplied ?? 0) > appliedBefore.a && (sb.index?.changesApplied ?? 0) > appliedBefore.b ? true : undefined;
-    }, 15_000);
+    await waitFor(
+      "A and B to apply each other's outage-time changes",
+      async () => {
+        const [sa, sb] = [await a.stats(), await b.stats()];
+        return (sa.index?.changesApplied ?? 0) > appliedBefore.a && (sb.index?.changesApplied ?? 0) > appliedBefore.b ? true : undefined;
+      },
+      15_000,
+    );
     const bSeesA = await b.routeAndFinish(prompt('outage-a'));
     expect(bSeesA.endpoint).to.equal(duringA.endpoint);
     expect(bSeesA.matchedBlocks).to.equal(bSeesA.totalBlocks);
@@ -242,22 +284,30 @@ describe('e2e: router replicas share load and index over NATS', function () {
     expect(aSeesB.matchedBlocks).to.equal(aSeesB.totalBlocks);
 
     // Reconverged: every replica holds the same blocks per engine (count and key digest).
-    await waitFor('A, B and C to hold the same index', async () => {
-      const [da, db, dc] = await Promise.all([a, b, c].map((r) => r.indexDigest()));
-      return da === db && db === dc ? true : undefined;
-    }, 5000);
+    await waitFor(
+      'A, B and C to hold the same index',
+      async () => {
+        const [da, db, dc] = await Promise.all([a, b, c].map((r) => r.indexDigest()));
+        return da === db && db === dc ? true : undefined;
+      },
+      5000,
+    );
 
     // A SIGKILLed replica's load vanishes from the others' picture within its peer timeout.
     const onC = await c.route(prompt('held-on-c'));
-    await waitFor('B to see C\'s request', async () => ((await b.inflightSeen(onC.endpoint)) === 1 ? true : undefined), 5000);
+    await waitFor("B to see C's request", async () => ((await b.inflightSeen(onC.endpoint)) === 1 ? true : undefined), 5000);
     await c.proc.stop({ signal: 'SIGKILL' });
     const killedAt = Date.now();
     // Both views of C (its load in B's endpoint table and C in B's peer list) must go; they are read
     // one after the other, so wait for the pair rather than asserting the second after the first.
-    await waitFor('C\'s load and C itself to vanish on B', async () => {
-      if ((await b.inflightSeen(onC.endpoint)) !== 0) return undefined;
-      return (await b.stats()).peers.includes('replica-c') ? undefined : true;
-    }, 5000);
+    await waitFor(
+      "C's load and C itself to vanish on B",
+      async () => {
+        if ((await b.inflightSeen(onC.endpoint)) !== 0) return undefined;
+        return (await b.stats()).peers.includes('replica-c') ? undefined : true;
+      },
+      5000,
+    );
     expect(Date.now() - killedAt).to.be.below(3000); // peerTimeoutMs 600 + one 100 ms refresh + polling
   });
 });

@@ -24,7 +24,13 @@ const SESSION_HEADER = 'x-session-id';
 /** The shipped response path (the older `ext-proc` one fails the SIGKILL case: responses are cut). */
 const RESPONSE_PATH: 'access-log' | 'ext-proc' = 'access-log';
 /** Sim engine timing: 10 ms per decode step, so 60 output tokens stream for ~0.6 s or more. */
-const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
+const ENGINE_FLAGS = {
+  profile: 'gpu-like',
+  'time-scale': 1,
+  'decode-ms-per-seq': 10,
+  'step-overhead-ms': 0,
+  'prefill-ms-per-token': 0.01,
+} as const;
 
 function chat(id: string, system: string, maxTokens: number): BenchRequest {
   return {
@@ -120,7 +126,10 @@ describe('e2e: router out of the response path (access-log completion)', functio
     await sleep(150);
     expect(await inflight(router!), 'counted before the aborts').to.equal(4);
     const results = await Promise.all(aborts);
-    expect(results.every((r) => r.outcome !== 'ok'), 'aborted mid-stream').to.equal(true);
+    expect(
+      results.every((r) => r.outcome !== 'ok'),
+      'aborted mid-stream',
+    ).to.equal(true);
     expect(await untilInflight(router!, 0)).to.equal(0);
   });
 
@@ -138,7 +147,9 @@ describe('e2e: router out of the response path (access-log completion)', functio
     const results = await Promise.all(running);
     expect(results.filter((r) => r.outcome === 'ok').length, 'responses cut by the engine kill').to.be.below(3);
     expect(await untilInflight(router!, 0)).to.equal(0);
-    const streams = (await httpRequest(`${router!.adminUrl}/debug/streams`)).json() as { pendingResponses: { pending: number; completed: number } };
+    const streams = (await httpRequest(`${router!.adminUrl}/debug/streams`)).json() as {
+      pendingResponses: { pending: number; completed: number };
+    };
     expect(streams.pendingResponses.pending).to.equal(0);
     expect(streams.pendingResponses.completed).to.be.at.least(1 + 4 + 4);
     engines = engines.filter((a) => a !== engineAddress(victim!));

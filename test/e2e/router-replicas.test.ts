@@ -20,7 +20,13 @@ import { settledMetrics } from '../helpers/settled-metrics.js';
 const REPLICAS = 3;
 const REQUESTS = 300;
 const CONCURRENCY = 12;
-const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 10, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.01 } as const;
+const ENGINE_FLAGS = {
+  profile: 'gpu-like',
+  'time-scale': 1,
+  'decode-ms-per-seq': 10,
+  'step-overhead-ms': 0,
+  'prefill-ms-per-token': 0.01,
+} as const;
 
 function chat(i: number): BenchRequest {
   return groupChat(i, { tag: 'replica-group', groups: 16, systemTokens: 300, maxTokens: 16 });
@@ -72,7 +78,10 @@ describe('e2e: several router replicas behind Envoy', function () {
     const elapsedMs = Date.now() - started;
     expect(killedAtMs, 'the kill happened mid-load').to.be.below(elapsedMs - 500);
     const failed = results.filter((r) => r.outcome !== 'ok' || r.outputTokens !== 16);
-    expect(failed.map((r) => `${r.outcome} ${r.status} ${r.error ?? ''}`), 'failed requests').to.deep.equal([]);
+    expect(
+      failed.map((r) => `${r.outcome} ${r.status} ${r.error ?? ''}`),
+      'failed requests',
+    ).to.deep.equal([]);
     // Every survivor routed some of the load, and its accounting is back to zero (Envoy's
     // access log ends each request a few ms after its response).
     for (const r of [routers[0]!, routers[2]!]) {

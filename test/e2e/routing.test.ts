@@ -6,14 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import {
-  CHAT_PATH,
-  chatRequest,
-  mapLimit,
-  servedBy,
-  systemPrompt,
-  tally,
-} from '../../bench/harness/chat-requests.js';
+import { CHAT_PATH, chatRequest, mapLimit, servedBy, systemPrompt, tally } from '../../bench/harness/chat-requests.js';
 import { postJson, type HttpResult } from '../../bench/harness/http-client.js';
 import { sleep, startStack, type Stack } from '../../bench/harness/processes.js';
 import { sumSamples } from '../../bench/stats/prometheus-text.js';
@@ -76,12 +69,16 @@ describe('e2e: routing through Envoy', function () {
       });
 
       it('spreads distinct prefixes across all engines', async () => {
-        const served = await mapLimit(Array.from({ length: 16 }, (_, i) => i), 8, async (i) => {
-          const body = chatRequest(systemPrompt(`spread-${variant}-${i}`, 300), 'hello', { maxTokens: 16, ignoreEos: true });
-          const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, body);
-          expect(res.status, res.text()).to.equal(200);
-          return servedBy(res);
-        });
+        const served = await mapLimit(
+          Array.from({ length: 16 }, (_, i) => i),
+          8,
+          async (i) => {
+            const body = chatRequest(systemPrompt(`spread-${variant}-${i}`, 300), 'hello', { maxTokens: 16, ignoreEos: true });
+            const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, body);
+            expect(res.status, res.text()).to.equal(200);
+            return servedBy(res);
+          },
+        );
         const counts = tally(served);
         expect(counts.map(([e]) => e).sort(), JSON.stringify(counts)).to.deep.equal([...stack.engineAddresses].sort());
         // Load-aware: no engine takes more than half of 16 cold requests.
@@ -94,14 +91,20 @@ describe('e2e: routing through Envoy', function () {
         if (!router) throw new Error('no router');
         const hot = systemPrompt(`hot-${variant}`, 500);
         const ask = (i: number): Promise<string> =>
-          postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(hot, `hot question ${i}`, { maxTokens: 32, ignoreEos: true })).then((res) => {
-            expect(res.status, res.text()).to.equal(200);
-            return servedBy(res);
-          });
+          postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(hot, `hot question ${i}`, { maxTokens: 32, ignoreEos: true })).then(
+            (res) => {
+              expect(res.status, res.text()).to.equal(200);
+              return servedBy(res);
+            },
+          );
         await setTimeScale(1); // slow engines: requests stay in flight long enough to queue up
         try {
           // 4 in flight stays below the absolute threshold (8): affinity holds.
-          const calm = await mapLimit(Array.from({ length: 12 }, (_, i) => i), 4, ask);
+          const calm = await mapLimit(
+            Array.from({ length: 12 }, (_, i) => i),
+            4,
+            ask,
+          );
           expect(new Set(calm).size, JSON.stringify(tally(calm))).to.equal(1);
           const home = calm[0];
 
@@ -113,7 +116,11 @@ describe('e2e: routing through Envoy', function () {
           };
           const escapesBefore = await escapes();
           // 32 in flight: the affinity engine's queue passes the threshold; others take some.
-          const hotBurst = await mapLimit(Array.from({ length: 64 }, (_, i) => 100 + i), 32, ask);
+          const hotBurst = await mapLimit(
+            Array.from({ length: 64 }, (_, i) => 100 + i),
+            32,
+            ask,
+          );
           const counts = tally(hotBurst);
           expect(counts.length, JSON.stringify(counts)).to.be.at.least(2);
           expect(hotBurst).to.include(home);
@@ -146,7 +153,10 @@ describe('e2e: routing through Envoy', function () {
       it("logs where a routed request's time went: the ext_proc exchange and the engine's first byte", async () => {
         const i = VARIANTS.indexOf(variant);
         const envoy = stack.envoys[i]!;
-        const logged = (): string[] => readFileSync(envoy.logFile, 'utf8').split('\n').filter((l) => l.includes('"routing_us"'));
+        const logged = (): string[] =>
+          readFileSync(envoy.logFile, 'utf8')
+            .split('\n')
+            .filter((l) => l.includes('"routing_us"'));
         const before = logged().length;
         const res = await postJson(`${envoyUrl(variant)}${CHAT_PATH}`, chatRequest(systemPrompt(`timing-${variant}`, 200), 'when?'));
         expect(res.status, res.text()).to.equal(200);

@@ -59,7 +59,10 @@ describe('a real vLLM engine with its model worker in-process', function () {
 
   it('serves a streamed chat request and reports the cached prefix of a repeat', async () => {
     const url = `${fleet!.engines[0]!.url}/v1/chat/completions`;
-    const messages = [{ role: 'system', content: 'a prefix worth caching '.repeat(60) }, { role: 'user', content: 'go' }];
+    const messages = [
+      { role: 'system', content: 'a prefix worth caching '.repeat(60) },
+      { role: 'user', content: 'go' },
+    ];
     const ask = async (): Promise<{ text: string; cached: number }> => {
       const r = await fetch(url, {
         method: 'POST',
@@ -95,9 +98,16 @@ describe('a real vLLM engine with its model worker in-process', function () {
         return [];
       })();
       const body = { model: TINY_MODEL_NAME, prompt: 'fresh words for a new block '.repeat(40), max_tokens: 2 };
-      const r = await fetch(`${fleet!.engines[0]!.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${fleet!.engines[0]!.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       expect(r.status).to.equal(200);
-      const frames = await Promise.race([got, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('no KV event within 10 s')), 10_000))]);
+      const frames = await Promise.race([
+        got,
+        new Promise<never>((_, rej) => setTimeout(() => rej(new Error('no KV event within 10 s')), 10_000)),
+      ]);
       expect(frames.length, 'topic, sequence, payload').to.equal(3);
       expect(frames[0]!.toString()).to.equal(kv!.topic);
     } finally {

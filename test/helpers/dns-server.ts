@@ -62,10 +62,16 @@ export async function startDnsServer(host = '127.0.0.1'): Promise<TestDnsServer>
       } else {
         const answers: packet.Answer[] = [];
         if (question.type === 'A') for (const ip of rec.A ?? []) answers.push({ type: 'A', name: question.name, ttl: 1, data: ip });
-        if (question.type === 'AAAA') for (const ip of rec.AAAA ?? []) answers.push({ type: 'AAAA', name: question.name, ttl: 1, data: ip });
+        if (question.type === 'AAAA')
+          for (const ip of rec.AAAA ?? []) answers.push({ type: 'AAAA', name: question.name, ttl: 1, data: ip });
         if (question.type === 'SRV') {
           for (const s of rec.SRV ?? []) {
-            answers.push({ type: 'SRV', name: question.name, ttl: 1, data: { target: s.target, port: s.port, priority: s.priority ?? 0, weight: s.weight ?? 0 } });
+            answers.push({
+              type: 'SRV',
+              name: question.name,
+              ttl: 1,
+              data: { target: s.target, port: s.port, priority: s.priority ?? 0, weight: s.weight ?? 0 },
+            });
           }
         }
         reply = { ...base, flags: packet.AUTHORITATIVE_ANSWER, answers };

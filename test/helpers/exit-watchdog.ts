@@ -7,7 +7,15 @@
 const GRACE_MS = Number(process.env['CACHEROUTE_TEST_EXIT_GRACE_MS'] ?? 15_000);
 
 function describeHandle(h: unknown): string {
-  const o = h as { constructor?: { name?: string }; localPort?: number; remotePort?: number; remoteAddress?: string; pid?: number; spawnargs?: string[]; address?: () => unknown };
+  const o = h as {
+    constructor?: { name?: string };
+    localPort?: number;
+    remotePort?: number;
+    remoteAddress?: string;
+    pid?: number;
+    spawnargs?: string[];
+    address?: () => unknown;
+  };
   const kind = o.constructor?.name ?? typeof h;
   if (kind === 'ChildProcess') return `${kind} pid ${o.pid}: ${(o.spawnargs ?? []).join(' ').slice(0, 160)}`;
   if (kind === 'Server' && typeof o.address === 'function') return `${kind} listening on ${JSON.stringify(o.address())}`;
@@ -18,7 +26,9 @@ function describeHandle(h: unknown): string {
 export const mochaHooks = {
   afterAll(): void {
     const timer = setTimeout(() => {
-      const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().filter((h) => h !== process.stdout && h !== process.stderr && h !== process.stdin);
+      const handles = (process as unknown as { _getActiveHandles(): unknown[] })
+        ._getActiveHandles()
+        .filter((h) => h !== process.stdout && h !== process.stderr && h !== process.stdin);
       process.stderr.write(
         `\nthe test process is still alive ${GRACE_MS} ms after the last test: leaked handles keep it running\n` +
           `  active resources: ${process.getActiveResourcesInfo().join(', ')}\n` +

@@ -42,7 +42,10 @@ export class ClientConversation {
   async waitFor(total: number, timeoutMs = 5000): Promise<ProcessingResponse__Output[]> {
     if (this.received.length < total) {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${total} answers (have ${this.received.length})`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`timed out waiting for ${total} answers (have ${this.received.length})`)),
+          timeoutMs,
+        );
         this.waiters.push({ n: total, resolve, reject, timer });
         this.wake();
       });

@@ -58,9 +58,7 @@ export function requestHeaders(o: RequestHeadersOptions = {}): ProcessingRequest
 }
 
 export function subsetMetadata(subset: string[] | string) {
-  const value = Array.isArray(subset)
-    ? { listValue: { values: subset.map((s) => ({ stringValue: s })) } }
-    : { stringValue: subset };
+  const value = Array.isArray(subset) ? { listValue: { values: subset.map((s) => ({ stringValue: s })) } } : { stringValue: subset };
   return { filter_metadata: { 'envoy.lb.subset_hint': { fields: { 'x-gateway-destination-endpoint-subset': value } } } };
 }
 
@@ -78,7 +76,10 @@ export function requestTrailers(trailers: Headers = { 'x-trailer': '1' }): Proce
 
 export function responseHeaders(status = 200, endOfStream = false, extra: Headers = {}, served?: string): ProcessingRequest {
   const msg: ProcessingRequest = {
-    response_headers: { headers: headerMap({ ':status': String(status), 'content-type': 'application/json', ...extra }), end_of_stream: endOfStream },
+    response_headers: {
+      headers: headerMap({ ':status': String(status), 'content-type': 'application/json', ...extra }),
+      end_of_stream: endOfStream,
+    },
   };
   if (served !== undefined) msg.metadata_context = servedMetadata(served);
   return msg;
@@ -93,7 +94,14 @@ export function responseTrailers(): ProcessingRequest {
 }
 
 export function chatBody(content: string, model = 'm1', extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ model, messages: [{ role: 'system', content: 'You are helpful.' }, { role: 'user', content }], ...extra });
+  return JSON.stringify({
+    model,
+    messages: [
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content },
+    ],
+    ...extra,
+  });
 }
 
 const method = () => extProcServiceDefinition().Process;

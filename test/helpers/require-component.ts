@@ -79,7 +79,12 @@ export function kubeBinaries(): Component[] {
 export function goToolchain(): Component {
   const dirs = (process.env['PATH'] ?? '').split(':').filter((d) => d !== '');
   const found = dirs.map((d) => join(d, 'go')).find(executable);
-  return { name: 'the Go toolchain', path: found ?? 'go on PATH', hint: 'install Go (the machine setup has it for Jaeger)', present: found !== undefined };
+  return {
+    name: 'the Go toolchain',
+    path: found ?? 'go on PATH',
+    hint: 'install Go (the machine setup has it for Jaeger)',
+    present: found !== undefined,
+  };
 }
 
 /** nats-server with JetStream, built by scripts/setup-nats.sh (the replication tests). */
@@ -118,7 +123,10 @@ export function requireComponents(ctx: Mocha.Context, ...components: Component[]
 export function skipBecause(ctx: Mocha.Context, reason: string): never {
   // In a hook, name the suite it guards; in a test, the test.
   const runnable = ctx.test;
-  const title = ((runnable as Mocha.Runnable & { type?: string } | undefined)?.type === 'hook' ? runnable?.parent?.fullTitle() : runnable?.fullTitle()) ?? '';
+  const title =
+    ((runnable as (Mocha.Runnable & { type?: string }) | undefined)?.type === 'hook'
+      ? runnable?.parent?.fullTitle()
+      : runnable?.fullTitle()) ?? '';
   console.log(`    skipped${title === '' ? '' : ` "${title}"`}: ${reason}`);
   ctx.skip();
 }

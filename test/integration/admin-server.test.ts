@@ -31,7 +31,9 @@ describe('integration: admin server', () => {
 
   it('serves registered exact and prefix routes; exact wins, query strings are ignored for matching', async () => {
     admin.addRoute('GET', '/metrics', (_req, res) => sendJson(res, 200, { route: 'metrics' }));
-    admin.addRoute('GET', '/debug/*', (_req, res, url) => sendJson(res, 200, { route: 'debug', path: url.pathname, n: url.searchParams.get('n') }));
+    admin.addRoute('GET', '/debug/*', (_req, res, url) =>
+      sendJson(res, 200, { route: 'debug', path: url.pathname, n: url.searchParams.get('n') }),
+    );
     admin.addRoute('GET', '/debug/exact', (_req, res) => sendJson(res, 200, { route: 'exact' }));
     expect(JSON.parse((await get(port, '/metrics?x=1')).body)).to.deep.equal({ route: 'metrics' });
     expect(JSON.parse((await get(port, '/debug/decisions?n=5')).body)).to.deep.equal({ route: 'debug', path: '/debug/decisions', n: '5' });

@@ -102,7 +102,11 @@ describe('integration: discovery and config reload', function () {
       await until('file change applied', async () => (await endpointsOf(router!)).length === 2, 10_000);
 
       writeAtomic(path, 'apiVersion: cacheroute/v1\nendpoints: [not an address]\n');
-      await until('invalid file rejected', async () => (await metric(router!, 'cacheroute_config_reloads_total{result="rejected"}')) >= 1, 10_000);
+      await until(
+        'invalid file rejected',
+        async () => (await metric(router!, 'cacheroute_config_reloads_total{result="rejected"}')) >= 1,
+        10_000,
+      );
       expect(await endpointsOf(router)).to.deep.equal(['127.0.0.1:8000', '127.0.0.2:8000']);
       expect(router.isRunning()).to.equal(true);
 
@@ -111,7 +115,9 @@ describe('integration: discovery and config reload', function () {
       process.kill(router.pid, 'SIGHUP');
       await until('SIGHUP reload', async () => (await endpointsOf(router!)).join() === '127.0.0.3:8000', 10_000);
       expect(await metric(router, 'cacheroute_config_reloads_total{result="applied"}')).to.be.at.least(2);
-      const status = (await httpRequest(`${router.adminUrl}/debug/discovery`, { timeoutMs: 2000 })).json() as { reloads: Record<string, number> };
+      const status = (await httpRequest(`${router.adminUrl}/debug/discovery`, { timeoutMs: 2000 })).json() as {
+        reloads: Record<string, number>;
+      };
       expect(status.reloads['rejected']).to.be.at.least(1);
     });
   });

@@ -50,7 +50,9 @@ const headersArb: fc.Arbitrary<ProcessingRequest> = fc
     endOfStream: fc.boolean(),
     reqMode: fc.constantFrom(...MODES),
     respMode: fc.constantFrom<BodySendMode>('FULL_DUPLEX_STREAMED', 'STREAMED', 'BUFFERED', 'NONE'),
-    subset: fc.option(fc.oneof(fc.constant([] as string[]), fc.subarray(['10.0.0.1:8000', '10.0.0.2:8000', '9.9.9.9:1'])), { nil: undefined }),
+    subset: fc.option(fc.oneof(fc.constant([] as string[]), fc.subarray(['10.0.0.1:8000', '10.0.0.2:8000', '9.9.9.9:1'])), {
+      nil: undefined,
+    }),
     contentType: fc.constantFrom('application/json', 'text/plain', ''),
     encoding: fc.constantFrom('', 'gzip', 'identity'),
   })
@@ -131,15 +133,32 @@ function checkAnswers(sent: readonly ProcessingRequest[], answers: readonly Proc
     }
     answered.set(k, (answered.get(k) ?? 0) + 1);
   });
-  for (const k of ['request_headers', 'request_body', 'request_trailers', 'response_headers', 'response_body', 'response_trailers'] as Kind[]) {
+  for (const k of [
+    'request_headers',
+    'request_body',
+    'request_trailers',
+    'response_headers',
+    'response_body',
+    'response_trailers',
+  ] as Kind[]) {
     expect(answered.get(k) ?? 0, `answers to ${k}`).to.be.at.most(sentCount.get(k) ?? 0);
   }
   expect(answered.get('request_headers') ?? 0).to.be.at.most(1);
   // Order within each direction: headers, then body chunks, then trailers (directions are
   // independent: an upstream may answer before the request body ended).
-  const rank: Record<string, number> = { request_headers: 0, request_body: 1, request_trailers: 2, response_headers: 0, response_body: 1, response_trailers: 2 };
+  const rank: Record<string, number> = {
+    request_headers: 0,
+    request_body: 1,
+    request_trailers: 2,
+    response_headers: 0,
+    response_body: 1,
+    response_trailers: 2,
+  };
   for (const dir of ['request_', 'response_']) {
-    const ranks = answers.map((a) => kindOf(a)).filter((k) => k.startsWith(dir)).map((k) => rank[k]!);
+    const ranks = answers
+      .map((a) => kindOf(a))
+      .filter((k) => k.startsWith(dir))
+      .map((k) => rank[k]!);
     for (let i = 1; i < ranks.length; i++) expect(ranks[i]!, `${dir} answers in order`).to.be.at.least(ranks[i - 1]!);
   }
   // Nothing on the response side is answered before the request headers were answered.
@@ -199,7 +218,14 @@ describe('integration: ext_proc edge under random input (property)', function ()
     fc.assert(
       fc.property(wellFormedArb, (script) => {
         const routing = new FakeRoutingService();
-        const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: new ManualClock(), logger: silentLogger });
+        const edge = new EdgeContext({
+          routing,
+          extract: extractPrompt,
+          requests: config.requests,
+          decisionHeader: false,
+          clock: new ManualClock(),
+          logger: silentLogger,
+        });
         const s = openScripted(edge);
         s.feed(...script);
         const answers = s.stream.written;
@@ -216,8 +242,20 @@ describe('integration: ext_proc edge under random input (property)', function ()
 
   it('server (grpc-js): random streams never disturb a concurrent well-formed stream, and everything is released', async () => {
     const routing = new FakeRoutingService();
-    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger });
-    const server = new ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: config.server.maxReceiveMessageBytes, edge, logger: silentLogger });
+    const edge = new EdgeContext({
+      routing,
+      extract: extractPrompt,
+      requests: config.requests,
+      decisionHeader: false,
+      clock: systemClock,
+      logger: silentLogger,
+    });
+    const server = new ExtProcServer({
+      address: '127.0.0.1:0',
+      maxReceiveMessageBytes: config.server.maxReceiveMessageBytes,
+      edge,
+      logger: silentLogger,
+    });
     const { port } = await server.start();
     const client = connect(port);
     try {

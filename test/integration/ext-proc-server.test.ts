@@ -22,7 +22,10 @@ interface Harness {
   port: number;
 }
 
-async function startServer(config: RouterConfig = defaultConfig(), maxReceiveMessageBytes = config.server.maxReceiveMessageBytes): Promise<Harness> {
+async function startServer(
+  config: RouterConfig = defaultConfig(),
+  maxReceiveMessageBytes = config.server.maxReceiveMessageBytes,
+): Promise<Harness> {
   const routing = new FakeRoutingService();
   const edge = new EdgeContext({
     routing,
@@ -204,13 +207,35 @@ describe(`integration: ext_proc server limits and lifecycle`, function () {
 describe(`integration: ext_proc connection recycling under Envoy-style resets`, function () {
   this.timeout(60000);
 
-  async function cancelMany(recycle: boolean, n: number): Promise<{ errors: number; seconds: number; recycled: number; retiredReported: number; inflight: number }> {
+  async function cancelMany(
+    recycle: boolean,
+    n: number,
+  ): Promise<{ errors: number; seconds: number; recycled: number; retiredReported: number; inflight: number }> {
     const config = defaultConfig();
     const routing = new FakeRoutingService();
     let retiredReported = 0;
-    const stats = { streamOpened: () => {}, streamClosed: () => {}, streamError: () => {}, connectionRetired: () => void retiredReported++ };
-    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger, stats });
-    const server = new ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: 1 << 24, edge, logger: silentLogger, resetBudgetMargin: recycle ? 100 : 0 });
+    const stats = {
+      streamOpened: () => {},
+      streamClosed: () => {},
+      streamError: () => {},
+      connectionRetired: () => void retiredReported++,
+    };
+    const edge = new EdgeContext({
+      routing,
+      extract: extractPrompt,
+      requests: config.requests,
+      decisionHeader: false,
+      clock: systemClock,
+      logger: silentLogger,
+      stats,
+    });
+    const server = new ExtProcServer({
+      address: '127.0.0.1:0',
+      maxReceiveMessageBytes: 1 << 24,
+      edge,
+      logger: silentLogger,
+      resetBudgetMargin: recycle ? 100 : 0,
+    });
     const { port } = await server.start();
     const client = connect(port);
     let errors = 0;
@@ -231,7 +256,13 @@ describe(`integration: ext_proc connection recycling under Envoy-style resets`, 
         );
       }
       await eventually(() => server.openStreams() === 0, 'released');
-      return { errors, seconds: (Date.now() - start) / 1000, recycled: server.recycledConnections(), retiredReported, inflight: routing.inflight };
+      return {
+        errors,
+        seconds: (Date.now() - start) / 1000,
+        recycled: server.recycledConnections(),
+        retiredReported,
+        inflight: routing.inflight,
+      };
     } finally {
       client.close();
       await server.stop({ graceMs: 0 });
@@ -250,7 +281,8 @@ describe(`integration: ext_proc connection recycling under Envoy-style resets`, 
     const n = 1600;
     const r = await cancelMany(false, n);
     // nghttp2 refills 33 tokens/s: only a run faster than this is guaranteed to exhaust the burst.
-    if (r.seconds >= (n - 1000) / 33) skipBecause(this, `${n} cancels took ${r.seconds.toFixed(1)} s, too slow to be sure of exhausting nghttp2's reset burst`);
+    if (r.seconds >= (n - 1000) / 33)
+      skipBecause(this, `${n} cancels took ${r.seconds.toFixed(1)} s, too slow to be sure of exhausting nghttp2's reset burst`);
     expect(r.errors).to.be.greaterThan(0);
     expect(r.inflight).to.equal(0);
   });

@@ -104,7 +104,15 @@ describe('integration: ext_proc server on the wire (raw HTTP/2 client)', functio
     routing = new FakeRoutingService();
     streamErrors = [];
     const stats = { streamOpened: () => {}, streamClosed: () => {}, streamError: (kind: string) => streamErrors.push(kind) };
-    const edge = new EdgeContext({ routing, extract: extractPrompt, requests: config.requests, decisionHeader: false, clock: systemClock, logger: silentLogger, stats });
+    const edge = new EdgeContext({
+      routing,
+      extract: extractPrompt,
+      requests: config.requests,
+      decisionHeader: false,
+      clock: systemClock,
+      logger: silentLogger,
+      stats,
+    });
     server = new ExtProcServer({ address: '127.0.0.1:0', maxReceiveMessageBytes: 64 * 1024, edge, logger: silentLogger, ...extra });
     port = (await server.start()).port;
     client = http2.connect(`http://127.0.0.1:${port}`);
@@ -112,7 +120,10 @@ describe('integration: ext_proc server on the wire (raw HTTP/2 client)', functio
   }
 
   function call(headers: http2.OutgoingHttpHeaders = {}, lingers = false): RawCall {
-    return new RawCall(client.request({ ':method': 'POST', ':path': PROCESS_METHOD_PATH, 'content-type': 'application/grpc', te: 'trailers', ...headers }), lingers);
+    return new RawCall(
+      client.request({ ':method': 'POST', ':path': PROCESS_METHOD_PATH, 'content-type': 'application/grpc', te: 'trailers', ...headers }),
+      lingers,
+    );
   }
 
   afterEach(async () => {
@@ -260,7 +271,9 @@ describe('integration: ext_proc server on the wire (raw HTTP/2 client)', functio
     c.req.write(framed(responseHeaders(200)));
     const r = await c.closed;
     expect(r.grpcStatus).to.equal(String(GrpcStatus.INVALID_ARGUMENT));
-    expect(r.grpcMessage).to.be.a('string').and.not.match(/%[0-9A-F]{2}/);
+    expect(r.grpcMessage)
+      .to.be.a('string')
+      .and.not.match(/%[0-9A-F]{2}/);
     expect(r.grpcMessage!.length).to.be.greaterThan(5);
   });
 
@@ -304,7 +317,13 @@ describe('integration: ext_proc server on the wire (raw HTTP/2 client)', functio
     const valid = [framed(requestHeaders(FDS)), framed(requestBody(chatBody('fuzz'), true)), framed(responseHeaders(200))];
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.constantFrom(...valid).map((b) => new Uint8Array(b))), { maxLength: 6 }),
+        fc.array(
+          fc.oneof(
+            fc.uint8Array({ maxLength: 64 }),
+            fc.constantFrom(...valid).map((b) => new Uint8Array(b)),
+          ),
+          { maxLength: 6 },
+        ),
         fc.constantFrom('cancel', 'end'),
         async (chunks, ending) => {
           const noisy = call();

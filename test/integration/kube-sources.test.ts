@@ -93,19 +93,43 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
     const ns = await cluster.createNamespace('pool');
     await cluster.createReadyPod(ns, 'a', { model: 'llama' }, '127.0.0.2');
     await cluster.createReadyPod(ns, 'b', { model: 'qwen' }, '127.0.0.3');
-    const src = new InferencePoolSource({ kubeConfig: cluster.kubeConfig(), namespace: ns, pool: 'llama-pool', resyncMs: 60_000, log: quiet });
+    const src = new InferencePoolSource({
+      kubeConfig: cluster.kubeConfig(),
+      namespace: ns,
+      pool: 'llama-pool',
+      resyncMs: 60_000,
+      log: quiet,
+    });
     running.push(src);
     src.start(ac.signal);
     await until('missing pool reported', () => src.status().errors.missing > 0);
     expect(ids(src)).to.deep.equal([]);
 
-    const pool = { apiVersion: 'inference.networking.k8s.io/v1', kind: 'InferencePool', metadata: { name: 'llama-pool' }, spec: { selector: { matchLabels: { model: 'llama' } }, targetPorts: [{ number: 8000 }, { number: 8001 }] } };
-    await cluster.custom.createNamespacedCustomObject({ group: 'inference.networking.k8s.io', version: 'v1', namespace: ns, plural: 'inferencepools', body: pool });
+    const pool = {
+      apiVersion: 'inference.networking.k8s.io/v1',
+      kind: 'InferencePool',
+      metadata: { name: 'llama-pool' },
+      spec: { selector: { matchLabels: { model: 'llama' } }, targetPorts: [{ number: 8000 }, { number: 8001 }] },
+    };
+    await cluster.custom.createNamespacedCustomObject({
+      group: 'inference.networking.k8s.io',
+      version: 'v1',
+      namespace: ns,
+      plural: 'inferencepools',
+      body: pool,
+    });
     await until('pool endpoints', () => ids(src).length === 2);
     expect(ids(src)).to.deep.equal(['127.0.0.2:8000', '127.0.0.2:8001']);
 
     await cluster.custom.patchNamespacedCustomObject(
-      { group: 'inference.networking.k8s.io', version: 'v1', namespace: ns, plural: 'inferencepools', name: 'llama-pool', body: { spec: { selector: { matchLabels: { model: 'qwen' } }, targetPorts: [{ number: 9000 }] } } },
+      {
+        group: 'inference.networking.k8s.io',
+        version: 'v1',
+        namespace: ns,
+        plural: 'inferencepools',
+        name: 'llama-pool',
+        body: { spec: { selector: { matchLabels: { model: 'qwen' } }, targetPorts: [{ number: 9000 }] } },
+      },
       (await import('@kubernetes/client-node')).setHeaderOptions('Content-Type', 'application/merge-patch+json'),
     );
     await until('pool retargeted', () => ids(src).join() === '127.0.0.3:9000');
@@ -114,18 +138,32 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
     // The API server refuses a pool with an invalid port (the CRD schema validates it).
     let refused = false;
     try {
-      await cluster.custom.createNamespacedCustomObject({ group: 'inference.networking.k8s.io', version: 'v1', namespace: ns, plural: 'inferencepools', body: { ...pool, metadata: { name: 'bad' }, spec: { ...pool.spec, targetPorts: [{ number: 70000 }] } } });
+      await cluster.custom.createNamespacedCustomObject({
+        group: 'inference.networking.k8s.io',
+        version: 'v1',
+        namespace: ns,
+        plural: 'inferencepools',
+        body: { ...pool, metadata: { name: 'bad' }, spec: { ...pool.spec, targetPorts: [{ number: 70000 }] } },
+      });
     } catch {
       refused = true;
     }
     expect(refused).to.equal(true);
 
-    await cluster.custom.deleteNamespacedCustomObject({ group: 'inference.networking.k8s.io', version: 'v1', namespace: ns, plural: 'inferencepools', name: 'llama-pool' });
+    await cluster.custom.deleteNamespacedCustomObject({
+      group: 'inference.networking.k8s.io',
+      version: 'v1',
+      namespace: ns,
+      plural: 'inferencepools',
+      name: 'llama-pool',
+    });
     await until('pool deleted', () => ids(src).length === 0);
   });
 
   it('the shipped Role (deploy/kubernetes/cacheroute.yaml) is enough to discover, and no more', async () => {
-    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'kubernetes', 'cacheroute.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>);
+    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'kubernetes', 'cacheroute.yaml'), 'utf8')).map(
+      (d) => d.toJS() as Record<string, any>,
+    );
     const role = docs.find((d) => d['kind'] === 'Role')!;
     const binding = docs.find((d) => d['kind'] === 'RoleBinding')!;
     const ns = await cluster.createNamespace('rbac');
@@ -134,7 +172,11 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
     // Bound to a test user instead of the ServiceAccount (this API server has no token controller).
     await rbac.createNamespacedRoleBinding({
       namespace: ns,
-      body: { roleRef: binding['roleRef'], metadata: { ...binding['metadata'], namespace: ns }, subjects: [{ kind: 'User', name: 'cacheroute-router', apiGroup: 'rbac.authorization.k8s.io' }] },
+      body: {
+        roleRef: binding['roleRef'],
+        metadata: { ...binding['metadata'], namespace: ns },
+        subjects: [{ kind: 'User', name: 'cacheroute-router', apiGroup: 'rbac.authorization.k8s.io' }],
+      },
     });
     await cluster.createReadyPod(ns, 'a', { app: 'vllm' }, '127.0.0.2');
     const kc = cluster.kubeConfig('cacheroute-router');
@@ -151,7 +193,14 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
     }
     expect(String((forbidden as { code?: unknown } | undefined)?.code)).to.equal('403');
     // Another namespace is out of reach: the source reports the failure, keeps nothing.
-    const other = new KubePodsSource({ kubeConfig: kc, namespace: 'default', selector: 'app=vllm', ports: [8000], resyncMs: 60_000, log: quiet });
+    const other = new KubePodsSource({
+      kubeConfig: kc,
+      namespace: 'default',
+      selector: 'app=vllm',
+      ports: [8000],
+      resyncMs: 60_000,
+      log: quiet,
+    });
     running.push(other);
     other.start(ac.signal);
     await until('forbidden namespace reported', () => other.status().errors.watch > 0);

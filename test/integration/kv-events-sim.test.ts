@@ -68,7 +68,15 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     const r = await fetch(`${e.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 3, ignore_eos: true }),
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: user },
+        ],
+        max_tokens: 3,
+        ignore_eos: true,
+      }),
     });
     expect(r.status).to.equal(200);
     const j = (await r.json()) as { usage: { prompt_tokens_details: { cached_tokens: number } } };
@@ -76,7 +84,13 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
   }
 
   function predictedTokens(e: number, system: string, user: string): number {
-    const rk = affinity.requestKeys(MODEL, { kind: 'chat', messages: [{ role: 'system', content: system }, { role: 'user', content: user }] })!;
+    const rk = affinity.requestKeys(MODEL, {
+      kind: 'chat',
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: user },
+      ],
+    })!;
     return affinity.events.match(rk.keys)[e]! * BS;
   }
 
@@ -84,14 +98,21 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     dir = mkdtempSync(join(tmpdir(), 'kv-sim-'));
     writeTinyTokenizer(dir);
     const models = new Map<string, ModelTokenization>([[MODEL, { tokenizer: await ModelTokenizer.fromDirectory(dir), blockSize: BS }]]);
-    affinity = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 60_000, maxBlocks: 512, endpoints: 2 }, await createTokenBlockHasher(), models, () => 0);
+    affinity = new PreciseAffinity(
+      { mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 60_000, maxBlocks: 512, endpoints: 2 },
+      await createTokenBlockHasher(),
+      models,
+      () => 0,
+    );
     for (let i = 0; i < 2; i++) {
       const s = new SimEngineServer(engineOpts(0));
       await s.start();
       engines.push(s);
     }
     sub = new KvEventSubscriber(affinity.events, { clock: systemClock, onApplied: (i) => applied[i]!++ });
-    sub.setSources(engines.map((e, i) => ({ endpointIndex: i, endpointId: e.id, url: e.kvPublisher!.endpoint, topic: 'kv-events', model: MODEL })));
+    sub.setSources(
+      engines.map((e, i) => ({ endpointIndex: i, endpointId: e.id, url: e.kvPublisher!.endpoint, topic: 'kv-events', model: MODEL })),
+    );
     await sleep(300); // SUB connects asynchronously; events before that would be lost
   });
 
@@ -101,7 +122,7 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('predicts every request\'s cached tokens exactly, under eviction', async () => {
+  it("predicts every request's cached tokens exactly, under eviction", async () => {
     const rng = seededRng(42);
     let ok = 0;
     let hits = 0;
@@ -123,7 +144,7 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     expect(ok).to.equal(n);
   });
 
-  it('a gap in the stream drops that engine\'s entries (no stale affinity) and marks it resyncing', async () => {
+  it("a gap in the stream drops that engine's entries (no stale affinity) and marks it resyncing", async () => {
     const sys = SYSTEMS[0]!;
     await chat(engines[0]!, sys, 'warm');
     await waitApplied();
@@ -196,8 +217,20 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
       let t;
       do {
         await sleep(50);
-        const messages = [{ role: 'system', content: sys }, { role: 'user', content: 'seed the cache' }];
-        t = scheduler.route({ requestId: `s${Date.now()}`, model: MODEL, prefix: sys, promptChars: sys.length, promptTokens: 100, stream: false, arrivalMs: 0, promptInput: { kind: 'chat', messages } });
+        const messages = [
+          { role: 'system', content: sys },
+          { role: 'user', content: 'seed the cache' },
+        ];
+        t = scheduler.route({
+          requestId: `s${Date.now()}`,
+          model: MODEL,
+          prefix: sys,
+          promptChars: sys.length,
+          promptTokens: 100,
+          stream: false,
+          arrivalMs: 0,
+          promptInput: { kind: 'chat', messages },
+        });
         t.finish({ aborted: false, status: 200 });
       } while (t.decision.matchedBlocks === 0 && Date.now() < deadline);
       expect(t.decision.endpoint.port).to.equal(holder.port);
@@ -210,7 +243,22 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
       expect(t.decision.matchedBlocks).to.be.greaterThan(0);
 
       // A repeat of the request: its system prompt comes from the tokenizer's piece cache.
-      const again = scheduler.route({ requestId: 'again', model: MODEL, prefix: sys, promptChars: sys.length, promptTokens: 100, stream: false, arrivalMs: 0, promptInput: { kind: 'chat', messages: [{ role: 'system', content: sys }, { role: 'user', content: 'a follow-up' }] } });
+      const again = scheduler.route({
+        requestId: 'again',
+        model: MODEL,
+        prefix: sys,
+        promptChars: sys.length,
+        promptTokens: 100,
+        stream: false,
+        arrivalMs: 0,
+        promptInput: {
+          kind: 'chat',
+          messages: [
+            { role: 'system', content: sys },
+            { role: 'user', content: 'a follow-up' },
+          ],
+        },
+      });
       again.finish({ aborted: false, status: 200 });
       // The same state as Prometheus series, through the registry the app's telemetry uses.
       const registry = new Registry();
@@ -225,11 +273,18 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
         expect(sample(text, `cacheroute_kv_event_resyncs_total{endpoint="${ep}",reason="disconnect"}`), ep).to.equal(0);
         expect(sample(text, `cacheroute_kv_event_dropped_messages_total{endpoint="${ep}"}`), ep).to.equal(0);
         expect(sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`), ep).to.be.greaterThan(0);
-        expect(sample(text, `cacheroute_kv_event_lag_seconds_count{endpoint="${ep}"}`), ep).to.equal(sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`));
+        expect(sample(text, `cacheroute_kv_event_lag_seconds_count{endpoint="${ep}"}`), ep).to.equal(
+          sample(text, `cacheroute_kv_event_messages_total{endpoint="${ep}"}`),
+        );
       }
       expect(sample(text, `cacheroute_kv_events_total{endpoint="${ep0}",type="block_stored"}`)).to.be.greaterThan(0);
-      const st = scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as { engines: { endpointId: string; blocks: number }[]; tokenization: { requests: number } };
-      expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.equal(st.engines.find((e) => e.endpointId === ep0)!.blocks);
+      const st = scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as {
+        engines: { endpointId: string; blocks: number }[];
+        tokenization: { requests: number };
+      };
+      expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.equal(
+        st.engines.find((e) => e.endpointId === ep0)!.blocks,
+      );
       expect(sample(text, `cacheroute_precise_index_blocks{endpoint="${ep0}"}`)).to.be.greaterThan(0);
       expect(sample(text, `cacheroute_precise_tokenization_seconds_count{model="${MODEL}"}`)).to.equal(st.tokenization.requests);
       expect(sample(text, `cacheroute_tokenizer_cache_lookups_total{model="${MODEL}",cache="piece",result="hit"}`)).to.be.greaterThan(0);
@@ -245,9 +300,35 @@ describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
   it('scores hybrid exactly where an engine publishes events and its model has a tokenizer, approximate elsewhere', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kv-auto-'));
     writeTinyTokenizer(dir);
-    const withEvents = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
-    const noEvents = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: MODEL, timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir });
-    const otherModel = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: 'untokenized', timeScale: 0.02, blockSize: BS, kvCacheBlocks: 96, tokenizerDir: dir, kvEventsPort: 0 });
+    const withEvents = new SimEngineServer({
+      ...simProfile('gpu-like'),
+      port: 0,
+      model: MODEL,
+      timeScale: 0.02,
+      blockSize: BS,
+      kvCacheBlocks: 96,
+      tokenizerDir: dir,
+      kvEventsPort: 0,
+    });
+    const noEvents = new SimEngineServer({
+      ...simProfile('gpu-like'),
+      port: 0,
+      model: MODEL,
+      timeScale: 0.02,
+      blockSize: BS,
+      kvCacheBlocks: 96,
+      tokenizerDir: dir,
+    });
+    const otherModel = new SimEngineServer({
+      ...simProfile('gpu-like'),
+      port: 0,
+      model: 'untokenized',
+      timeScale: 0.02,
+      blockSize: BS,
+      kvCacheBlocks: 96,
+      tokenizerDir: dir,
+      kvEventsPort: 0,
+    });
     const all = [withEvents, noEvents, otherModel];
     await Promise.all(all.map((e) => e.start()));
     const config = defaultConfig({
@@ -263,12 +344,22 @@ describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
     const scheduler = createScheduler(config, { clock: systemClock, rng: seededRng(3) });
     scheduler.start();
     try {
-      const state = () => scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as { mode: string; indexMode: string; endpointModes: Record<string, string>; streams: { endpointId: string }[] };
+      const state = () =>
+        scheduler.pluginStates().find((p) => p.type === 'precise-prefix-cache')!.state as {
+          mode: string;
+          indexMode: string;
+          endpointModes: Record<string, string>;
+          streams: { endpointId: string }[];
+        };
       const deadline = Date.now() + 5000;
       while (state().streams.length === 0 && Date.now() < deadline) await sleep(20);
       await sleep(300);
       // One message after the subscription connects puts the engine's stream in sync.
-      const body = (content: string) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 2 }) });
+      const body = (content: string) => ({
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 2 }),
+      });
       let st = state();
       while (st.endpointModes[`127.0.0.1:${withEvents.port}`] !== 'hybrid' && Date.now() < deadline) {
         await fetch(`${withEvents.url}/v1/chat/completions`, body(`tick ${Date.now()} `.repeat(20)));
@@ -276,7 +367,10 @@ describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
         st = state();
       }
       expect(st).to.include({ mode: 'auto', indexMode: 'hybrid' });
-      expect(st.streams.map((s) => s.endpointId), 'subscribed only where events exist and the model is tokenized').to.deep.equal([`127.0.0.1:${withEvents.port}`]);
+      expect(
+        st.streams.map((s) => s.endpointId),
+        'subscribed only where events exist and the model is tokenized',
+      ).to.deep.equal([`127.0.0.1:${withEvents.port}`]);
       expect(st.endpointModes).to.deep.equal({
         [`127.0.0.1:${withEvents.port}`]: 'hybrid',
         [`127.0.0.1:${noEvents.port}`]: 'approximate',
@@ -305,7 +399,11 @@ describe('kv events under a storm (real ZMQ on loopback)', function () {
     await sleep(300);
     const tokens = Array.from({ length: 16 }, (_, i) => i);
     for (let s = 0; s < 3000; s++) {
-      await pub.send(encodeKvEventMessage('kv-events', BigInt(s), s, [{ type: 'BlockStored', blockHashes: [BigInt(s + 1)], parentBlockHash: null, tokenIds: tokens, blockSize: 16 }]));
+      await pub.send(
+        encodeKvEventMessage('kv-events', BigInt(s), s, [
+          { type: 'BlockStored', blockHashes: [BigInt(s + 1)], parentBlockHash: null, tokenIds: tokens, blockSize: 16 },
+        ]),
+      );
       if (s % 100 === 0) maxQueued = Math.max(maxQueued, sub.stats()[0]!.queued);
     }
     await sleep(500);

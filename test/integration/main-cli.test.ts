@@ -22,7 +22,10 @@ interface Run {
 }
 
 function run(args: string[]): Run {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OTEL_SDK_DISABLED: 'true' } });
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, OTEL_SDK_DISABLED: 'true' },
+  });
   const r: Run = { child, stdout: [], stderr: '', exit: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
   let buf = '';
   child.stdout!.on('data', (d: Buffer) => {

@@ -48,11 +48,13 @@ async function checkExchange(port: number): Promise<void> {
   }
 }
 
-describe('integration: the null-hop control\'s do-nothing ext_proc processors (bench)', function () {
+describe("integration: the null-hop control's do-nothing ext_proc processors (bench)", function () {
   this.timeout(20000);
 
   it('reads the listen address and the first endpoint of a router config, and refuses a config without them', () => {
-    const cfg = readNullConfig('server:\n  grpcAddress: 127.0.0.1:9001\nendpoints:\n  - address: 127.0.0.5:8000\n  - address: 127.0.0.6:8000\n');
+    const cfg = readNullConfig(
+      'server:\n  grpcAddress: 127.0.0.1:9001\nendpoints:\n  - address: 127.0.0.5:8000\n  - address: 127.0.0.6:8000\n',
+    );
     expect(cfg).to.deep.equal({ grpcAddress: '127.0.0.1:9001', endpoint: ENDPOINT });
     expect(() => readNullConfig('server:\n  grpcAddress: 127.0.0.1:9001\n')).to.throw(/endpoints\[0\]\.address/);
     expect(() => readNullConfig('')).to.throw(/server\.grpcAddress/);

@@ -22,7 +22,9 @@ async function route(c: ClientConversation, content: string): Promise<{ header: 
   c.send(requestHeaders(FDS), requestBody(chatBody(content), true));
   const out = await c.waitFor(2);
   expect(out.map(kindOf)).to.deep.equal(['request_headers', 'request_body']);
-  const header = out[0]!.request_headers!.response!.header_mutation!.set_headers.find((o) => o.header!.key === 'x-gateway-destination-endpoint')!;
+  const header = out[0]!.request_headers!.response!.header_mutation!.set_headers.find(
+    (o) => o.header!.key === 'x-gateway-destination-endpoint',
+  )!;
   const f = out[0]!.dynamic_metadata!.fields;
   return {
     header: header.header!.raw_value.toString(),
@@ -64,7 +66,10 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
   it('warms the request path on scratch parts before serving: the real scheduler, decisions and metrics see none of it', async () => {
     const lines: string[] = [];
     const config = defaultConfig({ strategy: 'cache-aware', server: { warmUpStreams: 40 }, telemetry: { logLevel: 'info' } });
-    app = createRouterApp(config, { logger: createLogger({ level: 'info', write: (l) => lines.push(l) }), instrument: instrumentTelemetry() });
+    app = createRouterApp(config, {
+      logger: createLogger({ level: 'info', write: (l) => lines.push(l) }),
+      instrument: instrumentTelemetry(),
+    });
     const { grpcPort, adminPort } = await app.start();
     const warmed = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'request path warmed up');
     expect(warmed, 'the warm-up log line').to.not.equal(undefined);
@@ -117,7 +122,10 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
       const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
       expect(text).to.match(/cacheroute_extproc_streams_total 1\b/);
       expect(text).to.match(/cacheroute_decisions_total\{[^}]*\} 1\b/);
-      const dbg = (await (await fetch(`http://127.0.0.1:${adminPort}/debug/plugins`)).json()) as { plugins: { name: string; type: string; state?: unknown }[]; dataLayer: { traffic: { requests: number } } };
+      const dbg = (await (await fetch(`http://127.0.0.1:${adminPort}/debug/plugins`)).json()) as {
+        plugins: { name: string; type: string; state?: unknown }[];
+        dataLayer: { traffic: { requests: number } };
+      };
       expect(dbg.plugins.map((p) => p.type)).to.include.members(['prefix-cache', 'cold-request-placement', 'max-score-picker']);
       expect(dbg.plugins.find((p) => p.type === 'prefix-cache')?.state).to.have.property('endpoints');
       expect(dbg.dataLayer.traffic.requests).to.equal(1);
@@ -141,13 +149,25 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
       app = createRouterApp(
         defaultConfig({
           strategy: 'cache-aware',
-          cacheAware: { preciseIndex: { mode: 'precise', models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 2 }], kvEvents: { urls: { [ep]: pub.lastEndpoint! } } } },
+          cacheAware: {
+            preciseIndex: {
+              mode: 'precise',
+              models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 2 }],
+              kvEvents: { urls: { [ep]: pub.lastEndpoint! } },
+            },
+          },
         }),
         { logger: silentLogger, instrument: instrumentTelemetry() },
       );
       const { adminPort } = await app.start();
       const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-      const value = (text: string, series: string): number => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? NaN);
+      const value = (text: string, series: string): number =>
+        Number(
+          text
+            .split('\n')
+            .find((l) => l.startsWith(`${series} `))
+            ?.slice(series.length + 1) ?? NaN,
+        );
       const until = async (cond: () => Promise<boolean>, what: string): Promise<void> => {
         const deadline = Date.now() + 5000;
         while (!(await cond())) {
@@ -155,9 +175,16 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
           await new Promise((r) => setTimeout(r, 50));
         }
       };
-      await until(async () => (await scrape()).includes(`cacheroute_kv_event_subscriber_connected{endpoint="${ep}"} 1`), 'subscriber connected');
+      await until(
+        async () => (await scrape()).includes(`cacheroute_kv_event_subscriber_connected{endpoint="${ep}"} 1`),
+        'subscriber connected',
+      );
       await until(async () => {
-        await pub.send(encodeKvEventMessage('kv-events', 0n, Date.now() / 1000, [{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [5, 6, 7, 8], blockSize: 2 }]));
+        await pub.send(
+          encodeKvEventMessage('kv-events', 0n, Date.now() / 1000, [
+            { type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [5, 6, 7, 8], blockSize: 2 },
+          ]),
+        );
         return value(await scrape(), `cacheroute_kv_event_messages_total{endpoint="${ep}"}`) >= 1;
       }, 'a message applied');
       const text = await scrape();
@@ -176,7 +203,12 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
 
   it('on stop: readiness turns false first, open streams may finish within the grace, then everything closes', async () => {
     const routing = new FakeRoutingService(TEST_ENDPOINT_ADDRESSES);
-    const scheduler = { route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r), start() {}, stop() {}, endpoints: () => routing.endpoints };
+    const scheduler = {
+      route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r),
+      start() {},
+      stop() {},
+      endpoints: () => routing.endpoints,
+    };
     app = createRouterApp(defaultConfig({ server: { responseCompletion: 'ext-proc' } }), { logger: silentLogger, scheduler });
     const { grpcPort, adminPort } = await app.start();
     const client = connect(grpcPort);
@@ -202,7 +234,12 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
 
   it('access-log completion: ends the stream once the request side is answered; the access log entry naming its key ends the request', async () => {
     const routing = new FakeRoutingService(TEST_ENDPOINT_ADDRESSES);
-    const scheduler = { route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r), start() {}, stop() {}, endpoints: () => routing.endpoints };
+    const scheduler = {
+      route: (r: Parameters<FakeRoutingService['route']>[0]) => routing.route(r),
+      start() {},
+      stop() {},
+      endpoints: () => routing.endpoints,
+    };
     app = createRouterApp(defaultConfig(), { logger: silentLogger, scheduler });
     const { grpcPort, adminPort } = await app.start();
     const client = connect(grpcPort);
@@ -226,7 +263,9 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
       const call = logs.StreamAccessLogs(() => {});
       call.write({ identifier: { log_name: 'cacheroute' }, http_logs: { log_entry: [entry('someone-else', 200), entry(ticket, 200)] } });
       await eventually(() => routing.inflight === 0, 'ticket finished by the access log');
-      const dbg = (await (await fetch(`http://127.0.0.1:${adminPort}/debug/streams`)).json()) as { pendingResponses: { pending: number; completed: number; unknown: number } };
+      const dbg = (await (await fetch(`http://127.0.0.1:${adminPort}/debug/streams`)).json()) as {
+        pendingResponses: { pending: number; completed: number; unknown: number };
+      };
       expect(dbg.pendingResponses).to.deep.include({ pending: 0, completed: 1, unknown: 1 });
       expect(routing.finished.at(-1)?.outcome).to.deep.include({ aborted: false, status: 200, servedBy: '10.0.0.1:8000' });
       call.end();
@@ -246,6 +285,12 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
     let clashErr: unknown;
     await clash.start().catch((e: unknown) => (clashErr = e));
     expect(clashErr).to.not.equal(undefined);
-    expect(clash.admin.port === undefined || !(await status(clash.admin.port, '/healthz').then(() => true, () => false))).to.equal(true);
+    expect(
+      clash.admin.port === undefined ||
+        !(await status(clash.admin.port, '/healthz').then(
+          () => true,
+          () => false,
+        )),
+    ).to.equal(true);
   });
 });

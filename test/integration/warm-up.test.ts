@@ -13,7 +13,11 @@ describe('integration: request-path warm-up (scratch server, edge and scheduler)
     const withEndpoints = await warmUpRequestPath({ ...base, config: defaultConfig(), streams: 24 });
     expect(withEndpoints).to.include({ streams: 24 });
     expect(withEndpoints.stopped).to.equal(undefined);
-    const viaResponses = await warmUpRequestPath({ ...base, config: defaultConfig({ server: { responseCompletion: 'ext-proc' } }), streams: 8 });
+    const viaResponses = await warmUpRequestPath({
+      ...base,
+      config: defaultConfig({ server: { responseCompletion: 'ext-proc' } }),
+      streams: 8,
+    });
     expect(viaResponses).to.include({ streams: 8 });
     expect(viaResponses.stopped).to.equal(undefined);
   });

@@ -24,7 +24,11 @@ function importsOf(file: string): string[] {
 }
 
 function violations(under: string, bad: (spec: string) => boolean): string[] {
-  return files(join(SRC, under)).flatMap((f) => importsOf(f).filter(bad).map((s) => `${relative(SRC, f)} imports ${s}`));
+  return files(join(SRC, under)).flatMap((f) =>
+    importsOf(f)
+      .filter(bad)
+      .map((s) => `${relative(SRC, f)} imports ${s}`),
+  );
 }
 
 describe('layer boundaries (imports in src/)', () => {
@@ -42,7 +46,11 @@ describe('layer boundaries (imports in src/)', () => {
   });
 
   it('only src/logging/ imports pino, and telemetry has no logger module', () => {
-    const all = files(SRC).flatMap((f) => importsOf(f).filter((s) => s === 'pino').map(() => relative(SRC, f)));
+    const all = files(SRC).flatMap((f) =>
+      importsOf(f)
+        .filter((s) => s === 'pino')
+        .map(() => relative(SRC, f)),
+    );
     expect(all).to.deep.equal([join('logging', 'logger.ts')]);
     expect(files(join(SRC, 'telemetry')).map((f) => relative(SRC, f))).to.not.include(join('telemetry', 'logger.ts'));
   });

@@ -25,7 +25,12 @@ export const endpointAddress = checked<string>(
 
 /** Listen address: literal ip:port or localhost:port, port 0 (ephemeral) allowed. */
 export const listenAddress = checked<string>(
-  (v) => (Array.isArray(v) ? 'ip:port (quote IPv6 addresses in YAML: "[::]:9002")' : typeof v !== 'string' ? 'ip:port' : 'ip:port or localhost:port (port 0-65535)'),
+  (v) =>
+    Array.isArray(v)
+      ? 'ip:port (quote IPv6 addresses in YAML: "[::]:9002")'
+      : typeof v !== 'string'
+        ? 'ip:port'
+        : 'ip:port or localhost:port (port 0-65535)',
   (v) => {
     if (typeof v !== 'string') return undefined;
     const m = /^localhost:([0-9]{1,5})$/.exec(v);
@@ -49,4 +54,7 @@ export const httpUrl = checked<string>('http(s) URL', (v) => {
 });
 
 /** Identifier usable as a metric label value (pool names). */
-export const labelName = str({ pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, what: 'name of letters, digits, ".", "_" or "-" (max 63 chars)' });
+export const labelName = str({
+  pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
+  what: 'name of letters, digits, ".", "_" or "-" (max 63 chars)',
+});

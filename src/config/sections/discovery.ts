@@ -54,7 +54,9 @@ const kubernetesSource = section({
   type: z.literal('kubernetes'),
   namespace,
   selector: selector.describe('label selector: "app=vllm" or {app: vllm}'),
-  port: z.union([port, str({ nonEmpty: true, what: 'a port number or container port name' })]).describe('engine port number, or a container port name'),
+  port: z
+    .union([port, str({ nonEmpty: true, what: 'a port number or container port name' })])
+    .describe('engine port number, or a container port name'),
   ...common,
 });
 
@@ -76,7 +78,9 @@ const dnsServer = z.string().refine((s) => {
 const schema = optionalSection({
   resolveIntervalMs: ms(5000, 100).describe('host names in endpoints: are re-resolved this often'),
   dnsServers: listOf(dnsServer).default([]).describe('DNS servers to ask (ip or ip:port) instead of the system resolver'),
-  kubeconfig: str({ nonEmpty: true }).optional().describe('kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account'),
+  kubeconfig: str({ nonEmpty: true })
+    .optional()
+    .describe('kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account'),
   kubeResyncMs: ms(300_000, 1000).describe('Kubernetes watches re-list this often (lost-event safety net)'),
   initialSyncTimeoutMs: ms(5000, 0).describe('at start and on reload, wait at most this long for every source’s first set'),
   envoyEds: section({

@@ -33,7 +33,8 @@ const schema = z
       list.forEach((e: { address?: unknown }, i) => {
         if (typeof e?.address !== 'string') return;
         const first = seen.get(e.address);
-        if (first !== undefined) ctx.addIssue({ code: 'custom', path: [i, 'address'], message: `duplicate of endpoints[${first}] (${e.address})` });
+        if (first !== undefined)
+          ctx.addIssue({ code: 'custom', path: [i, 'address'], message: `duplicate of endpoints[${first}] (${e.address})` });
         else seen.set(e.address, i);
       });
     },

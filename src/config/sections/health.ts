@@ -11,7 +11,9 @@ const schema = optionalSection({
     path: str({ pattern: /^\/[\x21-\x7e]*$/, what: 'an absolute path like /health' }).default(D.active.path),
     intervalMs: int({ min: 50, max: 600_000 }).default(D.active.intervalMs),
     timeoutMs: int({ min: 1, max: 60_000 }).default(D.active.timeoutMs),
-    unhealthyThreshold: int({ min: 1, max: 100 }).default(D.active.unhealthyThreshold).describe('Failed checks in a row that take an engine out (a refused connection: at once).'),
+    unhealthyThreshold: int({ min: 1, max: 100 })
+      .default(D.active.unhealthyThreshold)
+      .describe('Failed checks in a row that take an engine out (a refused connection: at once).'),
     healthyThreshold: int({ min: 1, max: 100 }).default(D.active.healthyThreshold).describe('Good checks in a row that bring it back.'),
   }).superRefine((a, ctx) => {
     if (typeof a.timeoutMs === 'number' && typeof a.intervalMs === 'number' && a.timeoutMs > a.intervalMs) {

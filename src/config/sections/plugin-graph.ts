@@ -12,7 +12,10 @@ const NAME = str({ pattern: /^[A-Za-z0-9][A-Za-z0-9._/-]{0,126}$/, what: 'name o
 const pluginEntry = section({
   type: str({ nonEmpty: true, what: 'plugin type' }).describe('Registered plugin type (docs/plugins.md).'),
   name: NAME.optional().describe('Instance name, unique; defaults to the type.'),
-  parameters: z.record(z.string(), z.unknown(), { error: expecting('a mapping') }).optional().describe("The plugin's parameters (its own schema)."),
+  parameters: z
+    .record(z.string(), z.unknown(), { error: expecting('a mapping') })
+    .optional()
+    .describe("The plugin's parameters (its own schema)."),
 });
 
 const profileEntry = section({
@@ -30,4 +33,7 @@ export type PluginEntry = z.output<typeof pluginEntry>;
 export type ProfileEntry = z.output<typeof profileEntry>;
 
 export const pluginsSection = { key: 'plugins', schema: listOf(pluginEntry).optional() } as const satisfies ConfigSection;
-export const schedulingProfilesSection = { key: 'schedulingProfiles', schema: listOf(profileEntry, { minItems: 1 }).optional() } as const satisfies ConfigSection;
+export const schedulingProfilesSection = {
+  key: 'schedulingProfiles',
+  schema: listOf(profileEntry, { minItems: 1 }).optional(),
+} as const satisfies ConfigSection;

@@ -8,7 +8,9 @@ const natsUrl = str({ pattern: /^(nats|tls):\/\/[A-Za-z0-9.\-_[\]:]+(:[0-9]{1,5}
 
 const schema = optionalSection({
   enabled: bool().default(D.enabled).describe('Share load and prefix-index state with the other replicas over NATS.'),
-  servers: listOf(natsUrl, { minItems: 1, unique: true }).default([...D.servers]).describe('NATS server URLs.'),
+  servers: listOf(natsUrl, { minItems: 1, unique: true })
+    .default([...D.servers])
+    .describe('NATS server URLs.'),
   subjectPrefix: str({ pattern: /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, what: 'NATS subject tokens like cacheroute or prod.cacheroute' })
     .default(D.subjectPrefix)
     .describe('Subjects <prefix>.load and <prefix>.index; replicas sharing state use the same prefix.'),
@@ -32,9 +34,15 @@ const schema = optionalSection({
       .describe("Forward access-log completions of other replicas' tickets to their owner (a load-balanced access log stream needs it)."),
     orphanAgeMs: int({ min: 1000, max: 24 * 3_600_000 })
       .default(D.completions.orphanAgeMs)
-      .describe('A ticket alive when completions were lost (NATS away, a peer vanished) counts as aborted this long after (at most server.responseIdleTimeoutMs).'),
-    maxOutboxEntries: int({ min: 0, max: 10_000_000 }).default(D.completions.maxOutboxEntries).describe('Completions kept for their owners while NATS is away.'),
-    peerCheckIntervalMs: int({ min: 20, max: 60_000 }).default(D.completions.peerCheckIntervalMs).describe('How often vanished peers are looked for.'),
+      .describe(
+        'A ticket alive when completions were lost (NATS away, a peer vanished) counts as aborted this long after (at most server.responseIdleTimeoutMs).',
+      ),
+    maxOutboxEntries: int({ min: 0, max: 10_000_000 })
+      .default(D.completions.maxOutboxEntries)
+      .describe('Completions kept for their owners while NATS is away.'),
+    peerCheckIntervalMs: int({ min: 20, max: 60_000 })
+      .default(D.completions.peerCheckIntervalMs)
+      .describe('How often vanished peers are looked for.'),
     lossyGraceMs: int({ min: 0, max: 600_000 })
       .default(D.completions.lossyGraceMs)
       .describe('After a peer vanished or NATS came back, tickets held this long more are at risk too (Envoy moving its log stream).'),
@@ -42,14 +50,18 @@ const schema = optionalSection({
   index: optionalSection({
     enabled: bool().default(D.index.enabled).describe('Share approximate prefix-index changes (prefix-cache plugin only).'),
     stream: str({ pattern: /^[A-Za-z0-9_-]{1,64}$/, what: 'a JetStream stream name (A-Z a-z 0-9 _ -)' }).default(D.index.stream),
-    maxAgeMs: int({ min: 1000, max: 7 * 86_400_000 }).default(D.index.maxAgeMs).describe('Stream max age: how long a delta is worth replaying.'),
+    maxAgeMs: int({ min: 1000, max: 7 * 86_400_000 })
+      .default(D.index.maxAgeMs)
+      .describe('Stream max age: how long a delta is worth replaying.'),
     maxBytes: int({ min: 1024 * 1024, max: 64 * 1024 * 1024 * 1024 }).default(D.index.maxBytes),
     storage: oneOf(['file', 'memory']).default(D.index.storage),
     streamReplicas: int({ min: 1, max: 5 }).default(D.index.streamReplicas),
     flushIntervalMs: int({ min: 5, max: 10_000 }).default(D.index.flushIntervalMs),
     maxBatchChanges: int({ min: 1, max: 10_000 }).default(D.index.maxBatchChanges),
     maxOutboxBytes: int({ min: 64 * 1024, max: 1024 * 1024 * 1024 }).default(D.index.maxOutboxBytes),
-    replayWaitMs: int({ min: 0, max: 600_000 }).default(D.index.replayWaitMs).describe('Start waits this long for the replay before reporting ready.'),
+    replayWaitMs: int({ min: 0, max: 600_000 })
+      .default(D.index.replayWaitMs)
+      .describe('Start waits this long for the replay before reporting ready.'),
   }),
 });
 

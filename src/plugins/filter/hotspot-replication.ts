@@ -226,7 +226,9 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
         if (minMember < this.minLoadRatio * mean) {
           held = true;
           this.steps.heldByImbalance++;
-          state.notes.push(`hotspot: members busy but not ${this.minLoadRatio}× the rest (${minMember.toFixed(1)} vs mean ${mean.toFixed(1)} ${this.opts.unit}): no growth`);
+          state.notes.push(
+            `hotspot: members busy but not ${this.minLoadRatio}× the rest (${minMember.toFixed(1)} vs mean ${mean.toFixed(1)} ${this.opts.unit}): no growth`,
+          );
         }
       }
       if (!held && ties.length > 0 && best < minMember && this.minGroupShare > 0) {
@@ -234,7 +236,9 @@ export class HotspotReplicationFilter implements Filter, RoutedHook, EndpointsCh
         if (share < this.minGroupShare) {
           held = true;
           this.steps.heldByShare++;
-          state.notes.push(`hotspot: members busy but the group brings ${(share * 100).toFixed(0)}% of their arrivals (< ${(this.minGroupShare * 100).toFixed(0)}%): no growth`);
+          state.notes.push(
+            `hotspot: members busy but the group brings ${(share * 100).toFixed(0)}% of their arrivals (< ${(this.minGroupShare * 100).toFixed(0)}%): no growth`,
+          );
         }
       }
       if (!held && ties.length > 0 && best < minMember) {
@@ -362,16 +366,26 @@ const MS = int({ min: 0, max: 86_400_000 });
 /** The hotspot knobs (also the `load.hotspot` shorthand section, which adds `enabled`). */
 export const HOTSPOT_KNOBS = {
   keyChars: groupKeyParams.keyChars,
-  highWater: num({ minExclusive: 0, max: 1_000_000 }).default(DEFAULT_HOTSPOT_HIGH_WATER).describe("Per-engine load at which a group's set grows by one."),
-  lowWater: num({ min: 0, max: 1_000_000 }).default(DEFAULT_HOTSPOT_LOW_WATER).describe('The set shrinks when its load fits on one engine fewer at or below this each.'),
+  highWater: num({ minExclusive: 0, max: 1_000_000 })
+    .default(DEFAULT_HOTSPOT_HIGH_WATER)
+    .describe("Per-engine load at which a group's set grows by one."),
+  lowWater: num({ min: 0, max: 1_000_000 })
+    .default(DEFAULT_HOTSPOT_LOW_WATER)
+    .describe('The set shrinks when its load fits on one engine fewer at or below this each.'),
   growIntervalMs: MS.default(0).describe('Minimum time between two growth steps (0: load alone paces growth).'),
   minDwellMs: MS.default(DEFAULT_HOTSPOT_MIN_DWELL_MS).describe('Minimum time since the last change before the set may shrink.'),
   maxReplicas: int({ min: 0, max: 100_000 }).default(0).describe('Largest set; 0 = the whole pool.'),
   idleTtlMs: int({ min: 1, max: 86_400_000 }).default(120_000).describe('Forget a group not seen for this long.'),
   maxPrefixes: int({ min: 1, max: 10_000_000 }).default(10_000).describe('At most this many groups are tracked (LRU).'),
-  minGroupShare: num({ min: 0, max: 1 }).default(DEFAULT_HOTSPOT_MIN_GROUP_SHARE).describe("Grow only when the group brings at least this share of its members' arrivals; 0 = off."),
-  minLoadRatio: num({ min: 0, max: 1000 }).default(DEFAULT_HOTSPOT_MIN_LOAD_RATIO).describe("Grow only when the least loaded member carries this multiple of the non-members' mean load; 0 = off."),
-  shareHalfLifeMs: int({ min: 1, max: 3_600_000 }).default(DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS).describe('Half-life of the decayed arrival counts behind minGroupShare.'),
+  minGroupShare: num({ min: 0, max: 1 })
+    .default(DEFAULT_HOTSPOT_MIN_GROUP_SHARE)
+    .describe("Grow only when the group brings at least this share of its members' arrivals; 0 = off."),
+  minLoadRatio: num({ min: 0, max: 1000 })
+    .default(DEFAULT_HOTSPOT_MIN_LOAD_RATIO)
+    .describe("Grow only when the least loaded member carries this multiple of the non-members' mean load; 0 = off."),
+  shareHalfLifeMs: int({ min: 1, max: 3_600_000 })
+    .default(DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS)
+    .describe('Half-life of the decayed arrival counts behind minGroupShare.'),
 };
 
 export const hotspotFilter = definePlugin({

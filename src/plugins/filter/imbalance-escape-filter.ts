@@ -81,8 +81,12 @@ export const DEFAULT_IMBALANCE_REL = 1.5;
 
 /** The thresholds (also the `cacheAware.imbalance` shorthand section). */
 export const IMBALANCE_KNOBS = {
-  absThreshold: num({ min: 0, max: 1_000_000 }).default(DEFAULT_IMBALANCE_ABS).describe('Absolute load gap (in the load unit) above the least loaded that counts as overloaded.'),
-  relThreshold: num({ min: 1, max: 1000 }).default(DEFAULT_IMBALANCE_REL).describe('...and the multiple of the least loaded it must also exceed.'),
+  absThreshold: num({ min: 0, max: 1_000_000 })
+    .default(DEFAULT_IMBALANCE_ABS)
+    .describe('Absolute load gap (in the load unit) above the least loaded that counts as overloaded.'),
+  relThreshold: num({ min: 1, max: 1000 })
+    .default(DEFAULT_IMBALANCE_REL)
+    .describe('...and the multiple of the least loaded it must also exceed.'),
 };
 
 export const imbalanceEscapeFilter = definePlugin({
@@ -93,5 +97,6 @@ export const imbalanceEscapeFilter = definePlugin({
     ...IMBALANCE_KNOBS,
     ...loadAwareParams,
   }),
-  create: (name, p, handle) => new ImbalanceEscapeFilter(name, { ...p, staleAfterMs: staleAfter(p, handle), measure: loadMeasure(p, handle) }),
+  create: (name, p, handle) =>
+    new ImbalanceEscapeFilter(name, { ...p, staleAfterMs: staleAfter(p, handle), measure: loadMeasure(p, handle) }),
 });

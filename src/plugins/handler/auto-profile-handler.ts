@@ -91,7 +91,7 @@ export const AUTO_KNOBS = {
 export const autoProfileHandler = definePlugin({
   type: AUTO_PROFILE_HANDLER,
   description:
-    "Chooses the profile per request from the traffic statistics: `load` below lowReuse shared prefixes, `affinity` (few engines) or `cache-aware` (more) from highReuse, hysteresis in between, `learning` until the evidence is in.",
+    'Chooses the profile per request from the traffic statistics: `load` below lowReuse shared prefixes, `affinity` (few engines) or `cache-aware` (more) from highReuse, hysteresis in between, `learning` until the evidence is in.',
   parameters: section({
     ...AUTO_KNOBS,
     profiles: section({
@@ -107,7 +107,14 @@ export const autoProfileHandler = definePlugin({
     new AutoProfileHandler(
       name,
       new AutoModeSelector(
-        { lowReuse: p.lowReuse, highReuse: p.highReuse, fewEngines: p.fewEngines, minRequests: p.minRequests, minDwellMs: p.minDwellMs, initial: p.initial },
+        {
+          lowReuse: p.lowReuse,
+          highReuse: p.highReuse,
+          fewEngines: p.fewEngines,
+          minRequests: p.minRequests,
+          minDwellMs: p.minDwellMs,
+          initial: p.initial,
+        },
         handle.logger,
       ),
       p.profiles,

@@ -211,7 +211,10 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
       this.speculative++;
       return;
     }
-    const ratio = outcome.promptTokens !== undefined && outcome.promptTokens > 0 && request.promptChars > 0 ? request.promptChars / outcome.promptTokens : this.cpt;
+    const ratio =
+      outcome.promptTokens !== undefined && outcome.promptTokens > 0 && request.promptChars > 0
+        ? request.promptChars / outcome.promptTokens
+        : this.cpt;
     const confirmedBlocks = Math.floor((outcome.cachedTokens * ratio) / this.opts.blockChars);
     const ok = confirmedBlocks >= matched - tolerance;
     this.judged++;
@@ -292,8 +295,12 @@ export const CALIBRATION_KNOBS = {
   enabled: bool().default(true).describe('Remove index blocks the engine did not confirm.'),
   sizeFromEngine: bool().default(true).describe("Size each endpoint's index from the engine's cache_config_info when scraped."),
   adaptCapacity: bool().default(true).describe("Also adapt each endpoint's index capacity from confirmed / failed predictions (AIMD)."),
-  toleranceBlocks: int({ min: 0, max: 1 << 20 }).default(1).describe('A prediction counts as confirmed if at most this many blocks short.'),
-  accuracyWindow: int({ min: 1, max: 1_000_000 }).default(200).describe('Predicted-hit accuracy is measured over this many recent judged predictions.'),
+  toleranceBlocks: int({ min: 0, max: 1 << 20 })
+    .default(1)
+    .describe('A prediction counts as confirmed if at most this many blocks short.'),
+  accuracyWindow: int({ min: 1, max: 1_000_000 })
+    .default(200)
+    .describe('Predicted-hit accuracy is measured over this many recent judged predictions.'),
 };
 
 export const indexCalibration = definePlugin({
@@ -301,9 +308,13 @@ export const indexCalibration = definePlugin({
   description:
     "Keeps a prefix-cache plugin's index honest: sizes each endpoint's index from the engine's cache_config_info, removes blocks the engine did not confirm (usage.cached_tokens) and adapts capacity (AIMD).",
   parameters: section({
-    prefixPlugin: str({ nonEmpty: true }).default(PREFIX_CACHE_PLUGIN).describe('Name of the prefix-cache instance whose index is calibrated (listed before this one).'),
+    prefixPlugin: str({ nonEmpty: true })
+      .default(PREFIX_CACHE_PLUGIN)
+      .describe('Name of the prefix-cache instance whose index is calibrated (listed before this one).'),
     ...CALIBRATION_KNOBS,
-    charsPerToken: num({ minExclusive: 0, max: 64 }).default(4).describe('Initial characters per token (learned from outcomes afterwards).'),
+    charsPerToken: num({ minExclusive: 0, max: 64 })
+      .default(4)
+      .describe('Initial characters per token (learned from outcomes afterwards).'),
     minCapacityBlocks: int({ min: 1, max: 100_000_000 }).default(64).describe('Capacity never shrinks below this.'),
     keyChars: groupKeyParams.keyChars,
   }),

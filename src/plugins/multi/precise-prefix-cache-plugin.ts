@@ -27,11 +27,26 @@
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher, BlockHashes } from '../../prefix-cache/block-hasher.js';
 import { PrefixIndex } from '../../prefix-cache/prefix-index.js';
-import { INDEX_MODES, PreciseAffinity, type IndexMode, type ModelTokenization, type RequestKeys } from '../../prefix-cache/precise-affinity.js';
+import {
+  INDEX_MODES,
+  PreciseAffinity,
+  type IndexMode,
+  type ModelTokenization,
+  type RequestKeys,
+} from '../../prefix-cache/precise-affinity.js';
 import type { KvEventSource, KvEventSubscriber, KvStreamStats } from '../../kv-events/kv-event-subscriber.js';
 import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, DecisionAnnotation, DecisionAnnotator, EndpointsChangedHook, LifecyclePlugin, RoutedHook, Scorer } from '../../scheduling/types.js';
+import type {
+  Candidate,
+  CycleState,
+  DecisionAnnotation,
+  DecisionAnnotator,
+  EndpointsChangedHook,
+  LifecyclePlugin,
+  RoutedHook,
+  Scorer,
+} from '../../scheduling/types.js';
 import type { Clock } from '../../util/clock.js';
 import { ALWAYS, bool, int, listOf, num, oneOf, optionalSection, section, str } from '../../util/schema.js';
 import { z } from 'zod';
@@ -39,7 +54,13 @@ import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '..
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
 import { INDEX_CAPACITY_PARAM } from './prefix-cache-plugin.js';
 import { EndpointPresence } from '../shared/endpoint-presence.js';
-import { kvLagHistogram, PRECISE_INDEX_METRICS, tokenizationHistogram, type PreciseIndexMetricsSlot, type PreciseIndexMetricsView } from '../../kv-events/kv-event-metrics.js';
+import {
+  kvLagHistogram,
+  PRECISE_INDEX_METRICS,
+  tokenizationHistogram,
+  type PreciseIndexMetricsSlot,
+  type PreciseIndexMetricsView,
+} from '../../kv-events/kv-event-metrics.js';
 import { formatHostPort } from '../../util/host-port.js';
 
 export const PRECISE_PREFIX_CACHE_PLUGIN = 'precise-prefix-cache';
@@ -114,7 +135,11 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     const ev = getScratch(state, this.own);
     if (ev === undefined) return undefined;
     const matchedBlocks = ev.matchedByEndpoint[chosen.endpoint.index] ?? 0;
-    return { matchedBlocks, totalBlocks: ev.totalBlocks, ...(ev.textBlocks ? { matchedChars: matchedBlocks * this.approxHasher.blockChars } : {}) };
+    return {
+      matchedBlocks,
+      totalBlocks: ev.totalBlocks,
+      ...(ev.textBlocks ? { matchedChars: matchedBlocks * this.approxHasher.blockChars } : {}),
+    };
   }
 
   private publish(state: CycleState, ev: AffinityEvidence, textBlocks: boolean): void {
@@ -172,7 +197,11 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     return a.trusted(ep.index, this.clock.nowMs()) ? this.indexMode : 'approximate';
   }
 
-  private metricsView(a: PreciseAffinity, lagSeconds: PreciseIndexMetricsView['lagSeconds'], tokenizationSeconds: PreciseIndexMetricsView['tokenizationSeconds']): PreciseIndexMetricsView {
+  private metricsView(
+    a: PreciseAffinity,
+    lagSeconds: PreciseIndexMetricsView['lagSeconds'],
+    tokenizationSeconds: PreciseIndexMetricsView['tokenizationSeconds'],
+  ): PreciseIndexMetricsView {
     return {
       lagSeconds,
       tokenizationSeconds,
@@ -180,10 +209,11 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       engines: () => this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
       speculativeEntries: () => a.speculativeEntries(),
       cost: () => a.cost(),
-      tokenizerCaches: () => this.opts.models.flatMap((m) => {
-        const t = a.tokenizer(m.name);
-        return t === undefined ? [] : [{ model: m.name, stats: t.tokenizer.cacheStats() }];
-      }),
+      tokenizerCaches: () =>
+        this.opts.models.flatMap((m) => {
+          const t = a.tokenizer(m.name);
+          return t === undefined ? [] : [{ model: m.name, stats: t.tokenizer.cacheStats() }];
+        }),
     };
   }
 
@@ -201,7 +231,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       engines: a === undefined ? [] : this.endpoints.map((ep) => ({ endpointId: ep.id, ...a.events.stats(ep.index) })),
       speculativeEntries: a?.speculativeEntries() ?? 0,
       tokenization: a?.cost(),
-      tokenizerCaches: a === undefined ? {} : Object.fromEntries(this.opts.models.map((m) => [m.name, a.tokenizer(m.name)?.tokenizer.cacheStats()])),
+      tokenizerCaches:
+        a === undefined ? {} : Object.fromEntries(this.opts.models.map((m) => [m.name, a.tokenizer(m.name)?.tokenizer.cacheStats()])),
     };
   }
 
@@ -215,7 +246,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     let approxHashes: BlockHashes | undefined;
     const approxText = (): BlockHashes => (approxHashes ??= requestBlockHashes(state, this.approxHasher));
     let approxMatched: Uint32Array | undefined;
-    const approxMatch = (): Uint32Array | undefined => (approxText().count > 0 ? (approxMatched ??= this.approx.match(approxText())) : undefined);
+    const approxMatch = (): Uint32Array | undefined =>
+      approxText().count > 0 ? (approxMatched ??= this.approx.match(approxText())) : undefined;
     const approxFrac = (e: number): number => {
       const m = approxMatch();
       return m === undefined ? 0 : (m[e] ?? 0) / approxText().count;
@@ -289,7 +321,13 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     if (signal?.aborted === true) return;
     const n = Math.max(1, this.approx.endpointCount);
     const affinity = new PreciseAffinity(
-      { mode: this.indexMode, speculativeTtlMs: this.opts.speculativeTtlMs, resyncWindowMs: this.opts.resyncWindowMs, maxBlocks: this.opts.maxBlocks, endpoints: n },
+      {
+        mode: this.indexMode,
+        speculativeTtlMs: this.opts.speculativeTtlMs,
+        resyncWindowMs: this.opts.resyncWindowMs,
+        maxBlocks: this.opts.maxBlocks,
+        endpoints: n,
+      },
       hasher,
       models,
       () => this.clock.nowMicros(),
@@ -300,7 +338,8 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     );
     this.affinity = affinity;
     this.subscriber = new KvEventSubscriber(affinity.events, { clock: this.clock, lagSeconds });
-    if (this.metricsSlot !== undefined && this.metricsSlot.view === undefined) this.metricsSlot.view = this.metricsView(affinity, lagSeconds, tokenizationSeconds);
+    if (this.metricsSlot !== undefined && this.metricsSlot.view === undefined)
+      this.metricsSlot.view = this.metricsView(affinity, lagSeconds, tokenizationSeconds);
     this.signal = signal;
     signal?.addEventListener('abort', () => this.stop(), { once: true });
     this.subscriber.setSources(this.sources());
@@ -318,7 +357,9 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
     if (this.discovering.has(ep.id) || this.discovered.has(ep.id)) return;
     this.discovering.add(ep.id);
     const timeout = AbortSignal.timeout(3000);
-    void fetch(`http://${formatHostPort(ep.address, ep.port)}/kv_event_sources`, { signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout })
+    void fetch(`http://${formatHostPort(ep.address, ep.port)}/kv_event_sources`, {
+      signal: signal !== undefined ? AbortSignal.any([signal, timeout]) : timeout,
+    })
       .then(async (r) => (r.ok ? ((await r.json()) as unknown) : undefined))
       .then((doc) => {
         const rank0 = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['0'] : undefined;
@@ -353,8 +394,12 @@ export class PrecisePrefixCachePlugin implements Scorer, RoutedHook, EndpointsCh
       const model = this.endpointModel(ep);
       // In auto mode, an endpoint whose model the router cannot tokenize is not subscribed to.
       if (this.opts.mode === 'auto' && !tokenized.has(model)) continue;
-      const port = this.opts.kvPort ?? (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined) ?? this.discovered.get(ep.id);
-      const url = this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${formatHostPort(ep.address, port)}` : undefined);
+      const port =
+        this.opts.kvPort ??
+        (this.opts.kvPortOffset !== undefined ? ep.port + this.opts.kvPortOffset : undefined) ??
+        this.discovered.get(ep.id);
+      const url =
+        this.opts.kvUrls[ep.id] ?? (port !== undefined && port <= 65535 ? `tcp://${formatHostPort(ep.address, port)}` : undefined);
       if (url === undefined) {
         if (discover) this.discover(ep, this.signal);
         continue;
@@ -371,19 +416,27 @@ const PUBLISHER_URL = /^tcp:\/\/(127\.\d+\.\d+\.\d+|\[::1\]|localhost|[\w.-]+):\
 
 const modelParams = section({
   name: str({ nonEmpty: true }).describe('Model name as in the request body.'),
-  tokenizerDir: str({ nonEmpty: true, what: 'a directory path' }).describe('Directory with the model\'s tokenizer.json (and tokenizer_config.json for the chat template).'),
-  blockSize: int({ min: 1, max: 4096 }).default(16).describe('The engine\'s KV block size in tokens (vLLM --block-size).'),
+  tokenizerDir: str({ nonEmpty: true, what: 'a directory path' }).describe(
+    "Directory with the model's tokenizer.json (and tokenizer_config.json for the chat template).",
+  ),
+  blockSize: int({ min: 1, max: 4096 }).default(16).describe("The engine's KV block size in tokens (vLLM --block-size)."),
 });
 
 const kvEventsParams = optionalSection({
-  port: int({ min: 1, max: 65_535 }).optional().describe('Publisher port on every endpoint\'s address.'),
-  portOffset: int({ min: -65_535, max: 65_535 }).optional().describe('Publisher port = the endpoint\'s port + this (when no port or url is given).'),
+  port: int({ min: 1, max: 65_535 }).optional().describe("Publisher port on every endpoint's address."),
+  portOffset: int({ min: -65_535, max: 65_535 })
+    .optional()
+    .describe("Publisher port = the endpoint's port + this (when no port or url is given)."),
   topic: str().default('kv-events').describe('ZMQ topic of the KV events.'),
   urls: z
     .record(z.string(), str({ pattern: PUBLISHER_URL, what: 'tcp://host:port' }))
     .default({})
     .describe('Publisher URL per endpoint id ("ip:port" → "tcp://host:port"); wins over port and portOffset.'),
-  discover: bool().optional().describe('Ask each endpoint without a configured publisher for it (vLLM\'s GET /kv_event_sources; only the port is taken). Default: true in mode auto, else false.'),
+  discover: bool()
+    .optional()
+    .describe(
+      "Ask each endpoint without a configured publisher for it (vLLM's GET /kv_event_sources; only the port is taken). Default: true in mode auto, else false.",
+    ),
 });
 
 const preciseParams = section({
@@ -392,13 +445,19 @@ const preciseParams = section({
   mode: oneOf(PLUGIN_MODES)
     .default('auto')
     .describe(
-      'auto: hybrid for each endpoint that publishes KV events (configured or discovered) and whose model has a tokenizer in models, approximate for the others (approximate everywhere without models; no ZMQ, no tokenizer loaded); approximate: the router\'s own index only; precise: the engines\' KV events; hybrid: KV events plus speculative entries for routed requests (docs/kv-events.md). precise and hybrid need models.',
+      "auto: hybrid for each endpoint that publishes KV events (configured or discovered) and whose model has a tokenizer in models, approximate for the others (approximate everywhere without models; no ZMQ, no tokenizer loaded); approximate: the router's own index only; precise: the engines' KV events; hybrid: KV events plus speculative entries for routed requests (docs/kv-events.md). precise and hybrid need models.",
     ),
   models: listOf(modelParams).default([]).describe('Models the router tokenizes (required in precise and hybrid).'),
   kvEvents: kvEventsParams.describe('Where each engine publishes its KV events.'),
-  speculativeTtlMs: num({ min: 0, max: 600_000 }).default(10_000).describe('A routed request\'s blocks count as held until the engine confirms them or this passes.'),
-  resyncWindowMs: num({ min: 0, max: 3_600_000 }).default(30_000).describe('After a gap in an engine\'s event sequence, its entries are untrusted for this long.'),
-  maxBlocks: int({ min: 1, max: 1 << 16 }).default(512).describe('At most this many leading token blocks are matched.'),
+  speculativeTtlMs: num({ min: 0, max: 600_000 })
+    .default(10_000)
+    .describe("A routed request's blocks count as held until the engine confirms them or this passes."),
+  resyncWindowMs: num({ min: 0, max: 3_600_000 })
+    .default(30_000)
+    .describe("After a gap in an engine's event sequence, its entries are untrusted for this long."),
+  maxBlocks: int({ min: 1, max: 1 << 16 })
+    .default(512)
+    .describe('At most this many leading token blocks are matched.'),
 }).superRefine((p, ctx) => {
   if (typeof p !== 'object' || p === null) return;
   if ((p.mode === 'precise' || p.mode === 'hybrid') && Array.isArray(p.models) && p.models.length === 0) {

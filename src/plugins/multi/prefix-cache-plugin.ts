@@ -107,7 +107,12 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
     const endpoints = [];
     for (let i = 0; i < this.index.endpointCount; i++) {
       const engineBlockTokens = this.granularity.engineBlockTokens(i);
-      endpoints.push({ index: i, blocks: this.index.size(i), capacityBlocks: this.index.capacity(i), ...(engineBlockTokens !== undefined ? { engineBlockTokens } : {}) });
+      endpoints.push({
+        index: i,
+        blocks: this.index.size(i),
+        capacityBlocks: this.index.capacity(i),
+        ...(engineBlockTokens !== undefined ? { engineBlockTokens } : {}),
+      });
     }
     return { blockChars: this.hasher.blockChars, endpoints };
   }

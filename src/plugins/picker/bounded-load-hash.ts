@@ -47,7 +47,7 @@ export class BoundedLoadHashPicker implements Picker {
     const n = candidates.length;
     if (n <= 1) return { order: n === 1 ? [0] : [], reason: 'hash' };
     const req = state.request;
-    const key = prefixKeyOf(req.prefix, this.opts.keyChars, this.opts.minKeyChars) ?? (state.rng.int(0x100000000) >>> 0);
+    const key = prefixKeyOf(req.prefix, this.opts.keyChars, this.opts.minKeyChars) ?? state.rng.int(0x100000000) >>> 0;
     const weights = candidates.map((c) => mixKey(key, c.endpoint.id));
     const order = candidates.map((_, i) => i).sort((a, b) => (weights[b] as number) - (weights[a] as number) || a - b);
     const loads = candidates.map((c) => loadIn(this.opts, c.load));

@@ -34,7 +34,12 @@ export class MaxScorePicker implements Picker {
  * engine it chose (its label is certain); else the affinity evidence; else the hint; else
  * `fallback`.
  */
-export function decisionReason(state: CycleState, candidates: readonly Candidate[], chosen: number, fallback: DecisionReason): DecisionReason {
+export function decisionReason(
+  state: CycleState,
+  candidates: readonly Candidate[],
+  chosen: number,
+  fallback: DecisionReason,
+): DecisionReason {
   return state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, chosen) ?? state.reasonHint ?? fallback);
 }
 

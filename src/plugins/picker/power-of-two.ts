@@ -39,7 +39,9 @@ export class PowerOfTwoPicker implements Picker {
     const rest: number[] = [];
     for (let k = 0; k < n; k++) if (k !== i && k !== j) rest.push(k);
     rest.sort((a, b) => (loads[a] as number) - (loads[b] as number) || a - b);
-    state.notes.push(`p2c: sampled ${candidates[i]!.endpoint.id}=${fmt(li)} vs ${candidates[j]!.endpoint.id}=${fmt(lj)} (${this.opts.unit})`);
+    state.notes.push(
+      `p2c: sampled ${candidates[i]!.endpoint.id}=${fmt(li)} vs ${candidates[j]!.endpoint.id}=${fmt(lj)} (${this.opts.unit})`,
+    );
     return { order: [first, second, ...rest], reason: 'load' };
   }
 }

@@ -13,7 +13,15 @@ import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import { HashRing } from '../../prefix-cache/hash-ring.js';
 import { hashString32 } from '../../prefix-cache/xxhash.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, DecisionAnnotation, DecisionAnnotator, EndpointsChangedHook, Picker, PickResult } from '../../scheduling/types.js';
+import type {
+  Candidate,
+  CycleState,
+  DecisionAnnotation,
+  DecisionAnnotator,
+  EndpointsChangedHook,
+  Picker,
+  PickResult,
+} from '../../scheduling/types.js';
 import { int, section } from '../../util/schema.js';
 import { requestBlockHashes } from '../shared/cycle-keys.js';
 import { blockParams, sharedBlockHasher } from '../shared/params.js';
@@ -71,9 +79,12 @@ export const prefixHashPicker = definePlugin({
   description:
     'Consistent hashing of the first hashBlocks chained prefix blocks onto a ring with virtual nodes; the first eligible endpoint clockwise wins (maximal affinity, no load awareness; baseline).',
   parameters: section({
-    hashBlocks: int({ min: 1, max: 1 << 20 }).default(16).describe('Leading blocks whose chained hash is the ring key.'),
+    hashBlocks: int({ min: 1, max: 1 << 20 })
+      .default(16)
+      .describe('Leading blocks whose chained hash is the ring key.'),
     virtualNodes: int({ min: 1, max: 10_000 }).default(160).describe('Ring points per endpoint.'),
     ...blockParams,
   }),
-  create: (name, p, handle) => new PrefixHashPicker(name, sharedBlockHasher(handle, p), p.hashBlocks, p.virtualNodes, handle.endpoints.all()),
+  create: (name, p, handle) =>
+    new PrefixHashPicker(name, sharedBlockHasher(handle, p), p.hashBlocks, p.virtualNodes, handle.endpoints.all()),
 });

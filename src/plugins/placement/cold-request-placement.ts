@@ -26,7 +26,15 @@ import { prefillQueue } from '../../endpoints/load.js';
 import { DECISION_REASONS, type DecisionReason, type Endpoint } from '../../core/types.js';
 import { getScratch } from '../../scheduling/cycle-scratch.js';
 import { definePlugin } from '../../scheduling/plugin-api.js';
-import { isPicker, type Candidate, type CycleState, type EndpointsChangedHook, type Picker, type PickResult, type Placement } from '../../scheduling/types.js';
+import {
+  isPicker,
+  type Candidate,
+  type CycleState,
+  type EndpointsChangedHook,
+  type Picker,
+  type PickResult,
+  type Placement,
+} from '../../scheduling/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
@@ -109,13 +117,21 @@ export const coldRequestPlacement = definePlugin({
   description:
     "Places cold requests (no candidate holds at least minMatch of the prompt's blocks) before the picker: by shortest prefill queue with a spread tie-break, or through another picker.",
   parameters: section({
-    minMatch: num({ min: 0, max: 1 }).default(0).describe('A request is cold when no candidate holds at least this fraction of its blocks (0: holds no block at all).'),
+    minMatch: num({ min: 0, max: 1 })
+      .default(0)
+      .describe('A request is cold when no candidate holds at least this fraction of its blocks (0: holds no block at all).'),
     sessionsAreWarm: bool().default(true).describe('A request with a session key is never cold.'),
-    order: oneOf(['prefill-queue', 'picker']).default('prefill-queue').describe('prefill-queue: shortest prefill queue first; picker: hand cold requests to `picker`.'),
+    order: oneOf(['prefill-queue', 'picker'])
+      .default('prefill-queue')
+      .describe('prefill-queue: shortest prefill queue first; picker: hand cold requests to `picker`.'),
     picker: str({ nonEmpty: true }).optional().describe('Name of the picker instance cold requests go to (with order: picker).'),
-    spread: bool().default(true).describe('Break equal prefill queues by the fewest recent cold placements (60 s half-life) before the random tie-break.'),
+    spread: bool()
+      .default(true)
+      .describe('Break equal prefill queues by the fewest recent cold placements (60 s half-life) before the random tie-break.'),
     note: str({ nonEmpty: true }).optional().describe('Decision note added when a cold request is handed to the picker.'),
-    reason: oneOf(DECISION_REASONS as unknown as readonly [DecisionReason, ...DecisionReason[]]).default('load').describe('Fallback reason label (as the max-score picker).'),
+    reason: oneOf(DECISION_REASONS as unknown as readonly [DecisionReason, ...DecisionReason[]])
+      .default('load')
+      .describe('Fallback reason label (as the max-score picker).'),
     ...staleAfterParam,
   }),
   create: (name, p, handle) => {

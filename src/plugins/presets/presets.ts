@@ -67,7 +67,10 @@ function sessionScorer(i: PresetInput): { spec: PluginSpec; ref: ProfilePluginRe
 
 function prefixCacheSpec(i: PresetInput): PluginSpec {
   const c = i.cacheAware;
-  return { type: 'prefix-cache', parameters: { blockChars: c.blockChars, maxPrefixBlocks: c.maxPrefixBlocks, indexCapacityBlocks: c.indexCapacityBlocks } };
+  return {
+    type: 'prefix-cache',
+    parameters: { blockChars: c.blockChars, maxPrefixBlocks: c.maxPrefixBlocks, indexCapacityBlocks: c.indexCapacityBlocks },
+  };
 }
 
 /**
@@ -125,7 +128,11 @@ function leastRequest(i: PresetInput): GraphSpec {
   const session = sessionScorer(i);
   return single(
     'least-request',
-    [{ type: 'queue-scorer', parameters: { signal: 'inflight' } }, ...(session ? [session.spec] : []), { type: 'max-score-picker', parameters: { reason: 'load' } }],
+    [
+      { type: 'queue-scorer', parameters: { signal: 'inflight' } },
+      ...(session ? [session.spec] : []),
+      { type: 'max-score-picker', parameters: { reason: 'load' } },
+    ],
     refs({ pluginRef: 'queue-scorer', weight: 1 }, session?.ref, 'max-score-picker'),
   );
 }
@@ -176,7 +183,12 @@ function boundedLoadHash(i: PresetInput): GraphSpec {
   const b = i.load.boundedLoad;
   return single(
     'bounded-load-hash',
-    [{ type: 'bounded-load-hash-picker', parameters: { epsilon: b.epsilon, keyChars: b.keyChars, minKeyChars: i.cacheAware.blockChars, ...unitOf(i) } }],
+    [
+      {
+        type: 'bounded-load-hash-picker',
+        parameters: { epsilon: b.epsilon, keyChars: b.keyChars, minKeyChars: i.cacheAware.blockChars, ...unitOf(i) },
+      },
+    ],
     refs('bounded-load-hash-picker'),
   );
 }
@@ -213,7 +225,13 @@ function auto(i: PresetInput): GraphSpec {
     {
       type: 'cold-request-placement',
       name: 'learning-cold',
-      parameters: { minMatch: a.learningMinMatch, sessionsAreWarm: false, order: 'picker', picker: loadPicker, note: 'auto: cold request balanced' },
+      parameters: {
+        minMatch: a.learningMinMatch,
+        sessionsAreWarm: false,
+        order: 'picker',
+        picker: loadPicker,
+        note: 'auto: cold request balanced',
+      },
     },
     {
       type: 'auto-profile-handler',
@@ -236,14 +254,24 @@ function auto(i: PresetInput): GraphSpec {
     { name: 'learning', plugins: [...eligibilityRefs(), ...affinityRefs, { pluginRef: 'learning-cold' }, { pluginRef: 'max-score' }] },
     {
       name: 'load',
-      plugins: [...eligibilityRefs(), ...(roundRobinLoad ? refs('round-robin') : refs({ pluginRef: 'least-loaded', weight: 1 }, 'least-request'))],
+      plugins: [
+        ...eligibilityRefs(),
+        ...(roundRobinLoad ? refs('round-robin') : refs({ pluginRef: 'least-loaded', weight: 1 }, 'least-request')),
+      ],
     },
     { name: 'affinity', plugins: [...eligibilityRefs(), ...affinityRefs, { pluginRef: 'max-score' }] },
     {
       name: 'cache-aware',
       plugins: [
         ...eligibilityRefs(),
-        ...refs(hot && 'hotspot', 'imbalance', weighted('prefix-cache', w.prefix), weighted('queue', w.queue), weighted('kv-usage', w.kvUsage), 'max-score'),
+        ...refs(
+          hot && 'hotspot',
+          'imbalance',
+          weighted('prefix-cache', w.prefix),
+          weighted('queue', w.queue),
+          weighted('kv-usage', w.kvUsage),
+          'max-score',
+        ),
       ],
     },
   ];

@@ -36,8 +36,14 @@ const cacheAwareSchema = optionalSection({
     queue: WEIGHT.default(DEFAULT_WEIGHTS.queue),
     kvUsage: WEIGHT.default(DEFAULT_WEIGHTS.kvUsage),
   }).superRefine((w, ctx) => {
-  if (typeof w !== 'object' || w === null) return;
-  if (typeof w.prefix === 'number' && typeof w.queue === 'number' && typeof w.kvUsage === 'number' && w.prefix + w.queue + w.kvUsage === 0) ctx.addIssue({ code: 'custom', message: 'at least one weight must be greater than 0' });
+    if (typeof w !== 'object' || w === null) return;
+    if (
+      typeof w.prefix === 'number' &&
+      typeof w.queue === 'number' &&
+      typeof w.kvUsage === 'number' &&
+      w.prefix + w.queue + w.kvUsage === 0
+    )
+      ctx.addIssue({ code: 'custom', message: 'at least one weight must be greater than 0' });
   }, ALWAYS),
   imbalance: optionalSection(IMBALANCE_KNOBS),
   queueSignal: oneOf(['effective', 'prefill']).default(DEFAULT_QUEUE_SIGNAL),
@@ -46,12 +52,13 @@ const cacheAwareSchema = optionalSection({
   preciseIndex: z
     .record(z.string(), z.unknown(), { error: expecting('a mapping') })
     .optional()
-    .describe('When set, the cache-aware strategy scores affinity with the precise-prefix-cache plugin (engine KV events + router-side tokenization); these are its parameters (docs/plugins.md, docs/kv-events.md).'),
+    .describe(
+      'When set, the cache-aware strategy scores affinity with the precise-prefix-cache plugin (engine KV events + router-side tokenization); these are its parameters (docs/plugins.md, docs/kv-events.md).',
+    ),
 });
 
 export type CacheAwareConfig = z.output<typeof cacheAwareSchema>;
 export const cacheAwareSection = { key: 'cacheAware', schema: cacheAwareSchema } as const satisfies ConfigSection;
-
 
 /** Expected output length before any response was seen (a typical chat answer). */
 export const DEFAULT_OUTPUT_TOKENS_PRIOR = 256;
@@ -87,7 +94,12 @@ const loadSchema = optionalSection({
     }
   }, ALWAYS),
   boundedLoad: optionalSection({ epsilon: BOUNDED_LOAD_KNOBS.epsilon, keyChars: groupKeyParams.keyChars }),
-  session: optionalSection({ ...SESSION_KNOBS, weight: num({ min: 0, max: 1000 }).default(DEFAULT_SESSION_WEIGHT).describe('Scorer weight of the session stickiness in the scored presets.') }),
+  session: optionalSection({
+    ...SESSION_KNOBS,
+    weight: num({ min: 0, max: 1000 })
+      .default(DEFAULT_SESSION_WEIGHT)
+      .describe('Scorer weight of the session stickiness in the scored presets.'),
+  }),
   calibration: optionalSection(CALIBRATION_KNOBS),
   auto: optionalSection({
     ...AUTO_KNOBS,

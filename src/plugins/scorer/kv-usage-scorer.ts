@@ -44,7 +44,8 @@ export class KvUsageScorer implements Scorer {
 
 export const kvUsageScorer = definePlugin({
   type: KV_USAGE_SCORER,
-  description: 'Prefers engines with free KV-cache memory: 1 − kvUsage for fresh figures; candidates without one get the mean; nobody fresh → 1.',
+  description:
+    'Prefers engines with free KV-cache memory: 1 − kvUsage for fresh figures; candidates without one get the mean; nobody fresh → 1.',
   parameters: section({ ...staleAfterParam }),
   create: (name, p, handle) => new KvUsageScorer(name, staleAfter(p, handle)),
 });

@@ -71,8 +71,12 @@ export const queueScorer = definePlugin({
   parameters: section({
     signal: oneOf(QUEUE_SIGNALS)
       .default('effective')
-      .describe('effective: in flight raised to the engine running + waiting; inflight: router count only; prefill: not past the first byte, raised to the engine waiting queue.'),
-    softQueue: num({ min: 1, max: 1_000_000 }).default(1).describe('Queue differences below this many requests count in proportion instead of spanning [0,1].'),
+      .describe(
+        'effective: in flight raised to the engine running + waiting; inflight: router count only; prefill: not past the first byte, raised to the engine waiting queue.',
+      ),
+    softQueue: num({ min: 1, max: 1_000_000 })
+      .default(1)
+      .describe('Queue differences below this many requests count in proportion instead of spanning [0,1].'),
     ...staleAfterParam,
   }),
   create: (name, p, handle) => new QueueScorer(name, p.signal, staleAfter(p, handle), p.softQueue),

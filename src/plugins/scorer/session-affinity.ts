@@ -131,7 +131,9 @@ export const DEFAULT_SESSION_OVERLOAD_REL = 1.5;
 export const SESSION_KNOBS = {
   ttlMs: int({ min: 1, max: 86_400_000 }).default(DEFAULT_SESSION_TTL_MS).describe('Idle time after which a binding expires.'),
   maxSessions: int({ min: 1, max: 100_000_000 }).default(DEFAULT_SESSION_MAX).describe('At most this many bindings (LRU).'),
-  overloadAbs: num({ min: 0, max: 1_000_000 }).default(DEFAULT_SESSION_OVERLOAD_ABS).describe('Yield when the sticky load exceeds the least loaded by more than this...'),
+  overloadAbs: num({ min: 0, max: 1_000_000 })
+    .default(DEFAULT_SESSION_OVERLOAD_ABS)
+    .describe('Yield when the sticky load exceeds the least loaded by more than this...'),
   overloadRel: num({ min: 1, max: 1000 }).default(DEFAULT_SESSION_OVERLOAD_REL).describe('...and is more than this many times it.'),
 };
 

@@ -43,9 +43,12 @@ export const TOKEN_LOAD_SCORER = 'token-load-scorer';
 
 export const tokenLoadScorer = definePlugin({
   type: TOKEN_LOAD_SCORER,
-  description: 'Prefers engines with fewer pending tokens (uncached prefill + expected decode, from the data layer): 1 − (L − Lmin) / max(Lmax − Lmin, softTokens).',
+  description:
+    'Prefers engines with fewer pending tokens (uncached prefill + expected decode, from the data layer): 1 − (L − Lmin) / max(Lmax − Lmin, softTokens).',
   parameters: section({
-    softTokens: num({ min: 0, max: 100_000_000 }).default(2048).describe('Load differences below this many tokens count in proportion instead of spanning [0,1].'),
+    softTokens: num({ min: 0, max: 100_000_000 })
+      .default(2048)
+      .describe('Load differences below this many tokens count in proportion instead of spanning [0,1].'),
   }),
   create: (name, p) => new TokenLoadScorer(name, { softTokens: p.softTokens }),
 });

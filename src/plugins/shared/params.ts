@@ -14,7 +14,9 @@ export const DEFAULT_TOKENS_PER_REQUEST = 1024;
 
 /** `unit` and `tokensPerRequest`: what load means for this plugin. */
 export const loadUnitParams = {
-  unit: oneOf(LOAD_UNITS).default(DEFAULT_LOAD_UNIT).describe('Load unit: requests (in flight, raised to the engine queue when fresh) or tokens (pending tokens ÷ tokensPerRequest).'),
+  unit: oneOf(LOAD_UNITS)
+    .default(DEFAULT_LOAD_UNIT)
+    .describe('Load unit: requests (in flight, raised to the engine queue when fresh) or tokens (pending tokens ÷ tokensPerRequest).'),
   tokensPerRequest: num({ minExclusive: 0, max: 10_000_000 })
     .default(DEFAULT_TOKENS_PER_REQUEST)
     .describe('In the tokens unit, this many pending tokens count as one request (thresholds stay in requests).'),
@@ -35,10 +37,9 @@ export function staleAfter(p: { readonly staleAfterMs?: number | undefined }, ha
 export const loadAwareParams = { ...loadUnitParams, ...staleAfterParam };
 
 /** The parsed parameters with their load measure (unit, tokens per request, engine-figure age) resolved. */
-export function withLoadMeasure<P extends { readonly unit: LoadUnit; readonly tokensPerRequest: number; readonly staleAfterMs?: number | undefined }>(
-  p: P,
-  handle: PluginHandle,
-): P & LoadMeasure {
+export function withLoadMeasure<
+  P extends { readonly unit: LoadUnit; readonly tokensPerRequest: number; readonly staleAfterMs?: number | undefined },
+>(p: P, handle: PluginHandle): P & LoadMeasure {
   return { ...p, ...loadMeasure(p, handle) };
 }
 
@@ -56,8 +57,12 @@ export const DEFAULT_MAX_PREFIX_BLOCKS = 1024;
 
 /** `blockChars` and `maxPrefixBlocks`: how the prompt is cut into chained block hashes. */
 export const blockParams = {
-  blockChars: int({ min: 1, max: 65_536 }).default(DEFAULT_BLOCK_CHARS).describe('Prefix block size in characters (≈ engine block size × chars per token).'),
-  maxPrefixBlocks: int({ min: 1, max: 1 << 20 }).default(DEFAULT_MAX_PREFIX_BLOCKS).describe('At most this many leading blocks are hashed and matched.'),
+  blockChars: int({ min: 1, max: 65_536 })
+    .default(DEFAULT_BLOCK_CHARS)
+    .describe('Prefix block size in characters (≈ engine block size × chars per token).'),
+  maxPrefixBlocks: int({ min: 1, max: 1 << 20 })
+    .default(DEFAULT_MAX_PREFIX_BLOCKS)
+    .describe('At most this many leading blocks are hashed and matched.'),
 };
 
 /** One block hasher per block geometry, shared by every plugin of the scheduler that uses it. */
@@ -71,6 +76,10 @@ export const DEFAULT_GROUP_KEY_CHARS = 256;
 
 /** `keyChars` / `minKeyChars`: which leading characters identify a prefix group. */
 export const groupKeyParams = {
-  keyChars: int({ min: 1, max: 1 << 20 }).default(DEFAULT_GROUP_KEY_CHARS).describe('Leading prompt characters that identify a prefix group.'),
-  minKeyChars: int({ min: 1, max: 1 << 20 }).default(DEFAULT_BLOCK_CHARS).describe('Shorter prefixes are not grouped (one block by default).'),
+  keyChars: int({ min: 1, max: 1 << 20 })
+    .default(DEFAULT_GROUP_KEY_CHARS)
+    .describe('Leading prompt characters that identify a prefix group.'),
+  minKeyChars: int({ min: 1, max: 1 << 20 })
+    .default(DEFAULT_BLOCK_CHARS)
+    .describe('Shorter prefixes are not grouped (one block by default).'),
 };

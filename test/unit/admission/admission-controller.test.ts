@@ -39,7 +39,12 @@ function setup(mode: AdmissionConfig['mode'], capacity: number, queue: Partial<A
   const clock = new ManualClock(0);
   const routing = new FakeRoutingService();
   const saturation = new CapacitySaturation(routing, capacity);
-  const config: AdmissionConfig = { ...DEFAULT_ADMISSION_CONFIG, mode, queue: { ...DEFAULT_ADMISSION_CONFIG.queue, ...queue }, retryAfterMs: 1500 };
+  const config: AdmissionConfig = {
+    ...DEFAULT_ADMISSION_CONFIG,
+    mode,
+    queue: { ...DEFAULT_ADMISSION_CONFIG.queue, ...queue },
+    retryAfterMs: 1500,
+  };
   const ac = new AdmissionController({ routing, saturation, config, clock, logger: silentLogger, pollMs: 0 });
   return { clock, routing, saturation, ac };
 }
@@ -48,7 +53,10 @@ function setup(mode: AdmissionConfig['mode'], capacity: number, queue: Partial<A
 const sig = () => new AbortController().signal;
 
 async function settled<T>(p: Promise<T>): Promise<{ ok: T } | { err: unknown }> {
-  return p.then((ok) => ({ ok }), (err: unknown) => ({ err }));
+  return p.then(
+    (ok) => ({ ok }),
+    (err: unknown) => ({ err }),
+  );
 }
 
 describe('admission/admission-controller', () => {

@@ -59,11 +59,19 @@ describe('config: health, admission and stream idle sections', () => {
   });
 
   it('reports bad values with their field paths', () => {
-    expect(problemsOf(() => parseConfig({ ...MINIMAL, health: { active: { intervalMs: 100, timeoutMs: 200 } } })).join('\n')).to.contain('health.active.timeoutMs');
-    expect(problemsOf(() => parseConfig({ ...MINIMAL, health: { ejection: { baseMs: 5000, maxMs: 10 } } })).join('\n')).to.contain('health.ejection.maxMs');
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, health: { active: { intervalMs: 100, timeoutMs: 200 } } })).join('\n')).to.contain(
+      'health.active.timeoutMs',
+    );
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, health: { ejection: { baseMs: 5000, maxMs: 10 } } })).join('\n')).to.contain(
+      'health.ejection.maxMs',
+    );
     expect(problemsOf(() => parseConfig({ ...MINIMAL, admission: { mode: 'shed' } })).join('\n')).to.contain('admission.mode');
-    expect(problemsOf(() => parseConfig({ ...MINIMAL, admission: { tenantHeader: 'bad header' } })).join('\n')).to.contain('admission.tenantHeader');
-    expect(problemsOf(() => parseConfig({ ...MINIMAL, admission: { mode: 'queue', queue: { maxWaitMs: 40_000 } } })).join('\n')).to.contain('admission.queue.maxWaitMs');
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, admission: { tenantHeader: 'bad header' } })).join('\n')).to.contain(
+      'admission.tenantHeader',
+    );
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, admission: { mode: 'queue', queue: { maxWaitMs: 40_000 } } })).join('\n')).to.contain(
+      'admission.queue.maxWaitMs',
+    );
     expect(parseConfig({ ...MINIMAL, admission: { mode: 'off', queue: { maxWaitMs: 40_000 } } }).admission.mode).to.equal('off');
   });
 });

@@ -39,7 +39,12 @@ describe('admission/tenant-fair-queue', () => {
     q.push(e('b', 'b0', 0, 15));
     expect(q.largestTenant()).to.equal('a');
     expect(q.newestOf('a')!.id).to.equal('a2');
-    expect(q.takeExpired(15).map((x) => x.id).sort()).to.deep.equal(['a0', 'b0']);
+    expect(
+      q
+        .takeExpired(15)
+        .map((x) => x.id)
+        .sort(),
+    ).to.deep.equal(['a0', 'b0']);
     expect(q.remove(a0)).to.equal(false);
     expect(q.tenantSize('a')).to.equal(2);
     expect(ids(q)).to.deep.equal(['a1', 'a2']);

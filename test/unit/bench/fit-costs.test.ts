@@ -15,7 +15,12 @@ describe('bench/real-engine/fit-costs', () => {
       const [steps, n, ctx] = prefillWork(from, to, 2048);
       return truth.fixed + (steps - 1) * truth.overhead + truth.a * n + (truth.b * ctx) / 1000;
     };
-    const cold = [400, 800, 1600, 2400, 3200].map((p) => ({ promptTokens: p, cachedTokens: Math.floor((p - 1) / 128) * 128, ms: model(0, p), hitMs: 0 }));
+    const cold = [400, 800, 1600, 2400, 3200].map((p) => ({
+      promptTokens: p,
+      cachedTokens: Math.floor((p - 1) / 128) * 128,
+      ms: model(0, p),
+      hitMs: 0,
+    }));
     const withHits = cold.map((c) => ({ ...c, hitMs: model(c.cachedTokens, c.promptTokens) }));
     const suffix = [384, 1408].map((c) => ({ cachedTokens: c, promptTokens: c + 200, ms: model(c, c + 200) }));
     const fit = fitCosts([{ cold: withHits, suffix, decode: { overheadMs: truth.overhead, decodeMsPerSeq: 1 } }]);
@@ -33,9 +38,16 @@ describe('bench/real-engine/fit-costs', () => {
       const [steps, n, ctx] = prefillWork(from, to, 2048);
       return truth.fixed + (steps - 1) * truth.overhead + truth.a * n + (truth.b * ctx) / 1000;
     };
-    const cold = [400, 1600, 3200].map((p) => ({ promptTokens: p, cachedTokens: Math.floor((p - 1) / 128) * 128, ms: model(0, p) + truth.text, hitMs: 0 }));
+    const cold = [400, 1600, 3200].map((p) => ({
+      promptTokens: p,
+      cachedTokens: Math.floor((p - 1) / 128) * 128,
+      ms: model(0, p) + truth.text,
+      hitMs: 0,
+    }));
     const withHits = cold.map((c) => ({ ...c, hitMs: model(c.cachedTokens, c.promptTokens) + truth.text }));
-    const contextGrid = [256, 1024, 2048].flatMap((c) => [32, 256].map((t) => ({ cachedTokens: c, tailTokens: t, reportedCached: c, ms: model(c, c + t) })));
+    const contextGrid = [256, 1024, 2048].flatMap((c) =>
+      [32, 256].map((t) => ({ cachedTokens: c, tailTokens: t, reportedCached: c, ms: model(c, c + t) })),
+    );
     const fit = fitCosts([{ cold: withHits, decode: { overheadMs: truth.overhead, decodeMsPerSeq: 1 } }, { contextGrid }]);
     expect(fit.fixedMs).to.be.closeTo(truth.fixed, 1e-6);
     expect(fit.textPromptOverheadMs).to.be.closeTo(truth.text, 1e-6);

@@ -58,7 +58,10 @@ describe('createScheduler strategies', () => {
     it('spreads uniformly and is reproducible from the seed', () => {
       const run = (seed: number): number[] => {
         const s = sched(4, 'random', {}, seed);
-        return counts(s, Array.from({ length: 2000 }, () => s.route(request())));
+        return counts(
+          s,
+          Array.from({ length: 2000 }, () => s.route(request())),
+        );
       };
       const a = run(7);
       for (const c of a) expect(c).to.be.within(400, 600);
@@ -98,7 +101,10 @@ describe('createScheduler strategies', () => {
 
     it('spreads distinct prefixes', () => {
       const s = sched(4, 'prefix-hash');
-      const c = counts(s, Array.from({ length: 400 }, (_, k) => s.route(request({ prefix: text(1000 + k, 256) }))));
+      const c = counts(
+        s,
+        Array.from({ length: 400 }, (_, k) => s.route(request({ prefix: text(1000 + k, 256) }))),
+      );
       for (const v of c) expect(v).to.be.within(50, 170);
     });
   });
@@ -307,7 +313,10 @@ describe('createScheduler with a plugin that is not a built-in', () => {
       parameters: section({ index: int({ min: 0 }).default(0) }),
       create: (name, p, handle) => {
         seen.push(Object.keys(handle).sort());
-        return { name, pick: (_s: unknown, cs: readonly unknown[]) => ({ order: [Math.min(p.index, cs.length - 1)], reason: 'load' as const }) };
+        return {
+          name,
+          pick: (_s: unknown, cs: readonly unknown[]) => ({ order: [Math.min(p.index, cs.length - 1)], reason: 'load' as const }),
+        };
       },
     });
     const catalog = builtinCatalog().register(pinned);

@@ -8,7 +8,11 @@ function problems(doc: unknown): string[] {
   try {
     parseConfig(doc);
   } catch (err) {
-    if (isRouterError(err, 'BAD_CONFIG')) return err.message.split('\n').slice(1).map((l) => l.replace(/^\s+- /, ''));
+    if (isRouterError(err, 'BAD_CONFIG'))
+      return err.message
+        .split('\n')
+        .slice(1)
+        .map((l) => l.replace(/^\s+- /, ''));
     throw err;
   }
   return [];
@@ -17,7 +21,13 @@ function problems(doc: unknown): string[] {
 describe('config: discovery section', () => {
   it('defaults when left out; the static list stays required then', () => {
     const c = parseConfig({ ...base, endpoints: ['10.0.0.1:8000'] });
-    expect(c.discovery).to.deep.equal({ resolveIntervalMs: 5000, dnsServers: [], kubeResyncMs: 300_000, initialSyncTimeoutMs: 5000, sources: [] });
+    expect(c.discovery).to.deep.equal({
+      resolveIntervalMs: 5000,
+      dnsServers: [],
+      kubeResyncMs: 300_000,
+      initialSyncTimeoutMs: 5000,
+      sources: [],
+    });
     expect(problems({ ...base })).to.deep.equal(['endpoints: required (at least one endpoint, or discovery.sources)']);
   });
 

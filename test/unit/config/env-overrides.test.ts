@@ -37,9 +37,7 @@ describe('config/env-overrides', () => {
   });
 
   it('invalid values are reported with the variable name', () => {
-    const problems = problemsOf(() =>
-      parseConfig(MINIMAL, { env: { CACHEROUTE_STRATEGY: 'fast', CACHEROUTE_GRPC_ADDRESS: 'router:1' } }),
-    );
+    const problems = problemsOf(() => parseConfig(MINIMAL, { env: { CACHEROUTE_STRATEGY: 'fast', CACHEROUTE_GRPC_ADDRESS: 'router:1' } }));
     expect(problems).to.have.length(2);
     expect(problems.find((p) => p.startsWith('strategy:'))).to.match(/\(from CACHEROUTE_STRATEGY\)$/);
     expect(problems.find((p) => p.startsWith('server.grpcAddress:'))).to.match(/\(from CACHEROUTE_GRPC_ADDRESS\)$/);

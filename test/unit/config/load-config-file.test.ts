@@ -19,12 +19,7 @@ function expectBadConfig(fn: () => unknown, ...fragments: string[]): void {
 describe('config/load-config-file', () => {
   it('examples/router.yaml parses: four engines, cache-aware', () => {
     const c = loadConfigFile(exampleFile('router.yaml'), {});
-    expect(c.endpoints.map((e) => e.address)).to.deep.equal([
-      '127.0.0.1:8001',
-      '127.0.0.1:8002',
-      '127.0.0.1:8003',
-      '127.0.0.1:8004',
-    ]);
+    expect(c.endpoints.map((e) => e.address)).to.deep.equal(['127.0.0.1:8001', '127.0.0.1:8002', '127.0.0.1:8003', '127.0.0.1:8004']);
     expect(c.strategy).to.equal('cache-aware');
     expect(c.requests.sessionHeader).to.equal('x-session-id');
   });
@@ -93,7 +88,12 @@ describe('config/load-config-file', () => {
       expectBadConfig(() => loadConfigFile(empty, {}), 'empty');
       const aliases = join(dir, 'aliases.yaml');
       const lines = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
-      for (let i = 0; i < 8; i++) lines.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(', ')}]`);
+      for (let i = 0; i < 8; i++)
+        lines.push(
+          `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10)
+            .fill(`*${String.fromCharCode(97 + i)}`)
+            .join(', ')}]`,
+        );
       writeFileSync(aliases, lines.join('\n'));
       expectBadConfig(() => loadConfigFile(aliases, {}), 'alias');
     } finally {

@@ -132,9 +132,7 @@ describe('config/parse-config', () => {
     });
 
     it('lower-cases the session header', () => {
-      expect(parseConfig(doc({ requests: { sessionHeader: 'X-Session-Id' } })).requests.sessionHeader).to.equal(
-        'x-session-id',
-      );
+      expect(parseConfig(doc({ requests: { sessionHeader: 'X-Session-Id' } })).requests.sessionHeader).to.equal('x-session-id');
     });
   });
 
@@ -210,12 +208,28 @@ describe('config/parse-config', () => {
       ['log level', { telemetry: { logLevel: 'loud' } }, 'telemetry.logLevel: expected one of debug, info, warn, error'],
       ['decision header', { telemetry: { decisionHeader: 1 } }, 'telemetry.decisionHeader'],
       ['recent decisions', { telemetry: { recentDecisions: -1 } }, 'telemetry.recentDecisions'],
-      ['plugin parameter type', { ...GRAPH, plugins: [...GRAPH.plugins, { type: 'queue-scorer', name: 'q', parameters: { softQueue: 'x' } }] }, 'plugins[1].parameters.softQueue: expected number in [1, 1000000], got "x"'],
-      ['plugin parameter typo', { ...GRAPH, plugins: [{ type: 'random-picker', parameters: { sed: 1 } }] }, 'plugins[0].parameters.sed: unknown field'],
+      [
+        'plugin parameter type',
+        { ...GRAPH, plugins: [...GRAPH.plugins, { type: 'queue-scorer', name: 'q', parameters: { softQueue: 'x' } }] },
+        'plugins[1].parameters.softQueue: expected number in [1, 1000000], got "x"',
+      ],
+      [
+        'plugin parameter typo',
+        { ...GRAPH, plugins: [{ type: 'random-picker', parameters: { sed: 1 } }] },
+        'plugins[0].parameters.sed: unknown field',
+      ],
       ['unknown plugin type', { ...GRAPH, plugins: [{ type: 'fastest-picker' }] }, 'plugins[0].type: unknown plugin type "fastest-picker"'],
       ['plugin without type', { ...GRAPH, plugins: [{ name: 'x' }] }, 'plugins[0].type: required'],
-      ['misspelt pluginRef', { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ plugin: 'x' }] }] }, 'schedulingProfiles[0].plugins[0].plugin: unknown field'],
-      ['negative weight', { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker', weight: -1 }] }] }, 'schedulingProfiles[0].plugins[0].weight'],
+      [
+        'misspelt pluginRef',
+        { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ plugin: 'x' }] }] },
+        'schedulingProfiles[0].plugins[0].plugin: unknown field',
+      ],
+      [
+        'negative weight',
+        { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker', weight: -1 }] }] },
+        'schedulingProfiles[0].plugins[0].weight',
+      ],
       ['strategy and plugins', { ...GRAPH, strategy: 'random' }, 'strategy: a shorthand for plugins + schedulingProfiles'],
       ['plugins without profiles', { plugins: GRAPH.plugins }, 'schedulingProfiles: required with plugins'],
     ];
@@ -224,7 +238,10 @@ describe('config/parse-config', () => {
         const input = doc(extra);
         for (const [k, v] of Object.entries(extra)) if (v === undefined) delete input[k];
         const problems = problemsOf(() => parseConfig(input));
-        expect(problems.some((p) => p.includes(expected)), problems.join('\n')).to.equal(true);
+        expect(
+          problems.some((p) => p.includes(expected)),
+          problems.join('\n'),
+        ).to.equal(true);
       });
     }
 
@@ -271,15 +288,27 @@ describe('config/parse-config', () => {
 describe('config/parse-config: replication.completions', () => {
   it('defaults completion forwarding on, with the orphan age below the route timeout', () => {
     const c = parseConfig(doc({ replication: { enabled: true } }));
-    expect(c.replication.completions).to.deep.equal({ enabled: true, orphanAgeMs: 60_000, maxOutboxEntries: 20_000, peerCheckIntervalMs: 250, lossyGraceMs: 10_000 });
+    expect(c.replication.completions).to.deep.equal({
+      enabled: true,
+      orphanAgeMs: 60_000,
+      maxOutboxEntries: 20_000,
+      peerCheckIntervalMs: 250,
+      lossyGraceMs: 10_000,
+    });
   });
 
   it('rejects an orphan age above server.responseIdleTimeoutMs (only where it applies)', () => {
     const bad = { server: { responseIdleTimeoutMs: 30_000 }, replication: { enabled: true } };
-    expect(problemsOf(() => parseConfig(doc(bad))).join('\n')).to.match(/replication\.completions\.orphanAgeMs: must not exceed server\.responseIdleTimeoutMs \(30000\)/);
+    expect(problemsOf(() => parseConfig(doc(bad))).join('\n')).to.match(
+      /replication\.completions\.orphanAgeMs: must not exceed server\.responseIdleTimeoutMs \(30000\)/,
+    );
     expect(() => parseConfig(doc({ ...bad, replication: { enabled: true, completions: { orphanAgeMs: 20_000 } } }))).to.not.throw();
     expect(() => parseConfig(doc({ ...bad, replication: { enabled: true, completions: { enabled: false } } }))).to.not.throw();
-    expect(() => parseConfig(doc({ server: { responseIdleTimeoutMs: 30_000, responseCompletion: 'ext-proc' }, replication: { enabled: true } }))).to.not.throw();
-    expect(problemsOf(() => parseConfig(doc({ replication: { enabled: true, completions: { orphanAgeMs: 10 } } }))).join('\n')).to.match(/replication\.completions\.orphanAgeMs/);
+    expect(() =>
+      parseConfig(doc({ server: { responseIdleTimeoutMs: 30_000, responseCompletion: 'ext-proc' }, replication: { enabled: true } })),
+    ).to.not.throw();
+    expect(problemsOf(() => parseConfig(doc({ replication: { enabled: true, completions: { orphanAgeMs: 10 } } }))).join('\n')).to.match(
+      /replication\.completions\.orphanAgeMs/,
+    );
   });
 });

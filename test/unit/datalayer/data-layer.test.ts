@@ -99,7 +99,12 @@ describe('data layer and load-aware plugins through createScheduler', () => {
   describe('engine metrics and staleness in the load snapshot', () => {
     it('moves the scraped queue forward by routed-since and falls back past staleAfterMs, counting it', () => {
       const clock = new ManualClock(0);
-      const s = sched(2, 'least-request', { engineMetrics: { enabled: true, pollIntervalMs: 100, staleAfterMs: 1000, timeoutMs: 500 } }, clock);
+      const s = sched(
+        2,
+        'least-request',
+        { engineMetrics: { enabled: true, pollIntervalMs: 100, staleAfterMs: 1000, timeoutMs: 500 } },
+        clock,
+      );
       const store = s.dataLayer!.store!;
       const [a] = s.endpoints();
       store.recordSuccess(a!.id, { engine: 'vllm', waiting: 5, running: 3 });
@@ -138,7 +143,11 @@ describe('data layer and load-aware plugins through createScheduler', () => {
       const port = (server.address() as AddressInfo).port;
       const before = process.getActiveResourcesInfo().filter((x) => x === 'Timeout').length;
       const s = createScheduler(
-        defaultConfig({ strategy: 'cache-aware', endpoints: [{ address: `127.0.0.1:${port}` }], engineMetrics: { enabled: true, pollIntervalMs: 20, staleAfterMs: 500, timeoutMs: 200, maxScrapeShare: 1 } }),
+        defaultConfig({
+          strategy: 'cache-aware',
+          endpoints: [{ address: `127.0.0.1:${port}` }],
+          engineMetrics: { enabled: true, pollIntervalMs: 20, staleAfterMs: 500, timeoutMs: 200, maxScrapeShare: 1 },
+        }),
         { clock: systemClock, rng: seededRng(1) },
       );
       await s.start();
@@ -174,7 +183,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
     it('the imbalance escape can count tokens: one huge prompt weighs more than several small ones', () => {
       // Replication off explicitly: this is about the escape's unit.
-      const over = { load: { unit: 'tokens' as const, tokensPerRequest: 100, hotspot: { enabled: false } }, cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } };
+      const over = {
+        load: { unit: 'tokens' as const, tokensPerRequest: 100, hotspot: { enabled: false } },
+        cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } },
+      };
       const s = sched(2, 'cache-aware', over);
       const sys = textOf(9, 256);
       const first = s.route(req(sys + textOf(10, 8000))); // ~2064 tokens ≈ 20 request-equivalents
@@ -230,7 +242,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
   describe('session affinity', () => {
     it('keeps a session on its engine until that engine is overloaded', () => {
-      const s = sched(3, 'cache-aware', { requests: { sessionHeader: 'x-session-id' }, load: { session: { overloadAbs: 3, overloadRel: 1.5 } } });
+      const s = sched(3, 'cache-aware', {
+        requests: { sessionHeader: 'x-session-id' },
+        load: { session: { overloadAbs: 3, overloadRel: 1.5 } },
+      });
       const first = s.route(req(textOf(30, 300), { sessionKey: 'alice' }));
       const home = first.decision.endpoint;
       first.finish({ aborted: false });
@@ -250,7 +265,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
   describe('prefill queue', () => {
     it('a ticket reports its first byte once; the load snapshot and the prefill queue signal follow', () => {
-      const s = sched(2, 'cache-aware', { engineMetrics: { enabled: false }, cacheAware: { queueSignal: 'prefill', weights: { kvUsage: 0 } } });
+      const s = sched(2, 'cache-aware', {
+        engineMetrics: { enabled: false },
+        cacheAware: { queueSignal: 'prefill', weights: { kvUsage: 0 } },
+      });
       const [e0, e1] = s.endpoints();
       // Three requests decoding on one engine, one still waiting for its first byte on the other.
       const busy = [0, 1, 2].map((i) => s.route(req(textOf(8000 + i, 900))));
@@ -311,7 +329,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
       const clock = new ManualClock(0);
       const lines: string[] = [];
       const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
-      const s = createScheduler(cfg(8, { strategy: 'auto', load: { trafficWindowMs: 10_000, auto: { minDwellMs: 2000, minRequests: 20 } } }), { clock, rng: seededRng(4), logger });
+      const s = createScheduler(
+        cfg(8, { strategy: 'auto', load: { trafficWindowMs: 10_000, auto: { minDwellMs: 2000, minRequests: 20 } } }),
+        { clock, rng: seededRng(4), logger },
+      );
       drive(s, clock, true, 100);
       expect(stats(s).auto?.mode).to.equal('cache-aware');
       expect(stats(s).traffic!.reuseRate).to.be.greaterThan(0.9);
@@ -326,7 +347,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
     it('load.auto.initial: load brings back the plain load-balancing start', () => {
       const clock = new ManualClock(0);
-      const s = createScheduler(cfg(4, { strategy: 'auto', load: { auto: { minRequests: 1000, initial: 'load' } } }), { clock, rng: seededRng(4) });
+      const s = createScheduler(cfg(4, { strategy: 'auto', load: { auto: { minRequests: 1000, initial: 'load' } } }), {
+        clock,
+        rng: seededRng(4),
+      });
       const first = s.route(req(textOf(7100, 1200)));
       first.finish({ aborted: false });
       const again = s.route(req(textOf(7100, 1200)));

@@ -38,7 +38,12 @@ describe('load/load-model', () => {
       l.observe('b', 2);
       l.observe('a', 1);
       l.observe('c', 3);
-      expect(l.stats().map((s) => s.model).sort()).to.deep.equal(['a', 'c']);
+      expect(
+        l
+          .stats()
+          .map((s) => s.model)
+          .sort(),
+      ).to.deep.equal(['a', 'c']);
       expect(l.expected('b')).to.equal(7);
     });
   });

@@ -29,7 +29,11 @@ class ManualSource extends SourceBase {
   }
 }
 
-const ep = (last: number, port = 8000, models?: string[]): DiscoveredEndpoint => ({ address: `10.0.0.${last}`, port, ...(models ? { models } : {}) });
+const ep = (last: number, port = 8000, models?: string[]): DiscoveredEndpoint => ({
+  address: `10.0.0.${last}`,
+  port,
+  ...(models ? { models } : {}),
+});
 const ids = (r: EndpointRegistry): string[] => r.all().map((e) => `${e.pool}/${e.id}`);
 
 describe('discovery: pool membership', () => {
@@ -70,7 +74,14 @@ describe('discovery: pool membership', () => {
     const reg = new EndpointRegistry([], new ManualClock());
     const a = new ManualSource('a', log);
     const b = new ManualSource('b', log);
-    const m = new PoolMembership({ registry: reg, pools: [{ pool: 'p1', models: [], sources: [a] }, { pool: 'p2', models: [], sources: [b] }], log });
+    const m = new PoolMembership({
+      registry: reg,
+      pools: [
+        { pool: 'p1', models: [], sources: [a] },
+        { pool: 'p2', models: [], sources: [b] },
+      ],
+      log,
+    });
     m.start();
     a.set([ep(5)]);
     b.set([ep(5), ep(6)]);
@@ -93,7 +104,11 @@ describe('discovery: pool membership', () => {
   });
 
   it('waitSynced gives up after its timeout', async () => {
-    const m = new PoolMembership({ registry: new EndpointRegistry([], new ManualClock()), pools: [{ pool: 'p', models: [], sources: [new ManualSource('never', log)] }], log });
+    const m = new PoolMembership({
+      registry: new EndpointRegistry([], new ManualClock()),
+      pools: [{ pool: 'p', models: [], sources: [new ManualSource('never', log)] }],
+      log,
+    });
     m.start();
     const t0 = Date.now();
     expect(await m.waitSynced(50)).to.equal(false);
@@ -114,10 +129,17 @@ describe('discovery: Envoy EDS file writer', () => {
     const reg = new EndpointRegistry([{ id: '10.0.0.1:8000', address: '10.0.0.1', port: 8000, pool: 'p', models: [] }], new ManualClock());
     const w = new EdsFileWriter({ path, clusterName: 'engines' }, reg, log);
     w.start();
-    const read = (): { version_info: string; resources: { cluster_name: string; endpoints: { lb_endpoints: { endpoint: { address: { socket_address: { address: string; port_value: number } } } }[] }[] }[] } =>
-      JSON.parse(readFileSync(path, 'utf8'));
+    const read = (): {
+      version_info: string;
+      resources: {
+        cluster_name: string;
+        endpoints: { lb_endpoints: { endpoint: { address: { socket_address: { address: string; port_value: number } } } }[] }[];
+      }[];
+    } => JSON.parse(readFileSync(path, 'utf8'));
     const hosts = (): string[] =>
-      read().resources[0]!.endpoints.flatMap((l) => l.lb_endpoints.map((e) => `${e.endpoint.address.socket_address.address}:${e.endpoint.address.socket_address.port_value}`));
+      read().resources[0]!.endpoints.flatMap((l) =>
+        l.lb_endpoints.map((e) => `${e.endpoint.address.socket_address.address}:${e.endpoint.address.socket_address.port_value}`),
+      );
     expect(read().resources[0]!.cluster_name).to.equal('engines');
     expect(hosts()).to.deep.equal(['10.0.0.1:8000']);
     reg.add({ id: '[fd00::2]:9000', address: 'fd00::2', port: 9000, pool: 'p', models: [] });

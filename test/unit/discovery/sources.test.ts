@@ -136,7 +136,10 @@ describe('discovery: static source', () => {
     const st = src.status();
     expect(st.errors.resolve).to.equal(2);
     expect(st.lastError).to.match(/SERVFAIL engines.test/);
-    expect(log.lines.filter((l) => l.level === 'warn'), 'one line per distinct failure').to.have.length(1);
+    expect(
+      log.lines.filter((l) => l.level === 'warn'),
+      'one line per distinct failure',
+    ).to.have.length(1);
     res.failing.delete('engines.test');
     await src.refresh();
     expect(src.status().lastError).to.equal(undefined);
@@ -286,7 +289,9 @@ describe('discovery: DNS source (injected resolver)', () => {
   });
 
   it('requires a port for address records', () => {
-    expect(() => new DnsSource({ name: 'x', record: 'A', intervalMs: 1, resolver: new TableResolver(), log: memLog() })).to.throw(/port is required/);
+    expect(() => new DnsSource({ name: 'x', record: 'A', intervalMs: 1, resolver: new TableResolver(), log: memLog() })).to.throw(
+      /port is required/,
+    );
   });
 });
 
@@ -322,7 +327,12 @@ describe('discovery: against a real DNS server on loopback', () => {
   });
 
   it('SRV records through the real resolver', async () => {
-    dns.set('_engine._tcp.cacheroute.test', { SRV: [{ target: 'e1.cacheroute.test', port: 9001 }, { target: 'e2.cacheroute.test', port: 9002 }] });
+    dns.set('_engine._tcp.cacheroute.test', {
+      SRV: [
+        { target: 'e1.cacheroute.test', port: 9001 },
+        { target: 'e2.cacheroute.test', port: 9002 },
+      ],
+    });
     dns.set('e1.cacheroute.test', { A: ['127.0.0.5'] });
     dns.set('e2.cacheroute.test', { A: ['127.0.0.6'] });
     const resolver = systemResolver({ servers: [dns.address], timeoutMs: 500 });
@@ -334,7 +344,12 @@ describe('discovery: against a real DNS server on loopback', () => {
   it('a static host-name entry resolves through the configured server', async () => {
     dns.set('static.cacheroute.test', { A: ['127.0.0.8'] });
     const resolver = systemResolver({ servers: [dns.address], timeoutMs: 500 });
-    const src = new StaticSource({ entries: [{ host: 'static.cacheroute.test', port: 7000 }], resolver, resolveIntervalMs: 1000, log: memLog() });
+    const src = new StaticSource({
+      entries: [{ host: 'static.cacheroute.test', port: 7000 }],
+      resolver,
+      resolveIntervalMs: 1000,
+      log: memLog(),
+    });
     await src.refresh();
     expect(ids(src.current())).to.deep.equal(['127.0.0.8:7000']);
   });

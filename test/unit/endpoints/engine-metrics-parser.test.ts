@@ -63,9 +63,7 @@ describe('load/engine-metrics-parser', () => {
   });
 
   it('handles escaped quotes, commas and braces inside label values, and timestamps', () => {
-    const s = parseEngineMetrics(
-      'vllm:num_requests_waiting{model_name="a \\"b\\", {c}"} 6 1700000000000\nvllm:num_requests_running 2\n',
-    );
+    const s = parseEngineMetrics('vllm:num_requests_waiting{model_name="a \\"b\\", {c}"} 6 1700000000000\nvllm:num_requests_running 2\n');
     expect(s.waiting).to.equal(6);
     expect(s.running).to.equal(2);
   });

@@ -75,7 +75,7 @@ describe('load/engine-metrics-poller', () => {
     expect(timers()).to.equal(before, 'no timers left after stop');
   });
 
-  it('spaces an endpoint\'s scrapes by its scrape duration ÷ maxScrapeShare, and leaves cheap endpoints on the interval', async () => {
+  it("spaces an endpoint's scrapes by its scrape duration ÷ maxScrapeShare, and leaves cheap endpoints on the interval", async () => {
     const clock = new ManualClock(1000);
     // The slow page "takes" 10 ms of the manual clock; the cheap one none.
     const slow = await serve((_req, res) => {
@@ -90,7 +90,13 @@ describe('load/engine-metrics-poller', () => {
       { endpointId: 'cheap', url: `${cheap.base}/metrics` },
     ];
     // One scrape at a time, so the slow page's clock advance falls inside its own scrape only.
-    const poller = new EngineMetricsPoller(store, () => targets, { intervalMs: 100, timeoutMs: 500, maxConcurrency: 1, maxScrapeShare: 0.01, clock });
+    const poller = new EngineMetricsPoller(store, () => targets, {
+      intervalMs: 100,
+      timeoutMs: 500,
+      maxConcurrency: 1,
+      maxScrapeShare: 0.01,
+      clock,
+    });
     const scrapes = (id: string): number => store.stats().find((x) => x.endpointId === id)?.scrapes ?? 0;
     await poller.pollOnce(); // slow: started at 1000, took 10 ms → next no sooner than 2000
     clock.set(1900);
@@ -106,7 +112,9 @@ describe('load/engine-metrics-poller', () => {
     await unlimited.pollOnce();
     await unlimited.pollOnce();
     expect(unlimited.stats().skippedBudget).to.equal(0);
-    expect(() => new EngineMetricsPoller(store, () => targets, { intervalMs: 100, timeoutMs: 500, maxScrapeShare: 0, clock })).to.throw(RangeError);
+    expect(() => new EngineMetricsPoller(store, () => targets, { intervalMs: 100, timeoutMs: 500, maxScrapeShare: 0, clock })).to.throw(
+      RangeError,
+    );
   });
 
   it('backs an idle endpoint off to idleIntervalMs, and a change or a touch puts it back on the interval', async () => {
@@ -115,7 +123,12 @@ describe('load/engine-metrics-poller', () => {
     const { server, base } = await serve((_req, res) => res.end(page));
     servers.push(server);
     const store = new EngineSignalStore(clock);
-    const poller = new EngineMetricsPoller(store, () => [{ endpointId: 'a', url: `${base}/metrics` }], { intervalMs: 100, idleIntervalMs: 400, timeoutMs: 500, clock });
+    const poller = new EngineMetricsPoller(store, () => [{ endpointId: 'a', url: `${base}/metrics` }], {
+      intervalMs: 100,
+      idleIntervalMs: 400,
+      timeoutMs: 500,
+      clock,
+    });
     const scrapes = (): number => store.stats()[0]?.scrapes ?? 0;
     const at = async (ms: number): Promise<void> => {
       clock.set(ms);
@@ -144,7 +157,11 @@ describe('load/engine-metrics-poller', () => {
     expect(store.get('a')?.changedAtMs).to.equal(1800);
     expect(poller.stats().unchangedPages, 'identical pages are not parsed again').to.equal(5);
     // Without idleIntervalMs every poll scrapes.
-    const plain = new EngineMetricsPoller(new EngineSignalStore(clock), () => [{ endpointId: 'a', url: `${base}/metrics` }], { intervalMs: 100, timeoutMs: 500, clock });
+    const plain = new EngineMetricsPoller(new EngineSignalStore(clock), () => [{ endpointId: 'a', url: `${base}/metrics` }], {
+      intervalMs: 100,
+      timeoutMs: 500,
+      clock,
+    });
     for (let i = 0; i < 3; i++) await plain.pollOnce();
     expect(plain.stats().skippedIdle).to.equal(0);
   });
@@ -163,7 +180,12 @@ describe('load/engine-metrics-poller', () => {
     servers.push(server);
     const store = new EngineSignalStore(systemClock);
     const targets = Array.from({ length: 6 }, (_, i) => ({ endpointId: `e${i}`, url: `${base}/m${i}` }));
-    const poller = new EngineMetricsPoller(store, () => targets, { intervalMs: 1000, timeoutMs: 1000, maxConcurrency: 2, clock: systemClock });
+    const poller = new EngineMetricsPoller(store, () => targets, {
+      intervalMs: 1000,
+      timeoutMs: 1000,
+      maxConcurrency: 2,
+      clock: systemClock,
+    });
     await poller.pollOnce();
     expect(peak).to.equal(2);
     expect(store.stats().filter((s) => s.scrapes === 1 && s.errors === 0)).to.have.length(6);

@@ -114,7 +114,9 @@ describe('load/page-connection', () => {
     const refused = await new PageConnection('127.0.0.1', deadPort, '/').get(1000, 1024);
     expect(text(refused)).to.match(/ECONNREFUSED/);
 
-    const bad = await rawServer((n) => (n === 0 ? 'SPDY/9 200 OK\r\n\r\n' : n === 1 ? 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n' : undefined));
+    const bad = await rawServer((n) =>
+      n === 0 ? 'SPDY/9 200 OK\r\n\r\n' : n === 1 ? 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n' : undefined,
+    );
     const b = new PageConnection('127.0.0.1', bad, '/');
     expect(text(await b.get(1000, 1024))).to.equal('error: bad response');
     expect(text(await b.get(1000, 1024))).to.equal('error: bad response: chunk size');
@@ -141,7 +143,11 @@ describe('load/page-connection', () => {
   });
 
   it('parses heads: framing and keep-alive', () => {
-    expect(parseHead('HTTP/1.1 200 OK\r\nContent-Length: 5')).to.deep.equal({ status: 200, framing: { kind: 'length', remaining: 5 }, keepAlive: true });
+    expect(parseHead('HTTP/1.1 200 OK\r\nContent-Length: 5')).to.deep.equal({
+      status: 200,
+      framing: { kind: 'length', remaining: 5 },
+      keepAlive: true,
+    });
     expect(parseHead('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close')?.keepAlive).to.equal(false);
     expect(parseHead('HTTP/1.0 200 OK\r\nContent-Length: 5')?.keepAlive).to.equal(false);
     expect(parseHead('HTTP/1.0 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive')?.keepAlive).to.equal(true);

@@ -21,8 +21,21 @@ describe('parseEndpointAddress', () => {
   });
 
   it('rejects malformed addresses with BAD_CONFIG', () => {
-    for (const bad of ['10.1.2.3', 'host:80', '::1:80', '[::1]80', '[10.0.0.1]:80', '10.0.0.1:0', '10.0.0.1:65536', '10.0.0.1:8a', '10.0.0.256:80']) {
-      expect(code(() => parseEndpointAddress(bad)), bad).to.equal('BAD_CONFIG');
+    for (const bad of [
+      '10.1.2.3',
+      'host:80',
+      '::1:80',
+      '[::1]80',
+      '[10.0.0.1]:80',
+      '10.0.0.1:0',
+      '10.0.0.1:65536',
+      '10.0.0.1:8a',
+      '10.0.0.256:80',
+    ]) {
+      expect(
+        code(() => parseEndpointAddress(bad)),
+        bad,
+      ).to.equal('BAD_CONFIG');
     }
   });
 });
@@ -48,10 +61,17 @@ describe('EndpointRegistry', () => {
   });
 
   it('rejects duplicate endpoints', () => {
-    expect(code(() => EndpointRegistry.fromConfig([
-      { address: '10.0.0.1:8000', pool: 'p', models: [] },
-      { address: '10.0.0.1:8000', pool: 'q', models: [] },
-    ], clock))).to.equal('BAD_CONFIG');
+    expect(
+      code(() =>
+        EndpointRegistry.fromConfig(
+          [
+            { address: '10.0.0.1:8000', pool: 'p', models: [] },
+            { address: '10.0.0.1:8000', pool: 'q', models: [] },
+          ],
+          clock,
+        ),
+      ),
+    ).to.equal('BAD_CONFIG');
   });
 
   const cases: Array<{ name: string; model: string; subset?: string[]; want: number[] }> = [
@@ -76,7 +96,13 @@ describe('EndpointRegistry', () => {
   });
 
   it('loadOf starts from router accounting and applies load sources in order', () => {
-    const r = EndpointRegistry.fromConfig([{ address: '10.0.0.1:1', pool: 'p', models: [] }, { address: '10.0.0.2:1', pool: 'p', models: [] }], clock);
+    const r = EndpointRegistry.fromConfig(
+      [
+        { address: '10.0.0.1:1', pool: 'p', models: [] },
+        { address: '10.0.0.2:1', pool: 'p', models: [] },
+      ],
+      clock,
+    );
     const ep = r.byIndex(0)!;
     const lease = r.inflight.acquire(0, 120);
     expect(r.loadOf(ep)).to.deep.equal({

@@ -14,19 +14,31 @@ import { chatBody, kindOf, requestBody, requestHeaders, requestTrailers } from '
 
 const FDS_NONE = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
 
-function entry(over: { key?: string; code?: number; flags?: Record<string, boolean>; upstream?: string; type?: string }): HTTPAccessLogEntry__Output {
+function entry(over: {
+  key?: string;
+  code?: number;
+  flags?: Record<string, boolean>;
+  upstream?: string;
+  type?: string;
+}): HTTPAccessLogEntry__Output {
   const [address, port] = (over.upstream ?? '10.0.0.2:8000').split(':');
   return {
     common_properties: {
       time_to_first_upstream_rx_byte: null,
       time_to_last_upstream_rx_byte: null,
-      upstream_remote_address: { socket_address: { address: address!, port_value: Number(port), port_specifier: 'port_value' }, address: 'socket_address' },
+      upstream_remote_address: {
+        socket_address: { address: address!, port_value: Number(port), port_specifier: 'port_value' },
+        address: 'socket_address',
+      },
       upstream_cluster: 'engines',
       response_flags: over.flags ?? null,
       metadata:
         over.key === undefined
           ? null
-          : { filter_metadata: { cacheroute: { fields: { ticket: { stringValue: over.key, kind: 'stringValue' } } } }, typed_filter_metadata: {} },
+          : {
+              filter_metadata: { cacheroute: { fields: { ticket: { stringValue: over.key, kind: 'stringValue' } } } },
+              typed_filter_metadata: {},
+            },
       duration: null,
       upstream_request_attempt_count: 1,
       access_log_type: over.type ?? 'DownstreamEnd',
@@ -128,7 +140,11 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     const { routing, edge, receiver } = setup();
     const s = openScripted(edge);
     const key = ticketOf(s.feed(requestHeaders(FDS_NONE), requestBody(chatBody('q'), true))[0]!).ticket!;
-    receiver.onMessage({ identifier: null, log_entries: 'http_logs', http_logs: { log_entry: [entry({ key, code: 200, type: 'DownstreamPeriodic' })] } });
+    receiver.onMessage({
+      identifier: null,
+      log_entries: 'http_logs',
+      http_logs: { log_entry: [entry({ key, code: 200, type: 'DownstreamPeriodic' })] },
+    });
     expect(routing.inflight).to.equal(1);
   });
 
@@ -152,7 +168,9 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     expect(summary).to.be.a('string');
     expect(parseDecisionSummary(summary!)?.ep).to.equal('10.0.0.1:8000');
     expect(parseDecisionSummary(summary!)).to.not.have.property('replica');
-    const withReplica = ticketOf(openScripted(setup(true, 'router-b-42').edge).feed(requestHeaders(FDS_NONE), requestBody(chatBody('q'), true))[0]!).decision;
+    const withReplica = ticketOf(
+      openScripted(setup(true, 'router-b-42').edge).feed(requestHeaders(FDS_NONE), requestBody(chatBody('q'), true))[0]!,
+    ).decision;
     expect(parseDecisionSummary(withReplica!)['replica']).to.equal('router-b-42');
   });
 });

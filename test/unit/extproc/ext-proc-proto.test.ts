@@ -50,7 +50,11 @@ const struct = {
     n: { numberValue: 1.5 },
     b: { boolValue: true },
     z: { nullValue: 'NULL_VALUE' as const },
-    l: { listValue: { values: [{ stringValue: 'x' }, { nullValue: 'NULL_VALUE' as const }, { structValue: { fields: { q: { boolValue: false } } } }] } },
+    l: {
+      listValue: {
+        values: [{ stringValue: 'x' }, { nullValue: 'NULL_VALUE' as const }, { structValue: { fields: { q: { boolValue: false } } } }],
+      },
+    },
     o: { structValue: { fields: { deep: { listValue: { values: [] } } } } },
   },
 };
@@ -63,9 +67,17 @@ const SAMPLES: Record<string, ProcessingRequest> = {
       attributes: { 'envoy.filters.http.ext_proc': struct },
       end_of_stream: false,
     },
-    protocol_config: { request_body_mode: 'FULL_DUPLEX_STREAMED', response_body_mode: 'STREAMED', send_body_without_waiting_for_header_response: true },
+    protocol_config: {
+      request_body_mode: 'FULL_DUPLEX_STREAMED',
+      response_body_mode: 'STREAMED',
+      send_body_without_waiting_for_header_response: true,
+    },
     metadata_context: {
-      filter_metadata: { 'envoy.lb.subset_hint': { fields: { 'x-gateway-destination-endpoint-subset': { listValue: { values: [{ stringValue: '10.0.0.1:8000' }] } } } } },
+      filter_metadata: {
+        'envoy.lb.subset_hint': {
+          fields: { 'x-gateway-destination-endpoint-subset': { listValue: { values: [{ stringValue: '10.0.0.1:8000' }] } } },
+        },
+      },
     },
     observability_mode: true,
   },
@@ -90,7 +102,9 @@ describe('ext_proc server codec (ext-proc-proto)', () => {
   }
 
   it('reads enums as names, absent bytes as an empty Buffer, absent messages as null and the oneof by name', () => {
-    const withConfig = deserializeRequest(loader().requestSerialize(SAMPLES['request headers, raw and plain values, attributes, protocol config']!));
+    const withConfig = deserializeRequest(
+      loader().requestSerialize(SAMPLES['request headers, raw and plain values, attributes, protocol config']!),
+    );
     expect(withConfig.request).to.equal('request_headers');
     expect(withConfig.protocol_config!.request_body_mode).to.equal('FULL_DUPLEX_STREAMED');
     expect(withConfig.protocol_config!.response_body_mode).to.equal('STREAMED');
@@ -113,7 +127,17 @@ describe('ext_proc server codec (ext-proc-proto)', () => {
 
   const decision = (ids: string[]): RouteDecision => {
     const eps = ids.map((id, i) => testEndpoint(id, i));
-    return { requestId: 'r', endpoint: eps[0]!, fallbacks: eps.slice(1), strategy: 's', reason: 'load', matchedBlocks: 0, totalBlocks: 0, candidates: [], decisionMicros: 0 };
+    return {
+      requestId: 'r',
+      endpoint: eps[0]!,
+      fallbacks: eps.slice(1),
+      strategy: 's',
+      reason: 'load',
+      matchedBlocks: 0,
+      totalBlocks: 0,
+      candidates: [],
+      decisionMicros: 0,
+    };
   };
 
   it("encodes responses to the same bytes as proto-loader's serializer", () => {

@@ -1,5 +1,10 @@
 import { expect } from 'chai';
-import { InferenceMatcher, checkInferenceHeaders, isJsonMediaType, pathWithoutQuery } from '../../../src/extproc/inference-request-rules.js';
+import {
+  InferenceMatcher,
+  checkInferenceHeaders,
+  isJsonMediaType,
+  pathWithoutQuery,
+} from '../../../src/extproc/inference-request-rules.js';
 
 const h = (o: Record<string, string>) => new Map(Object.entries(o));
 

@@ -57,7 +57,11 @@ describe('extproc/response-builders', () => {
   });
 
   it('documents the protobufjs pitfall: a JS string in a bytes field is base64-decoded', () => {
-    const wrong = decodeAsClient({ response_headers: { response: { header_mutation: { set_headers: [{ header: { key: 'k', raw_value: 'aGVsbG8=' as unknown as Buffer } }] } } } });
+    const wrong = decodeAsClient({
+      response_headers: {
+        response: { header_mutation: { set_headers: [{ header: { key: 'k', raw_value: 'aGVsbG8=' as unknown as Buffer } }] } },
+      },
+    });
     expect(wrong.response_headers!.response!.header_mutation!.set_headers[0]!.header!.raw_value.toString()).to.equal('hello');
   });
 
@@ -86,7 +90,9 @@ describe('extproc/response-builders', () => {
 
   it('plain CONTINUE carries no mutation unless headers are to be removed', () => {
     expect(decodeAsClient(continueRequestHeaders()).request_headers!.response!.header_mutation).to.equal(null);
-    expect(decodeAsClient(continueRequestHeaders(['x-a'])).request_headers!.response!.header_mutation!.remove_headers).to.deep.equal(['x-a']);
+    expect(decodeAsClient(continueRequestHeaders(['x-a'])).request_headers!.response!.header_mutation!.remove_headers).to.deep.equal([
+      'x-a',
+    ]);
   });
 
   it('streams body chunks back via streamed_response with the given end_of_stream', () => {
@@ -108,7 +114,9 @@ describe('extproc/response-builders', () => {
       expect(wire.headers!.set_headers[0]!.header!.raw_value.toString()).to.equal('application/json');
       expect(wire.details).to.equal('cacheroute_' + code.toLowerCase());
     }
-    expect(decodeAsClient(immediateErrorResponse(new RouterError('NO_ENDPOINT', 'x'))).immediate_response!.status!.code).to.equal('ServiceUnavailable');
+    expect(decodeAsClient(immediateErrorResponse(new RouterError('NO_ENDPOINT', 'x'))).immediate_response!.status!.code).to.equal(
+      'ServiceUnavailable',
+    );
   });
 
   it('keeps error bodies small', () => {
@@ -119,7 +127,14 @@ describe('extproc/response-builders', () => {
 
 describe('extproc/response-builders constant answers', () => {
   it('shares frozen constant answers that encode to the CONTINUE they name', () => {
-    const builds = { continueRequestHeaders, continueResponseHeaders, continueRequestBody, continueResponseBody, continueRequestTrailers, continueResponseTrailers };
+    const builds = {
+      continueRequestHeaders,
+      continueResponseHeaders,
+      continueRequestBody,
+      continueResponseBody,
+      continueRequestTrailers,
+      continueResponseTrailers,
+    };
     for (const [name, build] of Object.entries(builds)) {
       const a = build();
       expect(build(), name).to.equal(a);
@@ -149,7 +164,9 @@ describe('extproc/response-builders constant answers', () => {
     expect(Object.isFrozen(a1) && Object.isFrozen(a1.request_headers!.response)).to.equal(true);
     const swapped = requestHeadersWithDecision(decision(['10.9.0.2:8000', '10.9.0.1:8000']));
     expect(swapped).to.not.equal(a1);
-    expect(decodeAsClient(swapped).request_headers!.response!.header_mutation!.set_headers[0]!.header!.raw_value.toString()).to.equal('10.9.0.2:8000,10.9.0.1:8000');
+    expect(decodeAsClient(swapped).request_headers!.response!.header_mutation!.set_headers[0]!.header!.raw_value.toString()).to.equal(
+      '10.9.0.2:8000,10.9.0.1:8000',
+    );
     // The body answer is a different member: never the headers answer's memo entry.
     const body = requestBodyWithDecision(decision(['10.9.0.1:8000', '10.9.0.2:8000']));
     expect(decodeAsClient(body).response).to.equal('request_body');
@@ -174,4 +191,3 @@ describe('extproc/response-builders constant answers', () => {
     expect(ticketOf(requestHeadersWithDecision(decision(ids)))).to.equal(undefined);
   });
 });
-

@@ -75,7 +75,11 @@ function immediate(msg: ProcessingResponse__Output | undefined): { status: strin
   expect(msg, 'an answer').to.not.equal(undefined);
   expect(kindOf(msg!)).to.equal('immediate_response');
   const ir = msg!.immediate_response!;
-  return { status: String(ir.status?.code), body: JSON.parse(ir.body.toString('utf8')), headers: headerValues({ headers: ir.headers!.set_headers.map((o) => o.header!) }) };
+  return {
+    status: String(ir.status?.code),
+    body: JSON.parse(ir.body.toString('utf8')),
+    headers: headerValues({ headers: ir.headers!.set_headers.map((o) => o.header!) }),
+  };
 }
 
 function destinationHeader(msg: ProcessingResponse__Output): { value: string; append: boolean | undefined } {
@@ -272,7 +276,9 @@ describe('extproc/stream-handler', () => {
     it('treats a configured path with another method as pass-through, and ignores the query string for matching', () => {
       const { edge, routing } = setup();
       const get = openScripted(edge);
-      expect(get.feed(requestHeaders({ ...FDS, method: 'GET', path: '/v1/chat/completions' })).map(kindOf)).to.deep.equal(['request_headers']);
+      expect(get.feed(requestHeaders({ ...FDS, method: 'GET', path: '/v1/chat/completions' })).map(kindOf)).to.deep.equal([
+        'request_headers',
+      ]);
       const q = openScripted(edge);
       expect(q.feed(requestHeaders({ ...FDS, path: '/v1/chat/completions?api-version=2' }))).to.have.length(0);
       q.feed(requestBody(chatBody('q'), true));
@@ -282,7 +288,14 @@ describe('extproc/stream-handler', () => {
     it('removes a client-forged destination header on pass-through requests', () => {
       const { edge } = setup();
       const s = openScripted(edge);
-      const out = s.feed(requestHeaders({ method: 'GET', path: '/v1/models', endOfStream: true, headers: { 'x-gateway-destination-endpoint': '169.254.169.254:80' } }));
+      const out = s.feed(
+        requestHeaders({
+          method: 'GET',
+          path: '/v1/models',
+          endOfStream: true,
+          headers: { 'x-gateway-destination-endpoint': '169.254.169.254:80' },
+        }),
+      );
       expect(out[0]!.request_headers!.response!.header_mutation!.remove_headers).to.deep.equal(['x-gateway-destination-endpoint']);
     });
 
@@ -359,12 +372,42 @@ describe('extproc/stream-handler', () => {
   describe('bad input on inference paths', () => {
     const cases: { name: string; headers?: Record<string, string>; body: string | Buffer; status: string; code: string }[] = [
       { name: 'malformed JSON', body: '{"model": "m1", "messages": [', status: 'BadRequest', code: 'BAD_REQUEST' },
-      { name: 'explicit non-JSON content type', headers: { 'content-type': 'text/plain' }, body: chatBody('x'), status: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA' },
-      { name: 'gzip content-encoding', headers: { 'content-encoding': 'gzip' }, body: chatBody('x'), status: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA' },
-      { name: 'br content-encoding', headers: { 'content-encoding': 'br' }, body: chatBody('x'), status: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA' },
-      { name: 'deflate content-encoding', headers: { 'content-encoding': 'deflate' }, body: chatBody('x'), status: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA' },
+      {
+        name: 'explicit non-JSON content type',
+        headers: { 'content-type': 'text/plain' },
+        body: chatBody('x'),
+        status: 'UnsupportedMediaType',
+        code: 'UNSUPPORTED_MEDIA',
+      },
+      {
+        name: 'gzip content-encoding',
+        headers: { 'content-encoding': 'gzip' },
+        body: chatBody('x'),
+        status: 'UnsupportedMediaType',
+        code: 'UNSUPPORTED_MEDIA',
+      },
+      {
+        name: 'br content-encoding',
+        headers: { 'content-encoding': 'br' },
+        body: chatBody('x'),
+        status: 'UnsupportedMediaType',
+        code: 'UNSUPPORTED_MEDIA',
+      },
+      {
+        name: 'deflate content-encoding',
+        headers: { 'content-encoding': 'deflate' },
+        body: chatBody('x'),
+        status: 'UnsupportedMediaType',
+        code: 'UNSUPPORTED_MEDIA',
+      },
       { name: 'empty body', body: '', status: 'BadRequest', code: 'BAD_REQUEST' },
-      { name: 'declared content-length above the limit', headers: { 'content-length': String(64 * 1024 * 1024) }, body: chatBody('x'), status: 'PayloadTooLarge', code: 'PAYLOAD_TOO_LARGE' },
+      {
+        name: 'declared content-length above the limit',
+        headers: { 'content-length': String(64 * 1024 * 1024) },
+        body: chatBody('x'),
+        status: 'PayloadTooLarge',
+        code: 'PAYLOAD_TOO_LARGE',
+      },
     ];
     for (const mode of [FDS, BUFFERED]) {
       for (const c of cases) {
@@ -434,7 +477,12 @@ describe('extproc/stream-handler', () => {
     function routed(over: Partial<EdgeOptions> = {}, mode: typeof FDS | typeof BUFFERED = FDS, metadata: Record<string, string> = {}) {
       const t = setup(over);
       const s = openScripted(t.edge, metadata);
-      s.feed(requestHeaders({ ...mode, headers: { 'x-request-id': 'r-9', traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' } }));
+      s.feed(
+        requestHeaders({
+          ...mode,
+          headers: { 'x-request-id': 'r-9', traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' },
+        }),
+      );
       s.feed(requestBody(chatBody('route me'), true));
       expect(t.routing.inflight).to.equal(1);
       return { ...t, s };
@@ -456,7 +504,11 @@ describe('extproc/stream-handler', () => {
       expect(routing.firstBytes).to.equal(1, 'the first token ends the prefill');
       const out = [...first, ...s.feed(responseBody(sse[1]!, false), responseBody(sse[2]!, true))];
       expect(out.map((m) => m.response_body!.response!.body_mutation!.streamed_response!.body.toString())).to.deep.equal(sse);
-      expect(out.map((m) => m.response_body!.response!.body_mutation!.streamed_response!.end_of_stream)).to.deep.equal([false, false, true]);
+      expect(out.map((m) => m.response_body!.response!.body_mutation!.streamed_response!.end_of_stream)).to.deep.equal([
+        false,
+        false,
+        true,
+      ]);
       expect(routing.firstBytes).to.equal(1);
       expect(routing.inflight).to.equal(0);
       expect(routing.finished).to.have.length(1);
@@ -475,7 +527,10 @@ describe('extproc/stream-handler', () => {
     it('answers STREAMED response chunks with CONTINUE and reads usage from a JSON response', () => {
       const { s, routing } = routed({}, BUFFERED);
       s.feed(responseHeaders(200));
-      const out = s.feed(responseBody('{"id":"x","choices":[{"message":{"content":"ok"}}],', false), responseBody('"usage":{"prompt_tokens":10,"completion_tokens":2}}', true));
+      const out = s.feed(
+        responseBody('{"id":"x","choices":[{"message":{"content":"ok"}}],', false),
+        responseBody('"usage":{"prompt_tokens":10,"completion_tokens":2}}', true),
+      );
       for (const m of out) expect(m.response_body!.response!.body_mutation).to.equal(null);
       expect(routing.finished[0]!.outcome).to.deep.include({ aborted: false, promptTokens: 10, completionTokens: 2 });
       expect(routing.finished[0]!.outcome.cachedTokens).to.equal(undefined);
@@ -619,7 +674,12 @@ describe('extproc/stream-handler', () => {
   describe('joinBodyChunks', () => {
     const b = (text: string): Buffer => Buffer.from(text, 'utf8');
     const texts = (pieces: Buffer[]): string[] => pieces.map((p) => p.toString('utf8'));
-    const join = (chunks: Buffer[], limit: number): Buffer[] => joinBodyChunks(Buffer.concat(chunks), chunks.map((c) => c.length), limit);
+    const join = (chunks: Buffer[], limit: number): Buffer[] =>
+      joinBodyChunks(
+        Buffer.concat(chunks),
+        chunks.map((c) => c.length),
+        limit,
+      );
 
     it('joins consecutive chunks up to the limit, in order', () => {
       expect(texts(join([b('ab'), b('cd'), b('ef'), b('g')], 4))).to.deep.equal(['abcd', 'efg']);

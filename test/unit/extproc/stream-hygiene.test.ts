@@ -86,7 +86,9 @@ describe('extproc/stream-handler hygiene and admission', () => {
     const admission = new ManualAdmission(routing);
     const e2 = new EdgeContext({ ...edge.options, admission, tenantHeader: 'X-Tenant', priorityHeader: 'x-priority' });
     const a = openScripted(e2);
-    expect(a.feed(requestHeaders({ ...FDS, headers: { 'x-tenant': 'acme', 'x-priority': '7' } }), requestBody(chatBody('held'), true))).to.have.length(0);
+    expect(
+      a.feed(requestHeaders({ ...FDS, headers: { 'x-tenant': 'acme', 'x-priority': '7' } }), requestBody(chatBody('held'), true)),
+    ).to.have.length(0);
     expect(a.handler.state).to.equal('admitting');
     expect(admission.held[0]!.request).to.include({ tenant: 'acme', priority: 7 });
     admission.release(0);

@@ -4,7 +4,11 @@ import { UsageSniffer, findUsage } from '../../../src/extproc/usage-sniffer.js';
 
 describe('extproc/usage-sniffer', () => {
   it('reads usage at the end of a JSON response', () => {
-    expect(findUsage('{"id":"c","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}}}')).to.deep.equal({
+    expect(
+      findUsage(
+        '{"id":"c","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}}}',
+      ),
+    ).to.deep.equal({
       promptTokens: 12,
       completionTokens: 3,
       cachedTokens: 8,
@@ -43,7 +47,8 @@ describe('extproc/usage-sniffer', () => {
   });
 
   it('finds the same usage however the body is split into chunks (property)', () => {
-    const body = 'data: {"usage":null}\n\ndata: {"usage":{"prompt_tokens":31,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":16}}}\n\ndata: [DONE]\n\n';
+    const body =
+      'data: {"usage":null}\n\ndata: {"usage":{"prompt_tokens":31,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":16}}}\n\ndata: [DONE]\n\n';
     const bytes = Buffer.from(body);
     fc.assert(
       fc.property(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 12 }), (cuts) => {

@@ -15,7 +15,17 @@ const A = testEndpoint('10.0.0.1:8000', 0);
 const B = testEndpoint('10.0.0.2:8000', 1);
 
 function decision(picked = A): RouteDecision {
-  return { requestId: 'r', endpoint: picked, fallbacks: [B], strategy: 's', reason: 'load', matchedBlocks: 0, totalBlocks: 0, candidates: [], decisionMicros: 1 };
+  return {
+    requestId: 'r',
+    endpoint: picked,
+    fallbacks: [B],
+    strategy: 's',
+    reason: 'load',
+    matchedBlocks: 0,
+    totalBlocks: 0,
+    candidates: [],
+    decisionMicros: 1,
+  };
 }
 
 function monitor(store?: EngineSignalStore) {

@@ -137,9 +137,15 @@ describe('health/engine-health-tracker', () => {
 describe('health/restart-detector', () => {
   it('reports counters going backwards and a changed start time, not growth', () => {
     const d = new RestartDetector();
-    expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 100, prefixCacheHits: 10, processStartTimeSeconds: 1000 })).to.equal(undefined);
-    expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 150, prefixCacheHits: 20, processStartTimeSeconds: 1000.4 })).to.equal(undefined);
-    expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 5, prefixCacheHits: 0, processStartTimeSeconds: 1000 })).to.equal('counters went backwards');
+    expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 100, prefixCacheHits: 10, processStartTimeSeconds: 1000 })).to.equal(
+      undefined,
+    );
+    expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 150, prefixCacheHits: 20, processStartTimeSeconds: 1000.4 })).to.equal(
+      undefined,
+    );
+    expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 5, prefixCacheHits: 0, processStartTimeSeconds: 1000 })).to.equal(
+      'counters went backwards',
+    );
     expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 900, processStartTimeSeconds: 2000 })).to.equal('process start time changed');
     d.reset(E);
     expect(d.observe(E, { engine: 'vllm', prefixCacheQueries: 1 }), 'a reset makes the next scrape a baseline').to.equal(undefined);

@@ -13,9 +13,14 @@ function runMocha(dir: string, body: string): Promise<{ code: number | null; std
   const file = join(dir, `t-${Math.random().toString(36).slice(2)}.test.mjs`);
   writeFileSync(file, body);
   return new Promise((resolve) => {
-    execFile(process.execPath, [MOCHA, '--no-config', '--require', WATCHDOG, file], { cwd: dir, timeout: 20_000, env: { ...process.env, CACHEROUTE_TEST_EXIT_GRACE_MS: '300' } }, (err, _stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
-    });
+    execFile(
+      process.execPath,
+      [MOCHA, '--no-config', '--require', WATCHDOG, file],
+      { cwd: dir, timeout: 20_000, env: { ...process.env, CACHEROUTE_TEST_EXIT_GRACE_MS: '300' } },
+      (err, _stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
+      },
+    );
   });
 }
 
@@ -28,8 +33,11 @@ describe('test helper: exit watchdog', function () {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('fails a passing run whose process a leaked server keeps alive, and names the server', async () => {
-    const r = await runMocha(dir, `import { createServer } from 'node:net';
-it('leaks', (done) => { createServer().listen(0, '127.0.0.1', done); });\n`);
+    const r = await runMocha(
+      dir,
+      `import { createServer } from 'node:net';
+it('leaks', (done) => { createServer().listen(0, '127.0.0.1', done); });\n`,
+    );
     expect(r.code).to.equal(3);
     expect(r.stderr).to.match(/still alive 300 ms after the last test/);
     expect(r.stderr).to.match(/Server listening on .*127\.0\.0\.1/);

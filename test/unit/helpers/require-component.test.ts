@@ -71,7 +71,10 @@ describe('test helper: requireComponents', () => {
   });
 
   it('finds compiled files under dist/', () => {
-    expect(compiled('this test', 'test', 'unit', 'helpers', 'require-component.test.js')).to.deep.include({ present: true, path: join(REPO_ROOT, 'dist', 'test', 'unit', 'helpers', 'require-component.test.js') });
+    expect(compiled('this test', 'test', 'unit', 'helpers', 'require-component.test.js')).to.deep.include({
+      present: true,
+      path: join(REPO_ROOT, 'dist', 'test', 'unit', 'helpers', 'require-component.test.js'),
+    });
     expect(compiled('nothing', 'no-such-file.js').present).to.equal(false);
   });
 });

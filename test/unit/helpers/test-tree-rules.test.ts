@@ -33,7 +33,9 @@ function matches(files: readonly string[], pattern: RegExp): string[] {
 
 describe('test tree rules', () => {
   it('no test skips on its own: skips go through test/helpers/require-component.ts', () => {
-    const files = tsFiles(join(REPO_ROOT, 'test')).filter((f) => !f.endsWith(join('helpers', 'require-component.ts')) && !f.endsWith('test-tree-rules.test.ts'));
+    const files = tsFiles(join(REPO_ROOT, 'test')).filter(
+      (f) => !f.endsWith(join('helpers', 'require-component.ts')) && !f.endsWith('test-tree-rules.test.ts'),
+    );
     expect(files.length).to.be.greaterThan(10);
     expect(matches(files, /\bthis\.skip\(|\b(it|describe|context)\.skip\(|\bx(it|describe)\(/)).to.deep.equal([]);
   });

@@ -9,7 +9,13 @@ import { EventFedIndex } from '../../../src/prefix-cache/event-fed-index.js';
 import { PreciseAffinity, type ModelTokenization } from '../../../src/prefix-cache/precise-affinity.js';
 import { detectContentFormat, ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher, type TokenBlockHasher } from '../../../src/tokenization/token-block-hasher.js';
-import { effectiveIndexMode, preciseOptions, precisePrefixCache, PrecisePrefixCachePlugin, type PrecisePrefixCacheOptions } from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
+import {
+  effectiveIndexMode,
+  preciseOptions,
+  precisePrefixCache,
+  PrecisePrefixCachePlugin,
+  type PrecisePrefixCacheOptions,
+} from '../../../src/plugins/multi/precise-prefix-cache-plugin.js';
 import { BlockHasher } from '../../../src/prefix-cache/block-hasher.js';
 import { PrefixIndex } from '../../../src/prefix-cache/prefix-index.js';
 import type { Endpoint, RouteDecision, RouteRequest } from '../../../src/core/types.js';
@@ -51,12 +57,16 @@ describe('kv-events: wire format', () => {
   });
 
   it('rejects malformed messages with KvWireError, never anything else', () => {
-    const ok = encodeKvEventMessage('t', 0n, 1, [{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: [1, 2], blockSize: 2 }]);
+    const ok = encodeKvEventMessage('t', 0n, 1, [
+      { type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: [1, 2], blockSize: 2 },
+    ]);
     expect(() => decodeKvEventMessage([ok[0], ok[1]])).to.throw(KvWireError);
     expect(() => decodeKvEventMessage([ok[0], Buffer.alloc(4), ok[2]])).to.throw(KvWireError);
     expect(() => decodeKvEventMessage([ok[0], ok[1], Buffer.from([0xc1])])).to.throw(KvWireError);
     // token count inconsistent with blocks × block size
-    const bad = encodeKvEventMessage('t', 0n, 1, [{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [1, 2], blockSize: 2 }]);
+    const bad = encodeKvEventMessage('t', 0n, 1, [
+      { type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [1, 2], blockSize: 2 },
+    ]);
     expect(() => decodeKvEventMessage(bad)).to.throw(KvWireError, /token ids/);
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
@@ -95,8 +105,42 @@ describe('kv-events: event-fed index', () => {
   it('matches a request exactly as far as the engine stored its blocks, across chunked stores', () => {
     const idx = new EventFedIndex(hasher, { endpoints: 2 });
     const t = tokens(10, 1); // 5 blocks of 2
-    idx.apply(1, 'm', [{ type: 'BlockStored', blockHashes: [11n, 12n], parentBlockHash: null, tokenIds: t.slice(0, 4), blockSize: 2, loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 }], 0);
-    idx.apply(1, 'm', [{ type: 'BlockStored', blockHashes: [13n], parentBlockHash: 12n, tokenIds: t.slice(4, 6), blockSize: 2, loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 }], 0);
+    idx.apply(
+      1,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [11n, 12n],
+          parentBlockHash: null,
+          tokenIds: t.slice(0, 4),
+          blockSize: 2,
+          loraName: null,
+          medium: 'GPU',
+          hasExtraKeys: false,
+          groupIdx: 0,
+        },
+      ],
+      0,
+    );
+    idx.apply(
+      1,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [13n],
+          parentBlockHash: 12n,
+          tokenIds: t.slice(4, 6),
+          blockSize: 2,
+          loraName: null,
+          medium: 'GPU',
+          hasExtraKeys: false,
+          groupIdx: 0,
+        },
+      ],
+      0,
+    );
     const req = hasher.hash('m', t, 2);
     expect([...idx.match(req)]).to.deep.equal([0, 3]);
     // another model never matches
@@ -110,9 +154,60 @@ describe('kv-events: event-fed index', () => {
   it('blocks with an unknown parent, extra keys or another tier never match', () => {
     const idx = new EventFedIndex(hasher, { endpoints: 1 });
     const t = tokens(4, 2);
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [2n], parentBlockHash: 1n, tokenIds: t.slice(2, 4), blockSize: 2, loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 }], 0);
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [3n], parentBlockHash: null, tokenIds: t.slice(0, 2), blockSize: 2, loraName: null, medium: 'GPU', hasExtraKeys: true, groupIdx: 0 }], 0);
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [4n], parentBlockHash: null, tokenIds: t.slice(0, 2), blockSize: 2, loraName: null, medium: 'CPU', hasExtraKeys: false, groupIdx: 0 }], 0);
+    idx.apply(
+      0,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [2n],
+          parentBlockHash: 1n,
+          tokenIds: t.slice(2, 4),
+          blockSize: 2,
+          loraName: null,
+          medium: 'GPU',
+          hasExtraKeys: false,
+          groupIdx: 0,
+        },
+      ],
+      0,
+    );
+    idx.apply(
+      0,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [3n],
+          parentBlockHash: null,
+          tokenIds: t.slice(0, 2),
+          blockSize: 2,
+          loraName: null,
+          medium: 'GPU',
+          hasExtraKeys: true,
+          groupIdx: 0,
+        },
+      ],
+      0,
+    );
+    idx.apply(
+      0,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [4n],
+          parentBlockHash: null,
+          tokenIds: t.slice(0, 2),
+          blockSize: 2,
+          loraName: null,
+          medium: 'CPU',
+          hasExtraKeys: false,
+          groupIdx: 0,
+        },
+      ],
+      0,
+    );
     expect(idx.match(hasher.hash('m', t, 2))[0]).to.equal(0);
     expect(idx.stats(0).unmatchableBlocks).to.equal(2);
   });
@@ -121,7 +216,24 @@ describe('kv-events: event-fed index', () => {
     const idx = new EventFedIndex(hasher, { endpoints: 1 });
     const t = tokens(4, 3);
     idx.markFresh(0);
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: t, blockSize: 2, loraName: null, medium: null, hasExtraKeys: false, groupIdx: null }], 0);
+    idx.apply(
+      0,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [1n, 2n],
+          parentBlockHash: null,
+          tokenIds: t,
+          blockSize: 2,
+          loraName: null,
+          medium: null,
+          hasExtraKeys: false,
+          groupIdx: null,
+        },
+      ],
+      0,
+    );
     expect(idx.match(hasher.hash('m', t, 2))[0]).to.equal(2);
     idx.resync(0, 100);
     expect(idx.state(0)).to.equal('resyncing');
@@ -141,8 +253,18 @@ describe('kv-events: event-fed index', () => {
     idx.resync(0, 0);
     const g = { loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 } as const;
     // A request extends the pre-join chain (parent 102n unknown) by two blocks, and a brand-new prompt is stored.
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [103n, 104n], parentBlockHash: 102n, tokenIds: old.slice(4, 8), blockSize: 2, ...g }], 1);
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [201n, 202n, 203n], parentBlockHash: null, tokenIds: fresh, blockSize: 2, ...g }], 1);
+    idx.apply(
+      0,
+      'm',
+      [{ type: 'BlockStored', blockHashes: [103n, 104n], parentBlockHash: 102n, tokenIds: old.slice(4, 8), blockSize: 2, ...g }],
+      1,
+    );
+    idx.apply(
+      0,
+      'm',
+      [{ type: 'BlockStored', blockHashes: [201n, 202n, 203n], parentBlockHash: null, tokenIds: fresh, blockSize: 2, ...g }],
+      1,
+    );
     expect(idx.match(hasher.hash('m', old, 2))[0], 'no hit predicted for a chain whose ancestry is unknown').to.equal(0);
     expect(idx.match(hasher.hash('m', fresh, 2))[0]).to.equal(3);
     expect(idx.stats(0)).to.include({ state: 'resyncing', blocks: 5, unmatchableBlocks: 2 });
@@ -152,7 +274,12 @@ describe('kv-events: event-fed index', () => {
     // A cache reset: the engine is empty, so everything from here is known: synced at once.
     idx.apply(0, 'm', [{ type: 'AllBlocksCleared' }], 3);
     expect(idx.stats(0)).to.include({ state: 'synced', blocks: 0 });
-    idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [301n, 302n, 303n, 304n], parentBlockHash: null, tokenIds: old, blockSize: 2, ...g }], 4);
+    idx.apply(
+      0,
+      'm',
+      [{ type: 'BlockStored', blockHashes: [301n, 302n, 303n, 304n], parentBlockHash: null, tokenIds: old, blockSize: 2, ...g }],
+      4,
+    );
     expect(idx.match(hasher.hash('m', old, 2))[0]).to.equal(4);
     idx.index.checkInvariants();
   });
@@ -160,7 +287,24 @@ describe('kv-events: event-fed index', () => {
   it('a ledger beyond its bound resyncs instead of growing', () => {
     const idx = new EventFedIndex(hasher, { endpoints: 1, maxBlocksPerEngine: 3 });
     const t = tokens(8, 4);
-    const ok = idx.apply(0, 'm', [{ type: 'BlockStored', blockHashes: [1n, 2n, 3n, 4n], parentBlockHash: null, tokenIds: t, blockSize: 2, loraName: null, medium: null, hasExtraKeys: false, groupIdx: null }], 5);
+    const ok = idx.apply(
+      0,
+      'm',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: [1n, 2n, 3n, 4n],
+          parentBlockHash: null,
+          tokenIds: t,
+          blockSize: 2,
+          loraName: null,
+          medium: null,
+          hasExtraKeys: false,
+          groupIdx: null,
+        },
+      ],
+      5,
+    );
     expect(ok).to.equal(false);
     expect(idx.stats(0)).to.include({ state: 'resyncing', blocks: 0 });
   });
@@ -177,14 +321,36 @@ describe('tokenization: model tokenizer', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('renders the chat template with the generation prompt', () => {
-    expect(tok.renderChat([{ role: 'system', content: 'S' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }])).to.equal(
-      '<|system|>\nS<|end|>\n<|user|>\na\nb<|end|>\n<|assistant|>\n',
-    );
+    expect(
+      tok.renderChat([
+        { role: 'system', content: 'S' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+      ]),
+    ).to.equal('<|system|>\nS<|end|>\n<|user|>\na\nb<|end|>\n<|assistant|>\n');
   });
 
   it('piece-cached ids equal the library encoding the whole text (property)', () => {
     expect(tok.pieceCache).to.equal(true);
-    const piece = fc.constantFrom('You are', ' helpful', '<|user|>', '<|end|>', '\n', ' the quick', 'é', '🙂', '  ', 'def main():', '<s>', 'x');
+    const piece = fc.constantFrom(
+      'You are',
+      ' helpful',
+      '<|user|>',
+      '<|end|>',
+      '\n',
+      ' the quick',
+      'é',
+      '🙂',
+      '  ',
+      'def main():',
+      '<s>',
+      'x',
+    );
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 30 }), fc.boolean(), (parts, special) => {
         const text = parts.join('');
@@ -210,8 +376,14 @@ describe('tokenization: model tokenizer', () => {
 
   it('content format follows vLLM: templates looping over message content get parts, others joined text', () => {
     expect(detectContentFormat("{% for message in messages %}{{ message['content'] }}{% endfor %}")).to.equal('string');
-    expect(detectContentFormat("{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for part in m['content'] %}{{ part['text'] }}{% endfor %}{% endif %}{% endfor %}")).to.equal('openai');
-    expect(detectContentFormat('{%- for message in messages -%}{%- for c in message.content -%}{{ c.text }}{%- endfor -%}{%- endfor -%}')).to.equal('openai');
+    expect(
+      detectContentFormat(
+        "{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for part in m['content'] %}{{ part['text'] }}{% endfor %}{% endif %}{% endfor %}",
+      ),
+    ).to.equal('openai');
+    expect(
+      detectContentFormat('{%- for message in messages -%}{%- for c in message.content -%}{{ c.text }}{%- endfor -%}{%- endfor -%}'),
+    ).to.equal('openai');
   });
 
   it('missing or broken files are BAD_CONFIG errors', async () => {
@@ -237,15 +409,43 @@ describe('index modes: precise and hybrid affinity', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  const input = { kind: 'chat' as const, messages: [{ role: 'system', content: 'You are a helpful assistant. Answer the question.' }, { role: 'user', content: 'hi' }] };
+  const input = {
+    kind: 'chat' as const,
+    messages: [
+      { role: 'system', content: 'You are a helpful assistant. Answer the question.' },
+      { role: 'user', content: 'hi' },
+    ],
+  };
 
   function storeAll(a: PreciseAffinity, e: number, ids: number[], bs: number): void {
     const n = Math.floor(ids.length / bs);
-    a.events.apply(e, 'tiny', [{ type: 'BlockStored', blockHashes: Array.from({ length: n }, (_, i) => BigInt(1000 * (e + 1) + i)), parentBlockHash: null, tokenIds: ids.slice(0, n * bs), blockSize: bs, loraName: null, medium: 'GPU', hasExtraKeys: false, groupIdx: 0 }], 0);
+    a.events.apply(
+      e,
+      'tiny',
+      [
+        {
+          type: 'BlockStored',
+          blockHashes: Array.from({ length: n }, (_, i) => BigInt(1000 * (e + 1) + i)),
+          parentBlockHash: null,
+          tokenIds: ids.slice(0, n * bs),
+          blockSize: bs,
+          loraName: null,
+          medium: 'GPU',
+          hasExtraKeys: false,
+          groupIdx: 0,
+        },
+      ],
+      0,
+    );
   }
 
   it('precise: synced engines score by events; untrusted ones fall back to the approximate fraction', () => {
-    const a = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 3 }, hasher, models, () => 0);
+    const a = new PreciseAffinity(
+      { mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 3 },
+      hasher,
+      models,
+      () => 0,
+    );
     const rk = a.requestKeys('tiny', input)!;
     expect(rk.keys.count).to.be.greaterThan(2);
     const ids = models.get('tiny')!.tokenizer.chatTokenIds(input.messages);
@@ -269,11 +469,22 @@ describe('index modes: precise and hybrid affinity', () => {
   });
 
   it('memoised keys of a repeated system prompt equal hashing every block afresh', () => {
-    const a = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 1 }, hasher, models, () => 0);
+    const a = new PreciseAffinity(
+      { mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 1 },
+      hasher,
+      models,
+      () => 0,
+    );
     const tok = models.get('tiny')!.tokenizer;
     const sys = { role: 'system', content: 'You are a helpful assistant. Answer the question using the documents below. '.repeat(8) };
     for (const user of ['one', 'two', 'three', 'a much longer question about the documents below and more']) {
-      for (const msgs of [[sys, { role: 'user', content: user }], [{ role: 'system', content: sys.content + 'x' }, { role: 'user', content: user }]]) {
+      for (const msgs of [
+        [sys, { role: 'user', content: user }],
+        [
+          { role: 'system', content: sys.content + 'x' },
+          { role: 'user', content: user },
+        ],
+      ]) {
         const rk = a.requestKeys('tiny', { kind: 'chat', messages: msgs })!;
         const ids = tok.chatTokenIds(msgs);
         const ref = hasher.hash('tiny', ids, 4, Math.floor((ids.length - 1) / 4));
@@ -285,7 +496,12 @@ describe('index modes: precise and hybrid affinity', () => {
   });
 
   it('memoised keys of completions prompts sharing a long start equal hashing every block afresh', () => {
-    const a = new PreciseAffinity({ mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 1 }, hasher, models, () => 0);
+    const a = new PreciseAffinity(
+      { mode: 'precise', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 1 },
+      hasher,
+      models,
+      () => 0,
+    );
     const tok = models.get('tiny')!.tokenizer;
     const doc = 'Routing requests to engines with cached prefixes saves prefill time and the first token comes sooner. '.repeat(30);
     for (const q of ['one?', 'two?', 'one?', 'a much longer question about the documents above', 'two?']) {
@@ -301,7 +517,12 @@ describe('index modes: precise and hybrid affinity', () => {
   });
 
   it('hybrid: a routing decision counts until the engine confirms, evicts, or the TTL passes', () => {
-    const a = new PreciseAffinity({ mode: 'hybrid', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 2 }, hasher, models, () => 0);
+    const a = new PreciseAffinity(
+      { mode: 'hybrid', speculativeTtlMs: 1000, resyncWindowMs: 5000, maxBlocks: 512, endpoints: 2 },
+      hasher,
+      models,
+      () => 0,
+    );
     a.events.markFresh(0);
     a.events.markFresh(1);
     const rk = a.requestKeys('tiny', input)!;
@@ -333,11 +554,26 @@ describe('precise-prefix-cache plugin: the approximate index covers what events 
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('a routing to a synced endpoint does not feed the approximate index; to an untrusted one, or of an untokenized request, it does', async () => {
-    const endpoints: Endpoint[] = [0, 1].map((i) => ({ id: `127.0.0.${2 + i}:8000`, address: `127.0.0.${2 + i}`, port: 8000, pool: 'p', models: ['tiny'], index: i }));
+    const endpoints: Endpoint[] = [0, 1].map((i) => ({
+      id: `127.0.0.${2 + i}:8000`,
+      address: `127.0.0.${2 + i}`,
+      port: 8000,
+      pool: 'p',
+      models: ['tiny'],
+      index: i,
+    }));
     const approx = new PrefixIndex({ endpoints: 2, capacityBlocks: 10_000 });
     const plugin = new PrecisePrefixCachePlugin(
       'p',
-      { mode: 'precise', models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 4 }], kvTopic: 'kv-events', kvUrls: {}, speculativeTtlMs: 1000, resyncWindowMs: 60_000, maxBlocks: 512 },
+      {
+        mode: 'precise',
+        models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 4 }],
+        kvTopic: 'kv-events',
+        kvUrls: {},
+        speculativeTtlMs: 1000,
+        resyncWindowMs: 60_000,
+        maxBlocks: 512,
+      },
       new BlockHasher({ blockChars: 8, maxBlocks: 64 }),
       approx,
       systemClock,
@@ -348,9 +584,21 @@ describe('precise-prefix-cache plugin: the approximate index covers what events 
     plugin.preciseAffinity!.events.markFresh(0); // endpoint 1: no events yet (untrusted)
     const system = 'You are a helpful assistant. Answer the question using the documents below.';
     const route = (e: number, promptInput: RouteRequest['promptInput'] | undefined): void => {
-      const request: RouteRequest = { requestId: 'r', model: 'tiny', prefix: system, promptChars: system.length, promptTokens: 20, stream: false, arrivalMs: 0, ...(promptInput !== undefined ? { promptInput } : {}) };
+      const request: RouteRequest = {
+        requestId: 'r',
+        model: 'tiny',
+        prefix: system,
+        promptChars: system.length,
+        promptTokens: 20,
+        stream: false,
+        arrivalMs: 0,
+        ...(promptInput !== undefined ? { promptInput } : {}),
+      };
       const st: CycleState = { request, nowMs: 0, rng: seededRng(1), scratch: new Map(), notes: [] };
-      plugin.score(st, endpoints.map((endpoint) => ({ endpoint, load: { inflightRequests: 0, inflightPromptTokens: 0 } as LoadSnapshot })));
+      plugin.score(
+        st,
+        endpoints.map((endpoint) => ({ endpoint, load: { inflightRequests: 0, inflightPromptTokens: 0 } as LoadSnapshot })),
+      );
       plugin.onRouted(st, { requestId: 'r', endpoint: endpoints[e]! } as unknown as RouteDecision);
     };
     const chat = { kind: 'chat' as const, messages: [{ role: 'system', content: system }] };
@@ -369,7 +617,15 @@ describe('precise-prefix-cache parameters', () => {
   const ok = { mode: 'hybrid', models: [{ name: 'm', tokenizerDir: '/x', blockSize: 128 }] };
   it('applies defaults and accepts every publisher source', () => {
     const o = parsePrecisePrefixCacheParams('p', { ...ok, kvEvents: { portOffset: 100, discover: true } });
-    expect(o).to.include({ mode: 'hybrid', kvTopic: 'kv-events', kvPortOffset: 100, kvDiscover: true, speculativeTtlMs: 10_000, resyncWindowMs: 30_000, maxBlocks: 512 });
+    expect(o).to.include({
+      mode: 'hybrid',
+      kvTopic: 'kv-events',
+      kvPortOffset: 100,
+      kvDiscover: true,
+      speculativeTtlMs: 10_000,
+      resyncWindowMs: 30_000,
+      maxBlocks: 512,
+    });
   });
   it('rejects bad parameters with the field named', () => {
     const bad: [Record<string, unknown>, RegExp][] = [

@@ -27,7 +27,10 @@ describe('logger', () => {
 
   it('puts request_id and trace_id on every line of a request logger', () => {
     const { lines, logger } = capture();
-    const log = requestLogger(logger, request({ requestId: 'rid-9', traceparent: '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01' }));
+    const log = requestLogger(
+      logger,
+      request({ requestId: 'rid-9', traceparent: '00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01' }),
+    );
     log.info('routed', { endpoint: '127.0.0.1:8001' });
     log.child({ phase: 'response' }).warn('slow');
     for (const l of lines) {
@@ -37,7 +40,9 @@ describe('logger', () => {
 
   it('omits trace_id without a valid traceparent', () => {
     expect(requestLogFields({ requestId: 'x' })).to.deep.equal({ request_id: 'x' });
-    expect(requestLogFields({ requestId: 'x', traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` })).to.deep.equal({ request_id: 'x' });
+    expect(requestLogFields({ requestId: 'x', traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` })).to.deep.equal({
+      request_id: 'x',
+    });
   });
 
   it('request-scoped lines carry ids and numbers, never the prompt', () => {

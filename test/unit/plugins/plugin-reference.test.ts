@@ -8,9 +8,12 @@ import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
 describe('plugin reference (docs/plugins.md)', () => {
   const rendered = renderPluginReference(builtinCatalog());
 
-  it('is up to date with the plugins\' schemas (regenerate: node dist/scripts/gen-plugin-docs.js)', () => {
+  it("is up to date with the plugins' schemas (regenerate: node dist/scripts/gen-plugin-docs.js)", () => {
     const committed = readFileSync(join(REPO_ROOT, 'docs', 'plugins.md'), 'utf8');
-    expect(committed === rendered, 'docs/plugins.md differs from the schemas: run `npx tsc -p tsconfig.json && node dist/scripts/gen-plugin-docs.js`').to.equal(true);
+    expect(
+      committed === rendered,
+      'docs/plugins.md differs from the schemas: run `npx tsc -p tsconfig.json && node dist/scripts/gen-plugin-docs.js`',
+    ).to.equal(true);
   });
 
   it('documents every registered type with its parameters, defaults and descriptions', () => {

@@ -7,9 +7,20 @@ describe('registerBuiltins', () => {
   it('registers every core plugin type', () => {
     const r = registerBuiltins(new PluginCatalog());
     expect(r.typeIds()).to.include.members([
-      'health-filter', 'imbalance-escape-filter', 'kv-usage-scorer', 'max-score-picker', 'model-subset-filter',
-      'prefix-cache', 'prefix-hash-picker', 'queue-scorer', 'random-picker', 'round-robin-picker',
-      'cold-request-placement', 'auto-profile-handler', 'single-profile-handler', 'index-calibration',
+      'health-filter',
+      'imbalance-escape-filter',
+      'kv-usage-scorer',
+      'max-score-picker',
+      'model-subset-filter',
+      'prefix-cache',
+      'prefix-hash-picker',
+      'queue-scorer',
+      'random-picker',
+      'round-robin-picker',
+      'cold-request-placement',
+      'auto-profile-handler',
+      'single-profile-handler',
+      'index-calibration',
     ]);
   });
 

@@ -1,6 +1,14 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { BlockHasher, blockKeyAt, chainTokenBlocks, copyBlockHashes, modelKey, tokenBlockKey, type BlockHashes } from '../../../src/prefix-cache/block-hasher.js';
+import {
+  BlockHasher,
+  blockKeyAt,
+  chainTokenBlocks,
+  copyBlockHashes,
+  modelKey,
+  tokenBlockKey,
+  type BlockHashes,
+} from '../../../src/prefix-cache/block-hasher.js';
 import { xxh64, xxh64String } from '../../../src/prefix-cache/xxhash.js';
 import { isRouterError } from '../../../src/core/errors.js';
 import { text } from '../builders.js';
@@ -15,7 +23,15 @@ function keys(h: BlockHashes): string[] {
 describe('BlockHasher', () => {
   it('counts only full blocks, capped at maxBlocks', () => {
     const h = new BlockHasher({ blockChars: 8, maxBlocks: 4 });
-    const cases: Array<[number, number]> = [[0, 0], [7, 0], [8, 1], [15, 1], [16, 2], [32, 4], [100, 4]];
+    const cases: Array<[number, number]> = [
+      [0, 0],
+      [7, 0],
+      [8, 1],
+      [15, 1],
+      [16, 2],
+      [32, 4],
+      [100, 4],
+    ];
     for (const [len, blocks] of cases) {
       expect(h.hash('m', 'x'.repeat(len)).count, `len ${len}`).to.equal(blocks);
       expect(h.blockCount(len)).to.equal(blocks);
@@ -33,7 +49,11 @@ describe('BlockHasher', () => {
   it('chains: prefixes sharing exactly k blocks share exactly the first k hashes', () => {
     const h = new BlockHasher({ blockChars: 16, maxBlocks: 64 });
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1 << 30 }), fc.integer({ min: 0, max: 10 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 15 }),
+      fc.property(
+        fc.integer({ min: 1, max: 1 << 30 }),
+        fc.integer({ min: 0, max: 10 }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 0, max: 15 }),
         (seed, k, extra, pos) => {
           const a = text(seed, (k + extra) * 16);
           // Change one character inside block k; everything before stays identical.
@@ -43,7 +63,8 @@ describe('BlockHasher', () => {
           const kb = keys(h.hash('m', b));
           for (let i = 0; i < k; i++) expect(kb[i]).to.equal(ka[i]);
           for (let i = k; i < k + extra; i++) expect(kb[i]).to.not.equal(ka[i]);
-        }),
+        },
+      ),
       { numRuns: 200, seed: 42 },
     );
   });
@@ -143,7 +164,8 @@ describe('BlockHasher', () => {
           if (((ahi ^ b.hi[0]!) >>> bit) & 1) flips[32 + bit]!++;
         }
       }
-      for (let bit = 0; bit < 64; bit++) expect(flips[bit]! / trials, `${wide ? 'two-byte' : 'ASCII'} text, key bit ${bit}`).to.be.within(0.44, 0.56);
+      for (let bit = 0; bit < 64; bit++)
+        expect(flips[bit]! / trials, `${wide ? 'two-byte' : 'ASCII'} text, key bit ${bit}`).to.be.within(0.44, 0.56);
     }
   });
 
@@ -159,7 +181,7 @@ describe('BlockHasher', () => {
     }
   });
 
-  it('is the documented chain: XXH64 of each block\'s UTF-16LE bytes, seeded with the previous key, the first with XXH64(model)', () => {
+  it("is the documented chain: XXH64 of each block's UTF-16LE bytes, seeded with the previous key, the first with XXH64(model)", () => {
     const h = new BlockHasher({ blockChars: 8, maxBlocks: 4 });
     const p = 'abcdefgh\u00e9\u4e2d\u{1F600}xyz' + 'tail....';
     const got = h.hash('my-model', p);

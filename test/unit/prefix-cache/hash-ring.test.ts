@@ -27,7 +27,10 @@ describe('HashRing', () => {
 
   it('moves only the keys of a removed member (consistency)', () => {
     const before = new HashRing(members(6), 100);
-    const after = new HashRing(members(6).filter((m) => m.index !== 3), 100);
+    const after = new HashRing(
+      members(6).filter((m) => m.index !== 3),
+      100,
+    );
     let moved = 0;
     for (let i = 0; i < 5000; i++) {
       const a = before.walk(keyOf(i), all, 1)[0];

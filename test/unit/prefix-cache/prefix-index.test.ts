@@ -127,13 +127,25 @@ describe('PrefixIndex', () => {
 
   it('galloping match equals the walk on long branching prompts, also after removeBlocks leaves orphans (model-based)', () => {
     // Prompts of up to 40 blocks that share heads of random length: a few stems, then a tail.
-    const longPrompt = fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 40 }))
-      .map(([stem, head, branch, tail]) => [...Array.from({ length: head }, (_, i) => 1000 * stem + i), ...Array.from({ length: tail }, (_, i) => 100_000 + 1000 * branch + i)]);
+    const longPrompt = fc
+      .tuple(
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: 0, max: 4 }),
+        fc.integer({ min: 0, max: 40 }),
+      )
+      .map(([stem, head, branch, tail]) => [
+        ...Array.from({ length: head }, (_, i) => 1000 * stem + i),
+        ...Array.from({ length: tail }, (_, i) => 100_000 + 1000 * branch + i),
+      ]);
     const longOp = (n: number): fc.Arbitrary<Op> => {
       const e = fc.integer({ min: 0, max: n - 1 });
       return fc.oneof(
         { weight: 6, arbitrary: fc.record({ op: fc.constant('insert' as const), e, p: longPrompt }) },
-        { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), e, from: fc.integer({ min: 0, max: 40 }), p: longPrompt }) },
+        {
+          weight: 1,
+          arbitrary: fc.record({ op: fc.constant('remove' as const), e, from: fc.integer({ min: 0, max: 40 }), p: longPrompt }),
+        },
         { weight: 1, arbitrary: fc.record({ op: fc.constant('cap' as const), e, c: fc.integer({ min: 0, max: 120 }) }) },
         { weight: 4, arbitrary: fc.record({ op: fc.constant('match' as const), p: longPrompt }) },
       );
@@ -360,7 +372,12 @@ describe('PrefixIndex', () => {
   it('rejects out-of-range endpoints and bad sizes', () => {
     const ix = new PrefixIndex({ endpoints: 2, capacityBlocks: 10 });
     const codes: string[] = [];
-    for (const f of [() => ix.insert(2, chain([1])), () => ix.evictEndpoint(-1), () => ix.setCapacity(0, -5), () => new PrefixIndex({ endpoints: 1.5, capacityBlocks: 1 })]) {
+    for (const f of [
+      () => ix.insert(2, chain([1])),
+      () => ix.evictEndpoint(-1),
+      () => ix.setCapacity(0, -5),
+      () => new PrefixIndex({ endpoints: 1.5, capacityBlocks: 1 }),
+    ]) {
       try {
         f();
       } catch (e) {

@@ -20,7 +20,7 @@ describe('prefix-cache/xxhash', () => {
     for (let i = 0; i < 1000; i++) expect(hashString32(String(i), 7)).to.be.within(0, 0xffffffff);
   });
 
-  it('the arena (the package\'s module called directly) hashes exactly as the package\'s API, at any offset, length and seed', () => {
+  it("the arena (the package's module called directly) hashes exactly as the package's API, at any offset, length and seed", () => {
     const arena = new Xxh64Arena(70_000);
     expect(arena.capacity).to.equal(70_000);
     const rng = seededRng(12);

@@ -46,10 +46,20 @@ interface Replica {
   readonly peers: string[];
 }
 
-function replica(id: string, clock: ManualClock, opts: { orphanAgeMs?: number; maxOutboxEntries?: number; lossyGraceMs?: number } = {}): Replica {
+function replica(
+  id: string,
+  clock: ManualClock,
+  opts: { orphanAgeMs?: number; maxOutboxEntries?: number; lossyGraceMs?: number } = {},
+): Replica {
   const routing = new FakeRoutingService();
   let n = 0;
-  const pending = new PendingResponses({ clock, maxAgeMs: 600_000, orphanAgeMs: opts.orphanAgeMs ?? 5_000, owner: ownerTagOf(id), nonce: () => `n${n++}` });
+  const pending = new PendingResponses({
+    clock,
+    maxAgeMs: 600_000,
+    orphanAgeMs: opts.orphanAgeMs ?? 5_000,
+    owner: ownerTagOf(id),
+    nonce: () => `n${n++}`,
+  });
   const peers: string[] = [];
   const forwarding = new CompletionForwarding({
     replicaId: id,
@@ -67,7 +77,12 @@ function replica(id: string, clock: ManualClock, opts: { orphanAgeMs?: number; m
 
 /** Routes one request on `r` and hands its ticket over (what the stream handler does). */
 function hold(r: Replica): string {
-  const ticket = r.routing.route({ requestId: `q${r.routing.requests.length}`, prompt: { text: 'x' }, model: 'm', headers: new Map() } as never);
+  const ticket = r.routing.route({
+    requestId: `q${r.routing.requests.length}`,
+    prompt: { text: 'x' },
+    model: 'm',
+    headers: new Map(),
+  } as never);
   return r.pending.hold(ticket);
 }
 
@@ -83,7 +98,11 @@ function entry(key: string, code = 200): HTTPAccessLogEntry__Output {
 }
 
 function batch(...keys: string[]): StreamAccessLogsMessage__Output {
-  return { identifier: null, log_entries: 'http_logs', http_logs: { log_entry: keys.map((k) => entry(k)) } } as StreamAccessLogsMessage__Output;
+  return {
+    identifier: null,
+    log_entries: 'http_logs',
+    http_logs: { log_entry: keys.map((k) => entry(k)) },
+  } as StreamAccessLogsMessage__Output;
 }
 
 describe('replication: completions forwarded to the ticket owner', () => {
@@ -97,13 +116,17 @@ describe('replication: completions forwarded to the ticket owner', () => {
     expect(k2).to.not.equal(k1);
     expect(ticketOwner('no-owner-here')).to.equal(undefined);
     expect(ticketOwner('bad owner.1.x')).to.equal(undefined);
-    expect(ownerTagOf('router-a')).to.match(/^[0-9a-f]{10}$/).and.not.equal(ownerTagOf('router-b'));
+    expect(ownerTagOf('router-a'))
+      .to.match(/^[0-9a-f]{10}$/)
+      .and.not.equal(ownerTagOf('router-b'));
     // The default nonce is random: two processes' keys with the same owner and seq differ.
     const p1 = new PendingResponses({ clock, maxAgeMs: 1000, owner: 'o' });
     const p2 = new PendingResponses({ clock, maxAgeMs: 1000, owner: 'o' });
     const t = new FakeRoutingService();
     const req = { requestId: 'r', prompt: { text: 'x' }, model: 'm', headers: new Map() } as never;
-    expect(p1.hold(t.route(req))).to.match(/^o\.0\.[0-9a-f]{12}$/).and.not.equal(p2.hold(t.route(req)));
+    expect(p1.hold(t.route(req)))
+      .to.match(/^o\.0\.[0-9a-f]{12}$/)
+      .and.not.equal(p2.hold(t.route(req)));
   });
 
   it("a replica reading another owner's entries forwards them; the owner finishes them exactly once", () => {

@@ -37,13 +37,24 @@ const CHAIN = keys([1, -1], [2, 0x7fffffff], [-3, 3], [4, -0x80000000]);
 
 describe('replication: wire codec', () => {
   it('round-trips a load report and an index batch (keys exactly, negative halves included)', () => {
-    const report = { replicaId: 'r1', endpoints: [{ endpointId: '10.0.0.1:8000', inflightRequests: 3, prefillingRequests: 1, inflightPromptTokens: 900, pendingTokens: 1234.5 }] };
+    const report = {
+      replicaId: 'r1',
+      endpoints: [
+        { endpointId: '10.0.0.1:8000', inflightRequests: 3, prefillingRequests: 1, inflightPromptTokens: 900, pendingTokens: 1234.5 },
+      ],
+    };
     expect(decodeLoadReport(encodeLoadReport(report))).to.deep.equal(report);
-    const bytes = encodeIndexBatch('r1', 64, [packChange({ kind: 'insert', endpointId: 'e1', keys: CHAIN }), packChange({ kind: 'clear', endpointId: 'e2', keys: keys() })]);
+    const bytes = encodeIndexBatch('r1', 64, [
+      packChange({ kind: 'insert', endpointId: 'e1', keys: CHAIN }),
+      packChange({ kind: 'clear', endpointId: 'e2', keys: keys() }),
+    ]);
     const b = decodeIndexBatch(bytes)!;
     expect(b.replicaId).to.equal('r1');
     expect(b.blockChars).to.equal(64);
-    expect(b.changes.map((c) => [c.kind, c.endpointId, c.keys.count])).to.deep.equal([['insert', 'e1', 4], ['clear', 'e2', 0]]);
+    expect(b.changes.map((c) => [c.kind, c.endpointId, c.keys.count])).to.deep.equal([
+      ['insert', 'e1', 4],
+      ['clear', 'e2', 0],
+    ]);
     expect([...b.changes[0]!.keys.lo]).to.deep.equal([...CHAIN.lo]);
     expect([...b.changes[0]!.keys.hi]).to.deep.equal([...CHAIN.hi]);
     expect(bytes.length).to.be.below(4 * 8 + 40); // 8 bytes a key plus a small frame
@@ -65,7 +76,15 @@ describe('replication: wire codec', () => {
       encode({ v: 1, r: 'r', b: 64, c: [[0, 'e', new Uint8Array(7)]] }),
       encode({ v: 1, r: 'r', b: 64, c: [[9, 'e', new Uint8Array(8)]] }),
       encode({ v: 1, r: 'r', b: 0, c: [] }),
-      encode({ v: 1, r: 'r', b: 64, c: [[0, 'e', new Uint8Array(8)], [0, 7, new Uint8Array(8)]] }),
+      encode({
+        v: 1,
+        r: 'r',
+        b: 64,
+        c: [
+          [0, 'e', new Uint8Array(8)],
+          [0, 7, new Uint8Array(8)],
+        ],
+      }),
     ];
     for (const m of badBatches) expect(decodeIndexBatch(m)).to.equal(undefined);
     expect(unpackKeys(new Uint8Array(12))).to.equal(undefined);
@@ -74,7 +93,13 @@ describe('replication: wire codec', () => {
 
 describe('replication: peer load merged into the load picture', () => {
   const e0 = endpoint(0);
-  const share = (id: string, n: number) => ({ endpointId: id, inflightRequests: n, prefillingRequests: n, inflightPromptTokens: 100 * n, pendingTokens: 10 * n });
+  const share = (id: string, n: number) => ({
+    endpointId: id,
+    inflightRequests: n,
+    prefillingRequests: n,
+    inflightPromptTokens: 100 * n,
+    pendingTokens: 10 * n,
+  });
 
   it('adds fresh peers after refresh, and drops a silent peer after the timeout', () => {
     const t = new PeerLoadTable(1000);
@@ -83,7 +108,17 @@ describe('replication: peer load merged into the load picture', () => {
     expect(t.peerLoad(e0.id), 'not counted before refresh').to.equal(undefined);
     t.refresh(600);
     expect(t.peerLoad(e0.id)).to.deep.equal({ inflight: 5, prefilling: 5, prompt: 500, pending: 50 });
-    const snap = { inflightRequests: 1, inflightPromptTokens: 10, prefillingRequests: 0, pendingTokens: 7, waiting: undefined, running: undefined, kvUsage: undefined, metricsAgeMs: Infinity, healthy: true };
+    const snap = {
+      inflightRequests: 1,
+      inflightPromptTokens: 10,
+      prefillingRequests: 0,
+      pendingTokens: 7,
+      waiting: undefined,
+      running: undefined,
+      kvUsage: undefined,
+      metricsAgeMs: Infinity,
+      healthy: true,
+    };
     t.enrichInPlace(e0, snap);
     expect([snap.inflightRequests, snap.prefillingRequests, snap.inflightPromptTokens, snap.pendingTokens]).to.deep.equal([6, 5, 510, 57]);
     // a's newer report replaces its old one (a full picture, not an increment)
@@ -105,7 +140,11 @@ describe('replication: peer load merged into the load picture', () => {
 
   it('is applied after the token-load model, so peers add to pendingTokens instead of being overwritten', () => {
     const peers = new PeerLoadTable(1000);
-    const s = createScheduler(defaultConfig({ strategy: 'cache-aware' }), { clock: new ManualClock(), rng: seededRng(1), fleetLoadSources: [peers] });
+    const s = createScheduler(defaultConfig({ strategy: 'cache-aware' }), {
+      clock: new ManualClock(),
+      rng: seededRng(1),
+      fleetLoadSources: [peers],
+    });
     const ep = s.registry.all()[0]!;
     peers.ingest({ replicaId: 'a', endpoints: [share(ep.id, 4)] }, 0);
     peers.refresh(0);

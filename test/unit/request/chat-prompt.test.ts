@@ -65,7 +65,14 @@ describe('request/chat-prompt', () => {
 
   describe('content parts', () => {
     it('concatenates text parts', () => {
-      const parts = chat({ messages: [user([{ type: 'text', text: 'Hello, ' }, { type: 'text', text: 'world' }])] });
+      const parts = chat({
+        messages: [
+          user([
+            { type: 'text', text: 'Hello, ' },
+            { type: 'text', text: 'world' },
+          ]),
+        ],
+      });
       const plain = chat({ messages: [user('Hello, world')] });
       expect(parts.prefix).to.equal(plain.prefix);
     });
@@ -201,9 +208,7 @@ describe('request/chat-prompt', () => {
     }
 
     it('fixture with object content is rejected without echoing the prompt', () => {
-      expectBadRequest(() => extractPrompt(CHAT, fixture('malformed-content-type.json'), OPTS), 'content', [
-        'SECRET-PROMPT',
-      ]);
+      expectBadRequest(() => extractPrompt(CHAT, fixture('malformed-content-type.json'), OPTS), 'content', ['SECRET-PROMPT']);
     });
   });
 });

@@ -10,8 +10,7 @@ describe('request/extract-prompt', () => {
     });
 
     it('prefers max_completion_tokens over max_tokens', () => {
-      expect(chat({ messages: [{ role: 'user', content: 'x' }], max_tokens: 5, max_completion_tokens: 7 }).maxTokens)
-        .to.equal(7);
+      expect(chat({ messages: [{ role: 'user', content: 'x' }], max_tokens: 5, max_completion_tokens: 7 }).maxTokens).to.equal(7);
       expect(extractPrompt(CHAT, fixture('chat-multi-turn.json'), OPTS)).to.include({ maxTokens: 32, stream: true });
     });
 
@@ -81,7 +80,13 @@ describe('request/extract-prompt', () => {
 
     it('handles a 10 MB body', () => {
       const big = 'lorem ipsum '.repeat(875_000); // ≈10.5 MB
-      const body = bytes({ model: 'm', messages: [{ role: 'system', content: big }, { role: 'user', content: 'q' }] });
+      const body = bytes({
+        model: 'm',
+        messages: [
+          { role: 'system', content: big },
+          { role: 'user', content: 'q' },
+        ],
+      });
       expect(body.byteLength).to.be.greaterThan(10_000_000);
       const r = extractPrompt(CHAT, body, OPTS);
       expect(r.prefix.length).to.equal(OPTS.maxPrefixChars);

@@ -34,7 +34,16 @@ function pickCounts(s: Scheduler, n: number, prefix: (k: number) => string): Map
   return out;
 }
 
-const STRATEGIES: StrategyName[] = ['round-robin', 'random', 'least-request', 'prefix-hash', 'cache-aware', 'bounded-load-hash', 'power-of-two', 'auto'];
+const STRATEGIES: StrategyName[] = [
+  'round-robin',
+  'random',
+  'least-request',
+  'prefix-hash',
+  'cache-aware',
+  'bounded-load-hash',
+  'power-of-two',
+  'auto',
+];
 
 describe('scheduler membership', () => {
   for (const strategy of STRATEGIES) {
@@ -50,7 +59,7 @@ describe('scheduler membership', () => {
     });
   }
 
-  it('cache-aware: a leaver\'s index entries go, and a newcomer on its index starts empty', () => {
+  it("cache-aware: a leaver's index entries go, and a newcomer on its index starts empty", () => {
     const s = sched(2, 'cache-aware');
     const index = s.service(PREFIX_INDEX)!;
     const prompt = text(7, 2000);

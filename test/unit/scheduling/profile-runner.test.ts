@@ -10,7 +10,10 @@ function filter(name: string, keep: (c: Candidate) => boolean, calls: string[] =
 function scorer(name: string, values: number[]): Scorer {
   return { name, score: () => values };
 }
-const firstPicker: Picker = { name: 'first', pick: (_s, cs, totals) => ({ order: cs.map((_, i) => i).sort((a, b) => totals[b]! - totals[a]!), reason: 'load' }) };
+const firstPicker: Picker = {
+  name: 'first',
+  pick: (_s, cs, totals) => ({ order: cs.map((_, i) => i).sort((a, b) => totals[b]! - totals[a]!), reason: 'load' }),
+};
 
 function profile(p: Partial<Profile>): Profile {
   return { name: 'test', filters: [], scorers: [], placements: [], picker: firstPicker, ...p };
@@ -30,7 +33,11 @@ describe('runProfile', () => {
   it('runs filters in order and stops at the first that leaves nothing', () => {
     const calls: string[] = [];
     const p = profile({
-      filters: [filter('odd', (c) => c.endpoint.index % 2 === 1, calls), filter('none', () => false, calls), filter('never', () => true, calls)],
+      filters: [
+        filter('odd', (c) => c.endpoint.index % 2 === 1, calls),
+        filter('none', () => false, calls),
+        filter('never', () => true, calls),
+      ],
     });
     expect(noEndpoint(() => runProfile(p, cycle(), candidates(4)))).to.match(/after filter "none"/);
     expect(calls).to.deep.equal(['odd', 'none']);
@@ -48,7 +55,10 @@ describe('runProfile', () => {
       ],
     });
     const run = runProfile(p, cycle(), candidates(4));
-    expect(run.scores).to.deep.equal([[1, 0, 0, 0.5], [0.25, 1, 0, 0]]);
+    expect(run.scores).to.deep.equal([
+      [1, 0, 0, 0.5],
+      [0.25, 1, 0, 0],
+    ]);
     expect(run.totals).to.deep.equal([3, 4, 0, 1]);
     expect(run.order).to.deep.equal([1, 0, 3, 2]);
   });
@@ -88,7 +98,10 @@ describe('runProfile', () => {
   it('lets the first placement that answers order the candidates, and the picker order the rest', () => {
     const calls: string[] = [];
     const never: Placement = { name: 'never', place: () => (calls.push('never'), undefined) };
-    const cold: Placement = { name: 'cold', place: (st) => (calls.push('cold'), st.request.prefix === '' ? { order: [1, 0], reason: 'cold' } : undefined) };
+    const cold: Placement = {
+      name: 'cold',
+      place: (st) => (calls.push('cold'), st.request.prefix === '' ? { order: [1, 0], reason: 'cold' } : undefined),
+    };
     const later: Placement = { name: 'later', place: () => (calls.push('later'), { order: [0, 1], reason: 'load' }) };
     const p = profile({ scorers: [{ scorer: scorer('s', [1, 0]), weight: 1 }], placements: [never, cold, later] });
     const placed = runProfile(p, cycle(), candidates(2));

@@ -101,7 +101,11 @@ describe('Scheduler', () => {
     const { s, clock } = make();
     const events: DecisionEvent[] = [];
     const lines: string[] = [];
-    const logged = createScheduler(config(2), { clock, rng: seededRng(1), logger: createLogger({ level: 'warn', write: (l) => lines.push(l) }) });
+    const logged = createScheduler(config(2), {
+      clock,
+      rng: seededRng(1),
+      logger: createLogger({ level: 'warn', write: (l) => lines.push(l) }),
+    });
     logged.onDecision(() => {
       throw new Error('boom');
     });
@@ -125,9 +129,19 @@ describe('Scheduler', () => {
   it('measures decisionMicros with the injected clock (up to the pick, not the hooks)', () => {
     const clock = new ManualClock(0);
     const catalog = builtinCatalog()
-      .register(fakeType('slow-scorer', (name) => ({ name, score: (_s: unknown, cs: readonly unknown[]) => (clock.advance(0.04), cs.map(() => 1)) }) as Plugin))
+      .register(
+        fakeType(
+          'slow-scorer',
+          (name) => ({ name, score: (_s: unknown, cs: readonly unknown[]) => (clock.advance(0.04), cs.map(() => 1)) }) as Plugin,
+        ),
+      )
       .register(fakeType('slow-hook', (name) => ({ name, onRouted: () => clock.advance(1) }) as RoutedHook));
-    const s = createScheduler(config(2), { clock, rng: seededRng(1), catalog, graph: graph(['slow-scorer', 'slow-hook'], ['slow-scorer']) });
+    const s = createScheduler(config(2), {
+      clock,
+      rng: seededRng(1),
+      catalog,
+      graph: graph(['slow-scorer', 'slow-hook'], ['slow-scorer']),
+    });
     const events: DecisionEvent[] = [];
     s.onDecision((e) => events.push(e));
     const d = s.route(request()).decision;
@@ -138,15 +152,19 @@ describe('Scheduler', () => {
 
   it('keeps the decision when a routed or completed hook throws', () => {
     const catalog = builtinCatalog().register(
-      fakeType('bad', (name) => ({
-        name,
-        onRouted: () => {
-          throw new Error('routed boom');
-        },
-        onCompleted: () => {
-          throw new RouterError('INTERNAL', 'completed boom');
-        },
-      }) as Plugin),
+      fakeType(
+        'bad',
+        (name) =>
+          ({
+            name,
+            onRouted: () => {
+              throw new Error('routed boom');
+            },
+            onCompleted: () => {
+              throw new RouterError('INTERNAL', 'completed boom');
+            },
+          }) as Plugin,
+      ),
     );
     const s = createScheduler(config(2), { clock: new ManualClock(), rng: seededRng(1), catalog, graph: graph(['bad']) });
     const t = s.route(request());
@@ -159,15 +177,19 @@ describe('Scheduler', () => {
     const log: string[] = [];
     let signal: AbortSignal | undefined;
     const catalog = builtinCatalog().register(
-      fakeType('bg', (name) => ({
-        name,
-        onCompleted: () => {},
-        start: (s: AbortSignal) => {
-          signal = s;
-          log.push('start');
-        },
-        stop: () => void log.push('stop'),
-      }) as LifecyclePlugin),
+      fakeType(
+        'bg',
+        (name) =>
+          ({
+            name,
+            onCompleted: () => {},
+            start: (s: AbortSignal) => {
+              signal = s;
+              log.push('start');
+            },
+            stop: () => void log.push('stop'),
+          }) as LifecyclePlugin,
+      ),
     );
     const s = createScheduler(config(2), { clock: new ManualClock(), rng: seededRng(1), catalog, graph: graph(['bg']) });
     expect(s.lifecycle).to.equal('new');

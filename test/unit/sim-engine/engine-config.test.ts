@@ -1,19 +1,46 @@
 import { expect } from 'chai';
-import { DEFAULT_SIM_ENGINE_CONFIG, FlagError, parseSimEngineArgs, SIM_PROFILES, simProfile } from '../../../bench/sim-engine/engine-config.js';
+import {
+  DEFAULT_SIM_ENGINE_CONFIG,
+  FlagError,
+  parseSimEngineArgs,
+  SIM_PROFILES,
+  simProfile,
+} from '../../../bench/sim-engine/engine-config.js';
 
 describe('sim-engine flags', () => {
   it('uses documented defaults: the engine model fitted to vLLM CPU, which --profile vllm-cpu-tiny names', () => {
     const [e] = parseSimEngineArgs([]).engines;
     expect(e).to.deep.equal(DEFAULT_SIM_ENGINE_CONFIG);
-    expect(e).to.include({ blockSize: 128, kvCacheBlocks: 1024, maxNumSeqs: 256, maxBatchedTokens: 2048, stepOverheadMs: 12.4, decodeMsPerSeq: 1.17 });
-    expect(e).to.include({ prefillMsPerToken: 0.106, prefillContextMsPerKToken: 0.112, decodeContextMsPerKToken: 0.112, maxModelLen: 8192, tokenizeOverheadMs: 8.5 });
+    expect(e).to.include({
+      blockSize: 128,
+      kvCacheBlocks: 1024,
+      maxNumSeqs: 256,
+      maxBatchedTokens: 2048,
+      stepOverheadMs: 12.4,
+      decodeMsPerSeq: 1.17,
+    });
+    expect(e).to.include({
+      prefillMsPerToken: 0.106,
+      prefillContextMsPerKToken: 0.112,
+      decodeContextMsPerKToken: 0.112,
+      maxModelLen: 8192,
+      tokenizeOverheadMs: 8.5,
+    });
     const [named] = parseSimEngineArgs(['--profile', 'vllm-cpu-tiny']).engines;
     expect(named).to.deep.equal(e);
   });
 
   it('--profile gpu-like restores the earlier H100-shaped defaults (16-token blocks, linear costs, no request overhead)', () => {
     const [g] = parseSimEngineArgs(['--profile', 'gpu-like']).engines;
-    expect(g).to.include({ blockSize: 16, kvCacheBlocks: 4096, maxNumSeqs: 64, maxBatchedTokens: 2048, stepOverheadMs: 8, prefillMsPerToken: 0.15, decodeMsPerSeq: 0.4 });
+    expect(g).to.include({
+      blockSize: 16,
+      kvCacheBlocks: 4096,
+      maxNumSeqs: 64,
+      maxBatchedTokens: 2048,
+      stepOverheadMs: 8,
+      prefillMsPerToken: 0.15,
+      decodeMsPerSeq: 0.4,
+    });
     expect(g).to.include({ prefillContextMsPerKToken: 0, decodeContextMsPerKToken: 0, maxModelLen: 32768, tokenizeOverheadMs: 0 });
     expect(simProfile('gpu-like')).to.deep.equal(SIM_PROFILES['gpu-like']);
     expect(() => simProfile('h100')).to.throw(FlagError, /known: vllm-cpu-tiny, gpu-like/);

@@ -47,7 +47,11 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
   });
 
   const post = (path: string, body: unknown): Promise<Response> =>
-    fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    fetch(base + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
 
   it('answers health, models and info endpoints with x-engine-id', async () => {
     const h = await fetch(base + '/health');
@@ -70,10 +74,23 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
   });
 
   it('serves chat completions with usage, and a repeated prefix reports cached tokens', async () => {
-    const body = (q: string) => ({ model: 'whatever', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: q }], max_tokens: 5, ignore_eos: true });
+    const body = (q: string) => ({
+      model: 'whatever',
+      messages: [
+        { role: 'system', content: SYSTEM },
+        { role: 'user', content: q },
+      ],
+      max_tokens: 5,
+      ignore_eos: true,
+    });
     const r1 = await post('/v1/chat/completions', body('first question'));
     expect(r1.status).to.equal(200);
-    const j1 = (await r1.json()) as { object: string; model: string; choices: { message: { role: string; content: string }; finish_reason: string }[]; usage: Usage };
+    const j1 = (await r1.json()) as {
+      object: string;
+      model: string;
+      choices: { message: { role: string; content: string }; finish_reason: string }[];
+      usage: Usage;
+    };
     expect(j1.object).to.equal('chat.completion');
     expect(j1.model).to.equal('whatever');
     expect(j1.choices[0]!.message.role).to.equal('assistant');
@@ -125,7 +142,15 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
     const events = text.split('\n\n').filter((e) => e !== '');
     for (const e of events) expect(e.startsWith('data: ')).to.equal(true);
     expect(events[events.length - 1]).to.equal('data: [DONE]');
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)) as { choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[]; usage?: Usage });
+    const chunks = events
+      .slice(0, -1)
+      .map(
+        (e) =>
+          JSON.parse(e.slice(6)) as {
+            choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[];
+            usage?: Usage;
+          },
+      );
     expect(chunks[0]!.choices[0]!.delta.role).to.equal('assistant');
     const content = chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
     expect(content.trim().split(' ')).to.have.length(4);
@@ -256,14 +281,21 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
       expect((await stats()).requestsServed).to.equal(1);
 
       // Token-id prompts need no tokenization: they reach the scheduler at once.
-      const ids = fetch(slow.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: [5, 6, 7], max_tokens: 200, ignore_eos: true }) });
+      const ids = fetch(slow.url + '/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ prompt: [5, 6, 7], max_tokens: 200, ignore_eos: true }),
+      });
       await new Promise((r) => setTimeout(r, 100));
       const idsDuring = await stats();
       expect(idsDuring.running + idsDuring.waiting, 'token ids skip the overhead').to.equal(1);
       await (await ids).json();
 
       const gone = new AbortController();
-      const left = fetch(slow.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'bye', max_tokens: 1 }), signal: gone.signal }).catch(() => undefined);
+      const left = fetch(slow.url + '/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ prompt: 'bye', max_tokens: 1 }),
+        signal: gone.signal,
+      }).catch(() => undefined);
       await new Promise((r) => setTimeout(r, 100));
       gone.abort();
       await left;
@@ -276,7 +308,14 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
   });
 
   it('rejects other models only with strictModel', async () => {
-    const strict = new SimEngineServer({ ...simProfile('gpu-like'), port: 0, model: 'm1', strictModel: true, timeScale: 0.05, id: 'strict-engine' });
+    const strict = new SimEngineServer({
+      ...simProfile('gpu-like'),
+      port: 0,
+      model: 'm1',
+      strictModel: true,
+      timeScale: 0.05,
+      id: 'strict-engine',
+    });
     await strict.start();
     try {
       const bad = await fetch(strict.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'm2', prompt: 'x' }) });

@@ -5,7 +5,11 @@ describe('sim-engine launcher (child processes)', function () {
   this.timeout(30_000);
 
   it('converts flag objects to argv', () => {
-    expect(flagsToArgv({ 'time-scale': 0.1, 'strict-model': true, x: false })).to.deep.equal(['--time-scale=0.1', '--strict-model', '--x=false']);
+    expect(flagsToArgv({ 'time-scale': 0.1, 'strict-model': true, x: false })).to.deep.equal([
+      '--time-scale=0.1',
+      '--strict-model',
+      '--x=false',
+    ]);
     expect(flagsToArgv(['--a', '1'])).to.deep.equal(['--a', '1']);
   });
 
@@ -17,7 +21,10 @@ describe('sim-engine launcher (child processes)', function () {
       expect(fleet.engines[0]!.pid).to.equal(fleet.engines[1]!.pid);
       expect(fleet.engines[2]!.pid).to.not.equal(fleet.engines[0]!.pid);
       for (const e of fleet.engines) {
-        const r = await fetch(e.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'hello world', max_tokens: 2 }) });
+        const r = await fetch(e.url + '/v1/completions', {
+          method: 'POST',
+          body: JSON.stringify({ prompt: 'hello world', max_tokens: 2 }),
+        });
         expect(r.status).to.equal(200);
         expect(r.headers.get('x-engine-id')).to.equal(e.id);
         await r.json();
@@ -35,7 +42,10 @@ describe('sim-engine launcher (child processes)', function () {
     try {
       const e = fleet.engines[0]!;
       // ~1.3 s of prefill at the default (fitted CPU) timing: two steps, attention over up to 4,000 tokens.
-      const pending = fetch(e.url + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'w'.repeat(16_000), max_tokens: 2 }) });
+      const pending = fetch(e.url + '/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ prompt: 'w'.repeat(16_000), max_tokens: 2 }),
+      });
       // Wait until the engine holds the request, so SIGTERM cannot race the connection.
       for (let i = 0; i < 200; i++) {
         const st = (await (await fetch(e.url + '/stats')).json()) as { running: number; waiting: number };

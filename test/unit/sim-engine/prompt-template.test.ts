@@ -23,13 +23,22 @@ describe('sim-engine prompt template', () => {
   });
 
   it('concatenates the text parts of content arrays and ignores other parts', () => {
-    expect(contentText([{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'x' } }, { type: 'text', text: 'b' }])).to.equal('ab');
+    expect(
+      contentText([
+        { type: 'text', text: 'a' },
+        { type: 'image_url', image_url: { url: 'x' } },
+        { type: 'text', text: 'b' },
+      ]),
+    ).to.equal('ab');
     expect(contentText(null)).to.equal('');
     expect(() => contentText(42)).to.throw(PromptError);
   });
 
   it('keeps turn N a text prefix of turn N+1 (no generation prompt)', () => {
-    const t1 = [{ role: 'system', content: 'sys' }, { role: 'user', content: 'q1' }];
+    const t1 = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'q1' },
+    ];
     const t2 = [...t1, { role: 'assistant', content: 'a1' }, { role: 'user', content: 'q2' }];
     const r1 = renderChat(t1);
     expect(renderChat(t2).startsWith(r1)).to.equal(true);

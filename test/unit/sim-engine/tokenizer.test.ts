@@ -22,13 +22,19 @@ describe('sim-engine tokenizer', () => {
 
   it('is prefix-stable: a shared text prefix of L chars gives floor(L/cpt) shared leading tokens (property)', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 200 }), fc.string({ maxLength: 50 }), fc.string({ maxLength: 50 }), fc.integer({ min: 1, max: 8 }), (p, x, y, cpt) => {
-        const a = tokenize(p + x, cpt);
-        const b = tokenize(p + y, cpt);
-        const shared = Math.floor(p.length / cpt);
-        expect(a.slice(0, shared)).to.deep.equal(b.slice(0, shared));
-        expect(a.length).to.equal(countTokens(p + x, cpt));
-      }),
+      fc.property(
+        fc.string({ maxLength: 200 }),
+        fc.string({ maxLength: 50 }),
+        fc.string({ maxLength: 50 }),
+        fc.integer({ min: 1, max: 8 }),
+        (p, x, y, cpt) => {
+          const a = tokenize(p + x, cpt);
+          const b = tokenize(p + y, cpt);
+          const shared = Math.floor(p.length / cpt);
+          expect(a.slice(0, shared)).to.deep.equal(b.slice(0, shared));
+          expect(a.length).to.equal(countTokens(p + x, cpt));
+        },
+      ),
       { seed: 7, numRuns: 300 },
     );
   });

@@ -13,7 +13,13 @@ import {
 import { IDLE_LOAD } from '../../../src/endpoints/load.js';
 import type { LoadSnapshot } from '../../../src/endpoints/load.js';
 import type { CandidateScore } from '../../../src/core/types.js';
-import { SECRET_PROMPT, scoredCandidate as candidate, sampleDecision as decision, loopbackEndpoint as endpoint, secretRequest as request } from '../builders.js';
+import {
+  SECRET_PROMPT,
+  scoredCandidate as candidate,
+  sampleDecision as decision,
+  loopbackEndpoint as endpoint,
+  secretRequest as request,
+} from '../builders.js';
 
 const TID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SID = '00f067aa0ba902b7';
@@ -113,12 +119,15 @@ describe('decision-span', () => {
     // Property: whatever the prompt is, no attribute value contains it (prompts of
     // 8+ characters, so an accidental match with a short id is not a false alarm).
     fc.assert(
-      fc.property(fc.string({ minLength: 8, maxLength: 200 }).filter((s) => /[^\s]{8}/.test(s)), (prompt) => {
-        exporter.reset();
-        rec.record(request({ prefix: prompt, promptChars: prompt.length }), decision());
-        const values = JSON.stringify(Object.values(onlySpan(exporter).attributes));
-        expect(values.includes(JSON.stringify(prompt).slice(1, -1))).to.equal(false);
-      }),
+      fc.property(
+        fc.string({ minLength: 8, maxLength: 200 }).filter((s) => /[^\s]{8}/.test(s)),
+        (prompt) => {
+          exporter.reset();
+          rec.record(request({ prefix: prompt, promptChars: prompt.length }), decision());
+          const values = JSON.stringify(Object.values(onlySpan(exporter).attributes));
+          expect(values.includes(JSON.stringify(prompt).slice(1, -1))).to.equal(false);
+        },
+      ),
       { seed: 11, numRuns: 100 },
     );
     exporter.reset();

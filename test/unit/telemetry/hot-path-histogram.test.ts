@@ -9,13 +9,20 @@ describe('telemetry/hot-path-histogram', () => {
     const rng = seededRng(9);
     const theirs = new Registry();
     const ours = new Registry();
-    const reference = new Histogram({ name: 'x_seconds', help: 'h', labelNames: ['strategy'], buckets: [...DECISION_LATENCY_BUCKETS], registers: [theirs] });
+    const reference = new Histogram({
+      name: 'x_seconds',
+      help: 'h',
+      labelNames: ['strategy'],
+      buckets: [...DECISION_LATENCY_BUCKETS],
+      registers: [theirs],
+    });
     const fast = new HotPathHistogram('x_seconds', 'h', 'strategy', DECISION_LATENCY_BUCKETS, [ours]);
     const strategies = ['cache-aware', 'round-robin', 'other'];
     for (let i = 0; i < 2000; i++) {
       const s = strategies[rng.int(strategies.length)]!;
       // Exact bounds, values between them, above the top bucket, and zero.
-      const v = i % 97 === 0 ? DECISION_LATENCY_BUCKETS[rng.int(DECISION_LATENCY_BUCKETS.length)]! : i % 89 === 0 ? 0.5 : rng.next() * 0.004;
+      const v =
+        i % 97 === 0 ? DECISION_LATENCY_BUCKETS[rng.int(DECISION_LATENCY_BUCKETS.length)]! : i % 89 === 0 ? 0.5 : rng.next() * 0.004;
       reference.observe({ strategy: s }, v);
       fast.observe(fast.cell(s), v);
     }

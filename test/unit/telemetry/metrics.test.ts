@@ -82,7 +82,10 @@ function build() {
 
 /** Exposition text with the histogram's float sums rounded (platform-independent). */
 function normalise(text: string): string {
-  return text.replace(/^(cacheroute_decision_duration_seconds_sum\{[^}]*\}) (\S+)$/gm, (_, k: string, v: string) => `${k} ${Number(v).toFixed(9)}`);
+  return text.replace(
+    /^(cacheroute_decision_duration_seconds_sum\{[^}]*\}) (\S+)$/gm,
+    (_, k: string, v: string) => `${k} ${Number(v).toFixed(9)}`,
+  );
 }
 
 describe('metrics', () => {

@@ -2,7 +2,12 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { MAX_EXPLAIN_CANDIDATES, RecentDecisions } from '../../../src/telemetry/recent-decisions.js';
 import type { CandidateScore } from '../../../src/core/types.js';
-import { scoredCandidate as candidate, sampleDecision as decision, loopbackEndpoint as endpoint, secretRequest as request } from '../builders.js';
+import {
+  scoredCandidate as candidate,
+  sampleDecision as decision,
+  loopbackEndpoint as endpoint,
+  secretRequest as request,
+} from '../builders.js';
 
 describe('recent-decisions', () => {
   it('keeps the newest records up to capacity, newest first', () => {

@@ -139,7 +139,10 @@ describe('router-telemetry', () => {
       f.scheduler.route(req(0, SYSTEM));
       const r = await get(port, '/debug/endpoints');
       expect(r.status).to.equal(200);
-      const body = JSON.parse(r.body) as { strategy: string; endpoints: { id: string; load: { inflightRequests: number; metricsAgeMs: number | null } }[] };
+      const body = JSON.parse(r.body) as {
+        strategy: string;
+        endpoints: { id: string; load: { inflightRequests: number; metricsAgeMs: number | null } }[];
+      };
       expect(body.strategy).to.equal('cache-aware');
       expect(body.endpoints.map((e) => e.id)).to.deep.equal(['127.0.0.1:8001', '127.0.0.1:8002', '127.0.0.1:8003', '127.0.0.1:8004']);
       expect(body.endpoints.reduce((a, e) => a + e.load.inflightRequests, 0)).to.equal(1);
@@ -255,7 +258,10 @@ describe('router-telemetry with the auto profile handler', () => {
       expect(span.attributes[`${ATTR.pluginMicrosPrefix}prefix-cache`]).to.be.a('number');
       const m = await telemetry!.metrics.text();
       expect(m).to.include('cacheroute_profile_decisions_total{strategy="auto",profile="learning"} 1');
-      const dbg = JSON.parse((await get(port, '/debug/plugins')).body) as { plugins: { name: string; type: string; state?: { mode?: string } }[]; dataLayer: { traffic: { requests: number } } };
+      const dbg = JSON.parse((await get(port, '/debug/plugins')).body) as {
+        plugins: { name: string; type: string; state?: { mode?: string } }[];
+        dataLayer: { traffic: { requests: number } };
+      };
       expect(dbg.plugins.find((p) => p.type === 'auto-profile-handler')?.state?.mode).to.equal('learning');
       expect(dbg.plugins.map((p) => p.name)).to.include.members(['prefix-cache', 'learning-cold', 'imbalance']);
       expect(dbg.dataLayer.traffic.requests).to.equal(1);

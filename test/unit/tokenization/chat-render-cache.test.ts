@@ -32,7 +32,14 @@ const NOT_OPAQUE = [
 
 function renderer(source: string): (messages: readonly TemplateMessage[], tools: readonly unknown[] | undefined) => string {
   const t = new Template(source);
-  return (messages, tools) => t.render({ messages: messages as TemplateMessage[], ...(tools !== undefined ? { tools: tools as unknown[] } : {}), add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>' });
+  return (messages, tools) =>
+    t.render({
+      messages: messages as TemplateMessage[],
+      ...(tools !== undefined ? { tools: tools as unknown[] } : {}),
+      add_generation_prompt: true,
+      bos_token: '<s>',
+      eos_token: '</s>',
+    });
 }
 
 const text = fc.oneof(
@@ -44,7 +51,9 @@ const role = fc.constantFrom('system', 'user', 'assistant', 'tool');
 const stringMessage = fc.record({ role, content: text }, { requiredKeys: ['role', 'content'] });
 const partsMessage = fc.record({
   role,
-  content: fc.array(fc.oneof(fc.record({ type: fc.constant('text'), text }), fc.record({ type: fc.constant('image_url') })), { maxLength: 3 }),
+  content: fc.array(fc.oneof(fc.record({ type: fc.constant('text'), text }), fc.record({ type: fc.constant('image_url') })), {
+    maxLength: 3,
+  }),
 });
 
 describe('tokenization: chat render cache', () => {
@@ -82,7 +91,9 @@ describe('tokenization: chat render cache', () => {
           }
           expect(cache.renderChat(messages, undefined)).to.equal(want);
           // A second time comes from the skeleton, with other texts of the same shape.
-          const other = messages.map((m) => (typeof m.content === 'string' && m.content.length > 0 ? { ...m, content: `${m.content}!` } : m));
+          const other = messages.map((m) =>
+            typeof m.content === 'string' && m.content.length > 0 ? { ...m, content: `${m.content}!` } : m,
+          );
           expect(cache.renderChat(other, undefined)).to.equal(render(other, undefined));
         }),
         { seed: 11, numRuns: 150 },
@@ -94,8 +105,14 @@ describe('tokenization: chat render cache', () => {
   it('reuses one skeleton per shape, and renders in full when a placeholder could be forged or the template is not opaque', () => {
     const render = renderer(TINY_CHAT_TEMPLATE);
     const cache = new ChatRenderCache(render, true);
-    const a = [{ role: 'system', content: 'S'.repeat(1000) }, { role: 'user', content: 'one' }];
-    const b = [{ role: 'system', content: 'S'.repeat(1000) }, { role: 'user', content: 'two' }];
+    const a = [
+      { role: 'system', content: 'S'.repeat(1000) },
+      { role: 'user', content: 'one' },
+    ];
+    const b = [
+      { role: 'system', content: 'S'.repeat(1000) },
+      { role: 'user', content: 'two' },
+    ];
     expect(cache.renderChat(a, undefined)).to.equal(render(a, undefined));
     expect(cache.renderChat(b, undefined)).to.equal(render(b, undefined));
     expect(cache.stats()).to.include({ misses: 1, hits: 1, full: 0, shapes: 1 });

@@ -15,7 +15,10 @@ function splitThenByteLevel(): Record<string, unknown> {
     pretokenizers: [
       {
         type: 'Split',
-        pattern: { Regex: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
+        pattern: {
+          Regex:
+            "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        },
         behavior: 'Isolated',
         invert: false,
       },
@@ -32,8 +35,35 @@ function make(json: Record<string, unknown>, opts: { preTokenCache?: boolean } =
 // Fragments chosen to hit the regexes' edge cases: contractions, runs of spaces before words
 // and line ends, digits, punctuation runs, multi-byte and astral characters, CR/LF, markers.
 const FRAGMENT = fc.constantFrom(
-  'You are', ' helpful', "'s", "'LL", ' ', '  ', '   ', '\n', '\r\n', '\n\n ', '\t', '12345', ' 7', '3.14', '!!', ' ?!', '...',
-  'é', 'naïve', '🙂', '日本語', ' def main():', 'x', 'ABC', '<|user|>', '<|end|>', '<s>', '</s>', '<|assistant|>',
+  'You are',
+  ' helpful',
+  "'s",
+  "'LL",
+  ' ',
+  '  ',
+  '   ',
+  '\n',
+  '\r\n',
+  '\n\n ',
+  '\t',
+  '12345',
+  ' 7',
+  '3.14',
+  '!!',
+  ' ?!',
+  '...',
+  'é',
+  'naïve',
+  '🙂',
+  '日本語',
+  ' def main():',
+  'x',
+  'ABC',
+  '<|user|>',
+  '<|end|>',
+  '<s>',
+  '</s>',
+  '<|assistant|>',
 );
 
 describe('tokenization: pre-token id cache', () => {
@@ -58,7 +88,10 @@ describe('tokenization: pre-token id cache', () => {
     it(`${name}: random unicode text matches too (seeded property)`, () => {
       const tok = make(json);
       fc.assert(
-        fc.property(fc.string({ unit: 'grapheme', maxLength: 120 }), (text) => JSON.stringify(tok.encode(text, false)) === JSON.stringify(tok.encodeWhole(text, false))),
+        fc.property(
+          fc.string({ unit: 'grapheme', maxLength: 120 }),
+          (text) => JSON.stringify(tok.encode(text, false)) === JSON.stringify(tok.encodeWhole(text, false)),
+        ),
         { seed: 12, numRuns: 400 },
       );
     });
@@ -80,7 +113,10 @@ describe('tokenization: pre-token id cache', () => {
 
   it('is not used for pipelines it cannot reproduce exactly (normalizer, prefix space, other models)', () => {
     const normalized = { ...tinyTokenizerJson(), normalizer: { type: 'NFC' } };
-    const prefixed = { ...tinyTokenizerJson(), pre_tokenizer: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true } };
+    const prefixed = {
+      ...tinyTokenizerJson(),
+      pre_tokenizer: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    };
     for (const json of [normalized, prefixed]) {
       expect(PreTokenIdCache.create(new Tokenizer(json, CONFIG), json)).to.equal(undefined);
       const tok = make(json);

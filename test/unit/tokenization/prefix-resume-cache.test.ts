@@ -11,8 +11,33 @@ const CONFIG = { tokenizer_class: 'PreTrainedTokenizerFast', bos_token: '<s>', e
 // Words, spaces, apostrophes, digits, punctuation, line ends, multi-byte and astral text: the
 // cut positions (letter then space) sit next to every other class.
 const FRAGMENT = fc.constantFrom(
-  'You are', ' helpful', 'word ', ' the', "'s", "'LL ", ' ', '  ', '   ', '\n', '\r\n', '\n\n ', '\t', '12345', ' 7', '3.14', '!!', ' ?!', '...',
-  'é', 'naïve ', '🙂', '日本語 ', ' def main():', 'x', 'ABC ', 'a b',
+  'You are',
+  ' helpful',
+  'word ',
+  ' the',
+  "'s",
+  "'LL ",
+  ' ',
+  '  ',
+  '   ',
+  '\n',
+  '\r\n',
+  '\n\n ',
+  '\t',
+  '12345',
+  ' 7',
+  '3.14',
+  '!!',
+  ' ?!',
+  '...',
+  'é',
+  'naïve ',
+  '🙂',
+  '日本語 ',
+  ' def main():',
+  'x',
+  'ABC ',
+  'a b',
 );
 
 function make(): ModelTokenizer {
@@ -30,11 +55,17 @@ describe('tokenization: prefix resume (completions prompts)', () => {
   it('resumed ids equal the library encoding the whole text (property: shared starts of any length, then any tail)', () => {
     const tok = make();
     fc.assert(
-      fc.property(fc.array(FRAGMENT, { minLength: 5, maxLength: 40 }), fc.double({ min: 0, max: 1, noNaN: true }), fc.array(FRAGMENT, { maxLength: 20 }), fc.boolean(), (base, cut, tail, special) => {
-        const first = longText(base);
-        const second = first.slice(0, 1100 + Math.floor(cut * (first.length - 1100))) + tail.join('');
-        for (const text of [first, second]) expect(Array.from(tok.encode(text, special))).to.deep.equal(tok.encodeWhole(text, special));
-      }),
+      fc.property(
+        fc.array(FRAGMENT, { minLength: 5, maxLength: 40 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.array(FRAGMENT, { maxLength: 20 }),
+        fc.boolean(),
+        (base, cut, tail, special) => {
+          const first = longText(base);
+          const second = first.slice(0, 1100 + Math.floor(cut * (first.length - 1100))) + tail.join('');
+          for (const text of [first, second]) expect(Array.from(tok.encode(text, special))).to.deep.equal(tok.encodeWhole(text, special));
+        },
+      ),
       { seed: 21, numRuns: 200 },
     );
     const s = tok.cacheStats().prefixResume!;
@@ -73,17 +104,30 @@ describe('tokenization: prefix resume (completions prompts)', () => {
 
 describe('tokenization: added-token finder', () => {
   it('finds what a longest-first alternation regex finds (shared and mixed leading characters)', () => {
-    for (const tokens of [['<|user|>', '<|end|>', '<s>', '</s>', '<|u'], ['<s>', '[INST]', '[/INST]', '<<SYS>>']]) {
+    for (const tokens of [
+      ['<|user|>', '<|end|>', '<s>', '</s>', '<|u'],
+      ['<s>', '[INST]', '[/INST]', '<<SYS>>'],
+    ]) {
       const finder = new AddedTokenFinder(tokens);
-      const re = new RegExp([...tokens].sort((a, b) => b.length - a.length).map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+      const re = new RegExp(
+        [...tokens]
+          .sort((a, b) => b.length - a.length)
+          .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+          .join('|'),
+        'g',
+      );
       fc.assert(
-        fc.property(fc.array(fc.constantFrom(...tokens, '<', '|', 'user', '>', '/', 's', 'x ', '[', ']', 'INST'), { maxLength: 30 }), (parts) => {
-          const text = parts.join('');
-          const got: string[] = [];
-          for (let m = finder.next(text, 0), at = 0; m !== undefined; at = m.index + m.token.length, m = finder.next(text, at)) got.push(`${m.index}:${m.token}`);
-          const want = [...text.matchAll(re)].map((m) => `${m.index}:${m[0]}`);
-          expect(got).to.deep.equal(want);
-        }),
+        fc.property(
+          fc.array(fc.constantFrom(...tokens, '<', '|', 'user', '>', '/', 's', 'x ', '[', ']', 'INST'), { maxLength: 30 }),
+          (parts) => {
+            const text = parts.join('');
+            const got: string[] = [];
+            for (let m = finder.next(text, 0), at = 0; m !== undefined; at = m.index + m.token.length, m = finder.next(text, at))
+              got.push(`${m.index}:${m.token}`);
+            const want = [...text.matchAll(re)].map((m) => `${m.index}:${m[0]}`);
+            expect(got).to.deep.equal(want);
+          },
+        ),
         { seed: 9, numRuns: 300 },
       );
     }

@@ -47,8 +47,12 @@ describe('util/schema', () => {
 
     it('listOf reports the index of the bad item, duplicates and a minimum length', () => {
       expect(problems(section({ l: listOf(int()) }), { l: [1, 2, 'x'] })).to.deep.equal(['sec.l[2]: expected integer, got "x"']);
-      expect(problems(section({ l: listOf(int(), { unique: true }) }), { l: [1, 1] })).to.deep.equal(['sec.l[1]: expected no duplicates, got 1']);
-      expect(problems(section({ l: listOf(int(), { minItems: 1 }) }), { l: [] })).to.deep.equal(['sec.l: expected a list with at least 1 item, got a list']);
+      expect(problems(section({ l: listOf(int(), { unique: true }) }), { l: [1, 1] })).to.deep.equal([
+        'sec.l[1]: expected no duplicates, got 1',
+      ]);
+      expect(problems(section({ l: listOf(int(), { minItems: 1 }) }), { l: [] })).to.deep.equal([
+        'sec.l: expected a list with at least 1 item, got a list',
+      ]);
     });
 
     it('describeValue never dumps long strings or structures', () => {
@@ -71,7 +75,10 @@ describe('util/schema', () => {
     });
 
     it('rejects unknown keys one by one, with a near-miss hint', () => {
-      expect(problems(s, { gamma: 'g', alpah: 2, zzz: 1 })).to.have.members(['sec.alpah: unknown field (did you mean alpha?)', 'sec.zzz: unknown field']);
+      expect(problems(s, { gamma: 'g', alpah: 2, zzz: 1 })).to.have.members([
+        'sec.alpah: unknown field (did you mean alpha?)',
+        'sec.zzz: unknown field',
+      ]);
     });
 
     it('reports a non-mapping once; an optional section may be left out', () => {

@@ -8,9 +8,16 @@ describe('bench/bars realistic preset', () => {
     baseline: { dir: '/x/baseline', commit: 'b'.repeat(40), dirty: false },
   };
 
-  it('runs both routers at the one rate in ABBA order, each from its own build, responses through the router in both; this build\'s access-log path beside them', () => {
+  it("runs both routers at the one rate in ABBA order, each from its own build, responses through the router in both; this build's access-log path beside them", () => {
     const runs = expandPreset(realisticPreset(builds, 8, 2));
-    expect(runs.map((e) => e.contender.label)).to.deep.equal(['current-1', 'baseline-1', 'current-access-log-1', 'baseline-2', 'current-2', 'current-access-log-2']);
+    expect(runs.map((e) => e.contender.label)).to.deep.equal([
+      'current-1',
+      'baseline-1',
+      'current-access-log-1',
+      'baseline-2',
+      'current-2',
+      'current-access-log-2',
+    ]);
     expect(runs.map((e) => e.qps)).to.deep.equal([8, 8, 8, 8, 8, 8]);
     for (const e of runs) {
       expect(e.contender.kind).to.equal('cacheroute');

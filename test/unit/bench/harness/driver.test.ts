@@ -29,18 +29,30 @@ function fakeServer(): Promise<{ url: string; server: Server; arrivals: Map<stri
     });
   });
   const answer = (res: ServerResponse): void => {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-engine-id': 'e1' });
-      setTimeout(() => {
-        res.write(`data: ${JSON.stringify({ choices: [{ text: 'hi' }] })}\n\n`);
-        res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 2 } } })}\n\n`);
-        res.end('data: [DONE]\n\n');
-      }, 20);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'x-engine-id': 'e1' });
+    setTimeout(() => {
+      res.write(`data: ${JSON.stringify({ choices: [{ text: 'hi' }] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 2 } } })}\n\n`,
+      );
+      res.end('data: [DONE]\n\n');
+    }, 20);
   };
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, arrivals })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, arrivals })),
+  );
 }
 
 const req = (id: string, atMs: number, prompt: string, extra: Partial<BenchRequest> = {}): BenchRequest => ({
-  id, atMs, api: 'completions', prompt, promptTokens: 1, maxTokens: 1, group: 'g', reusableTokens: 0, ...extra,
+  id,
+  atMs,
+  api: 'completions',
+  prompt,
+  promptTokens: 1,
+  maxTokens: 1,
+  group: 'g',
+  reusableTokens: 0,
+  ...extra,
 });
 
 describe('bench/harness/driver', function () {
@@ -87,7 +99,11 @@ describe('bench/harness/driver', function () {
   });
 
   it('the run deadline cuts open requests and counts unsent ones', async () => {
-    const requests = [req('x1', 0, 'hang-x1'), req('x2', 5000, 'ok-x2'), req('x3', 0, 'ok-x3', { dependsOn: { afterId: 'x1', thinkMs: 0 } })];
+    const requests = [
+      req('x1', 0, 'hang-x1'),
+      req('x2', 5000, 'ok-x2'),
+      req('x3', 0, 'ok-x3', { dependsOn: { afterId: 'x1', thinkMs: 0 } }),
+    ];
     const t = performance.now();
     const r = await runOpenLoop({ baseUrl: srv.url, model: 'm', contender: 'x', requests, requestTimeoutMs: 10_000, maxDurationMs: 300 });
     expect(performance.now() - t).to.be.below(3000);
@@ -96,7 +112,15 @@ describe('bench/harness/driver', function () {
 
   it('sheds on the client side beyond maxInFlight instead of delaying', async () => {
     const requests = [req('s1', 0, 'hang-s1'), req('s2', 10, 'hang-s2'), req('s3', 20, 'ok-s3')];
-    const r = await runOpenLoop({ baseUrl: srv.url, model: 'm', contender: 'x', requests, requestTimeoutMs: 200, maxDurationMs: 5000, maxInFlight: 2 });
+    const r = await runOpenLoop({
+      baseUrl: srv.url,
+      model: 'm',
+      contender: 'x',
+      requests,
+      requestTimeoutMs: 200,
+      maxDurationMs: 5000,
+      maxInFlight: 2,
+    });
     expect(r.records.map((x) => x.outcome)).to.deep.equal(['timeout', 'timeout', 'client-shed']);
   });
 });

@@ -34,9 +34,25 @@ describe('bench/harness/sse-request', () => {
   });
 
   it('builds streaming bodies with usage, ignore_eos and the API path', () => {
-    const req: BenchRequest = { id: 'x', atMs: 0, api: 'completions', prompt: 'abc ', promptTokens: 1, maxTokens: 5, group: '', reusableTokens: 0 };
+    const req: BenchRequest = {
+      id: 'x',
+      atMs: 0,
+      api: 'completions',
+      prompt: 'abc ',
+      promptTokens: 1,
+      maxTokens: 5,
+      group: '',
+      reusableTokens: 0,
+    };
     expect(requestPath(req)).to.equal('/v1/completions');
-    expect(requestBody(req, 'm')).to.deep.include({ model: 'm', prompt: 'abc ', max_tokens: 5, stream: true, ignore_eos: true, stream_options: { include_usage: true } });
+    expect(requestBody(req, 'm')).to.deep.include({
+      model: 'm',
+      prompt: 'abc ',
+      max_tokens: 5,
+      stream: true,
+      ignore_eos: true,
+      stream_options: { include_usage: true },
+    });
     const chat: BenchRequest = { ...req, api: 'chat', prompt: undefined, messages: [{ role: 'user', content: 'abc ' }] };
     expect(requestPath(chat)).to.equal('/v1/chat/completions');
     expect(requestBody(chat, 'm')['messages']).to.deep.equal([{ role: 'user', content: 'abc ' }]);
@@ -58,7 +74,16 @@ describe('bench/harness/sse-request', () => {
     const agent = new Agent({ keepAlive: false });
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const req: BenchRequest = { id: 'x', atMs: 0, api: 'completions', prompt: 'abc ', promptTokens: 1, maxTokens: 1, group: '', reusableTokens: 0 };
+      const req: BenchRequest = {
+        id: 'x',
+        atMs: 0,
+        api: 'completions',
+        prompt: 'abc ',
+        promptTokens: 1,
+        maxTokens: 1,
+        group: '',
+        reusableTokens: 0,
+      };
       for (const chunkedBody of [false, true]) {
         const res = await streamRequest(req, { baseUrl, model: 'm', timeoutMs: 5000, agent, chunkedBody });
         expect(res.outcome).to.equal('ok');

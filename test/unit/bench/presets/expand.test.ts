@@ -18,7 +18,18 @@ const preset: PresetSpec = {
     {
       name: 'b',
       engines: { label: 'e', count: 2, flags: {}, rationale: '' },
-      scenarios: [{ kind: 'sharing-ratio', label: 's', ratio: 0.5, promptTokens: 10, groups: 2, requests: 4, outputTokens: 1, arrival: { kind: 'constant', qps: 1 } }],
+      scenarios: [
+        {
+          kind: 'sharing-ratio',
+          label: 's',
+          ratio: 0.5,
+          promptTokens: 10,
+          groups: 2,
+          requests: 4,
+          outputTokens: 1,
+          arrival: { kind: 'constant', qps: 1 },
+        },
+      ],
       qpsSweep: [2, 4],
       contenders: [
         { kind: 'cacheroute', label: 'ca', strategy: 'cache-aware', routerOverrides: { cacheAware: { weights: { prefix: 5 } } } },
@@ -66,8 +77,20 @@ describe('bench/presets', () => {
     for (const p of PRESETS) {
       for (const r of expandPreset(p)) {
         if (r.contender.kind !== 'cacheroute') continue;
-        const engines = Array.from({ length: r.engines.count }, (_, i) => ({ id: `e${i}`, url: `http://127.0.0.1:${8100 + i}`, port: 8100 + i, address: `127.0.0.1:${8100 + i}` }));
-        const obj = routerConfigObject({ engines, strategy: r.contender.strategy, seed: 1, grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0', ...(r.contender.routerOverrides ? { overrides: r.contender.routerOverrides } : {}) });
+        const engines = Array.from({ length: r.engines.count }, (_, i) => ({
+          id: `e${i}`,
+          url: `http://127.0.0.1:${8100 + i}`,
+          port: 8100 + i,
+          address: `127.0.0.1:${8100 + i}`,
+        }));
+        const obj = routerConfigObject({
+          engines,
+          strategy: r.contender.strategy,
+          seed: 1,
+          grpcAddress: '127.0.0.1:0',
+          adminAddress: '127.0.0.1:0',
+          ...(r.contender.routerOverrides ? { overrides: r.contender.routerOverrides } : {}),
+        });
         expect(() => parseConfig(obj), `${p.name}: ${r.id}`).to.not.throw();
       }
     }

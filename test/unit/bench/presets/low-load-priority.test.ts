@@ -40,7 +40,10 @@ describe('bench/presets/real-vllm-low-load-priority', () => {
 
   it('puts Envoy round-robin first in each block, then cacheroute and sglang-router in 3 rotated rounds with a seed each', () => {
     for (const [block, mine] of byBlock(runs)) {
-      expect(mine.map((r) => r.contender.label), block).to.deep.equal([
+      expect(
+        mine.map((r) => r.contender.label),
+        block,
+      ).to.deep.equal([
         'envoy-round-robin',
         'cacheroute-cache-aware#1',
         'sglang-cache_aware#1',
@@ -49,7 +52,10 @@ describe('bench/presets/real-vllm-low-load-priority', () => {
         'cacheroute-cache-aware#3',
         'sglang-cache_aware#3',
       ]);
-      expect(mine.slice(1).map((r) => r.seedOffset ?? 0), block).to.deep.equal([0, 0, 1, 1, 2, 2]);
+      expect(
+        mine.slice(1).map((r) => r.seedOffset ?? 0),
+        block,
+      ).to.deep.equal([0, 0, 1, 1, 2, 2]);
     }
   });
 });
@@ -61,7 +67,10 @@ describe('bench/presets/real-vllm-low-load-hop', () => {
     const blocks = byBlock(runs);
     expect(blocks.size).to.equal(2);
     for (const [block, mine] of blocks) {
-      expect(mine.map((r) => r.contender.label), block).to.deep.equal([
+      expect(
+        mine.map((r) => r.contender.label),
+        block,
+      ).to.deep.equal([
         'envoy-round-robin',
         'cacheroute-cache-aware#1',
         'sglang-cache_aware#1',
@@ -73,7 +82,10 @@ describe('bench/presets/real-vllm-low-load-hop', () => {
         'cacheroute-cache-aware#3',
         'sglang-cache_aware#3',
       ]);
-      expect(mine.slice(1).map((r) => r.seedOffset ?? 0), block).to.deep.equal([0, 0, 0, 1, 1, 1, 2, 2, 2]);
+      expect(
+        mine.slice(1).map((r) => r.seedOffset ?? 0),
+        block,
+      ).to.deep.equal([0, 0, 0, 1, 1, 1, 2, 2, 2]);
     }
   });
 
@@ -89,9 +101,12 @@ describe('bench/presets/real-vllm-low-load-hop', () => {
 describe('bench/presets/real-vllm-low-load-hop-go', () => {
   const runs = expandPreset(REAL_VLLM_LOW_LOAD_HOP_GO);
 
-  it('adds the Go processor\'s hop to the rotation: four contenders in 3 rotated rounds per workload', () => {
+  it("adds the Go processor's hop to the rotation: four contenders in 3 rotated rounds per workload", () => {
     for (const [block, mine] of byBlock(runs)) {
-      expect(mine.map((r) => r.contender.label), block).to.deep.equal([
+      expect(
+        mine.map((r) => r.contender.label),
+        block,
+      ).to.deep.equal([
         'envoy-round-robin',
         'cacheroute-cache-aware#1',
         'sglang-cache_aware#1',
@@ -173,8 +188,18 @@ describe('bench/presets/real-vllm-low-load-inproc-hop', () => {
     expect(runs[0]?.contender.label).to.equal('envoy-round-robin');
     const labels = runs.slice(1).map((r) => r.contender.label);
     expect(labels).to.have.length(12);
-    expect(labels.slice(0, 4)).to.deep.equal(['cacheroute-cache-aware#1', 'cacheroute-cache-aware-quiet#1', 'sglang-cache_aware#1', 'sglang-cache_aware-behind-null-hop#1']);
-    expect(labels.slice(4, 8)).to.deep.equal(['cacheroute-cache-aware-quiet#2', 'sglang-cache_aware#2', 'sglang-cache_aware-behind-null-hop#2', 'cacheroute-cache-aware#2']);
+    expect(labels.slice(0, 4)).to.deep.equal([
+      'cacheroute-cache-aware#1',
+      'cacheroute-cache-aware-quiet#1',
+      'sglang-cache_aware#1',
+      'sglang-cache_aware-behind-null-hop#1',
+    ]);
+    expect(labels.slice(4, 8)).to.deep.equal([
+      'cacheroute-cache-aware-quiet#2',
+      'sglang-cache_aware#2',
+      'sglang-cache_aware-behind-null-hop#2',
+      'cacheroute-cache-aware#2',
+    ]);
     const quiet = runs.find((r) => r.contender.label.startsWith('cacheroute-cache-aware-quiet'))?.contender;
     const overrides = quiet?.kind === 'cacheroute' ? quiet.routerOverrides : undefined;
     const enabled = (o: unknown): unknown => (o as { enabled?: unknown } | undefined)?.enabled;

@@ -82,11 +82,21 @@ describe('bench/presets/replicas', () => {
 
   it('compares CPU against a built checkout of main (ABAB, idle CPU measured) and TTFT against both peer routers', () => {
     const cpu = runs.filter((r) => r.block === 'cpu');
-    expect(cpu.map((r) => (r.contender.kind === 'cacheroute' && r.contender.checkout !== undefined ? 'main' : 'this'))).to.deep.equal(['main', 'this', 'main', 'this']);
+    expect(cpu.map((r) => (r.contender.kind === 'cacheroute' && r.contender.checkout !== undefined ? 'main' : 'this'))).to.deep.equal([
+      'main',
+      'this',
+      'main',
+      'this',
+    ]);
     expect(cpu.every((r) => r.idleCpuMs === 10_000)).to.equal(true);
     // Neither side carries the decision header: both measured as deployed.
     expect(cpu.every((r) => r.contender.kind === 'cacheroute' && r.contender.routerOverrides === undefined)).to.equal(true);
-    expect(runs.filter((r) => r.block === 'low-load').map((r) => r.contender.kind)).to.deep.equal(['cacheroute', 'sglang-router', 'vllm-router', 'cacheroute']);
+    expect(runs.filter((r) => r.block === 'low-load').map((r) => r.contender.kind)).to.deep.equal([
+      'cacheroute',
+      'sglang-router',
+      'vllm-router',
+      'cacheroute',
+    ]);
   });
 
   it('the smoke preset is the same matrix at 0.4× the times', () => {
@@ -101,11 +111,24 @@ describe('bench/presets/replicas', () => {
     const base = REPLICAS.blocks[0]!;
     const withFaults = (faults: FaultStep[], replicas = 3, replication: 'nats' | null = 'nats'): PresetSpec => ({
       ...REPLICAS,
-      blocks: [{ ...base, contenders: [{ kind: 'cacheroute', label: 'x', strategy: 'cache-aware', replicas, ...(replication ? { replication } : {}) }], faults }],
+      blocks: [
+        {
+          ...base,
+          contenders: [{ kind: 'cacheroute', label: 'x', strategy: 'cache-aware', replicas, ...(replication ? { replication } : {}) }],
+          faults,
+        },
+      ],
     });
     expect(() => expandPreset(withFaults([{ atMs: 1, action: 'kill-replica', replica: 3 }]))).to.throw(/replica 3 of 3/);
     expect(() => expandPreset(withFaults([{ atMs: 1, action: 'stop-nats' }], 1, null))).to.throw(/without replication/);
-    expect(() => expandPreset(withFaults([{ atMs: 5, action: 'stop-nats' }, { atMs: 1, action: 'start-nats' }]))).to.throw(/out of time order/);
+    expect(() =>
+      expandPreset(
+        withFaults([
+          { atMs: 5, action: 'stop-nats' },
+          { atMs: 1, action: 'start-nats' },
+        ]),
+      ),
+    ).to.throw(/out of time order/);
   });
 });
 
@@ -141,7 +164,12 @@ describe('bench/harness/fault-script', () => {
     );
     const events = await script.done;
     expect(calls).to.deep.equal(['kill 1', 'restart 1', 'stop-nats']);
-    expect(events.map((e) => [e.action, e.target])).to.deep.equal([['kill-replica', 'b'], ['restart-replica', 'b'], ['stop-nats', null], ['start-nats', null]]);
+    expect(events.map((e) => [e.action, e.target])).to.deep.equal([
+      ['kill-replica', 'b'],
+      ['restart-replica', 'b'],
+      ['stop-nats', null],
+      ['start-nats', null],
+    ]);
     expect(events[0]!.startedMs).to.be.at.least(29);
     // The restart takes 20 ms: done after it started; the NATS stop waits for it.
     expect(events[1]!.doneMs! - events[1]!.startedMs).to.be.at.least(19);
@@ -151,8 +179,25 @@ describe('bench/harness/fault-script', () => {
 
   it('stops at cancel: steps not yet due never run', async () => {
     const calls: string[] = [];
-    const set = { names: ['a'], adminUrl: () => '', isRunning: () => true, kill: async () => void calls.push('kill'), restart: async () => void calls.push('restart'), hasNats: false, stopNats: async () => undefined, startNats: async () => undefined } satisfies ReplicaSet;
-    const script = runFaultScript([{ atMs: 0, action: 'kill-replica', replica: 0 }, { atMs: 10_000, action: 'restart-replica', replica: 0 }], set, performance.now(), () => undefined);
+    const set = {
+      names: ['a'],
+      adminUrl: () => '',
+      isRunning: () => true,
+      kill: async () => void calls.push('kill'),
+      restart: async () => void calls.push('restart'),
+      hasNats: false,
+      stopNats: async () => undefined,
+      startNats: async () => undefined,
+    } satisfies ReplicaSet;
+    const script = runFaultScript(
+      [
+        { atMs: 0, action: 'kill-replica', replica: 0 },
+        { atMs: 10_000, action: 'restart-replica', replica: 0 },
+      ],
+      set,
+      performance.now(),
+      () => undefined,
+    );
     await new Promise((r) => setTimeout(r, 30));
     script.cancel();
     const events = await script.done;
@@ -196,7 +241,11 @@ describe('bench/stats/replica-facts', () => {
   });
 
   it('windowed token hit uses successful requests sent in the window', () => {
-    const records = [rec({ scheduledMs: 100, cachedTokens: 500 }), rec({ scheduledMs: 1500, cachedTokens: 1000 }), rec({ scheduledMs: 200, outcome: 'timeout', cachedTokens: null })];
+    const records = [
+      rec({ scheduledMs: 100, cachedTokens: 500 }),
+      rec({ scheduledMs: 1500, cachedTokens: 1000 }),
+      rec({ scheduledMs: 200, outcome: 'timeout', cachedTokens: null }),
+    ];
     expect(windowTokenHit(records, 0, 1000)).to.deep.equal({ requests: 1, rate: 0.5 });
     expect(windowTokenHit(records, 0, 2000)).to.deep.equal({ requests: 2, rate: 0.75 });
   });
@@ -226,18 +275,56 @@ describe('bench/report/replica-bars', () => {
   it('a gauge settles when the last replica reads 1 for good after NATS returns', () => {
     const f = facts({
       replicationSeries: [
-        { replica: 'r0', series: CONNECTED_SERIES, points: [[0, 1], [10_500, 0], [30_800, 1]] },
-        { replica: 'r1', series: CONNECTED_SERIES, points: [[0, 1], [10_300, 0], [31_900, 1]] },
+        {
+          replica: 'r0',
+          series: CONNECTED_SERIES,
+          points: [
+            [0, 1],
+            [10_500, 0],
+            [30_800, 1],
+          ],
+        },
+        {
+          replica: 'r1',
+          series: CONNECTED_SERIES,
+          points: [
+            [0, 1],
+            [10_300, 0],
+            [31_900, 1],
+          ],
+        },
       ],
     });
     expect(settledMs(f, CONNECTED_SERIES, 30_000)).to.equal(1900);
-    const never = facts({ replicationSeries: [{ replica: 'r0', series: CONNECTED_SERIES, points: [[0, 1], [10_500, 0]] }] });
+    const never = facts({
+      replicationSeries: [
+        {
+          replica: 'r0',
+          series: CONNECTED_SERIES,
+          points: [
+            [0, 1],
+            [10_500, 0],
+          ],
+        },
+      ],
+    });
     expect(settledMs(never, CONNECTED_SERIES, 30_000)).to.equal(null);
     expect(settledMs(facts({}), CONNECTED_SERIES, 30_000)).to.equal(null);
   });
 
   it('index reconvergence: first comparison after NATS returns back near the pre-stop overlap', () => {
-    const points: Array<[number, number]> = [[3000, 0.97], [5000, 0.99], [7000, 0.98], [9000, 0.98], [12_000, 0.7], [20_000, 0.5], [30_500, 0.6], [31_500, 0.9], [32_500, 0.97], [33_500, 0.99]];
+    const points: Array<[number, number]> = [
+      [3000, 0.97],
+      [5000, 0.99],
+      [7000, 0.98],
+      [9000, 0.98],
+      [12_000, 0.7],
+      [20_000, 0.5],
+      [30_500, 0.6],
+      [31_500, 0.9],
+      [32_500, 0.97],
+      [33_500, 0.99],
+    ];
     const f = facts({ indexAgreement: points.map(([tMs, j]) => ({ tMs, replicas: 3, digestsEqual: false, minJaccard: j })) });
     expect(indexReconvergence(f, 10_000, 30_000)).to.deep.equal({ ms: 2500, before: 0.98, outageMin: 0.5 });
     expect(indexReconvergence(facts({}), 10_000, 30_000).ms).to.equal(null);
@@ -246,7 +333,10 @@ describe('bench/report/replica-bars', () => {
   it('key overlap: Jaccard per endpoint, mean over endpoints, lowest pair', () => {
     const v = (m: Record<string, string[]>) => new Map(Object.entries(m).map(([k, xs]) => [k, new Set(xs)] as const));
     expect(jaccard(new Set(['a', 'b']), new Set(['b', 'c']))).to.be.closeTo(1 / 3, 1e-9);
-    expect(minPairJaccard([v({ e1: ['a', 'b'], e2: ['x'] }), v({ e1: ['a', 'b'], e2: ['x'] }), v({ e1: ['a'], e2: [] })])).to.be.closeTo(0.25, 1e-9);
+    expect(minPairJaccard([v({ e1: ['a', 'b'], e2: ['x'] }), v({ e1: ['a', 'b'], e2: ['x'] }), v({ e1: ['a'], e2: [] })])).to.be.closeTo(
+      0.25,
+      1e-9,
+    );
   });
 
   it('accuracy recovery: first 3 s window after NATS returns within 5 points of before', () => {
@@ -264,10 +354,25 @@ describe('bench/report/replica-bars', () => {
 
 describe('bench/harness/envoy-config: router replicas', () => {
   it('lists every replica in the ext_proc cluster', () => {
-    const doc = buildEnvoyConfig({ variant: 'override-host', routerAddresses: ['127.0.0.1:9001', '127.0.0.1:9002', '127.0.0.1:9003'], engines: ['127.0.0.1:8001'] });
-    const clusters = (doc['static_resources'] as { clusters: Array<{ name: string; load_assignment: { endpoints: Array<{ lb_endpoints: Array<{ endpoint: { address: { socket_address: { port_value: number } } } }> }> } }> }).clusters;
+    const doc = buildEnvoyConfig({
+      variant: 'override-host',
+      routerAddresses: ['127.0.0.1:9001', '127.0.0.1:9002', '127.0.0.1:9003'],
+      engines: ['127.0.0.1:8001'],
+    });
+    const clusters = (
+      doc['static_resources'] as {
+        clusters: Array<{
+          name: string;
+          load_assignment: {
+            endpoints: Array<{ lb_endpoints: Array<{ endpoint: { address: { socket_address: { port_value: number } } } }> }>;
+          };
+        }>;
+      }
+    ).clusters;
     const ext = clusters.find((c) => c.name === 'cacheroute_extproc');
-    expect(ext?.load_assignment.endpoints[0]?.lb_endpoints.map((e) => e.endpoint.address.socket_address.port_value)).to.deep.equal([9001, 9002, 9003]);
+    expect(ext?.load_assignment.endpoints[0]?.lb_endpoints.map((e) => e.endpoint.address.socket_address.port_value)).to.deep.equal([
+      9001, 9002, 9003,
+    ]);
     expect(() => buildEnvoyConfig({ variant: 'override-host', routerAddresses: [] })).to.throw(/empty/);
   });
 });

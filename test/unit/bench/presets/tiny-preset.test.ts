@@ -36,7 +36,8 @@ describe('bench preset tiny (end to end)', function () {
       expect(r.summary.hits.engineTokenHitRate, r.id).to.be.within(0, 1);
       expect(r.summary.ttftMs.p50, r.id).to.be.greaterThan(0);
     }
-    const hit = (label: string, qps: number): number => (results.find((r) => r.contender.label === label && r.qps === qps) as ExperimentResult).summary.hits.requestHitRate as number;
+    const hit = (label: string, qps: number): number =>
+      (results.find((r) => r.contender.label === label && r.qps === qps) as ExperimentResult).summary.hits.requestHitRate as number;
     for (const q of [4, 8]) expect(hit('cacheroute-cache-aware', q)).to.be.at.least(hit('cacheroute-round-robin', q));
     const ca = results.find((r) => r.contender.label === 'cacheroute-cache-aware');
     expect(ca?.routerDecision?.count).to.equal(16);

@@ -8,7 +8,7 @@ const entry = (path: string, routing: number | string | null, firstByte: number 
   JSON.stringify({ method: 'POST', path, routing_us: routing, upstream_first_byte_us: firstByte, status: 200 });
 
 describe('bench/profile/envoy-timings', () => {
-  it('reads the /v1 entries of an access log and skips Envoy\'s own log lines, other paths and absent fields', () => {
+  it("reads the /v1 entries of an access log and skips Envoy's own log lines, other paths and absent fields", () => {
     const text = [
       '[2026-12-02 00:00:00.000][1][info][main] starting main dispatch loop',
       entry('/v1/completions', 2100, 9000),
@@ -20,9 +20,12 @@ describe('bench/profile/envoy-timings', () => {
     expect(readAccessLog(text)).to.deep.equal({ routing: [2100, 1900], firstByte: [9000, 8000] });
   });
 
-  it('names a log\'s contender and block from the harness\'s file names', () => {
+  it("names a log's contender and block from the harness's file names", () => {
     expect(parseLogName('envoy-cacheroute-cache-aware#1.log')).to.deep.equal({ label: 'cacheroute-cache-aware#1', block: 0 });
-    expect(parseLogName('envoy-sglang-cache_aware-behind-null-hop#3-2.log')).to.deep.equal({ label: 'sglang-cache_aware-behind-null-hop#3', block: 1 });
+    expect(parseLogName('envoy-sglang-cache_aware-behind-null-hop#3-2.log')).to.deep.equal({
+      label: 'sglang-cache_aware-behind-null-hop#3',
+      block: 1,
+    });
     expect(parseLogName('envoy-x-1234.yaml')).to.equal(undefined);
   });
 

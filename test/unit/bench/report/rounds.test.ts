@@ -6,7 +6,14 @@ import type { RequestRecord } from '../../../../bench/harness/driver.js';
 import { parseRoundLabel } from '../../../../bench/presets/round-label.js';
 
 /** A run whose request `i` had TTFT ttfts[i] (ids r0, r1, …). */
-function run(contender: string, kind: string, round: number, ttfts: readonly number[], hit = 0.8, cached: readonly number[] = ttfts.map(() => 128)): RoundRun {
+function run(
+  contender: string,
+  kind: string,
+  round: number,
+  ttfts: readonly number[],
+  hit = 0.8,
+  cached: readonly number[] = ttfts.map(() => 128),
+): RoundRun {
   return {
     block: 'b',
     scenario: 's',
@@ -83,7 +90,15 @@ describe('bench/report/rounds', () => {
     const runs = [1, 2, 3, 4].flatMap((n) => {
       const sg = [100, 100, 100, 100, 100];
       const f = n % 2 === 0 ? 1.5 : 1.0;
-      return [run('cr', 'cacheroute', n, sg.map((v) => v * f)), run('sg', 'sglang-router', n, sg)];
+      return [
+        run(
+          'cr',
+          'cacheroute',
+          n,
+          sg.map((v) => v * f),
+        ),
+        run('sg', 'sglang-router', n, sg),
+      ];
     });
     const c = poolRounds(runs, { bootstrapSamples: 500, seed: 5 })[0]!.comparisons[0]!;
     const [lo, hi] = c.p50RatioRoundInterval!;
@@ -92,7 +107,10 @@ describe('bench/report/rounds', () => {
   });
 
   it('keeps a same-cached-tokens ratio over only the pairs whose engines reported equal cached tokens', () => {
-    const runs = [run('cr', 'cacheroute', 1, [100, 400, 110], 0.8, [1408, 0, 1408]), run('sg', 'sglang-router', 1, [100, 100, 100], 0.8, [1408, 1408, 1408])];
+    const runs = [
+      run('cr', 'cacheroute', 1, [100, 400, 110], 0.8, [1408, 0, 1408]),
+      run('sg', 'sglang-router', 1, [100, 100, 100], 0.8, [1408, 1408, 1408]),
+    ];
     const c = poolRounds(runs, { bootstrapSamples: 10 })[0]!.comparisons[0]!;
     expect(c.pairedRequests).to.equal(3);
     expect(c.medianRequestRatio).to.be.closeTo(1.1, 1e-9);
@@ -153,7 +171,9 @@ describe('bench/report/rounds', () => {
     expect(quiet.every((e) => e.block === 'agentic')).to.equal(true);
     const q = quiet.find((e) => e.contender.label === 'cacheroute-cache-aware-quiet#2')!;
     expect(q.seedOffset).to.equal(1);
-    const over = (q.contender.kind === 'cacheroute' ? q.contender.routerOverrides : undefined) as { engineMetrics?: { enabled?: boolean }; health?: { enabled?: boolean } } | undefined;
+    const over = (q.contender.kind === 'cacheroute' ? q.contender.routerOverrides : undefined) as
+      | { engineMetrics?: { enabled?: boolean }; health?: { enabled?: boolean } }
+      | undefined;
     expect(over?.engineMetrics?.enabled).to.equal(false);
     expect(over?.health?.enabled).to.equal(false);
   });

@@ -19,7 +19,15 @@ describe('bench/report/svg-chart', () => {
       yLabel: 'ms',
       logY: true,
       series: [
-        { name: 'a & b', points: [[1, 100], [2, 200], [3, null], [4, 400]] },
+        {
+          name: 'a & b',
+          points: [
+            [1, 100],
+            [2, 200],
+            [3, null],
+            [4, 400],
+          ],
+        },
         { name: 'none', points: [[1, null]] },
       ],
     });
@@ -38,7 +46,10 @@ describe('bench/report/svg-chart', () => {
       title: 'hits',
       yLabel: 'rate',
       categories: ['x', 'y'],
-      series: [{ name: 's1', values: [0.5, null] }, { name: 's2', values: [1, 0.25] }],
+      series: [
+        { name: 's1', values: [0.5, null] },
+        { name: 's2', values: [1, 0.25] },
+      ],
       yMax: 1,
       valueLabel: (v) => `${Math.round(v * 100)}%`,
     });

@@ -46,7 +46,8 @@ function result(f: Fake): ExperimentResult {
   };
 }
 
-const status = (checks: ReturnType<typeof checkTargets>, prefix: string): string[] => checks.filter((c) => c.target.startsWith(prefix)).map((c) => c.status);
+const status = (checks: ReturnType<typeof checkTargets>, prefix: string): string[] =>
+  checks.filter((c) => c.target.startsWith(prefix)).map((c) => c.status);
 
 describe('bench/report/targets', () => {
   it('round-robin ≈ 1/N passes inside ±0.5/N and fails outside; 0% sharing is not checked', () => {
@@ -72,7 +73,9 @@ describe('bench/report/targets', () => {
     expect(status(checkTargets([hot('cache-aware', 400, 0.62), hot('prefix-hash', 900, 0.66)]), 'hot prefix')).to.deep.equal(['PASS']);
     expect(status(checkTargets([hot('cache-aware', 500, 0.62), hot('prefix-hash', 900, 0.66)]), 'hot prefix')).to.deep.equal(['FAIL']);
     expect(status(checkTargets([hot('cache-aware', 400, 0.55), hot('prefix-hash', 900, 0.66)]), 'hot prefix')).to.deep.equal(['FAIL']);
-    expect(status(checkTargets([hot('cache-aware', 400, 0.62, 0.99), hot('prefix-hash', 900, 0.66)]), 'hot prefix')).to.deep.equal(['FAIL']);
+    expect(status(checkTargets([hot('cache-aware', 400, 0.62, 0.99), hot('prefix-hash', 900, 0.66)]), 'hot prefix')).to.deep.equal([
+      'FAIL',
+    ]);
   });
 
   it('saturation is the highest rate some contender keeps up with', () => {

@@ -6,7 +6,15 @@ import { summarizeRun } from '../../../../bench/stats/summarize.js';
 const EMPTY = summarizeRun({ records: [], wallMs: 1000, maxLagMs: 0, engineIds: ['e1', 'e2'], idealReuse: 0.9 });
 
 /** A finished run of `label` (cacheroute unless `kind` says otherwise) with the given numbers. */
-function run(label: string, strategy: string, qps: number | null, p50: number, p99: number, tokHit: number, opts: { kind?: string; error?: string; success?: number } = {}): ExperimentResult {
+function run(
+  label: string,
+  strategy: string,
+  qps: number | null,
+  p50: number,
+  p99: number,
+  tokHit: number,
+  opts: { kind?: string; error?: string; success?: number } = {},
+): ExperimentResult {
   return {
     id: `blk/scn@${qps}/${label}`,
     block: 'blk',
@@ -40,7 +48,10 @@ describe('bench/report/variants', () => {
       run('sglang', 'cache_aware', 4, 50, 60, 0.6, { kind: 'sglang-router' }),
       run('ph', 'prefix-hash', 4, 1, 1, 0.6),
     ]);
-    expect(v.map((r) => [r.qps, r.variant, r.base])).to.deep.equal([[4, 'ca+x', 'ca'], [8, 'ca+x', 'ca']]);
+    expect(v.map((r) => [r.qps, r.variant, r.base])).to.deep.equal([
+      [4, 'ca+x', 'ca'],
+      [8, 'ca+x', 'ca'],
+    ]);
     expect(v[0]?.ttftP50).to.be.closeTo(1.1, 1e-9);
     expect(v[0]?.ttftP99).to.be.closeTo(0.75, 1e-9);
     expect(v[0]?.successRate).to.equal(0.5);

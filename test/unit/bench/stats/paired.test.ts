@@ -31,7 +31,8 @@ describe('bench/stats/paired', () => {
       expect(lo).to.be.at.most(p.medianDiffMs as number);
       expect(hi).to.be.at.least(p.medianDiffMs as number);
     }
-    const width = (p: typeof t): number => (p.interval90Ms as readonly [number, number])[1] - (p.interval90Ms as readonly [number, number])[0];
+    const width = (p: typeof t): number =>
+      (p.interval90Ms as readonly [number, number])[1] - (p.interval90Ms as readonly [number, number])[0];
     expect(width(l)).to.be.greaterThan(width(t));
   });
 

@@ -36,7 +36,14 @@ describe('bench/stats/prometheus-text and friends', () => {
 
   it('reads vLLM counters and takes deltas', () => {
     const c = countersFromSamples(samples);
-    expect(c).to.deep.equal({ prefixHitTokens: 1200, prefixQueryTokens: 4000, promptTokens: 4000, generationTokens: 320, requests: 10, preemptions: 0 });
+    expect(c).to.deep.equal({
+      prefixHitTokens: 1200,
+      prefixQueryTokens: 4000,
+      promptTokens: 4000,
+      generationTokens: 320,
+      requests: 10,
+      preemptions: 0,
+    });
     const later = { ...c, prefixHitTokens: 2000, requests: 15 };
     const d = counterDelta(c, later);
     expect(d.prefixHitTokens).to.equal(800);
@@ -55,7 +62,15 @@ describe('bench/stats/prometheus-text and friends', () => {
     expect(histogramQuantile(data, 0.5)).to.be.closeTo(0.001 + 0.009 * 0.5, 1e-12);
     // ranks in +Inf return the last finite bound
     expect(histogramQuantile(data, 0.95)).to.equal(0.01);
-    const before = { buckets: [{ le: 0.001, count: 2 }, { le: 0.01, count: 2 }, { le: Number.POSITIVE_INFINITY, count: 2 }], sum: 0.001, count: 2 };
+    const before = {
+      buckets: [
+        { le: 0.001, count: 2 },
+        { le: 0.01, count: 2 },
+        { le: Number.POSITIVE_INFINITY, count: 2 },
+      ],
+      sum: 0.001,
+      count: 2,
+    };
     const d = histogramDelta(before, data);
     expect(d.count).to.equal(8);
     expect(d.buckets.map((b) => b.count)).to.deep.equal([0, 6, 8]);

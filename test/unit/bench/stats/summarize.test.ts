@@ -70,7 +70,13 @@ describe('bench/stats/summarize', () => {
 
   it('token-level hit rate comes from engine counter deltas', () => {
     const d = (hits: number, queries: number): EngineCounters => ({ ...ZERO_COUNTERS, prefixHitTokens: hits, prefixQueryTokens: queries });
-    const h = hitRates([], new Map([['e1', d(300, 1000)], ['e2', d(100, 1000)]]));
+    const h = hitRates(
+      [],
+      new Map([
+        ['e1', d(300, 1000)],
+        ['e2', d(100, 1000)],
+      ]),
+    );
     expect(h.engineTokenHitRate).to.equal(0.2);
   });
 
@@ -83,7 +89,10 @@ describe('bench/stats/summarize', () => {
     expect(fromResponses.spread.perEngine['e3']).to.deep.equal({ requests: 0, promptTokens: 0 });
 
     const c = (requests: number, promptTokens: number): EngineCounters => ({ ...ZERO_COUNTERS, requests, promptTokens });
-    const deltas = new Map([['e1', c(5, 5000)], ['e2', c(5, 3000)]]);
+    const deltas = new Map([
+      ['e1', c(5, 5000)],
+      ['e2', c(5, 3000)],
+    ]);
     const fromMetrics = summarizeRun({ records, wallMs: 1000, maxLagMs: 0, engineIds: ['e1', 'e2'], engineDeltas: deltas, idealReuse: 0 });
     expect(fromMetrics.spread.source).to.equal('engine-metrics');
     expect(fromMetrics.spread.requestsMaxOverMean).to.equal(1);
@@ -91,7 +100,13 @@ describe('bench/stats/summarize', () => {
   });
 
   it('a run with nothing successful has null latencies and zero throughput', () => {
-    const s = summarizeRun({ records: [rec({ outcome: 'not-sent', ttftMs: null, e2eMs: null, engine: null })], wallMs: 0, maxLagMs: 0, engineIds: ['e1'], idealReuse: 0 });
+    const s = summarizeRun({
+      records: [rec({ outcome: 'not-sent', ttftMs: null, e2eMs: null, engine: null })],
+      wallMs: 0,
+      maxLagMs: 0,
+      engineIds: ['e1'],
+      idealReuse: 0,
+    });
     expect(s.success.successRate).to.equal(0);
     expect(s.ttftMs.p99).to.equal(null);
     expect(s.reqPerS).to.equal(0);

@@ -2,7 +2,17 @@ import { expect } from 'chai';
 import { hotPrefixWorkload } from '../../../../bench/workloads/hot-prefix.js';
 
 describe('bench/workloads/hot-prefix', () => {
-  const params = { groups: 8, hotShare: 0.6, requests: 2000, systemPromptTokens: 32, questionTokens: 8, outputTokens: 4, api: 'completions' as const, arrival: { kind: 'poisson' as const, qps: 50 }, seed: 11 };
+  const params = {
+    groups: 8,
+    hotShare: 0.6,
+    requests: 2000,
+    systemPromptTokens: 32,
+    questionTokens: 8,
+    outputTokens: 4,
+    api: 'completions' as const,
+    arrival: { kind: 'poisson' as const, qps: 50 },
+    seed: 11,
+  };
 
   it('the hot group carries about hotShare of the traffic, the rest is spread', () => {
     const w = hotPrefixWorkload(params);

@@ -30,7 +30,9 @@ describe('bench/workloads/mooncake-trace', () => {
   });
 
   it('reports the line of malformed input', () => {
-    expect(() => parseMooncakeTrace('{"timestamp":0,"input_length":5,"output_length":1,"hash_ids":[0]}\n{"timestamp":"x"}')).to.throw(/line 2/);
+    expect(() => parseMooncakeTrace('{"timestamp":0,"input_length":5,"output_length":1,"hash_ids":[0]}\n{"timestamp":"x"}')).to.throw(
+      /line 2/,
+    );
     expect(() => parseMooncakeTrace('not json')).to.throw(/line 1/);
   });
 

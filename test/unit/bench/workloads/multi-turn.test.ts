@@ -3,7 +3,17 @@ import { multiTurnWorkload } from '../../../../bench/workloads/multi-turn.js';
 import type { BenchRequest } from '../../../../bench/workloads/types.js';
 
 describe('bench/workloads/multi-turn', () => {
-  const params = { sessions: 3, turns: 4, systemPrompts: 1, systemPromptTokens: 20, userTokens: 5, outputTokens: 6, thinkMs: 500, arrival: { kind: 'constant' as const, qps: 2 }, seed: 5 };
+  const params = {
+    sessions: 3,
+    turns: 4,
+    systemPrompts: 1,
+    systemPromptTokens: 20,
+    userTokens: 5,
+    outputTokens: 6,
+    thinkMs: 500,
+    arrival: { kind: 'constant' as const, qps: 2 },
+    seed: 5,
+  };
 
   for (const api of ['chat', 'completions'] as const) {
     it(`${api}: each turn extends the previous one, including the assistant reply`, () => {

@@ -1,9 +1,24 @@
 import { expect } from 'chai';
-import { GSP_DEFAULT_SHAPE, MOREH_SHAPE, scaleShape, sharedPrefixWorkload, sharingRatioWorkload } from '../../../../bench/workloads/shared-prefix.js';
+import {
+  GSP_DEFAULT_SHAPE,
+  MOREH_SHAPE,
+  scaleShape,
+  sharedPrefixWorkload,
+  sharingRatioWorkload,
+} from '../../../../bench/workloads/shared-prefix.js';
 import { countTokens } from '../../../../bench/workloads/synthetic-text.js';
 import { idealReuse, type BenchRequest } from '../../../../bench/workloads/types.js';
 
-const base = { groups: 4, promptsPerGroup: 5, systemPromptTokens: 64, questionTokens: 16, outputTokens: 8, api: 'completions' as const, arrival: { kind: 'poisson' as const, qps: 10 }, seed: 7 };
+const base = {
+  groups: 4,
+  promptsPerGroup: 5,
+  systemPromptTokens: 64,
+  questionTokens: 16,
+  outputTokens: 8,
+  api: 'completions' as const,
+  arrival: { kind: 'poisson' as const, qps: 10 },
+  seed: 7,
+};
 
 /** Longest common prefix of two strings, in characters. */
 function lcp(a: string, b: string): number {
@@ -85,7 +100,17 @@ describe('bench/workloads/shared-prefix', () => {
 
   it('sharing ratio sweep achieves the requested token sharing', () => {
     for (const ratio of [0, 0.5, 0.9]) {
-      const w = sharingRatioWorkload({ ratio, promptTokens: 200, groups: 5, requests: 100, outputTokens: 4, api: 'completions', arrival: { kind: 'constant', qps: 5 }, seed: 3, warmupPerGroup: ratio > 0 ? 1 : 0 });
+      const w = sharingRatioWorkload({
+        ratio,
+        promptTokens: 200,
+        groups: 5,
+        requests: 100,
+        outputTokens: 4,
+        api: 'completions',
+        arrival: { kind: 'constant', qps: 5 },
+        seed: 3,
+        warmupPerGroup: ratio > 0 ? 1 : 0,
+      });
       expect(w.requests.filter((r) => !r.warmup)).to.have.length(100);
       expect(idealReuse(w.requests)).to.be.closeTo(ratio, 1e-9);
       if (ratio === 0) expect(w.requests.every((r) => r.group === '' && r.reusableTokens === 0)).to.equal(true);
@@ -100,6 +125,17 @@ describe('bench/workloads/shared-prefix', () => {
 
   it('rejects nonsense parameters', () => {
     expect(() => sharedPrefixWorkload({ ...base, groups: 0 })).to.throw(RangeError);
-    expect(() => sharingRatioWorkload({ ratio: 1, promptTokens: 10, groups: 1, requests: 1, outputTokens: 1, api: 'chat', arrival: { kind: 'constant', qps: 1 }, seed: 1 })).to.throw(RangeError);
+    expect(() =>
+      sharingRatioWorkload({
+        ratio: 1,
+        promptTokens: 10,
+        groups: 1,
+        requests: 1,
+        outputTokens: 1,
+        api: 'chat',
+        arrival: { kind: 'constant', qps: 1 },
+        seed: 1,
+      }),
+    ).to.throw(RangeError);
   });
 });

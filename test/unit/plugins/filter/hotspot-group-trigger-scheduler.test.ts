@@ -16,7 +16,15 @@ import { seededRng } from '../../../../src/util/rng.js';
 
 let seq = 0;
 function req(prefix: string): RouteRequest {
-  return { requestId: `g${++seq}`, model: 'm', prefix, promptChars: prefix.length, promptTokens: Math.ceil(prefix.length / 4), stream: false, arrivalMs: 0 };
+  return {
+    requestId: `g${++seq}`,
+    model: 'm',
+    prefix,
+    promptChars: prefix.length,
+    promptTokens: Math.ceil(prefix.length / 4),
+    stream: false,
+    arrivalMs: 0,
+  };
 }
 
 const GROUPS = Array.from({ length: 48 }, (_, g) => `system prompt of group ${g}; `.repeat(48));

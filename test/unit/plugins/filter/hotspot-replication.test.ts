@@ -18,13 +18,20 @@ const OPTS: HotspotOptions = {
   maxReplicas: 0,
   idleTtlMs: 60_000,
   maxPrefixes: 100,
-  maxMetricsAgeMs: 1000, tokensPerRequest: 1000,
+  maxMetricsAgeMs: 1000,
+  tokensPerRequest: 1000,
 };
 
 const HOT = 'hot system prompt '.repeat(20);
 
 /** Routes one request through the filter and a least-loaded picker (random among ties), like a profile would. */
-function route(f: HotspotReplicationFilter, loads: number[], nowMs: number, rng: Rng, prefix = HOT): { chosen: number; st: CycleState; allowed: number[] } {
+function route(
+  f: HotspotReplicationFilter,
+  loads: number[],
+  nowMs: number,
+  rng: Rng,
+  prefix = HOT,
+): { chosen: number; st: CycleState; allowed: number[] } {
   const st = state(chatRequest({ prefix }), nowMs, rng);
   const cs = loadedCandidates(loads);
   const left = f.filter(st, cs);
@@ -102,7 +109,9 @@ describe('load/hotspot-replication filter', () => {
       const left = f.filter(st, loadedCandidates(loads));
       const key = prefixKeyOf(HOT, 256)!;
       const home = f.setOf(key)?.members ?? [];
-      const pick = left.find((c) => home.includes(c.endpoint.id) && left.length < 8) ?? left.reduce((a, b) => (b.load.inflightRequests < a.load.inflightRequests ? b : a));
+      const pick =
+        left.find((c) => home.includes(c.endpoint.id) && left.length < 8) ??
+        left.reduce((a, b) => (b.load.inflightRequests < a.load.inflightRequests ? b : a));
       f.onRouted(st, decision(st.request, pick.endpoint));
       loads[pick.endpoint.index]!++;
     }

@@ -33,9 +33,15 @@ describe('ImbalanceEscapeFilter', () => {
   }
 
   it('uses fresh engine queues (running + waiting) and ignores stale ones', () => {
-    const fresh = [candidate(0, { inflightRequests: 1 }), candidate(1, { inflightRequests: 1, waiting: 15, running: 5, metricsAgeMs: 100 })];
+    const fresh = [
+      candidate(0, { inflightRequests: 1 }),
+      candidate(1, { inflightRequests: 1, waiting: 15, running: 5, metricsAgeMs: 100 }),
+    ];
     expect(f.filter(cycle(), fresh).map((c) => c.endpoint.index)).to.deep.equal([0]);
-    const stale = [candidate(0, { inflightRequests: 1 }), candidate(1, { inflightRequests: 1, waiting: 15, running: 5, metricsAgeMs: 5000 })];
+    const stale = [
+      candidate(0, { inflightRequests: 1 }),
+      candidate(1, { inflightRequests: 1, waiting: 15, running: 5, metricsAgeMs: 5000 }),
+    ];
     expect(f.filter(cycle(), stale)).to.have.length(2);
   });
 });

@@ -8,7 +8,13 @@ import { AutoProfileHandler, autoProfileHandler } from '../../../../src/plugins/
 import type { Profile } from '../../../../src/scheduling/types.js';
 import { cycle } from '../../builders.js';
 
-const profile = (name: string): Profile => ({ name, filters: [], scorers: [], placements: [], picker: { name: 'p', pick: () => ({ order: [0], reason: 'load' }) } });
+const profile = (name: string): Profile => ({
+  name,
+  filters: [],
+  scorers: [],
+  placements: [],
+  picker: { name: 'p', pick: () => ({ order: [0], reason: 'load' }) },
+});
 const PROFILES = new Map(['learning', 'load', 'affinity', 'cache-aware'].map((n) => [n, profile(n)]));
 const NAMES = { learning: 'learning', load: 'load', affinity: 'affinity', 'cache-aware': 'cache-aware' } as const;
 

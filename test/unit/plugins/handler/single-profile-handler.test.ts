@@ -4,10 +4,19 @@ import { SingleProfileHandler, singleProfileHandler } from '../../../../src/plug
 import type { Profile } from '../../../../src/scheduling/types.js';
 import { cycle } from '../../builders.js';
 
-const profile = (name: string): Profile => ({ name, filters: [], scorers: [], placements: [], picker: { name: 'p', pick: () => ({ order: [0], reason: 'load' }) } });
+const profile = (name: string): Profile => ({
+  name,
+  filters: [],
+  scorers: [],
+  placements: [],
+  picker: { name: 'p', pick: () => ({ order: [0], reason: 'load' }) },
+});
 
 describe('single-profile-handler', () => {
-  const two = new Map([['a', profile('a')], ['b', profile('b')]]);
+  const two = new Map([
+    ['a', profile('a')],
+    ['b', profile('b')],
+  ]);
 
   it('runs the named profile every time, and requires it to exist', () => {
     const h = new SingleProfileHandler('h', 'b');

@@ -9,14 +9,25 @@ import { candidates, cycle, endpoint, text } from '../../builders.js';
 
 function routedTo(index: number): RouteDecision {
   return {
-    requestId: 'r', endpoint: endpoint(index), fallbacks: [], strategy: 's', reason: 'cold',
-    matchedBlocks: 0, totalBlocks: 0, candidates: [], decisionMicros: 0,
+    requestId: 'r',
+    endpoint: endpoint(index),
+    fallbacks: [],
+    strategy: 's',
+    reason: 'cold',
+    matchedBlocks: 0,
+    totalBlocks: 0,
+    candidates: [],
+    decisionMicros: 0,
   };
 }
 
 describe('PrefixCachePlugin', () => {
   const make = (): PrefixCachePlugin => {
-    const plugin = new PrefixCachePlugin('prefix', new BlockHasher({ blockChars: 8, maxBlocks: 64 }), new PrefixIndex({ endpoints: 4, capacityBlocks: 100 }));
+    const plugin = new PrefixCachePlugin(
+      'prefix',
+      new BlockHasher({ blockChars: 8, maxBlocks: 64 }),
+      new PrefixIndex({ endpoints: 4, capacityBlocks: 100 }),
+    );
     plugin.onEndpointsChanged([0, 1, 2, 3].map((i) => endpoint(i)));
     return plugin;
   };

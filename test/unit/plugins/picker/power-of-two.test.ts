@@ -3,7 +3,8 @@ import { PowerOfTwoPicker } from '../../../../src/plugins/picker/power-of-two.js
 import { seededRng } from '../../../../src/util/rng.js';
 import { loadedCandidates, loaded, state } from '../../builders.js';
 
-const p2c = (unit: 'requests' | 'tokens' = 'requests') => new PowerOfTwoPicker('p2c', { unit, maxMetricsAgeMs: 1000, tokensPerRequest: 1000 });
+const p2c = (unit: 'requests' | 'tokens' = 'requests') =>
+  new PowerOfTwoPicker('p2c', { unit, maxMetricsAgeMs: 1000, tokensPerRequest: 1000 });
 
 describe('load/power-of-two picker', () => {
   it('always picks the less loaded of its two distinct samples and orders every candidate once', () => {
@@ -17,7 +18,10 @@ describe('load/power-of-two picker', () => {
       expect(a).to.not.equal(b);
       expect(cs[a]!.load.inflightRequests).to.be.at.most(cs[b]!.load.inflightRequests);
       const rest = r.order.slice(2).map((i) => cs[i]!.load.inflightRequests);
-      expect(rest).to.deep.equal([...rest].sort((x, y) => x - y), 'fallbacks by ascending load');
+      expect(rest).to.deep.equal(
+        [...rest].sort((x, y) => x - y),
+        'fallbacks by ascending load',
+      );
     }
   });
 
@@ -47,7 +51,14 @@ describe('load/power-of-two picker', () => {
 
   it('is deterministic for a seed and handles one candidate', () => {
     const cs = loadedCandidates([1, 1, 1, 1, 1]);
-    const run = (seed: number) => Array.from({ length: 20 }, ((rng) => () => p2c().pick(state(undefined, 0, rng), cs).order[0])(seededRng(seed)));
+    const run = (seed: number) =>
+      Array.from(
+        { length: 20 },
+        (
+          (rng) => () =>
+            p2c().pick(state(undefined, 0, rng), cs).order[0]
+        )(seededRng(seed)),
+      );
     expect(run(9)).to.deep.equal(run(9));
     expect(p2c().pick(state(), loadedCandidates([4])).order).to.deep.equal([0]);
   });

@@ -5,7 +5,8 @@ import { candidates, cycle, endpoint, text } from '../../builders.js';
 
 describe('PrefixHashPicker', () => {
   const eps = Array.from({ length: 6 }, (_, i) => endpoint(i));
-  const make = (hashBlocks = 2): PrefixHashPicker => new PrefixHashPicker('ph', new BlockHasher({ blockChars: 8, maxBlocks: 16 }), hashBlocks, 100, eps);
+  const make = (hashBlocks = 2): PrefixHashPicker =>
+    new PrefixHashPicker('ph', new BlockHasher({ blockChars: 8, maxBlocks: 16 }), hashBlocks, 100, eps);
 
   it('sends the same leading blocks to the same endpoint whatever follows', () => {
     const p = make(2);

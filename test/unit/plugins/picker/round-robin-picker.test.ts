@@ -7,7 +7,12 @@ describe('RoundRobinPicker', () => {
     const p = new RoundRobinPicker('rr');
     const cs = candidates(3);
     const orders = Array.from({ length: 4 }, () => p.pick(cycle(), cs).order);
-    expect(orders).to.deep.equal([[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]);
+    expect(orders).to.deep.equal([
+      [0, 1, 2],
+      [1, 2, 0],
+      [2, 0, 1],
+      [0, 1, 2],
+    ]);
     expect(p.pick(cycle(), cs).reason).to.equal('round-robin');
   });
 

@@ -12,7 +12,10 @@ import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
 import { caseConfig, PRESET_CASES } from './preset-cases.js';
 import { DEFAULT_TRACE, traceDecisions } from './decision-trace.js';
 
-const PINNED = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'decisions', 'presets.json'), 'utf8')) as Record<string, string[]>;
+const PINNED = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'decisions', 'presets.json'), 'utf8')) as Record<
+  string,
+  string[]
+>;
 
 describe('explicit plugin graph vs strategy shorthand', () => {
   const shorthand = caseConfig(PRESET_CASES.find((c) => c.name === 'cache-aware')!);
@@ -20,7 +23,12 @@ describe('explicit plugin graph vs strategy shorthand', () => {
   function explicit(): ReturnType<typeof parseConfig> {
     const doc = parse(readFileSync(join(REPO_ROOT, 'examples', 'router-plugins.yaml'), 'utf8')) as Record<string, unknown>;
     expect(doc['strategy'], 'the example states the graph, not the shorthand').to.equal(undefined);
-    return parseConfig({ ...doc, endpoints: shorthand.endpoints, engineMetrics: { enabled: false }, server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0' } });
+    return parseConfig({
+      ...doc,
+      endpoints: shorthand.endpoints,
+      engineMetrics: { enabled: false },
+      server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0' },
+    });
   }
 
   it('examples/router-plugins.yaml routes exactly like strategy: cache-aware', () => {
@@ -38,7 +46,10 @@ describe('explicit plugin graph vs strategy shorthand', () => {
       endpoints: shorthand.endpoints,
       engineMetrics: { enabled: false },
       plugins: c.plugins.filter((p) => p.type !== 'cold-request-placement'),
-      schedulingProfiles: c.schedulingProfiles.map((p) => ({ ...p, plugins: p.plugins.filter((r) => r.pluginRef !== 'cold-request-placement') })),
+      schedulingProfiles: c.schedulingProfiles.map((p) => ({
+        ...p,
+        plugins: p.plugins.filter((r) => r.pluginRef !== 'cold-request-placement'),
+      })),
     });
     expect(traceDecisions(changed, DEFAULT_TRACE)).to.not.deep.equal(PINNED['cache-aware']);
   });

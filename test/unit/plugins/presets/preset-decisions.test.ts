@@ -5,7 +5,10 @@ import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
 import { caseConfig, PRESET_CASES } from './preset-cases.js';
 import { traceDecisions } from './decision-trace.js';
 
-const PINNED = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'decisions', 'presets.json'), 'utf8')) as Record<string, string[]>;
+const PINNED = JSON.parse(readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'decisions', 'presets.json'), 'utf8')) as Record<
+  string,
+  string[]
+>;
 
 describe('shipped presets route as pinned', () => {
   for (const c of PRESET_CASES) {

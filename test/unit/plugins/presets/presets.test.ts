@@ -14,7 +14,10 @@ describe('shipped presets', () => {
     for (const s of STRATEGIES) {
       const g = presetGraph(s, input());
       for (const p of g.schedulingProfiles) {
-        expect(p.plugins.slice(0, 2).map((r) => r.pluginRef), `${s}/${p.name}`).to.deep.equal(['model-subset-filter', 'health-filter']);
+        expect(
+          p.plugins.slice(0, 2).map((r) => r.pluginRef),
+          `${s}/${p.name}`,
+        ).to.deep.equal(['model-subset-filter', 'health-filter']);
       }
       expect(validateGraphParameters(g, builtinCatalog()), s).to.deep.equal([]);
     }

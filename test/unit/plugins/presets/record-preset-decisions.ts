@@ -10,4 +10,7 @@ import { traceDecisions } from './decision-trace.js';
 
 const out: Record<string, unknown> = {};
 for (const c of PRESET_CASES) out[c.name] = traceDecisions(caseConfig(c), c.trace);
-writeFileSync(join(REPO_ROOT, 'test', 'fixtures', 'decisions', 'presets.json'), JSON.stringify(out, null, 0).replace(/\],/g, '],\n') + '\n');
+writeFileSync(
+  join(REPO_ROOT, 'test', 'fixtures', 'decisions', 'presets.json'),
+  JSON.stringify(out, null, 0).replace(/\],/g, '],\n') + '\n',
+);

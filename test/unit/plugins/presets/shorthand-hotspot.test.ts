@@ -25,15 +25,23 @@ describe('config: load.hotspot group-level trigger', () => {
   });
 
   it('accepts overrides, 0 turning a gate off', () => {
-    const h = parseConfig({ ...MINIMAL, load: { hotspot: { enabled: true, minGroupShare: 0, minLoadRatio: 2, shareHalfLifeMs: 1000 } } }).load!.hotspot;
+    const h = parseConfig({ ...MINIMAL, load: { hotspot: { enabled: true, minGroupShare: 0, minLoadRatio: 2, shareHalfLifeMs: 1000 } } })
+      .load!.hotspot;
     expect(h).to.include({ enabled: true, minGroupShare: 0, minLoadRatio: 2, shareHalfLifeMs: 1000 });
   });
 
   it('reports each bad gate with its field path', () => {
-    const lines = problemsOf(() => parseConfig({ ...MINIMAL, load: { hotspot: { minGroupShare: 1.5, minLoadRatio: -1, shareHalfLifeMs: 0 } } }));
+    const lines = problemsOf(() =>
+      parseConfig({ ...MINIMAL, load: { hotspot: { minGroupShare: 1.5, minLoadRatio: -1, shareHalfLifeMs: 0 } } }),
+    );
     for (const path of ['load.hotspot.minGroupShare', 'load.hotspot.minLoadRatio', 'load.hotspot.shareHalfLifeMs']) {
-      expect(lines.some((l) => l.startsWith(path)), `${path} in ${lines.join(' | ')}`).to.equal(true);
+      expect(
+        lines.some((l) => l.startsWith(path)),
+        `${path} in ${lines.join(' | ')}`,
+      ).to.equal(true);
     }
-    expect(problemsOf(() => parseConfig({ ...MINIMAL, load: { hotspot: { minGroupShare: 'half' } } })).join()).to.contain('load.hotspot.minGroupShare');
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, load: { hotspot: { minGroupShare: 'half' } } })).join()).to.contain(
+      'load.hotspot.minGroupShare',
+    );
   });
 });

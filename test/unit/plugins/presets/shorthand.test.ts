@@ -28,7 +28,7 @@ describe('shorthand sections (load, cacheAware)', () => {
     expect(c.engineMetrics.unobservedHalfLifeMs).to.equal(1000);
   });
 
-  it('cacheAware.preciseIndex swaps cache-aware\'s affinity scorer for precise-prefix-cache under the same name, without index-calibration', () => {
+  it("cacheAware.preciseIndex swaps cache-aware's affinity scorer for precise-prefix-cache under the same name, without index-calibration", () => {
     const plain = parseConfig(MINIMAL);
     expect(plain.plugins.map((p) => p.type)).to.include.members(['prefix-cache', 'index-calibration']);
     const c = parseConfig({ ...MINIMAL, cacheAware: { blockChars: 32, preciseIndex: { mode: 'approximate', maxBlocks: 64 } } });
@@ -39,7 +39,7 @@ describe('shorthand sections (load, cacheAware)', () => {
     expect(c.plugins.map((p) => p.type)).to.not.include('prefix-cache');
   });
 
-  it('cacheAware.preciseIndex parameters are checked by the plugin\'s schema', () => {
+  it("cacheAware.preciseIndex parameters are checked by the plugin's schema", () => {
     let msg = '';
     try {
       parseConfig({ ...MINIMAL, cacheAware: { preciseIndex: { mode: 'precise' } } });
@@ -56,7 +56,14 @@ describe('shorthand sections (load, cacheAware)', () => {
   it('accepts overrides', () => {
     const c = parseConfig({
       ...MINIMAL,
-      load: { unit: 'tokens', tokensPerRequest: 2048, hotspot: { enabled: true, highWater: 10, lowWater: 3 }, boundedLoad: { epsilon: 0.5 }, session: { ttlMs: 1000 }, auto: { fewEngines: 2, initial: 'load', learningMinMatch: 0.5 } },
+      load: {
+        unit: 'tokens',
+        tokensPerRequest: 2048,
+        hotspot: { enabled: true, highWater: 10, lowWater: 3 },
+        boundedLoad: { epsilon: 0.5 },
+        session: { ttlMs: 1000 },
+        auto: { fewEngines: 2, initial: 'load', learningMinMatch: 0.5 },
+      },
     });
     expect(c.load).to.deep.include({ unit: 'tokens', tokensPerRequest: 2048 });
     expect(c.load?.hotspot).to.include({ highWater: 10, lowWater: 3, enabled: true });
@@ -93,6 +100,8 @@ describe('shorthand sections (load, cacheAware)', () => {
 
   it('validates the new engineMetrics fields', () => {
     expect(() => parseConfig({ ...MINIMAL, engineMetrics: { maxConcurrency: 0 } })).to.throw(/engineMetrics\.maxConcurrency/);
-    expect(() => parseConfig({ ...MINIMAL, engineMetrics: { frozenAfterCompletions: 0 } })).to.throw(/engineMetrics\.frozenAfterCompletions/);
+    expect(() => parseConfig({ ...MINIMAL, engineMetrics: { frozenAfterCompletions: 0 } })).to.throw(
+      /engineMetrics\.frozenAfterCompletions/,
+    );
   });
 });

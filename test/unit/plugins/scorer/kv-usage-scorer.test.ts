@@ -11,7 +11,9 @@ describe('KvUsageScorer', () => {
   });
 
   it('scores 1 - kvUsage for fresh figures, clamped to [0,1]', () => {
-    expect(scores([candidate(0, { kvUsage: 0.25, metricsAgeMs: 5 }), candidate(1, { kvUsage: 1.7, metricsAgeMs: 5 })])).to.deep.equal([0.75, 0]);
+    expect(scores([candidate(0, { kvUsage: 0.25, metricsAgeMs: 5 }), candidate(1, { kvUsage: 1.7, metricsAgeMs: 5 })])).to.deep.equal([
+      0.75, 0,
+    ]);
   });
 
   it('gives candidates without a fresh figure the mean of the known scores', () => {

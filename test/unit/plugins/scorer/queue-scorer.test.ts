@@ -34,7 +34,10 @@ describe('QueueScorer', () => {
     const cs = [candidate(0, { inflightRequests: 6, prefillingRequests: 0 }), candidate(1, { inflightRequests: 2, prefillingRequests: 2 })];
     expect(Array.from(pre.score(cycle(), cs))).to.deep.equal([1, 0]);
     expect(Array.from(eff.score(cycle(), cs))).to.deep.equal([0, 1], 'the in-flight view prefers the opposite engine');
-    const engine = [candidate(0, { inflightRequests: 1, prefillingRequests: 0, waiting: 3, metricsAgeMs: 10 }), candidate(1, { inflightRequests: 1, prefillingRequests: 1 })];
+    const engine = [
+      candidate(0, { inflightRequests: 1, prefillingRequests: 0, waiting: 3, metricsAgeMs: 10 }),
+      candidate(1, { inflightRequests: 1, prefillingRequests: 1 }),
+    ];
     expect(Array.from(pre.score(cycle(), engine))).to.deep.equal([0, 1]);
     // Without first-byte accounting the prefill queue is the in-flight count.
     expect(Array.from(pre.score(cycle(), candidates(2, [1, 3])))).to.deep.equal([1, 0]);

@@ -3,7 +3,15 @@ import { SessionAffinityScorer } from '../../../../src/plugins/scorer/session-af
 import type { SessionAffinityOptions } from '../../../../src/plugins/scorer/session-affinity.js';
 import { loadedCandidates, decision, endpoint, chatRequest, state } from '../../builders.js';
 
-const OPTS: SessionAffinityOptions = { ttlMs: 1000, maxSessions: 3, unit: 'requests', overloadAbs: 4, overloadRel: 1.5, maxMetricsAgeMs: 1000, tokensPerRequest: 1000 };
+const OPTS: SessionAffinityOptions = {
+  ttlMs: 1000,
+  maxSessions: 3,
+  unit: 'requests',
+  overloadAbs: 4,
+  overloadRel: 1.5,
+  maxMetricsAgeMs: 1000,
+  tokensPerRequest: 1000,
+};
 
 function bind(s: SessionAffinityScorer, key: string, ep: number, nowMs: number): void {
   const st = state(chatRequest({ sessionKey: key }), nowMs);

@@ -26,7 +26,12 @@ describe('affinityReason', () => {
     it(t.name, () => {
       const st = cycle();
       setScratch(st, AFFINITY_EVIDENCE, { matchedByEndpoint: t.matched, totalBlocks: 8 });
-      if (t.dropped) setScratch(st, IMBALANCE_DROPPED, t.dropped.map((i) => endpoint(i)));
+      if (t.dropped)
+        setScratch(
+          st,
+          IMBALANCE_DROPPED,
+          t.dropped.map((i) => endpoint(i)),
+        );
       expect(affinityReason(st, candidates(3), t.chosen)).to.equal(t.want);
     });
   }
