@@ -199,7 +199,7 @@ export async function startProcess(opts: StartProcessOptions): Promise<ManagedPr
     isRunning: () => running,
     tail: (n = 30) => recent.slice(-n).join('\n'),
     stop: (stopOpts) => {
-      if (stopping) return stopping;
+      if (stopping !== undefined) return stopping;
       stopping = (async () => {
         if (!running) return exited;
         child.kill(stopOpts?.signal ?? 'SIGTERM');

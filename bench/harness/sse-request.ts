@@ -5,7 +5,7 @@
  * (`x-engine-id`). Never throws: every way a request can end becomes an outcome value, so
  * failures are counted rather than lost.
  */
-import { Agent, request as rawRequest } from 'node:http';
+import { type Agent, request as rawRequest } from 'node:http';
 import { DECISION_HEADER } from '../../src/telemetry/decision-summary.js';
 import type { BenchRequest } from '../workloads/types.js';
 

@@ -40,7 +40,7 @@ const CORPUS =
 export function tinyTokenizerJson(merges = 300): Record<string, unknown> {
   const b2u = bytesToUnicode();
   const vocab = new Map<string, number>();
-  TINY_SPECIALS.forEach((s, i) => vocab.set(s, i));
+  for (const [i, s] of TINY_SPECIALS.entries()) vocab.set(s, i);
   for (let b = 0; b < 256; b++) vocab.set(b2u[b]!, TINY_SPECIALS.length + b);
   const words = CORPUS.split(/(?= )/).map((w) => [...Buffer.from(w, 'utf8')].map((b) => b2u[b]!));
   const mergeList: string[] = [];

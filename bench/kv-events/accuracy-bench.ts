@@ -154,7 +154,7 @@ async function main(): Promise<void> {
   let preciseExact = 0;
   let hits = 0;
   const gapAt = Number(arg(argv, '--gap-at') ?? -1);
-  let afterGapPredictedOnEmpty = 0;
+  let _afterGapPredictedOnEmpty = 0;
   const t0 = Date.now();
   const judge = (t: [Tally, Tally], i: number, predictedOk: boolean | undefined, engineHit: boolean): void => {
     for (const k of i < early ? [0, 1] : [1]) {
@@ -221,7 +221,7 @@ async function main(): Promise<void> {
     const tol = Math.ceil((blockSize * cpt) / blockChars);
     judge(tally['approx']!, i, approxPred > tol ? confirmedChars >= approxPred - tol : undefined, cached > blockSize);
     judge(tally['calibrated']!, i, calPred > tol ? confirmedChars >= calPred - tol : undefined, cached > blockSize);
-    if (gapAt >= 0 && i > gapAt && cached === 0 && precisePredBlocks > 0) afterGapPredictedOnEmpty++;
+    if (gapAt >= 0 && i > gapAt && cached === 0 && precisePredBlocks > 0) _afterGapPredictedOnEmpty++;
     await sleep(kind === 'sim' ? 20 : 50); // let the engine's events arrive
   }
   const elapsed = (Date.now() - t0) / 1000;

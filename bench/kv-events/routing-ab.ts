@@ -70,14 +70,14 @@ async function main(): Promise<void> {
         ...(arg(argv, '--sim-prefill-ms') !== undefined ? { 'prefill-ms-per-token': Number(arg(argv, '--sim-prefill-ms')) } : {}),
       },
     });
-    fleet.engines.forEach((e, i) =>
+    for (const [i, e] of fleet.engines.entries()) {
       engines.push({
         url: e.url,
         kv: `tcp://${e.host}:${e.port + 1000}`,
         id: `${e.host}:${e.port}`,
         stop: i === 0 ? () => fleet.stop() : async () => {},
-      }),
-    );
+      });
+    }
   } else {
     for (const pair of (arg(argv, '--vllm') ?? '').split(',').filter((x) => x !== '')) {
       const [url, kv] = pair.split('=') as [string, string];

@@ -40,7 +40,9 @@ function runVariant(benchModule: string, reps: number, warmRoutes: number): RepE
     `const m = await import(${JSON.stringify(benchModule)});`,
     `for (let k = 0; k < ${reps}; k++) {`,
     `  const r = m.runDecisionBench({ ...m.DEFAULT_DECISION_BENCH, warmRoutes: ${warmRoutes} }, {`,
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the child script's own template literals
     '    onMeasureStart: () => writeSync(1, `@@start ${k}\\n`), onMeasureEnd: () => writeSync(1, `@@end ${k}\\n`) });',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the child script's own template literals
     '  writeSync(1, `@@result ${k} ${r.decisionMicros.p99} ${r.decisionMicros.count}\\n`);',
     '}',
   ].join('\n');

@@ -359,7 +359,7 @@ export class SimEngineServer {
 
   private async tokenizeEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonObject(req);
-    let prompt;
+    let prompt: ReturnType<typeof chatPrompt>;
     try {
       prompt = body['messages'] !== undefined ? chatPrompt(body) : completionPrompt(body);
     } catch (err) {

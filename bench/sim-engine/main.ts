@@ -8,7 +8,7 @@ import { FlagError, parseSimEngineArgs } from './engine-config.js';
 import { SimEngineServer } from './http-server.js';
 
 async function main(): Promise<void> {
-  let args;
+  let args: ReturnType<typeof parseSimEngineArgs>;
   try {
     args = parseSimEngineArgs(process.argv.slice(2));
   } catch (err) {

@@ -61,7 +61,7 @@ export function agenticWorkload(p: AgenticParams): Workload {
   const unitSpec: ArrivalSpec = { ...p.arrival, qps: p.arrival.qps / perUnit };
   const units = Math.ceil(p.requests / perUnit) + 1;
   const starts = arrivalTimes(unitSpec, units, seededRng(hashString(`${salt}/arrivals`)));
-  const weights = Array.from({ length: p.tenants }, (_, t) => 1 / Math.pow(t + 1, p.zipfS));
+  const weights = Array.from({ length: p.tenants }, (_, t) => 1 / (t + 1) ** p.zipfS);
   const systems = Array.from({ length: p.tenants }, (_, t) => syntheticTokens(`${salt}/sys/${t}`, p.systemPromptTokens));
   const tracker = new PrefixChainTracker();
   const requests: BenchRequest[] = [];

@@ -278,5 +278,5 @@ function finish(acc: Acc): EngineSignals {
 }
 
 function clamp01(x: number): number {
-  return x < 0 ? 0 : x > 1 ? 1 : x;
+  return x < 0 ? 0 : Math.min(x, 1);
 }

@@ -214,7 +214,8 @@ export class EngineMetricsPoller {
   private tick(): void {
     if (!this.running) return;
     this.ticks++;
-    this.launchAll();
+    // Each scrape settles on its own (its errors are counted, never thrown).
+    void Promise.allSettled(this.launchAll());
     this.timer = setTimeout(() => this.tick(), this.opts.intervalMs);
   }
 
@@ -267,7 +268,7 @@ export class EngineMetricsPoller {
       if (res.ok) {
         if (res.truncated) this.truncatedBodies++;
         let signals: EngineSignals;
-        if (st.lastSignals !== undefined && st.lastPage !== undefined && st.lastPage.equals(res.body)) {
+        if (st.lastSignals && st.lastPage?.equals(res.body)) {
           this.unchangedPages++;
           signals = st.lastSignals;
         } else {

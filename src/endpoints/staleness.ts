@@ -182,7 +182,7 @@ export class StalenessTracker {
     const s = sample.signals;
     const out: { -readonly [K in keyof MergedEngineLoad]: MergedEngineLoad[K] } = { metricsAgeMs: ageMs };
     const trust = this.opts.staleAfterMs > 0 ? Math.max(0, 1 - ageMs / this.opts.staleAfterMs) : 1;
-    const decay = Math.pow(2, -ageMs / this.halfLife);
+    const decay = 2 ** (-ageMs / this.halfLife);
     if (s.waiting !== undefined || s.running !== undefined) {
       const engineRunning = s.running ?? 0;
       const atScrape = (s.waiting ?? 0) + engineRunning;
@@ -191,7 +191,7 @@ export class StalenessTracker {
         const moved = Math.max(0, atScrape + (m.routed - m.routedAtScrape) - (m.completed - m.completedAtScrape));
         total = ownInflight + Math.max(0, moved - ownInflight) * trust;
       } else {
-        const pending = m.since.size === 0 ? 0 : Math.max(0, m.sinceSum) * Math.pow(2, (m.baseMs - now) / this.halfLife);
+        const pending = m.since.size === 0 ? 0 : Math.max(0, m.sinceSum) * 2 ** ((m.baseMs - now) / this.halfLife);
         total = Math.max(ownInflight, atScrape * decay + pending);
       }
       const running = Math.min(engineRunning, total);
@@ -242,7 +242,7 @@ export class StalenessTracker {
   }
 
   private term(m: Marks, atMs: number): number {
-    return Math.pow(2, (atMs - m.baseMs) / this.halfLife);
+    return 2 ** ((atMs - m.baseMs) / this.halfLife);
   }
 
   private rebase(m: Marks, baseMs: number): void {

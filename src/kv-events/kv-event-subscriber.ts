@@ -197,7 +197,7 @@ export class KvEventSubscriber {
         st.queue.push(frames);
         this.scheduleDrain();
       }
-    } catch (err) {
+    } catch {
       // Closing the socket ends the iterator with an error; anything else is unexpected.
       if (!st.closed) st.decodeErrors++;
     }

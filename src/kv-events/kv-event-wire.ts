@@ -195,7 +195,7 @@ export function encodeKvEventMessage(
         };
       case 'BlockRemoved':
         return { type: 'BlockRemoved', block_hashes: e.blockHashes.map(u64), medium: 'GPU', group_idx: 0 };
-      case 'AllBlocksCleared':
+      default:
         return { type: 'AllBlocksCleared' };
     }
   });

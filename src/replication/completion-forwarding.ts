@@ -236,7 +236,10 @@ export class CompletionForwarding {
 
   private publish(owner: string, batch: ForwardedCompletion[]): void {
     const nc = this.nc;
-    if (nc === undefined) return this.queue(owner, batch);
+    if (nc === undefined) {
+      this.queue(owner, batch);
+      return;
+    }
     try {
       nc.publish(this.subjectBase + owner, encodeCompletions(this.opts.replicaId, batch));
       this.out += batch.length;

@@ -20,7 +20,7 @@ import { CompletionForwarding, type CompletionForwardingStats, type OwnedTickets
 import { IndexShare, type IndexShareStats } from './index-share.js';
 import { LoadShare, type LoadShareStats } from './load-share.js';
 import { NatsLink } from './nats-link.js';
-import { PeerLoadTable, type PeerLoadStats } from './peer-load.js';
+import type { PeerLoadTable, PeerLoadStats } from './peer-load.js';
 import type { ReplicationOptions } from './replication-config.js';
 
 export interface ReplicationDeps {

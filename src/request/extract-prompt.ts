@@ -80,7 +80,9 @@ function fromDocument(path: string, doc: JsonObject, opts: ExtractOptions): Extr
   const maxTokens = optionalCount(doc, 'max_completion_tokens') ?? optionalCount(doc, 'max_tokens');
 
   const out = new PrefixBuilder(opts.maxPrefixChars);
-  const exactTokens = kind === 'chat' ? (encodeChat(doc, out), undefined) : encodeCompletion(doc, out);
+  let exactTokens: ReturnType<typeof encodeCompletion> | undefined;
+  if (kind === 'chat') encodeChat(doc, out);
+  else exactTokens = encodeCompletion(doc, out);
   const promptChars = out.chars;
   const result: ExtractedPrompt = {
     kind,

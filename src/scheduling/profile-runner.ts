@@ -90,7 +90,7 @@ export function runProfileTimed(
     const clamped = new Array<number>(n);
     for (let i = 0; i < n; i++) {
       const v = raw[i];
-      const s = v === undefined || Number.isNaN(v) ? 0 : v < 0 ? 0 : v > 1 ? 1 : v;
+      const s = v === undefined || Number.isNaN(v) ? 0 : v < 0 ? 0 : Math.min(v, 1);
       clamped[i] = s;
       totals[i] = totals[i]! + s * weight;
     }

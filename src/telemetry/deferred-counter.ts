@@ -82,7 +82,7 @@ export class DeferredCounter<L extends string> {
       level = next;
     }
     const labels = {} as Record<L, string>;
-    this.labelNames.forEach((name, i) => (labels[name] = values[i]!));
+    for (const [i, name] of this.labelNames.entries()) labels[name] = values[i]!;
     const cell: Cell<L> = { labels, pending: 0, exported: false };
     level.set(values[values.length - 1]!, cell);
     this.order.push(cell);

@@ -109,7 +109,7 @@ export function startTracing(opts: TracingOptions = {}): Tracing {
     enabled: true,
     tracer: trace.getTracer(TRACER_NAME),
     async forceFlush() {
-      if (stopped) return;
+      if (stopped !== undefined) return;
       // The global provider is a proxy; its delegate is the SDK's TracerProvider.
       const global: unknown = trace.getTracerProvider();
       const delegate: unknown =

@@ -153,7 +153,7 @@ export function contentIsOpaque(parsed: unknown, source: string, format: Content
       case 'If': {
         const known = knownFor(v['test']);
         const body = known !== undefined && !known.value ? withName(free, known.name) : free;
-        const alternate = known !== undefined && known.value ? withName(free, known.name) : free;
+        const alternate = known?.value ? withName(free, known.name) : free;
         return check(v['test'], 'test', free) && check(v['body'], 'out', body) && check(v['alternate'], 'out', alternate);
       }
       case 'Identifier': {

@@ -156,10 +156,10 @@ describe('e2e: docker-compose.yml (static checks)', function () {
     const ipam = obj(obj(obj(compose['networks'])['cacheroute'])['ipam']);
     expect((ipam['config'] as Obj[])[0]!['subnet']).to.equal(COMPOSE_NET.subnet);
     expect(ipOf('envoy')).to.equal(COMPOSE_NET.envoy);
-    COMPOSE_NET.routers.forEach((ip, i) => expect(ipOf(`router-${'ab'[i]}`)).to.equal(ip));
+    for (const [i, ip] of COMPOSE_NET.routers.entries()) expect(ipOf(`router-${'ab'[i]}`)).to.equal(ip);
     expect(ipOf('nats')).to.equal(COMPOSE_NET.nats);
     expect(ipOf('jaeger')).to.equal(COMPOSE_NET.jaeger);
-    COMPOSE_NET.engines.forEach((ip, i) => expect(ipOf(`engine-${i + 1}`)).to.equal(ip));
+    for (const [i, ip] of COMPOSE_NET.engines.entries()) expect(ipOf(`engine-${i + 1}`)).to.equal(ip);
   });
 
   it('mounts files that exist, into the paths the commands read', () => {
@@ -228,7 +228,7 @@ describe('e2e: docker-compose.yml (static checks)', function () {
       }
       return out;
     };
-    const copies = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].map((m) => m[1]!.trim().split(/\s+/).slice(0, -1)).flat();
+    const copies = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
     expect(copies.length).to.be.greaterThan(4);
     for (const src of copies) {
       expect(existsSync(join(REPO_ROOT, src)), src).to.equal(true);

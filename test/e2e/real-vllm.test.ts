@@ -317,16 +317,14 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
       for (const text of bodies) {
         const events = sseEvents(text);
         expect(events[events.length - 1]).to.equal('[DONE]');
-        const docs = events
-          .slice(0, -1)
-          .map(
-            (e) =>
-              JSON.parse(e) as {
-                id: string;
-                choices: Array<{ delta?: { content?: string }; finish_reason?: string | null }>;
-                usage?: Usage | null;
-              },
-          );
+        const docs = events.slice(0, -1).map(
+          (e) =>
+            JSON.parse(e) as {
+              id: string;
+              choices: Array<{ delta?: { content?: string }; finish_reason?: string | null }>;
+              usage?: Usage | null;
+            },
+        );
         expect(new Set(docs.map((d) => d.id)).size, 'one completion id').to.equal(1);
         const contentChunks = docs.filter((d) => (d.choices[0]?.delta?.content ?? '') !== '');
         expect(contentChunks.length, 'one chunk per generated token').to.be.within(maxTokens - 1, maxTokens);

@@ -86,10 +86,10 @@ const wellFormedArb: fc.Arbitrary<ProcessingRequest[]> = fc
   })
   .map((r) => {
     const msgs: ProcessingRequest[] = [r.headers];
-    r.chunks.forEach((c, i) => msgs.push(requestBody(c, !r.trailers && i === r.chunks.length - 1)));
+    for (const [i, c] of r.chunks.entries()) msgs.push(requestBody(c, !r.trailers && i === r.chunks.length - 1));
     if (r.trailers) msgs.push(requestTrailers());
     msgs.push(responseHeaders(200, r.response.length === 0));
-    r.response.forEach((c, i) => msgs.push(responseBody(c, i === r.response.length - 1)));
+    for (const [i, c] of r.response.entries()) msgs.push(responseBody(c, i === r.response.length - 1));
     return msgs;
   });
 

@@ -9,7 +9,7 @@ import type { ExternalProcessorClient } from '../../src/extproc/ext-proc-proto.j
 import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { FakeRoutingService } from '../helpers/fake-routing-service.js';
-import { ClientConversation, connect, eventually, open } from '../helpers/ext-proc-client.js';
+import { type ClientConversation, connect, eventually, open } from '../helpers/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
 import { skipBecause } from '../helpers/require-component.js';
 

@@ -162,6 +162,7 @@ describe('discovery: Kubernetes sources (real kube-apiserver)', function () {
 
   it('the shipped Role (deploy/kubernetes/cacheroute.yaml) is enough to discover, and no more', async () => {
     const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'kubernetes', 'cacheroute.yaml'), 'utf8')).map(
+      // biome-ignore lint/suspicious/noExplicitAny: manifest objects are read field by field in the test
       (d) => d.toJS() as Record<string, any>,
     );
     const role = docs.find((d) => d['kind'] === 'Role')!;

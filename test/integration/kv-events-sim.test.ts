@@ -39,7 +39,7 @@ function sleep(ms: number): Promise<void> {
 describe('kv events with the simulator (real ZMQ on loopback)', function () {
   this.timeout(60_000);
   let dir: string;
-  let engines: SimEngineServer[] = [];
+  const engines: SimEngineServer[] = [];
   let affinity: PreciseAffinity;
   let sub: KvEventSubscriber;
   const applied = [0, 0];
@@ -214,7 +214,7 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
       await sleep(300);
       await chat(engines[1]!, SYSTEMS[1]!, 'another');
       await chat(holder, sys, 'seed the cache');
-      let t;
+      let t: ReturnType<typeof scheduler.route>;
       do {
         await sleep(50);
         const messages = [

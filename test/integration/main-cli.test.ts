@@ -30,7 +30,7 @@ function run(args: string[]): Run {
   let buf = '';
   child.stdout!.on('data', (d: Buffer) => {
     buf += d.toString();
-    let i;
+    let i: number;
     while ((i = buf.indexOf('\n')) >= 0) {
       r.stdout.push(buf.slice(0, i));
       buf = buf.slice(i + 1);
@@ -60,7 +60,7 @@ async function lineMatching(r: Run, pred: (v: Record<string, unknown>) => boolea
 describe('integration: cacheroute CLI', function () {
   this.timeout(30000);
   let dir: string;
-  let runs: Run[] = [];
+  const runs: Run[] = [];
 
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'cacheroute-cli-'));

@@ -53,7 +53,7 @@ export class PrefixHashPicker implements Picker, EndpointsChangedHook, DecisionA
 
   pick(state: CycleState, candidates: readonly Candidate[]): PickResult {
     const pos = new Map<number, number>();
-    candidates.forEach((c, i) => pos.set(c.endpoint.index, i));
+    for (const [i, c] of candidates.entries()) pos.set(c.endpoint.index, i);
     const walked = this.ring.walk(this.keyOf(state), (idx) => pos.has(idx), candidates.length);
     const order = walked.map((idx) => pos.get(idx)!);
     // Candidates missing from the ring (should not happen with a static registry) go last.

@@ -21,7 +21,7 @@ export class DecayedCounts {
     const c = this.counts.get(key);
     if (c === undefined) return 0;
     const dt = nowMs - c.atMs;
-    return dt <= 0 ? c.value : c.value * Math.pow(2, -dt / this.halfLifeMs);
+    return dt <= 0 ? c.value : c.value * 2 ** (-dt / this.halfLifeMs);
   }
 
   /** Counts one event for the key at `nowMs`. */

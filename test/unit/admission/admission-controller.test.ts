@@ -69,11 +69,11 @@ describe('admission/admission-controller', () => {
 
   it('reject: answers OVERLOADED with retry-after once every engine is saturated', () => {
     const { ac, routing } = setup('reject', 2);
-    ac.admit(req('a'), sig());
-    ac.admit(req('b'), sig());
+    void ac.admit(req('a'), sig());
+    void ac.admit(req('b'), sig());
     let err: unknown;
     try {
-      ac.admit(req('c'), sig());
+      void ac.admit(req('c'), sig());
     } catch (e) {
       err = e;
     }
@@ -112,7 +112,7 @@ describe('admission/admission-controller', () => {
 
   it('queue: answers 429 when the deadline passes and withdraws a request whose stream ended', async () => {
     const { ac, clock, routing } = setup('queue', 1, { maxWaitMs: 1000 });
-    ac.admit(req('busy'), sig());
+    void ac.admit(req('busy'), sig());
     const late = settled(ac.admit(req('late'), sig()) as Promise<RouteTicket>);
     const gone = new AbortController();
     const withdrawn = settled(ac.admit(req('gone'), gone.signal) as Promise<RouteTicket>);

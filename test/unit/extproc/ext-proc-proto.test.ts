@@ -26,7 +26,7 @@ function expectSameReading(actual: unknown, expected: unknown, path = '$'): void
     expect(Array.isArray(actual), `${path} is an array`).to.equal(true);
     const list = actual as unknown[];
     expect(list.length, `${path}.length`).to.equal(expected.length);
-    expected.forEach((v, i) => expectSameReading(list[i], v, `${path}[${i}]`));
+    for (const [i, v] of expected.entries()) expectSameReading(list[i], v, `${path}[${i}]`);
     return;
   }
   if (expected !== null && typeof expected === 'object') {

@@ -207,7 +207,7 @@ describe('token-block keys (engine KV events)', () => {
     }
     // The bytes are the ids as little-endian uint32.
     const bytes = Buffer.alloc(16 * 4);
-    tokens.slice(0, 16).forEach((t, i) => bytes.writeUInt32LE(t, i * 4));
+    for (const [i, t] of tokens.slice(0, 16).entries()) bytes.writeUInt32LE(t, i * 4);
     expect(blockKeyAt(chained, 0)).to.equal(xxh64(bytes, modelKey('m')));
   });
 

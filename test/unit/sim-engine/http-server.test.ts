@@ -142,15 +142,13 @@ describe('sim-engine HTTP server (real engine on port 0)', function () {
     const events = text.split('\n\n').filter((e) => e !== '');
     for (const e of events) expect(e.startsWith('data: ')).to.equal(true);
     expect(events[events.length - 1]).to.equal('data: [DONE]');
-    const chunks = events
-      .slice(0, -1)
-      .map(
-        (e) =>
-          JSON.parse(e.slice(6)) as {
-            choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[];
-            usage?: Usage;
-          },
-      );
+    const chunks = events.slice(0, -1).map(
+      (e) =>
+        JSON.parse(e.slice(6)) as {
+          choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[];
+          usage?: Usage;
+        },
+    );
     expect(chunks[0]!.choices[0]!.delta.role).to.equal('assistant');
     const content = chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
     expect(content.trim().split(' ')).to.have.length(4);

@@ -29,7 +29,7 @@ describe('bench/harness/cpu-affinity', () => {
   it('pins this process so that what it starts next inherits the core, until unpinned', async () => {
     const before = allowedCpus();
     const unpin = pinRoutingTier(0);
-    let child;
+    let child: ReturnType<typeof spawn> | undefined;
     try {
       expect(allowedCpus()).to.equal('0');
       child = spawn('sleep', ['5'], { stdio: 'ignore' });

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { MaxScorePicker } from '../../../../src/plugins/picker/max-score-picker.js';
 import { setScratch } from '../../../../src/scheduling/cycle-scratch.js';
-import { AFFINITY_EVIDENCE, IMBALANCE_DROPPED } from '../../../../src/plugins/shared/cycle-keys.js';
+import { AFFINITY_EVIDENCE } from '../../../../src/plugins/shared/cycle-keys.js';
 import { seededRng } from '../../../../src/util/rng.js';
-import { candidate, candidates, cycle } from '../../builders.js';
+import { candidates, cycle } from '../../builders.js';
 
 describe('MaxScorePicker', () => {
   const p = new MaxScorePicker('max', 'load');

@@ -53,7 +53,7 @@ export function traceDecisions(config: RouterConfig, opts: TraceOptions = DEFAUL
       }
     }
     // Zipf-ish group choice: lower groups are hotter.
-    const g = Math.min(opts.groups - 1, Math.floor(Math.pow(wl.next(), 2) * opts.groups));
+    const g = Math.min(opts.groups - 1, Math.floor(wl.next() ** 2 * opts.groups));
     const turn = (history.get(g) ?? systems[g]!) + words(wl, 40 + wl.int(400));
     history.set(g, turn.length > 6000 ? systems[g]! : turn);
     const prefix = wl.int(10) === 0 ? words(wl, 100 + wl.int(800)) : turn;
