@@ -19,7 +19,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from './harness/repo-paths.js';
+import { REPO_ROOT } from '../test/kit/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
 import { findPreset, PRESETS } from './presets/index.js';
 import { poolRunDirs, rerenderResults, rerenderRounds } from './report/rerender.js';

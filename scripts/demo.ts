@@ -19,11 +19,11 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { seededRng, type Rng } from '../src/util/rng.js';
-import { startVllmEngines } from '../bench/real-engine/launcher.js';
-import { TINY_MODEL_NAME, vllmUnavailableReason } from '../bench/real-engine/vllm-paths.js';
-import { syntheticTokens } from '../bench/workloads/synthetic-text.js';
-import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../bench/harness/chat-requests.js';
-import { httpRequest, postJson } from '../bench/harness/http-client.js';
+import { startVllmEngines } from '../test/kit/vllm-engines.js';
+import { TINY_MODEL_NAME, vllmUnavailableReason } from '../test/kit/vllm-paths.js';
+import { syntheticTokens } from '../test/kit/synthetic-text.js';
+import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../test/kit/chat-requests.js';
+import { httpRequest, postJson } from '../test/kit/http-client.js';
 import {
   engineAddress,
   mergeDoc,
@@ -33,9 +33,9 @@ import {
   type ConfigDoc,
   type EnvoyProcess,
   type RouterProcess,
-} from '../bench/harness/processes.js';
-import { sumSamples } from '../bench/stats/prometheus-text.js';
-import { REPO_ROOT } from '../bench/harness/repo-paths.js';
+} from '../test/kit/processes.js';
+import { sumSamples } from '../test/kit/prometheus-text.js';
+import { REPO_ROOT } from '../test/kit/repo-paths.js';
 
 const DEMO_PORTS = { engines: 8001, grpc: 9002, admin: 9003, envoyAdmin: 9901, listener: 10000 };
 /** KV cache per sim engine (16-token blocks): room for ~3 system prompts plus running requests, so placement matters. */
@@ -329,7 +329,7 @@ async function startSimFleet(fixed: boolean, model: string): Promise<DemoFleet> 
 /** KV blocks per real engine (128 tokens each): room for two of the four shared prompts, so placement matters. */
 const VLLM_DEMO_BLOCKS = 40;
 
-/** Two vLLM CPU engines (bench/real-engine/launcher.ts), one core each, on 127.0.0.2 and .3. */
+/** Two vLLM CPU engines (test/kit/vllm-engines.ts), one core each, on 127.0.0.2 and .3. */
 async function startVllmFleet(): Promise<DemoFleet> {
   const missing = vllmUnavailableReason();
   if (missing !== undefined) throw new Error(`--engines vllm: ${missing}`);

@@ -11,7 +11,7 @@ no weight file exists. Why this size: a 3,000-token cold prefill takes well over
 one core, so prefix-cache hits are visible in TTFT, while startup and memory stay small.
 
 The training corpus is generated from a fixed seed: English-like sentences from a fixed word
-list plus the shape the benchmarks send (bench/workloads/synthetic-text.ts: three lowercase
+list plus the shape the benchmarks send (test/kit/synthetic-text.ts: three lowercase
 letters and a space per word), so both tokenize compactly.
 """
 import hashlib

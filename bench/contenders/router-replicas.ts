@@ -7,10 +7,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEnvoy, type EnvoyProcess } from '../harness/envoy-process.js';
-import { freePort, runDir, startProcess, type ManagedProcess } from '../harness/managed-process.js';
-import { startNatsServer, type NatsServer } from '../harness/nats-process.js';
-import { ROUTER_MAIN } from '../harness/repo-paths.js';
+import { startEnvoy, type EnvoyProcess } from '../../test/kit/envoy-process.js';
+import { freePort, runDir, startProcess, type ManagedProcess } from '../../test/kit/managed-process.js';
+import { startNatsServer, type NatsServer } from '../../test/kit/nats-process.js';
+import { ROUTER_MAIN } from '../../test/kit/repo-paths.js';
 import { deepMerge, renderRouterConfig } from './router-config.js';
 import type { ContenderContext, ContenderSpec, ReplicaSet, RouterOverrides, RunningContender } from './types.js';
 

@@ -9,10 +9,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startEnvoy } from '../harness/envoy-process.js';
-import { isHttpOk } from '../harness/http-client.js';
-import { freePort, startProcess } from '../harness/managed-process.js';
-import { REPO_ROOT } from '../harness/repo-paths.js';
+import { startEnvoy } from '../../test/kit/envoy-process.js';
+import { isHttpOk } from '../../test/kit/http-client.js';
+import { freePort, startProcess } from '../../test/kit/managed-process.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { startRouterReplicas } from './router-replicas.js';
 import type { ContenderContext, ContenderSpec, PeerSpec, RunningContender } from './types.js';
 

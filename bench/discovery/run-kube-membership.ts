@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectRunInfo } from '../report/run-info.js';
-import { REPO_ROOT } from '../harness/repo-paths.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { runKubeMembership, type KubeMembershipResult } from './kube-membership.js';
 
 function arg(name: string, def: string): string {

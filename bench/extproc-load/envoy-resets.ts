@@ -24,10 +24,10 @@ import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CHAT_PATH, chatRequest, systemPrompt, tally } from '../harness/chat-requests.js';
-import { httpRequest } from '../harness/http-client.js';
-import { runDir, sleep, startStack, type Stack } from '../harness/processes.js';
-import { ENVOY_BIN, REPO_ROOT } from '../harness/repo-paths.js';
+import { CHAT_PATH, chatRequest, systemPrompt, tally } from '../../test/kit/chat-requests.js';
+import { httpRequest } from '../../test/kit/http-client.js';
+import { runDir, sleep, startStack, type Stack } from '../../test/kit/processes.js';
+import { ENVOY_BIN, REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { gitOutput } from '../micro/git-output.js';
 
 const TRANSPORTS = ['grpc-js'] as const;

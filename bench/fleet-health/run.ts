@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../harness/repo-paths.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import {
   runAbandoned,
   runFairness,
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     finished: new Date().toISOString(),
     commit,
     dirty,
-    seed: 'sim engines seeded by launch order (--seed=0); prompts deterministic (bench/workloads/synthetic-text.ts)',
+    seed: 'sim engines seeded by launch order (--seed=0); prompts deterministic (test/kit/synthetic-text.ts)',
     params: {
       sigkill: sigkillOpts,
       abandoned: { ...abandonedOpts, branchRouter: IDLE },

@@ -15,8 +15,8 @@
  * `routerMain` runs another checkout's router build (side-by-side with main).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { chatRequest, systemPrompt } from '../harness/chat-requests.js';
-import { httpRequest } from '../harness/http-client.js';
+import { chatRequest, systemPrompt } from '../../test/kit/chat-requests.js';
+import { httpRequest } from '../../test/kit/http-client.js';
 import {
   engineAddress,
   routerConfigDoc,
@@ -28,7 +28,7 @@ import {
   type EnvoyProcess,
   type RouterProcess,
   type SimEngineFleet,
-} from '../harness/processes.js';
+} from '../../test/kit/processes.js';
 import { AbandoningClient } from './abandoning-client.js';
 import { distribution, type Distribution } from '../stats/percentiles.js';
 import { runSseLoad, type SseRecord } from './sse-load.js';

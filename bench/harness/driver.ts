@@ -12,7 +12,7 @@
 import { setMaxListeners } from 'node:events';
 import { Agent } from 'node:http';
 import type { BenchRequest } from '../workloads/types.js';
-import { streamRequest, type Outcome, type StreamResult } from './sse-request.js';
+import { streamRequest, type Outcome, type StreamResult } from '../../test/kit/sse-request.js';
 
 export interface RequestRecord {
   readonly id: string;
@@ -23,7 +23,7 @@ export interface RequestRecord {
   /** How late the request actually went out (client-side lag), ms. */
   readonly lagMs: number;
   readonly engine: string | null;
-  /** The router's `x-cacheroute-decision` header, when it sent one (bench/harness/sse-request.ts). */
+  /** The router's `x-cacheroute-decision` header, when it sent one (test/kit/sse-request.ts). */
   readonly decision: string | null;
   readonly status: number;
   readonly outcome: Outcome | 'client-shed';

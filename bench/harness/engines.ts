@@ -4,14 +4,14 @@
  * counters, so every contender starts cold), and scraped for vLLM-named counters.
  */
 import { Agent, request } from 'node:http';
-import { startVllmEngines } from '../real-engine/launcher.js';
-import { startSimEngines } from '../sim-engine/launcher.js';
-import { ensureTinyModel } from '../real-engine/tiny-model.js';
+import { startVllmEngines } from '../../test/kit/vllm-engines.js';
+import { startSimEngines } from '../../test/kit/sim-engines.js';
+import { ensureTinyModel } from '../../test/kit/tiny-model.js';
 import type { EngineHandle } from '../contenders/types.js';
 import type { EngineFlags, EngineSetup } from '../presets/types.js';
 import { countersFromSamples, type EngineCounters } from '../stats/engine-counters.js';
-import { parsePrometheusText } from '../stats/prometheus-text.js';
-import { pinRoutingTier } from './cpu-affinity.js';
+import { parsePrometheusText } from '../../test/kit/prometheus-text.js';
+import { pinRoutingTier } from '../../test/kit/cpu-affinity.js';
 
 export interface EngineFleet {
   readonly engines: readonly EngineHandle[];

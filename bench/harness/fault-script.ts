@@ -7,7 +7,7 @@
  */
 import type { ReplicaSet } from '../contenders/types.js';
 import type { FaultStep } from '../presets/types.js';
-import { sleep } from './managed-process.js';
+import { sleep } from '../../test/kit/managed-process.js';
 
 export interface FaultEvent {
   readonly action: FaultStep['action'];

@@ -24,7 +24,7 @@ import {
 } from '../stats/replica-facts.js';
 import type { RequestRecord } from './driver.js';
 import { runFaultScript, type FaultEvent, type FaultScript } from './fault-script.js';
-import { sleep } from './managed-process.js';
+import { sleep } from '../../test/kit/managed-process.js';
 import { sampleReplica, startReplicaSampler, type IndexAgreement, type ReplicaSample, type ReplicaSampler } from './replica-sampler.js';
 
 const CPU = 'cacheroute_process_cpu_seconds_total';

@@ -8,9 +8,9 @@
  * runs without faults are not polled.
  */
 import type { ReplicaSet } from '../contenders/types.js';
-import { parsePrometheusText } from '../stats/prometheus-text.js';
+import { parsePrometheusText } from '../../test/kit/prometheus-text.js';
 import { httpText } from './engines.js';
-import { sleep } from './managed-process.js';
+import { sleep } from '../../test/kit/managed-process.js';
 
 export interface EndpointLoadView {
   readonly inflightRequests: number;

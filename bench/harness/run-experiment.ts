@@ -10,7 +10,7 @@ import { startContender } from '../contenders/start-contender.js';
 import type { Experiment, RunBudget } from '../presets/types.js';
 import { counterDelta, type EngineCounters } from '../stats/engine-counters.js';
 import { histogramDelta, histogramMean, histogramQuantile, readHistogram, type HistogramData } from '../stats/histogram-delta.js';
-import { parsePrometheusText, type Sample } from '../stats/prometheus-text.js';
+import { parsePrometheusText, type Sample } from '../../test/kit/prometheus-text.js';
 import { summarizeRun, type RunSummary } from '../stats/summarize.js';
 import { buildWorkload } from '../workloads/scenario.js';
 import { idealReuse, type BenchRequest } from '../workloads/types.js';

@@ -34,12 +34,12 @@ import { systemClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { simProfile } from '../sim-engine/engine-config.js';
 import { SimEngineServer } from '../sim-engine/http-server.js';
-import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
+import { writeTinyTokenizer } from '../../test/kit/tiny-tokenizer.js';
 import { arg } from '../micro/cli-arg.js';
 import { emitRun } from './run-output.js';
 import { gitOutput } from '../micro/git-output.js';
 import { wordText } from './word-text.js';
-import { sleep } from '../harness/managed-process.js';
+import { sleep } from '../../test/kit/managed-process.js';
 
 const text = (rng: Rng, chars: number): string => wordText(rng, chars);
 

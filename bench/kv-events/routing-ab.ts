@@ -18,13 +18,13 @@ import { extractPrompt } from '../../src/request/extract-prompt.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { distribution } from '../stats/percentiles.js';
-import { startSimEngines } from '../sim-engine/launcher.js';
-import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
+import { startSimEngines } from '../../test/kit/sim-engines.js';
+import { writeTinyTokenizer } from '../../test/kit/tiny-tokenizer.js';
 import { arg } from '../micro/cli-arg.js';
 import { gitOutput } from '../micro/git-output.js';
 import { emitRun } from './run-output.js';
 import { wordText } from './word-text.js';
-import { sleep } from '../harness/managed-process.js';
+import { sleep } from '../../test/kit/managed-process.js';
 
 const text = (rng: Rng, chars: number): string => wordText(rng, chars);
 

@@ -7,8 +7,8 @@
  *   node dist/bench/kv-events/with-vllm.js [--count 2] [--blocks 72] [--start-timeout-ms 240000] -- dist/bench/kv-events/accuracy-bench.js --requests 80 --out DIR
  */
 import { spawn } from 'node:child_process';
-import { startVllmEngines } from '../real-engine/launcher.js';
-import { ensureTinyModel } from '../real-engine/tiny-model.js';
+import { startVllmEngines } from '../../test/kit/vllm-engines.js';
+import { ensureTinyModel } from '../../test/kit/tiny-model.js';
 import { arg } from '../micro/cli-arg.js';
 
 async function main(): Promise<void> {

@@ -37,7 +37,7 @@ import type { LoadSnapshot } from '../../src/endpoints/load.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { distribution } from '../stats/percentiles.js';
-import { writeTinyTokenizer } from '../harness/tiny-tokenizer.js';
+import { writeTinyTokenizer } from '../../test/kit/tiny-tokenizer.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { arg } from './cli-arg.js';
 import { emitRun } from '../kv-events/run-output.js';
@@ -343,7 +343,7 @@ async function main(): Promise<void> {
       bodyBytes,
       userChars,
       promptTokens: tokensOf,
-      modelDir: modelDir.includes('tmp') ? 'tiny (bench/harness/tiny-tokenizer.ts)' : modelDir,
+      modelDir: modelDir.includes('tmp') ? 'tiny (test/kit/tiny-tokenizer.ts)' : modelDir,
       mix: '14 chatCached / 2 chatUncached / 3 completionCached / 1 completionUncached of every 20',
     },
     microseconds: d,

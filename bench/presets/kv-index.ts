@@ -7,15 +7,15 @@
  * tokenizing with the same tiny model's tokenizer as the router).
  *
  * The precise indexes discover each engine's publisher (`/kv_event_sources`) and tokenize
- * with the tiny model's own tokenizer files (bench/real-engine/tiny-model.ts; made on first
+ * with the tiny model's own tokenizer files (test/kit/tiny-model.ts; made on first
  * use). Engines are reset (prefix cache emptied) before each run and the router starts after
  * that, so it joins each engine's event stream late on an empty cache: `resyncWindowMs: 0`
  * trusts the events at once (docs/kv-events.md, "Late subscriber").
  *
  * Sized to one heavy-lock hold each: one rate per workload (real vLLM), two rates (sim).
  */
-import { tinyModelDir } from '../real-engine/tiny-model.js';
-import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
+import { tinyModelDir } from '../../test/kit/tiny-model.js';
+import { TINY_MODEL_NAME } from '../../test/kit/vllm-paths.js';
 import { BLOCK_TOKENS, BENCH_MODEL, cacheroute, engineSetup } from './building-blocks.js';
 import { REAL_VLLM, REAL_VLLM_ENGINES } from './real-vllm.js';
 import { PEERS } from './peers.js';

@@ -21,7 +21,7 @@
  * rate runs 30 s after an unmeasured warm-up (shared-prefix: one request per group). The
  * whole preset takes ~20 min on this machine; it is bounded, not exhaustive.
  */
-import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
+import { TINY_MODEL_NAME } from '../../test/kit/vllm-paths.js';
 import { cacheroute, ENVOY_RR, SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE } from './building-blocks.js';
 import type { EngineSetup, PresetSpec } from './types.js';
 

@@ -14,7 +14,7 @@ export interface EngineSetup {
   /** Short name used in result ids, e.g. `4x-kv1600`. */
   readonly label: string;
   readonly count: number;
-  /** Simulated engines (default) or real vLLM CPU engines (bench/real-engine/launcher.ts). */
+  /** Simulated engines (default) or real vLLM CPU engines (test/kit/vllm-engines.ts). */
   readonly kind?: 'sim' | 'vllm';
   /**
    * Real-engine options (kind `vllm`): KV blocks override, KV cache GiB, max model length, and
@@ -32,7 +32,7 @@ export interface EngineSetup {
   };
   /**
    * Pin the harness to this core while the block runs: Envoy, every router, peer router and
-   * processor it starts, and the load generator (bench/harness/cpu-affinity.ts). With
+   * processor it starts, and the load generator (test/kit/cpu-affinity.ts). With
    * `vllm.sharedCore` on another core, the routing tier and the engines no longer share a core.
    */
   readonly routingTierCore?: number;

@@ -11,9 +11,9 @@
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { startVllmEngines } from '../real-engine/launcher.js';
-import { TINY_MODEL_NAME } from '../real-engine/vllm-paths.js';
-import { sleep } from '../harness/managed-process.js';
+import { startVllmEngines } from '../../test/kit/vllm-engines.js';
+import { TINY_MODEL_NAME } from '../../test/kit/vllm-paths.js';
+import { sleep } from '../../test/kit/managed-process.js';
 import { procCpuSeconds } from './proc-cpu.js';
 
 /** Every live pid with its parent (one pass over /proc). */

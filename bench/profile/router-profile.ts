@@ -12,11 +12,11 @@
  */
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEnvoy } from '../harness/envoy-process.js';
+import { startEnvoy } from '../../test/kit/envoy-process.js';
 import { startEngineFleet } from '../harness/engines.js';
-import { freePort, runDir, sleep, startProcess } from '../harness/managed-process.js';
+import { freePort, runDir, sleep, startProcess } from '../../test/kit/managed-process.js';
 import { runOpenLoop } from '../harness/driver.js';
-import { REPO_ROOT, ROUTER_MAIN } from '../harness/repo-paths.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../../test/kit/repo-paths.js';
 import { renderRouterConfig } from '../contenders/router-config.js';
 import { replicaBlocks } from '../presets/replicas.js';
 import { buildWorkload } from '../workloads/scenario.js';

@@ -30,13 +30,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { httpRequest, postJson } from '../harness/http-client.js';
-import { chatRequest } from '../harness/chat-requests.js';
-import { syntheticTokens } from '../workloads/synthetic-text.js';
-import { startSimEngines } from '../sim-engine/launcher.js';
-import { startVllmEngines } from './launcher.js';
-import { TINY_MODEL_NAME } from './vllm-paths.js';
-import { ensureTinyModel } from './tiny-model.js';
+import { httpRequest, postJson } from '../../test/kit/http-client.js';
+import { chatRequest } from '../../test/kit/chat-requests.js';
+import { syntheticTokens } from '../../test/kit/synthetic-text.js';
+import { startSimEngines } from '../../test/kit/sim-engines.js';
+import { startVllmEngines } from '../../test/kit/vllm-engines.js';
+import { TINY_MODEL_NAME } from '../../test/kit/vllm-paths.js';
+import { ensureTinyModel } from '../../test/kit/tiny-model.js';
 
 interface Usage {
   prompt_tokens: number;

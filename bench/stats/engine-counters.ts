@@ -3,7 +3,7 @@
  * counters are the ground truth for token-level prefix-cache hit rate (what vLLM calls
  * hits/queries) and for how much work each engine received, whoever routed it.
  */
-import { sumMetric, type Sample } from './prometheus-text.js';
+import { sumMetric, type Sample } from '../../test/kit/prometheus-text.js';
 
 export interface EngineCounters {
   readonly prefixHitTokens: number;

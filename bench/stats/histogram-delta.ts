@@ -3,7 +3,7 @@
  * Prometheus' histogram_quantile does it: find the bucket holding the rank and
  * interpolate linearly inside it. Used for the router's own decision-time histogram.
  */
-import type { Sample } from './prometheus-text.js';
+import type { Sample } from '../../test/kit/prometheus-text.js';
 
 export interface HistogramData {
   /** Cumulative counts by upper bound, ascending (last is +Inf). */

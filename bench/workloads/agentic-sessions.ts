@@ -16,7 +16,7 @@
 import { seededRng } from '../../src/util/rng.js';
 import { arrivalTimes, type ArrivalSpec } from './arrivals.js';
 import { PrefixChainTracker, shapePrompt, weightedIndex, type Segment } from './prompt-shape.js';
-import { hashString, syntheticTokens } from './synthetic-text.js';
+import { hashString, syntheticTokens } from '../../test/kit/synthetic-text.js';
 import type { ApiKind, BenchRequest, ChatMessage, Workload } from './types.js';
 
 export interface AgenticParams {

@@ -7,7 +7,7 @@
 import { seededRng } from '../../src/util/rng.js';
 import { arrivalTimes, type ArrivalSpec } from './arrivals.js';
 import { PrefixChainTracker, shapePrompt, weightedIndex } from './prompt-shape.js';
-import { hashString, syntheticTokens, systemPrompts } from './synthetic-text.js';
+import { hashString, syntheticTokens, systemPrompts } from '../../test/kit/synthetic-text.js';
 import type { ApiKind, BenchRequest, Workload } from './types.js';
 
 export interface HotPrefixParams {

@@ -11,7 +11,7 @@
  */
 import { seededRng } from '../../src/util/rng.js';
 import { PrefixChainTracker, shapePrompt, type Segment } from './prompt-shape.js';
-import { firstTokens, syntheticTokens } from './synthetic-text.js';
+import { firstTokens, syntheticTokens } from '../../test/kit/synthetic-text.js';
 import type { ApiKind, BenchRequest, Workload } from './types.js';
 
 export interface MooncakeEntry {

@@ -13,7 +13,7 @@
 import { seededRng } from '../../src/util/rng.js';
 import { arrivalTimes, type ArrivalSpec } from './arrivals.js';
 import { PrefixChainTracker, shapePrompt, type Segment } from './prompt-shape.js';
-import { hashString, syntheticTokens } from './synthetic-text.js';
+import { hashString, syntheticTokens } from '../../test/kit/synthetic-text.js';
 import type { ApiKind, BenchRequest, ChatMessage, Workload } from './types.js';
 
 export interface MultiTurnParams {

@@ -3,7 +3,7 @@
  * chosen API, counting reusable prefix tokens structurally, and seeded shuffling.
  */
 import type { Rng } from '../../src/util/rng.js';
-import { countTokens } from './synthetic-text.js';
+import { countTokens } from '../../test/kit/synthetic-text.js';
 import type { ApiKind, ChatMessage } from './types.js';
 
 /** Role tags for the completions rendering of a conversation (each is one token). */

@@ -8,7 +8,7 @@
 import { seededRng } from '../../src/util/rng.js';
 import { arrivalTimes, type ArrivalSpec } from './arrivals.js';
 import { PrefixChainTracker, shapePrompt, shuffleInPlace } from './prompt-shape.js';
-import { hashString, syntheticTokens, systemPrompts } from './synthetic-text.js';
+import { hashString, syntheticTokens, systemPrompts } from '../../test/kit/synthetic-text.js';
 import type { ApiKind, BenchRequest, ChatMessage, Workload } from './types.js';
 
 export interface SharedPrefixShape {

@@ -4,20 +4,9 @@
  * in the same run (and two runs with the same seed) see byte-identical request streams.
  */
 
-export type ApiKind = 'completions' | 'chat';
+import type { StreamedRequest } from '../../test/kit/sse-request.js';
 
-export interface ChatMessage {
-  readonly role: 'system' | 'user' | 'assistant' | 'tool';
-  readonly content: string;
-  /** Assistant tool calls (OpenAI shape); the arguments are a JSON string. */
-  readonly tool_calls?: ReadonlyArray<{
-    readonly id: string;
-    readonly type: 'function';
-    readonly function: { readonly name: string; readonly arguments: string };
-  }>;
-  /** Tool results: the call they answer. */
-  readonly tool_call_id?: string;
-}
+export type { ApiKind, ChatMessage } from '../../test/kit/sse-request.js';
 
 /** Waits for another request of the same stream before being sent (multi-turn pacing). */
 export interface RequestDependency {
@@ -27,20 +16,13 @@ export interface RequestDependency {
   readonly thinkMs: number;
 }
 
-export interface BenchRequest {
+export interface BenchRequest extends StreamedRequest {
   /** Unique and stable within the workload. */
   readonly id: string;
   /** Scheduled arrival, ms after the start of the run (earliest send time for dependent turns). */
   readonly atMs: number;
-  readonly api: ApiKind;
-  /** Prompt text (completions API). */
-  readonly prompt?: string;
-  /** Conversation (chat API). */
-  readonly messages?: readonly ChatMessage[];
   /** Prompt tokens by construction (synthetic text has exactly one token per word). */
   readonly promptTokens: number;
-  /** Output tokens requested (sent as max_tokens with ignore_eos). */
-  readonly maxTokens: number;
   /** Sharing group ('' when the prompt shares nothing by design). */
   readonly group: string;
   /**
@@ -49,8 +31,6 @@ export interface BenchRequest {
    */
   readonly reusableTokens: number;
   readonly dependsOn?: RequestDependency;
-  /** Conversation / agent session the request belongs to (sent as the `x-session-id` header). */
-  readonly session?: string;
   /**
    * Warm-up request: sent in a separate phase before the measured stream and left out of
    * the statistics (like inference-perf's warm-up stage), so short runs are not dominated

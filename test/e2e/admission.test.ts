@@ -4,11 +4,11 @@
  * holds the excess and admits it as engines free up, nobody timing out.
  */
 import { expect } from 'chai';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 import { startFleetStack } from '../../bench/fleet-health/scenarios.js';
 import { runSseLoad } from '../../bench/fleet-health/sse-load.js';
-import { chatRequest, systemPrompt } from '../../bench/harness/chat-requests.js';
-import { httpRequest } from '../../bench/harness/http-client.js';
+import { chatRequest, systemPrompt } from '../kit/chat-requests.js';
+import { httpRequest } from '../kit/http-client.js';
 
 const body = (i: number) => chatRequest(systemPrompt(`admission-${i}`, 800), `q ${i}`, { stream: true, maxTokens: 8, ignoreEos: true });
 

@@ -13,15 +13,14 @@
  */
 import { expect } from 'chai';
 import { Agent } from 'node:http';
-import { groupChat, mapLimit } from '../../bench/harness/chat-requests.js';
-import { startNatsServer, type NatsServer } from '../../bench/harness/nats-process.js';
-import { engineAddress, routerConfigDoc, sleep, startEngines, startEnvoy, startRouter } from '../../bench/harness/processes.js';
-import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../../bench/harness/processes.js';
-import { httpRequest } from '../../bench/harness/http-client.js';
-import { streamRequest, type StreamResult } from '../../bench/harness/sse-request.js';
-import type { BenchRequest } from '../../bench/workloads/types.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, natsServer, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { groupChat, mapLimit } from '../kit/chat-requests.js';
+import { startNatsServer, type NatsServer } from '../kit/nats-process.js';
+import { engineAddress, routerConfigDoc, sleep, startEngines, startEnvoy, startRouter } from '../kit/processes.js';
+import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../kit/processes.js';
+import { httpRequest } from '../kit/http-client.js';
+import { streamRequest, type StreamResult, type StreamedRequest } from '../kit/sse-request.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, natsServer, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 const REPLICAS = 3;
 const ORPHAN_AGE_MS = 4000;
@@ -35,7 +34,7 @@ const ENGINE_FLAGS = {
   'prefill-ms-per-token': 0.01,
 } as const;
 
-function chat(i: number): BenchRequest {
+function chat(i: number): StreamedRequest {
   return groupChat(i, { tag: 'forward-group', groups: 12, systemTokens: 200, maxTokens: OUTPUT_TOKENS });
 }
 

@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { runDir } from '../../bench/harness/managed-process.js';
-import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
-import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
-import { envoyBinary, requireComponents, routerBuild } from '../helpers/require-component.js';
+import { runDir } from '../kit/managed-process.js';
+import { validateEnvoyConfig } from '../kit/envoy-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../kit/repo-paths.js';
+import { envoyBinary, requireComponents, routerBuild } from '../kit/require-component.js';
 
 const run = promisify(execFile);
 type Obj = Record<string, unknown>;

@@ -16,11 +16,11 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
 import { parse, parseAllDocuments } from 'yaml';
-import { startKubeCluster, type KubeCluster } from '../../bench/harness/kube-cluster.js';
-import { runDir } from '../../bench/harness/managed-process.js';
-import { NATS_SERVER_BIN } from '../../bench/harness/nats-process.js';
-import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
-import { kubeBinaries, natsServer, requireComponents, routerBuild } from '../helpers/require-component.js';
+import { startKubeCluster, type KubeCluster } from '../kit/kube-cluster.js';
+import { runDir } from '../kit/managed-process.js';
+import { NATS_SERVER_BIN } from '../kit/nats-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../kit/repo-paths.js';
+import { kubeBinaries, natsServer, requireComponents, routerBuild } from '../kit/require-component.js';
 
 const run = promisify(execFile);
 type Obj = Record<string, unknown>;

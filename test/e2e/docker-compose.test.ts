@@ -1,7 +1,7 @@
 /**
  * docker-compose.yml cannot be run here (no Docker engine), so it is checked statically:
  *  - the compose-specific Envoy and router configs under deploy/compose/ are exactly what
- *    the shared renderer (bench/harness/envoy-config.ts) and the example router config give
+ *    the shared renderer (test/kit/envoy-config.ts) and the example router config give
  *    with the compose network's addresses (regenerate: UPDATE_COMPOSE_CONFIGS=1);
  *  - the Envoy config passes `envoy --mode validate`, the router config `cacheroute validate`;
  *  - every service, image, port, volume and address in docker-compose.yml refers to files
@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parse, stringify } from 'yaml';
-import { buildEnvoyConfig } from '../../bench/harness/envoy-config.js';
-import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
-import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
-import { compiled, envoyBinary, requireComponents, routerBuild, skipBecause } from '../helpers/require-component.js';
+import { buildEnvoyConfig } from '../kit/envoy-config.js';
+import { validateEnvoyConfig } from '../kit/envoy-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../kit/repo-paths.js';
+import { compiled, envoyBinary, requireComponents, routerBuild, skipBecause } from '../kit/require-component.js';
 
 const run = promisify(execFile);
 type Obj = Record<string, unknown>;

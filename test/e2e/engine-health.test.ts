@@ -6,7 +6,7 @@
  * longer and side by side with main (bench/results/fleet-health/).
  */
 import { expect } from 'chai';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 import { runSigkill } from '../../bench/fleet-health/scenarios.js';
 
 describe('e2e: engine SIGKILL under load', function () {

@@ -14,11 +14,11 @@ import {
   renderEnvoyConfig,
   usesRouter,
   type EnvoyRenderOptions,
-} from '../../bench/harness/envoy-config.js';
-import { runDir } from '../../bench/harness/managed-process.js';
-import { validateEnvoyConfig } from '../../bench/harness/envoy-process.js';
-import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
-import { envoyBinary, requireComponents } from '../helpers/require-component.js';
+} from '../kit/envoy-config.js';
+import { runDir } from '../kit/managed-process.js';
+import { validateEnvoyConfig } from '../kit/envoy-process.js';
+import { REPO_ROOT } from '../kit/repo-paths.js';
+import { envoyBinary, requireComponents } from '../kit/require-component.js';
 import { edsDocument } from '../../src/discovery/eds-file-writer.js';
 
 // Walks a parsed config by a path of keys / `name=` selectors.

@@ -7,8 +7,8 @@
  * answered 503 (ORIGINAL_DST).
  */
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, servedBy, systemPrompt } from '../../bench/harness/chat-requests.js';
-import { postJson } from '../../bench/harness/http-client.js';
+import { CHAT_PATH, chatRequest, servedBy, systemPrompt } from '../kit/chat-requests.js';
+import { postJson } from '../kit/http-client.js';
 import {
   engineAddress,
   freePort,
@@ -21,8 +21,8 @@ import {
   type RouterProcess,
   type SimEngineFleet,
   type Stack,
-} from '../../bench/harness/processes.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+} from '../kit/processes.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 interface Case {
   readonly variant: 'override-host' | 'original-dst';

@@ -15,11 +15,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { stringify } from 'yaml';
-import { startEnvoy, type EnvoyProcess } from '../../bench/harness/envoy-process.js';
-import { httpRequest, isHttpOk, postJson } from '../../bench/harness/http-client.js';
-import { freePort, runDir, sleep, startProcess, type ManagedProcess } from '../../bench/harness/managed-process.js';
-import { REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
-import { envoyBinary, jaegerBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { startEnvoy, type EnvoyProcess } from '../kit/envoy-process.js';
+import { httpRequest, isHttpOk, postJson } from '../kit/http-client.js';
+import { freePort, runDir, sleep, startProcess, type ManagedProcess } from '../kit/managed-process.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../kit/repo-paths.js';
+import { envoyBinary, jaegerBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 const JAEGER_CONFIG = join(REPO_ROOT, 'deploy', 'jaeger', 'jaeger-config.yaml');
 const SIM_ENGINE = join(REPO_ROOT, 'dist', 'bench', 'sim-engine', 'main.js');

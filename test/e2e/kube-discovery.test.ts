@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { runKubeMembership } from '../../bench/discovery/kube-membership.js';
-import { envoyBinary, kubeBinaries, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { envoyBinary, kubeBinaries, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 describe('e2e: Kubernetes discovery through Envoy (real kube-apiserver)', function () {
   this.timeout(180_000);

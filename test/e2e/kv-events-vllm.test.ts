@@ -8,16 +8,16 @@
  */
 import { getPriority } from 'node:os';
 import { expect } from 'chai';
-import { startVllmEngines, type VllmEngineFleet } from '../../bench/real-engine/launcher.js';
-import { ensureTinyModel } from '../../bench/real-engine/tiny-model.js';
-import { TINY_MODEL_NAME } from '../../bench/real-engine/vllm-paths.js';
+import { startVllmEngines, type VllmEngineFleet } from '../kit/vllm-engines.js';
+import { ensureTinyModel } from '../kit/tiny-model.js';
+import { TINY_MODEL_NAME } from '../kit/vllm-paths.js';
 import { KvEventSubscriber } from '../../src/kv-events/kv-event-subscriber.js';
 import { PreciseAffinity } from '../../src/prefix-cache/precise-affinity.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher } from '../../src/tokenization/token-block-hasher.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
-import { requireComponents, vllmCpu } from '../helpers/require-component.js';
+import { requireComponents, vllmCpu } from '../kit/require-component.js';
 
 const BS = 128;
 const ENGINE_NICE = 1;

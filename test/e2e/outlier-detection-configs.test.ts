@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse, parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../kit/repo-paths.js';
 
 type Obj = Record<string, unknown>;
 const ENVOY_FILES = [

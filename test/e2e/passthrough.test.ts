@@ -6,11 +6,11 @@
  */
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, servedBy, sseEvents, systemPrompt } from '../../bench/harness/chat-requests.js';
-import { httpRequest, isHttpOk, postJson, type HttpResult } from '../../bench/harness/http-client.js';
-import { sleep, startStack, type Stack } from '../../bench/harness/processes.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { CHAT_PATH, chatRequest, servedBy, sseEvents, systemPrompt } from '../kit/chat-requests.js';
+import { httpRequest, isHttpOk, postJson, type HttpResult } from '../kit/http-client.js';
+import { sleep, startStack, type Stack } from '../kit/processes.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 const VARIANTS = ['override-host', 'original-dst'] as const;
 type Variant = (typeof VARIANTS)[number];

@@ -9,14 +9,14 @@
  * it fails (install: bash scripts/setup-vllm.sh).
  */
 import { expect } from 'chai';
-import { startVllmEngines, type VllmEngineFleet } from '../../bench/real-engine/launcher.js';
-import { TINY_MODEL_NAME } from '../../bench/real-engine/vllm-paths.js';
+import { startVllmEngines, type VllmEngineFleet } from '../kit/vllm-engines.js';
+import { TINY_MODEL_NAME } from '../kit/vllm-paths.js';
 import { parseEngineMetrics } from '../../src/endpoints/engine-metrics-parser.js';
 import { parseDecisionSummary } from '../../src/telemetry/decision-summary.js';
-import { syntheticTokens } from '../../bench/workloads/synthetic-text.js';
+import { syntheticTokens } from '../kit/synthetic-text.js';
 import { seededRng } from '../../src/util/rng.js';
-import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../../bench/harness/chat-requests.js';
-import { httpRequest, postJson, type HttpResult } from '../../bench/harness/http-client.js';
+import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../kit/chat-requests.js';
+import { httpRequest, postJson, type HttpResult } from '../kit/http-client.js';
 import {
   routerConfigDoc,
   sleep,
@@ -25,9 +25,9 @@ import {
   type ConfigDoc,
   type EnvoyProcess,
   type RouterProcess,
-} from '../../bench/harness/processes.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, vllmCpu } from '../helpers/require-component.js';
+} from '../kit/processes.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, vllmCpu } from '../kit/require-component.js';
 
 /** KV blocks per engine: ~12k tokens, a few long prompts (max-model-len 4096 needs ≥ 32). */
 const NUM_BLOCKS = 96;

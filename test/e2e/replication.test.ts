@@ -13,19 +13,12 @@
  *  - a SIGKILLed replica's load leaves the others' picture within its peer timeout.
  */
 import { expect } from 'chai';
-import { startNatsServer, type NatsServer } from '../../bench/harness/nats-process.js';
-import {
-  engineAddress,
-  routerConfigDoc,
-  startEngines,
-  startRouter,
-  type RouterProcess,
-  type SimEngineFleet,
-} from '../../bench/harness/processes.js';
-import { httpRequest } from '../../bench/harness/http-client.js';
-import { connect, open, type ClientConversation } from '../helpers/ext-proc-client.js';
-import { chatBody, requestBody, requestHeaders } from '../helpers/ext-proc-messages.js';
-import { natsServer, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { startNatsServer, type NatsServer } from '../kit/nats-process.js';
+import { engineAddress, routerConfigDoc, startEngines, startRouter, type RouterProcess, type SimEngineFleet } from '../kit/processes.js';
+import { httpRequest } from '../kit/http-client.js';
+import { connect, open, type ClientConversation } from '../kit/ext-proc-client.js';
+import { chatBody, requestBody, requestHeaders } from '../kit/ext-proc-messages.js';
+import { natsServer, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
 

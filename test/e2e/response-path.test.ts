@@ -11,14 +11,13 @@
  */
 import { expect } from 'chai';
 import { Agent } from 'node:http';
-import { systemPrompt } from '../../bench/harness/chat-requests.js';
-import { httpRequest } from '../../bench/harness/http-client.js';
-import { sleep, startEnvoy, startRouter, routerConfigDoc, startEngines, engineAddress } from '../../bench/harness/processes.js';
-import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../../bench/harness/processes.js';
-import { streamRequest, type StreamResult } from '../../bench/harness/sse-request.js';
-import type { BenchRequest } from '../../bench/workloads/types.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { systemPrompt } from '../kit/chat-requests.js';
+import { httpRequest } from '../kit/http-client.js';
+import { sleep, startEnvoy, startRouter, routerConfigDoc, startEngines, engineAddress } from '../kit/processes.js';
+import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../kit/processes.js';
+import { streamRequest, type StreamResult, type StreamedRequest } from '../kit/sse-request.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 const SESSION_HEADER = 'x-session-id';
 /** The shipped response path (the older `ext-proc` one fails the SIGKILL case: responses are cut). */
@@ -32,25 +31,20 @@ const ENGINE_FLAGS = {
   'prefill-ms-per-token': 0.01,
 } as const;
 
-function chat(id: string, system: string, maxTokens: number): BenchRequest {
+function chat(id: string, system: string, maxTokens: number): StreamedRequest {
   return {
-    id,
-    atMs: 0,
     api: 'chat',
     messages: [
       { role: 'system', content: system },
       { role: 'user', content: `question ${id}` },
     ],
-    promptTokens: 0,
     maxTokens,
-    group: '',
-    reusableTokens: 0,
   };
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-function stream(envoy: EnvoyProcess, req: BenchRequest, opts: { session?: string; signal?: AbortSignal } = {}): Promise<StreamResult> {
+function stream(envoy: EnvoyProcess, req: StreamedRequest, opts: { session?: string; signal?: AbortSignal } = {}): Promise<StreamResult> {
   return streamRequest(req, {
     baseUrl: envoy.url,
     model: 'sim-model',

@@ -1,5 +1,5 @@
 /**
- * Several router replicas behind one Envoy (bench/harness/envoy-config.ts `routerAddresses`):
+ * Several router replicas behind one Envoy (test/kit/envoy-config.ts `routerAddresses`):
  * ext_proc streams spread over all of them, each replica ends the requests it routed from
  * its own access logger, and a replica SIGKILLed under bounded load costs no failed
  * request (envoy/override-host.yaml: ext_proc stream retries on connect failure, outlier
@@ -8,14 +8,13 @@
  */
 import { expect } from 'chai';
 import { Agent } from 'node:http';
-import { groupChat, mapLimit } from '../../bench/harness/chat-requests.js';
-import { engineAddress, routerConfigDoc, sleep, startEngines, startEnvoy, startRouter } from '../../bench/harness/processes.js';
-import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../../bench/harness/processes.js';
-import { streamRequest } from '../../bench/harness/sse-request.js';
-import type { BenchRequest } from '../../bench/workloads/types.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
-import { settledMetrics } from '../helpers/settled-metrics.js';
+import { groupChat, mapLimit } from '../kit/chat-requests.js';
+import { engineAddress, routerConfigDoc, sleep, startEngines, startEnvoy, startRouter } from '../kit/processes.js';
+import type { EnvoyProcess, RouterProcess, SimEngineFleet } from '../kit/processes.js';
+import { streamRequest, type StreamedRequest } from '../kit/sse-request.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
+import { settledMetrics } from '../kit/settled-metrics.js';
 
 const REPLICAS = 3;
 const REQUESTS = 300;
@@ -28,7 +27,7 @@ const ENGINE_FLAGS = {
   'prefill-ms-per-token': 0.01,
 } as const;
 
-function chat(i: number): BenchRequest {
+function chat(i: number): StreamedRequest {
   return groupChat(i, { tag: 'replica-group', groups: 16, systemTokens: 300, maxTokens: 16 });
 }
 

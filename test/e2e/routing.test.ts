@@ -6,12 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, mapLimit, servedBy, systemPrompt, tally } from '../../bench/harness/chat-requests.js';
-import { postJson, type HttpResult } from '../../bench/harness/http-client.js';
-import { sleep, startStack, type Stack } from '../../bench/harness/processes.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
-import { settledMetrics } from '../helpers/settled-metrics.js';
+import { CHAT_PATH, chatRequest, mapLimit, servedBy, systemPrompt, tally } from '../kit/chat-requests.js';
+import { postJson, type HttpResult } from '../kit/http-client.js';
+import { sleep, startStack, type Stack } from '../kit/processes.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
+import { settledMetrics } from '../kit/settled-metrics.js';
 
 const VARIANTS = ['override-host', 'original-dst'] as const;
 

@@ -6,12 +6,12 @@
  * returns to zero (from Envoy's access log, a few ms after each response).
  */
 import { expect } from 'chai';
-import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../../bench/harness/chat-requests.js';
-import { postJson } from '../../bench/harness/http-client.js';
-import { startStack, type Stack } from '../../bench/harness/processes.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
-import { settledMetrics } from '../helpers/settled-metrics.js';
+import { CHAT_PATH, chatRequest, mapLimit, systemPrompt } from '../kit/chat-requests.js';
+import { postJson } from '../kit/http-client.js';
+import { startStack, type Stack } from '../kit/processes.js';
+import { sumSamples } from '../kit/prometheus-text.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
+import { settledMetrics } from '../kit/settled-metrics.js';
 
 const REQUESTS = 24;
 

@@ -4,7 +4,7 @@
  * accounting returns to 0; a flood of bad streams writes a bounded number of log lines.
  */
 import { expect } from 'chai';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../helpers/require-component.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 import { runAbandoned } from '../../bench/fleet-health/scenarios.js';
 
 describe('e2e: abandoned ext_proc streams', function () {

@@ -8,9 +8,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Subscriber } from 'zeromq';
-import { engineEnv, startVllmEngines, type VllmEngineFleet } from '../../bench/real-engine/launcher.js';
-import { TINY_MODEL_NAME } from '../../bench/real-engine/vllm-paths.js';
-import { requireComponents, vllmCpu } from '../helpers/require-component.js';
+import { engineEnv, startVllmEngines, type VllmEngineFleet } from '../kit/vllm-engines.js';
+import { TINY_MODEL_NAME } from '../kit/vllm-paths.js';
+import { requireComponents, vllmCpu } from '../kit/require-component.js';
 
 const comm = (pid: number): string => readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
 

@@ -12,8 +12,8 @@ import { stringify } from 'yaml';
 import { createRouterApp, type RouterApp } from '../../src/app.js';
 import { parseConfig } from '../../src/config/parse-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
-import { httpRequest } from '../../bench/harness/http-client.js';
-import { startRouter, type RouterProcess } from '../../bench/harness/processes.js';
+import { httpRequest } from '../kit/http-client.js';
+import { startRouter, type RouterProcess } from '../kit/processes.js';
 
 const ids = (app: RouterApp): string[] => app.scheduler.endpoints().map((e) => e.id);
 

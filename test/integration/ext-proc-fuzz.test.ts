@@ -15,9 +15,9 @@ import type { EdgeStats } from '../../src/extproc/edge-stats.js';
 import type { BodySendMode, ProcessingRequest, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';
 import { ManualClock, systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { FakeRoutingService } from '../helpers/fake-routing-service.js';
-import { openScripted } from '../helpers/scripted-stream.js';
-import { connect, eventually, open } from '../helpers/ext-proc-client.js';
+import { FakeRoutingService } from '../kit/fake-routing-service.js';
+import { openScripted } from '../kit/scripted-stream.js';
+import { connect, eventually, open } from '../kit/ext-proc-client.js';
 import {
   chatBody,
   kindOf,
@@ -27,7 +27,7 @@ import {
   responseBody,
   responseHeaders,
   responseTrailers,
-} from '../helpers/ext-proc-messages.js';
+} from '../kit/ext-proc-messages.js';
 
 const config = defaultConfig({ requests: { maxBodyBytes: 4096 } });
 const MODES: (BodySendMode | undefined)[] = ['FULL_DUPLEX_STREAMED', 'BUFFERED', 'BUFFERED_PARTIAL', 'STREAMED', 'NONE', undefined];

@@ -8,10 +8,10 @@ import { ExtProcServer } from '../../src/extproc/ext-proc-server.js';
 import type { ExternalProcessorClient } from '../../src/extproc/ext-proc-proto.js';
 import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { FakeRoutingService } from '../helpers/fake-routing-service.js';
-import { type ClientConversation, connect, eventually, open } from '../helpers/ext-proc-client.js';
-import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
-import { skipBecause } from '../helpers/require-component.js';
+import { FakeRoutingService } from '../kit/fake-routing-service.js';
+import { type ClientConversation, connect, eventually, open } from '../kit/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../kit/ext-proc-messages.js';
+import { skipBecause } from '../kit/require-component.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
 

@@ -22,9 +22,9 @@ import { extProcServiceDefinition, PROCESS_METHOD_PATH } from '../../src/extproc
 import type { ProcessingRequest, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';
 import { systemClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { FakeRoutingService } from '../helpers/fake-routing-service.js';
-import { eventually } from '../helpers/ext-proc-client.js';
-import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
+import { FakeRoutingService } from '../kit/fake-routing-service.js';
+import { eventually } from '../kit/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../kit/ext-proc-messages.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
 const codec = extProcServiceDefinition().Process;

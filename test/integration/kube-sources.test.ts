@@ -9,12 +9,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../kit/repo-paths.js';
 import { endpointKey, type EndpointSource, type SourceLog } from '../../src/discovery/endpoint-source.js';
 import { InferencePoolSource } from '../../src/discovery/inference-pool-source.js';
 import { KubePodsSource } from '../../src/discovery/kube-pods-source.js';
-import { startKubeCluster, type KubeCluster } from '../../bench/harness/kube-cluster.js';
-import { kubeBinaries, requireComponents } from '../helpers/require-component.js';
+import { startKubeCluster, type KubeCluster } from '../kit/kube-cluster.js';
+import { kubeBinaries, requireComponents } from '../kit/require-component.js';
 
 const quiet: SourceLog = { warn: () => {}, info: () => {} };
 

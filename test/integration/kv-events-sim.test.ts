@@ -18,7 +18,7 @@ import { simProfile } from '../../bench/sim-engine/engine-config.js';
 import { SimEngineServer } from '../../bench/sim-engine/http-server.js';
 import { defaultConfig } from '../../src/config/default-config.js';
 import { createScheduler } from '../../src/compose/create-scheduler.js';
-import { writeTinyTokenizer } from '../../bench/harness/tiny-tokenizer.js';
+import { writeTinyTokenizer } from '../kit/tiny-tokenizer.js';
 import { Registry } from 'prom-client';
 import { PRECISE_INDEX_METRICS, registerKvEventMetrics } from '../../src/kv-events/kv-event-metrics.js';
 

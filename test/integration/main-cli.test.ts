@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect, open } from '../helpers/ext-proc-client.js';
-import { chatBody, kindOf, requestBody, requestHeaders } from '../helpers/ext-proc-messages.js';
+import { connect, open } from '../kit/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders } from '../kit/ext-proc-messages.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 

@@ -7,9 +7,9 @@ import { expect } from 'chai';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { readNullConfig, startNullProcessor } from '../../bench/contenders/null-processor.js';
 import { buildGoNullProcessor } from '../../bench/contenders/start-contender.js';
-import { connect, open } from '../helpers/ext-proc-client.js';
-import { chatBody, kindOf, requestBody, requestHeaders, responseHeaders } from '../helpers/ext-proc-messages.js';
-import { goToolchain, requireComponents } from '../helpers/require-component.js';
+import { connect, open } from '../kit/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseHeaders } from '../kit/ext-proc-messages.js';
+import { goToolchain, requireComponents } from '../kit/require-component.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
 const ENDPOINT = '127.0.0.5:8000';

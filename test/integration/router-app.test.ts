@@ -5,10 +5,10 @@ import type { RouterApp } from '../../src/app.js';
 import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../src/config/default-config.js';
 import { instrumentTelemetry } from '../../src/telemetry/instrument-app.js';
 import { createLogger, silentLogger } from '../../src/logging/logger.js';
-import { connect, eventually, open } from '../helpers/ext-proc-client.js';
-import type { ClientConversation } from '../helpers/ext-proc-client.js';
-import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../helpers/ext-proc-messages.js';
-import { FakeRoutingService } from '../helpers/fake-routing-service.js';
+import { connect, eventually, open } from '../kit/ext-proc-client.js';
+import type { ClientConversation } from '../kit/ext-proc-client.js';
+import { chatBody, kindOf, requestBody, requestHeaders, responseBody, responseHeaders } from '../kit/ext-proc-messages.js';
+import { FakeRoutingService } from '../kit/fake-routing-service.js';
 import { createAccessLogClient } from '../../src/extproc/access-log-proto.js';
 import type { HTTPAccessLogEntry } from '../../src/extproc/access-log-proto.js';
 
@@ -137,7 +137,7 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
   it('exports the precise index series on /metrics, fed by a real ZMQ KV-event stream', async () => {
     const { Publisher } = await import('zeromq');
     const { encodeKvEventMessage } = await import('../../src/kv-events/kv-event-wire.js');
-    const { writeTinyTokenizer } = await import('../../bench/harness/tiny-tokenizer.js');
+    const { writeTinyTokenizer } = await import('../kit/tiny-tokenizer.js');
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');

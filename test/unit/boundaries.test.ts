@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { expect } from 'chai';
-import { REPO_ROOT } from '../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../kit/repo-paths.js';
 
 const SRC = join(REPO_ROOT, 'src');
 

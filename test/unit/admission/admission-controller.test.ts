@@ -8,7 +8,7 @@ import type { RouteRequest } from '../../../src/core/types.js';
 import { silentLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
-import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
+import { FakeRoutingService } from '../../kit/fake-routing-service.js';
 
 /** Saturated while the routing fake has `capacity` or more requests in flight. */
 class CapacitySaturation implements SaturationCheck {

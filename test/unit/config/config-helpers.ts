@@ -1,7 +1,7 @@
 /** Shared helpers for the config tests. */
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
 import { RouterError } from '../../../src/core/errors.js';
 
 export const MINIMAL = { apiVersion: 'cacheroute/v1', endpoints: ['127.0.0.1:8001'] } as const;

@@ -13,7 +13,7 @@ import { DnsSource } from '../../../src/discovery/dns-source.js';
 import { FileSource, parseEndpointFile } from '../../../src/discovery/file-source.js';
 import { systemResolver, type AddressFamily, type HostResolver, type SrvTarget } from '../../../src/discovery/host-resolver.js';
 import { StaticSource } from '../../../src/discovery/static-source.js';
-import { startDnsServer, type TestDnsServer } from '../../helpers/dns-server.js';
+import { startDnsServer, type TestDnsServer } from '../../kit/dns-server.js';
 
 interface Logged {
   level: 'warn' | 'info';

@@ -8,9 +8,9 @@ import type { HTTPAccessLogEntry__Output } from '../../../src/extproc/access-log
 import { ManualClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/logging/logger.js';
 import { parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
-import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
-import { openScripted } from '../../helpers/scripted-stream.js';
-import { chatBody, kindOf, requestBody, requestHeaders, requestTrailers } from '../../helpers/ext-proc-messages.js';
+import { FakeRoutingService } from '../../kit/fake-routing-service.js';
+import { openScripted } from '../../kit/scripted-stream.js';
+import { chatBody, kindOf, requestBody, requestHeaders, requestTrailers } from '../../kit/ext-proc-messages.js';
 
 const FDS_NONE = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
 

@@ -10,7 +10,7 @@ import {
   streamedRequestBody,
   streamedResponseBody,
 } from '../../../src/extproc/response-builders.js';
-import { testEndpoint } from '../../helpers/fake-routing-service.js';
+import { testEndpoint } from '../../kit/fake-routing-service.js';
 
 /** proto-loader's own codec for the method: the reference the server's codec must match. */
 const loader = () => extProcPackage().envoy.service.ext_proc.v3.ExternalProcessor.service.Process;

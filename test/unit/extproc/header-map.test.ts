@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readHeaderMap } from '../../../src/extproc/header-map.js';
-import { decodeAsServer } from '../../helpers/ext-proc-messages.js';
+import { decodeAsServer } from '../../kit/ext-proc-messages.js';
 
 describe('extproc/header-map', () => {
   it('reads raw_value bytes, falls back to value, lower-cases keys and keeps the first of repeated keys', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readServedEndpoint, readSubsetHint } from '../../../src/extproc/lb-metadata.js';
-import { decodeAsServer, servedMetadata, subsetMetadata } from '../../helpers/ext-proc-messages.js';
+import { decodeAsServer, servedMetadata, subsetMetadata } from '../../kit/ext-proc-messages.js';
 
 const meta = (m: ReturnType<typeof subsetMetadata>) => decodeAsServer({ request_headers: {}, metadata_context: m }).metadata_context;
 

@@ -21,8 +21,8 @@ import {
 } from '../../../src/extproc/response-builders.js';
 import { ERROR_STATUS } from '../../../src/extproc/error-status.js';
 import { seededRng } from '../../../src/util/rng.js';
-import { testEndpoint } from '../../helpers/fake-routing-service.js';
-import { decodeAsClient } from '../../helpers/ext-proc-messages.js';
+import { testEndpoint } from '../../kit/fake-routing-service.js';
+import { decodeAsClient } from '../../kit/ext-proc-messages.js';
 
 function decision(ids: string[]): RouteDecision {
   const eps = ids.map((id, i) => testEndpoint(id, i));

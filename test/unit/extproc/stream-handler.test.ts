@@ -11,8 +11,8 @@ import type { ProcessingResponse__Output } from '../../../src/extproc/ext-proc-p
 import { ManualClock } from '../../../src/util/clock.js';
 import { createLogger, silentLogger } from '../../../src/logging/logger.js';
 import { parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
-import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
-import { openScripted } from '../../helpers/scripted-stream.js';
+import { FakeRoutingService } from '../../kit/fake-routing-service.js';
+import { openScripted } from '../../kit/scripted-stream.js';
 import {
   chatBody,
   headerValues,
@@ -23,7 +23,7 @@ import {
   responseBody,
   responseHeaders,
   responseTrailers,
-} from '../../helpers/ext-proc-messages.js';
+} from '../../kit/ext-proc-messages.js';
 
 class CountingStats implements EdgeStats {
   opened = 0;

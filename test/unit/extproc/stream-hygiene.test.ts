@@ -12,9 +12,9 @@ import { EdgeContext, parsePriority, type EdgeOptions } from '../../../src/extpr
 import { extractPrompt } from '../../../src/request/extract-prompt.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
-import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
-import { chatBody, headerValues, kindOf, requestBody, requestHeaders, responseHeaders } from '../../helpers/ext-proc-messages.js';
-import { openScripted } from '../../helpers/scripted-stream.js';
+import { FakeRoutingService } from '../../kit/fake-routing-service.js';
+import { chatBody, headerValues, kindOf, requestBody, requestHeaders, responseHeaders } from '../../kit/ext-proc-messages.js';
+import { openScripted } from '../../kit/scripted-stream.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'FULL_DUPLEX_STREAMED' } as const;
 

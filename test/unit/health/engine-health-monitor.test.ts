@@ -9,7 +9,7 @@ import type { RouteDecision } from '../../../src/core/types.js';
 import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.js';
 import { silentLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
-import { testEndpoint } from '../../helpers/fake-routing-service.js';
+import { testEndpoint } from '../../kit/fake-routing-service.js';
 
 const A = testEndpoint('10.0.0.1:8000', 0);
 const B = testEndpoint('10.0.0.2:8000', 1);

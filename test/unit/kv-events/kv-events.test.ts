@@ -31,7 +31,7 @@ function parsePrecisePrefixCacheParams(base: string, raw: Record<string, unknown
   if (!r.ok) throw configError(r.problems);
   return preciseOptions(r.value);
 }
-import { writeTinyTokenizer } from '../../../bench/harness/tiny-tokenizer.js';
+import { writeTinyTokenizer } from '../../kit/tiny-tokenizer.js';
 
 describe('kv-events: wire format', () => {
   it('round-trips a vLLM-style message (3 frames, BE sequence, [ts, events, rank])', () => {

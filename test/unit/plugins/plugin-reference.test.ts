@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { renderPluginReference } from '../../../src/plugins/plugin-reference.js';
 import { builtinCatalog } from '../../../src/plugins/register-builtins.js';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
 
 describe('plugin reference (docs/plugins.md)', () => {
   const rendered = renderPluginReference(builtinCatalog());

@@ -8,7 +8,7 @@ import { CompletionForwarding, ownerTagOf } from '../../../src/replication/compl
 import { decodeCompletions, encodeCompletions } from '../../../src/replication/wire-codec.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/logging/logger.js';
-import { FakeRoutingService } from '../../helpers/fake-routing-service.js';
+import { FakeRoutingService } from '../../kit/fake-routing-service.js';
 
 /** An in-process stand-in for core NATS subjects (unit tests only): publish delivers synchronously. */
 class FakeBus {

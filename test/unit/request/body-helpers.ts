@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
 import { RouterError } from '../../../src/core/errors.js';
 import { extractPrompt, type ExtractedPrompt, type ExtractOptions } from '../../../src/request/extract-prompt.js';
 

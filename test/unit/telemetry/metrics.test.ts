@@ -6,7 +6,7 @@ import type { ScrapeStatsLike } from '../../../src/telemetry/metrics.js';
 import { IDLE_LOAD } from '../../../src/endpoints/load.js';
 import type { LoadSnapshot } from '../../../src/endpoints/load.js';
 import type { Endpoint } from '../../../src/core/types.js';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
 import { sampleDecision as decision, loopbackEndpoint as endpoint, secretRequest as request } from '../builders.js';
 
 const GOLDEN = join(REPO_ROOT, 'test', 'fixtures', 'metrics', 'router-metrics.prom');

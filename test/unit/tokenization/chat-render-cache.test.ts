@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { Template } from '@huggingface/jinja';
 import { ChatRenderCache, contentIsOpaque, type ContentFormat, type TemplateMessage } from '../../../src/tokenization/chat-render-cache.js';
-import { TINY_CHAT_TEMPLATE } from '../../../bench/harness/tiny-tokenizer.js';
+import { TINY_CHAT_TEMPLATE } from '../../kit/tiny-tokenizer.js';
 
 /** String-format templates whose content is opaque. */
 const STRING_TEMPLATES = [

@@ -3,7 +3,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import fc from 'fast-check';
 import { ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { PreTokenIdCache } from '../../../src/tokenization/pre-token-id-cache.js';
-import { TINY_CHAT_TEMPLATE, tinyTokenizerJson } from '../../../bench/harness/tiny-tokenizer.js';
+import { TINY_CHAT_TEMPLATE, tinyTokenizerJson } from '../../kit/tiny-tokenizer.js';
 
 const CONFIG = { tokenizer_class: 'PreTrainedTokenizerFast', bos_token: '<s>', eos_token: '</s>', unk_token: '<unk>' };
 

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { AddedTokenFinder } from '../../../src/tokenization/added-token-finder.js';
 import { ModelTokenizer } from '../../../src/tokenization/model-tokenizer.js';
 import { commonPrefixLength } from '../../../src/tokenization/prefix-resume-cache.js';
-import { TINY_CHAT_TEMPLATE, tinyTokenizerJson } from '../../../bench/harness/tiny-tokenizer.js';
+import { TINY_CHAT_TEMPLATE, tinyTokenizerJson } from '../../kit/tiny-tokenizer.js';
 
 const CONFIG = { tokenizer_class: 'PreTrainedTokenizerFast', bos_token: '<s>', eos_token: '</s>', unk_token: '<unk>' };
 

@@ -4,7 +4,7 @@ import { expandPreset } from '../../../../bench/presets/expand.js';
 import { PRESETS } from '../../../../bench/presets/index.js';
 import type { PresetSpec } from '../../../../bench/presets/types.js';
 import { buildWorkload } from '../../../../bench/workloads/scenario.js';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
 import { parseConfig } from '../../../../src/config/parse-config.js';
 
 const preset: PresetSpec = {

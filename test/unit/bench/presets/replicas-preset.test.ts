@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ReplicaSet } from '../../../../bench/contenders/types.js';
 import type { RequestRecord } from '../../../../bench/harness/driver.js';
-import { buildEnvoyConfig } from '../../../../bench/harness/envoy-config.js';
+import { buildEnvoyConfig } from '../../../kit/envoy-config.js';
 import { runFaultScript } from '../../../../bench/harness/fault-script.js';
 import type { ReplicaFacts } from '../../../../bench/harness/replica-run.js';
 import { expandPreset } from '../../../../bench/presets/expand.js';
@@ -10,7 +10,7 @@ import type { FaultStep, PresetSpec } from '../../../../bench/presets/types.js';
 import { accuracyRecoveryS, CONNECTED_SERIES, indexReconvergence, settledMs, windowHit } from '../../../../bench/report/replica-bars.js';
 import { jaccard, minPairJaccard } from '../../../../bench/harness/replica-sampler.js';
 import { isCut, judgePrediction, streamingAt, windowTokenHit } from '../../../../bench/stats/replica-facts.js';
-import { requestRecord } from '../../../helpers/request-record.js';
+import { requestRecord } from '../request-record.js';
 
 const rec = (over: Partial<RequestRecord>): RequestRecord => requestRecord({ engine: '127.0.0.1:1', reusableTokens: 0, ...over });
 
@@ -352,7 +352,7 @@ describe('bench/report/replica-bars', () => {
   });
 });
 
-describe('bench/harness/envoy-config: router replicas', () => {
+describe('test/kit/envoy-config: router replicas', () => {
   it('lists every replica in the ext_proc cluster', () => {
     const doc = buildEnvoyConfig({
       variant: 'override-host',

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { runPreset } from '../../../../bench/harness/run-preset.js';
 import type { ExperimentResult } from '../../../../bench/harness/run-experiment.js';
 import { TINY } from '../../../../bench/presets/tiny.js';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
-import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../../../helpers/require-component.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
+import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../../../kit/require-component.js';
 
 describe('bench preset tiny (end to end)', function () {
   this.timeout(180_000);

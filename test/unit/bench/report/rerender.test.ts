@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
 import { poolRunDirs, rerenderResults } from '../../../../bench/report/rerender.js';
 import { rawDirFor, recordsFileName } from '../../../../bench/report/write-results.js';
 

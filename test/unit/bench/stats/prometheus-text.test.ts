@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { counterDelta, countersFromSamples } from '../../../../bench/stats/engine-counters.js';
 import { histogramDelta, histogramMean, histogramQuantile, readHistogram } from '../../../../bench/stats/histogram-delta.js';
-import { parsePrometheusText, sumMetric } from '../../../../bench/stats/prometheus-text.js';
+import { parsePrometheusText, sumMetric } from '../../../kit/prometheus-text.js';
 
 const TEXT = `# HELP vllm:prefix_cache_hits_total Prefix cache hits, in tokens.
 # TYPE vllm:prefix_cache_hits_total counter

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ZERO_COUNTERS, type EngineCounters } from '../../../../bench/stats/engine-counters.js';
 import { hitRates, successAccounting, summarizeRun } from '../../../../bench/stats/summarize.js';
-import { requestRecord } from '../../../helpers/request-record.js';
+import { requestRecord } from '../request-record.js';
 
 const rec = requestRecord;
 

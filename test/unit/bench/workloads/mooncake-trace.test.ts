@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
 import {
   formatMooncakeTrace,
   generateSyntheticMooncakeTrace,
@@ -9,7 +9,7 @@ import {
   parseMooncakeTrace,
   type MooncakeEntry,
 } from '../../../../bench/workloads/mooncake-trace.js';
-import { countTokens } from '../../../../bench/workloads/synthetic-text.js';
+import { countTokens } from '../../../kit/synthetic-text.js';
 import type { BenchRequest } from '../../../../bench/workloads/types.js';
 
 // Lines in the exact shape of the FAST'25 files (plus one extra key some tools add).

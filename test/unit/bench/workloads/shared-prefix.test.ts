@@ -6,7 +6,7 @@ import {
   sharedPrefixWorkload,
   sharingRatioWorkload,
 } from '../../../../bench/workloads/shared-prefix.js';
-import { countTokens } from '../../../../bench/workloads/synthetic-text.js';
+import { countTokens } from '../../../kit/synthetic-text.js';
 import { idealReuse, type BenchRequest } from '../../../../bench/workloads/types.js';
 
 const base = {

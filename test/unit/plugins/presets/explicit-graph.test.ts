@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { parseConfig } from '../../../../src/config/parse-config.js';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
 import { caseConfig, PRESET_CASES } from './preset-cases.js';
 import { DEFAULT_TRACE, traceDecisions } from './decision-trace.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
 import { caseConfig, PRESET_CASES } from './preset-cases.js';
 import { traceDecisions } from './decision-trace.js';
 

@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../../kit/repo-paths.js';
 import { caseConfig, PRESET_CASES } from './preset-cases.js';
 import { traceDecisions } from './decision-trace.js';
 

@@ -1,6 +1,6 @@
 // Original file: proto/envoy/type/v3/http_status.proto
 
-import type { StatusCode as _envoy_type_v3_StatusCode, StatusCode__Output as _envoy_type_v3_StatusCode__Output } from '../../../envoy/type/v3/StatusCode.js';
+import type { StatusCode as _envoy_type_v3_StatusCode, StatusCode__Output as _envoy_type_v3_StatusCode__Output } from './StatusCode.js';
 
 export interface HttpStatus {
   'code'?: (_envoy_type_v3_StatusCode);

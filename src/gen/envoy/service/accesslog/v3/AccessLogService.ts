@@ -2,8 +2,8 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
-import type { StreamAccessLogsMessage as _envoy_service_accesslog_v3_StreamAccessLogsMessage, StreamAccessLogsMessage__Output as _envoy_service_accesslog_v3_StreamAccessLogsMessage__Output } from '../../../../envoy/service/accesslog/v3/StreamAccessLogsMessage.js';
-import type { StreamAccessLogsResponse as _envoy_service_accesslog_v3_StreamAccessLogsResponse, StreamAccessLogsResponse__Output as _envoy_service_accesslog_v3_StreamAccessLogsResponse__Output } from '../../../../envoy/service/accesslog/v3/StreamAccessLogsResponse.js';
+import type { StreamAccessLogsMessage as _envoy_service_accesslog_v3_StreamAccessLogsMessage, StreamAccessLogsMessage__Output as _envoy_service_accesslog_v3_StreamAccessLogsMessage__Output } from './StreamAccessLogsMessage.js';
+import type { StreamAccessLogsResponse as _envoy_service_accesslog_v3_StreamAccessLogsResponse, StreamAccessLogsResponse__Output as _envoy_service_accesslog_v3_StreamAccessLogsResponse__Output } from './StreamAccessLogsResponse.js';
 
 export interface AccessLogServiceClient extends grpc.Client {
   StreamAccessLogs(metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_envoy_service_accesslog_v3_StreamAccessLogsResponse__Output>): grpc.ClientWritableStream<_envoy_service_accesslog_v3_StreamAccessLogsMessage>;

@@ -1,6 +1,6 @@
 // Original file: proto/envoy/service/accesslog/v3/als.proto
 
-import type { HTTPAccessLogEntry as _envoy_data_accesslog_v3_HTTPAccessLogEntry, HTTPAccessLogEntry__Output as _envoy_data_accesslog_v3_HTTPAccessLogEntry__Output } from '../../../../envoy/data/accesslog/v3/HTTPAccessLogEntry.js';
+import type { HTTPAccessLogEntry as _envoy_data_accesslog_v3_HTTPAccessLogEntry, HTTPAccessLogEntry__Output as _envoy_data_accesslog_v3_HTTPAccessLogEntry__Output } from '../../../data/accesslog/v3/HTTPAccessLogEntry.js';
 
 export interface _envoy_service_accesslog_v3_StreamAccessLogsMessage_HTTPAccessLogEntries {
   'log_entry'?: (_envoy_data_accesslog_v3_HTTPAccessLogEntry)[];

@@ -1,6 +1,6 @@
 // Original file: proto/envoy/service/ext_proc/v3/external_processor.proto
 
-import type { StreamedBodyResponse as _envoy_service_ext_proc_v3_StreamedBodyResponse, StreamedBodyResponse__Output as _envoy_service_ext_proc_v3_StreamedBodyResponse__Output } from '../../../../envoy/service/ext_proc/v3/StreamedBodyResponse.js';
+import type { StreamedBodyResponse as _envoy_service_ext_proc_v3_StreamedBodyResponse, StreamedBodyResponse__Output as _envoy_service_ext_proc_v3_StreamedBodyResponse__Output } from './StreamedBodyResponse.js';
 
 export interface BodyMutation {
   'body'?: (Buffer | Uint8Array | string);

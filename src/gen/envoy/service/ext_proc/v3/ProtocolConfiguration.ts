@@ -1,6 +1,6 @@
 // Original file: proto/envoy/service/ext_proc/v3/external_processor.proto
 
-import type { _envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode, _envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode__Output } from '../../../../envoy/extensions/filters/http/ext_proc/v3/ProcessingMode.js';
+import type { _envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode, _envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode__Output } from '../../../extensions/filters/http/ext_proc/v3/ProcessingMode.js';
 
 export interface ProtocolConfiguration {
   'request_body_mode'?: (_envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode);

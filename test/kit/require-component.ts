@@ -8,10 +8,10 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
-import { ETCD_BIN, KUBE_APISERVER_BIN } from '../../bench/harness/kube-cluster.js';
-import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from '../../bench/harness/repo-paths.js';
-import { NATS_SERVER_BIN } from '../../bench/harness/nats-process.js';
-import { VLLM_BIN, vllmUnavailableReason } from '../../bench/real-engine/vllm-paths.js';
+import { ETCD_BIN, KUBE_APISERVER_BIN } from './kube-cluster.js';
+import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from './repo-paths.js';
+import { NATS_SERVER_BIN } from './nats-process.js';
+import { VLLM_BIN, vllmUnavailableReason } from './vllm-paths.js';
 
 export interface Component {
   /** What the test needs, e.g. "Envoy". */

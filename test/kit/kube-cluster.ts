@@ -291,7 +291,7 @@ export async function startKubeCluster(opts: { name?: string; users?: readonly s
     },
     async installInferencePoolCrd() {
       const ext = kc.makeApiClient(ApiextensionsV1Api);
-      const doc = readFileSync(join(REPO_ROOT, 'bench', 'harness', 'inferencepool-crd.yaml'), 'utf8');
+      const doc = readFileSync(join(REPO_ROOT, 'test', 'kit', 'inferencepool-crd.yaml'), 'utf8');
       const { parse } = await import('yaml');
       await ext.createCustomResourceDefinition({ body: parse(doc) });
       const until = Date.now() + 20_000;

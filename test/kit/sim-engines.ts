@@ -12,7 +12,11 @@
  * (--ports), which keeps 16-engine fleets light on a small machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { REPO_ROOT } from './repo-paths.js';
+
+/** The compiled engine simulator (bench/sim-engine/main.ts). */
+export const SIM_ENGINE_MAIN: string = join(REPO_ROOT, 'dist', 'bench', 'sim-engine', 'main.js');
 
 export type SimEngineFlags = readonly string[] | Readonly<Record<string, string | number | boolean>>;
 
@@ -96,7 +100,7 @@ export async function startSimEngines(opts: StartSimEnginesOptions): Promise<Sim
   const basePort = opts.basePort ?? 0;
   const host = opts.host ?? '127.0.0.1';
   const timeoutMs = opts.startTimeoutMs ?? 15_000;
-  const script = opts.mainScript ?? fileURLToPath(new URL('./main.js', import.meta.url));
+  const script = opts.mainScript ?? SIM_ENGINE_MAIN;
   installExitHook();
 
   const children: ChildProcess[] = [];

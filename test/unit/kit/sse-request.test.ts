@@ -1,12 +1,11 @@
 import { expect } from 'chai';
 import { Agent, createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SseAccumulator, requestBody, requestPath, streamRequest } from '../../../../bench/harness/sse-request.js';
-import type { BenchRequest } from '../../../../bench/workloads/types.js';
+import { SseAccumulator, requestBody, requestPath, streamRequest, type StreamedRequest } from '../../kit/sse-request.js';
 
 const event = (obj: unknown): string => `data: ${JSON.stringify(obj)}\n\n`;
 
-describe('bench/harness/sse-request', () => {
+describe('test/kit/sse-request', () => {
   it('takes TTFT at the first chunk with text, whatever the chunking', () => {
     const stream =
       event({ choices: [{ text: '' }] }) +
@@ -34,15 +33,10 @@ describe('bench/harness/sse-request', () => {
   });
 
   it('builds streaming bodies with usage, ignore_eos and the API path', () => {
-    const req: BenchRequest = {
-      id: 'x',
-      atMs: 0,
+    const req: StreamedRequest = {
       api: 'completions',
       prompt: 'abc ',
-      promptTokens: 1,
       maxTokens: 5,
-      group: '',
-      reusableTokens: 0,
     };
     expect(requestPath(req)).to.equal('/v1/completions');
     expect(requestBody(req, 'm')).to.deep.include({
@@ -53,7 +47,7 @@ describe('bench/harness/sse-request', () => {
       ignore_eos: true,
       stream_options: { include_usage: true },
     });
-    const chat: BenchRequest = { ...req, api: 'chat', prompt: undefined, messages: [{ role: 'user', content: 'abc ' }] };
+    const chat: StreamedRequest = { ...req, api: 'chat', prompt: undefined, messages: [{ role: 'user', content: 'abc ' }] };
     expect(requestPath(chat)).to.equal('/v1/chat/completions');
     expect(requestBody(chat, 'm')['messages']).to.deep.equal([{ role: 'user', content: 'abc ' }]);
   });
@@ -74,15 +68,10 @@ describe('bench/harness/sse-request', () => {
     const agent = new Agent({ keepAlive: false });
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const req: BenchRequest = {
-        id: 'x',
-        atMs: 0,
+      const req: StreamedRequest = {
         api: 'completions',
         prompt: 'abc ',
-        promptTokens: 1,
         maxTokens: 1,
-        group: '',
-        reusableTokens: 0,
       };
       for (const chunkedBody of [false, true]) {
         const res = await streamRequest(req, { baseUrl, model: 'm', timeoutMs: 5000, agent, chunkedBody });

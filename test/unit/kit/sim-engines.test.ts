@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { flagsToArgv, startSimEngines } from '../../../bench/sim-engine/launcher.js';
+import { flagsToArgv, startSimEngines } from '../../kit/sim-engines.js';
 
 describe('sim-engine launcher (child processes)', function () {
   this.timeout(30_000);

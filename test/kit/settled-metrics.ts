@@ -4,8 +4,8 @@
  * check counters right after their requests poll until nothing is in flight (or `timeoutMs`
  * passes) and then assert on the text this returns.
  */
-import { sleep } from '../../bench/harness/processes.js';
-import { sumSamples } from '../../bench/stats/prometheus-text.js';
+import { sleep } from './processes.js';
+import { sumSamples } from './prometheus-text.js';
 
 export async function settledMetrics(router: { metrics(): Promise<string> }, timeoutMs = 2000): Promise<string> {
   const deadline = Date.now() + timeoutMs;

@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { startSimEngines, type SimEngineFleet, type SimEngineInfo, type StartSimEnginesOptions } from '../sim-engine/launcher.js';
+import { startSimEngines, type SimEngineFleet, type SimEngineInfo, type StartSimEnginesOptions } from './sim-engines.js';
 import { usesRouter } from './envoy-config.js';
 import { startEnvoy, type EnvoyProcess, type StartEnvoyOptions } from './envoy-process.js';
 import { httpRequest, isHttpOk } from './http-client.js';
@@ -20,9 +20,9 @@ import { ROUTER_MAIN } from './repo-paths.js';
 
 export { startEnvoy, type EnvoyProcess, type StartEnvoyOptions } from './envoy-process.js';
 export { freePort, killAllManagedProcesses, runDir, sleep, startProcess, type ManagedProcess } from './managed-process.js';
-export type { SimEngineFleet, SimEngineInfo, StartSimEnginesOptions } from '../sim-engine/launcher.js';
+export type { SimEngineFleet, SimEngineInfo, StartSimEnginesOptions } from './sim-engines.js';
 
-/** Starts sim engines (bench/sim-engine/launcher.ts); each response carries `x-engine-id`. */
+/** Starts sim engines (test/kit/sim-engines.ts); each response carries `x-engine-id`. */
 export function startEngines(opts: StartSimEnginesOptions): Promise<SimEngineFleet> {
   return startSimEngines(opts);
 }

@@ -316,6 +316,6 @@ function routeHashPolicy(doc: Obj): unknown[] {
 
 /** Renders the variant as YAML text (with a header naming its source). */
 export function renderEnvoyConfig(opts: EnvoyRenderOptions): string {
-  const header = `# Rendered from ${opts.sourceFile ?? `envoy/${opts.variant}.yaml`} by bench/harness/envoy-config.ts; do not edit.\n`;
+  const header = `# Rendered from ${opts.sourceFile ?? `envoy/${opts.variant}.yaml`} by test/kit/envoy-config.ts; do not edit.\n`;
   return header + stringify(buildEnvoyConfig(opts), { lineWidth: 0 });
 }

@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT, RUN_ROOT } from '../harness/repo-paths.js';
+import { REPO_ROOT, RUN_ROOT } from './repo-paths.js';
 
 export { REPO_ROOT };
 

@@ -3,10 +3,10 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
 
 const MOCHA = join(REPO_ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
-const WATCHDOG = join(REPO_ROOT, 'dist', 'test', 'helpers', 'exit-watchdog.js');
+const WATCHDOG = join(REPO_ROOT, 'dist', 'test', 'kit', 'exit-watchdog.js');
 
 /** Runs mocha on one test file with the watchdog, as npm test does, and reports how it ended. */
 function runMocha(dir: string, body: string): Promise<{ code: number | null; stderr: string }> {

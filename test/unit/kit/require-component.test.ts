@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
-import { compiled, missingMessage, requireComponents, strictComponents, type Component } from '../../helpers/require-component.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
+import { compiled, missingMessage, requireComponents, strictComponents, type Component } from '../../kit/require-component.js';
 
 const present: Component = { name: 'A', path: '/a', hint: 'get a', present: true };
 const absent: Component = { name: 'Envoy', path: '/nowhere/envoy', hint: 'run scripts/setup.sh', present: false };
@@ -71,9 +71,9 @@ describe('test helper: requireComponents', () => {
   });
 
   it('finds compiled files under dist/', () => {
-    expect(compiled('this test', 'test', 'unit', 'helpers', 'require-component.test.js')).to.deep.include({
+    expect(compiled('this test', 'test', 'unit', 'kit', 'require-component.test.js')).to.deep.include({
       present: true,
-      path: join(REPO_ROOT, 'dist', 'test', 'unit', 'helpers', 'require-component.test.js'),
+      path: join(REPO_ROOT, 'dist', 'test', 'unit', 'kit', 'require-component.test.js'),
     });
     expect(compiled('nothing', 'no-such-file.js').present).to.equal(false);
   });

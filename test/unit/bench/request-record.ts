@@ -1,5 +1,5 @@
 /** A benchmark request record with plausible defaults (a successful 1,000-token request), for unit tests of bench statistics. */
-import type { RequestRecord } from '../../bench/harness/driver.js';
+import type { RequestRecord } from '../../../bench/harness/driver.js';
 
 export function requestRecord(over: Partial<RequestRecord>): RequestRecord {
   return {

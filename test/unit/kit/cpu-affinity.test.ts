@@ -1,10 +1,9 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { cpus } from 'node:os';
-import { allowedCpus, checkCore, pinRoutingTier, setAffinity } from '../../../../bench/harness/cpu-affinity.js';
-import { checkSplit } from '../../../../bench/harness/engines.js';
+import { allowedCpus, checkCore, pinRoutingTier, setAffinity } from '../../kit/cpu-affinity.js';
 
-describe('bench/harness/cpu-affinity', () => {
+describe('test/kit/cpu-affinity', () => {
   it('refuses a core the machine does not have and a malformed CPU list', () => {
     expect(() => checkCore(cpus().length, 'core')).to.throw(RangeError, /core must be a core 0\.\./);
     expect(() => checkCore(-1, 'core')).to.throw(RangeError);
@@ -39,21 +38,5 @@ describe('bench/harness/cpu-affinity', () => {
       child?.kill('SIGKILL');
     }
     expect(allowedCpus()).to.equal(before);
-  });
-});
-
-describe('bench/harness/engines checkSplit', () => {
-  const base = { label: 'x', count: 2, flags: {}, rationale: '' } as const;
-
-  it('accepts real engines on one core and the routing tier on another, and setups without a split', () => {
-    expect(() => checkSplit({ ...base, kind: 'vllm', vllm: { sharedCore: 1 }, routingTierCore: 0 })).to.not.throw();
-    expect(() => checkSplit({ ...base, kind: 'vllm' })).to.not.throw();
-    expect(() => checkSplit(base)).to.not.throw();
-  });
-
-  it('refuses a split the engines would not follow', () => {
-    expect(() => checkSplit({ ...base, routingTierCore: 0 })).to.throw(/for real engines/);
-    expect(() => checkSplit({ ...base, kind: 'vllm', routingTierCore: 0 })).to.throw(/needs vllm\.sharedCore/);
-    expect(() => checkSplit({ ...base, kind: 'vllm', vllm: { sharedCore: 0 }, routingTierCore: 0 })).to.throw(/both core 0/);
   });
 });

@@ -1,11 +1,11 @@
 /**
  * Request bodies and response inspection for e2e tests and the demo: OpenAI-style chat
- * requests with deterministic text (bench/workloads/synthetic-text.ts), the serving engine
+ * requests with deterministic text (test/kit/synthetic-text.ts), the serving engine
  * from `x-engine-id`, and SSE event parsing.
  */
-import { syntheticTokens } from '../workloads/synthetic-text.js';
+import { syntheticTokens } from './synthetic-text.js';
 import type { HttpResult } from './http-client.js';
-import type { BenchRequest } from '../workloads/types.js';
+import type { StreamedRequest } from './sse-request.js';
 
 export const CHAT_PATH = '/v1/chat/completions';
 
@@ -29,19 +29,14 @@ export function systemPrompt(key: string, tokens: number): string {
 export function groupChat(
   i: number,
   opts: { readonly tag: string; readonly groups: number; readonly systemTokens: number; readonly maxTokens: number },
-): BenchRequest {
+): StreamedRequest {
   return {
-    id: `${opts.tag}-r${i}`,
-    atMs: 0,
     api: 'chat',
     messages: [
       { role: 'system', content: systemPrompt(`${opts.tag}-${i % opts.groups}`, opts.systemTokens) },
       { role: 'user', content: `question ${i}` },
     ],
-    promptTokens: 0,
     maxTokens: opts.maxTokens,
-    group: '',
-    reusableTokens: 0,
   };
 }
 

@@ -7,7 +7,34 @@
  */
 import { type Agent, request as rawRequest } from 'node:http';
 import { DECISION_HEADER } from '../../src/telemetry/decision-summary.js';
-import type { BenchRequest } from '../workloads/types.js';
+
+export type ApiKind = 'completions' | 'chat';
+
+export interface ChatMessage {
+  readonly role: 'system' | 'user' | 'assistant' | 'tool';
+  readonly content: string;
+  /** Assistant tool calls (OpenAI shape); the arguments are a JSON string. */
+  readonly tool_calls?: ReadonlyArray<{
+    readonly id: string;
+    readonly type: 'function';
+    readonly function: { readonly name: string; readonly arguments: string };
+  }>;
+  /** Tool results: the call they answer. */
+  readonly tool_call_id?: string;
+}
+
+/** What a streamed request needs: the API, its prompt or conversation, output tokens, session. */
+export interface StreamedRequest {
+  readonly api: ApiKind;
+  /** Prompt text (completions API). */
+  readonly prompt?: string;
+  /** Conversation (chat API). */
+  readonly messages?: readonly ChatMessage[];
+  /** Output tokens requested (sent as max_tokens with ignore_eos). */
+  readonly maxTokens: number;
+  /** Conversation / agent session the request belongs to (sent as the `x-session-id` header). */
+  readonly session?: string;
+}
 
 export type Outcome =
   | 'ok'
@@ -56,7 +83,7 @@ export interface StreamRequestOptions {
 /** Header carrying a request's session (the fallback hash of the shipped Envoy configs). */
 export const SESSION_HEADER = 'x-session-id';
 
-export function requestBody(req: BenchRequest, model: string): Record<string, unknown> {
+export function requestBody(req: StreamedRequest, model: string): Record<string, unknown> {
   const common = {
     model,
     max_tokens: req.maxTokens,
@@ -68,7 +95,7 @@ export function requestBody(req: BenchRequest, model: string): Record<string, un
   return req.api === 'chat' ? { ...common, messages: req.messages } : { ...common, prompt: req.prompt };
 }
 
-export function requestPath(req: BenchRequest): string {
+export function requestPath(req: StreamedRequest): string {
   return req.api === 'chat' ? '/v1/chat/completions' : '/v1/completions';
 }
 
@@ -142,7 +169,7 @@ export class SseAccumulator {
 }
 
 /** Sends one request and waits for the stream to end; resolves to a result, never rejects. */
-export function streamRequest(req: BenchRequest, opts: StreamRequestOptions): Promise<StreamResult> {
+export function streamRequest(req: StreamedRequest, opts: StreamRequestOptions): Promise<StreamResult> {
   const now = opts.now ?? ((): number => performance.now());
   const body = JSON.stringify(requestBody(req, opts.model));
   const url = new URL(requestPath(req), opts.baseUrl);

@@ -1,6 +1,6 @@
 /**
  * Starts real vLLM CPU engines (`vllm serve` on the tiny model) for tests, the demo and the
- * benchmark harness, with the same shape as the simulator's fleet (bench/sim-engine/launcher.ts):
+ * benchmark harness, with the same shape as the simulator's fleet (test/kit/sim-engines.ts):
  *
  *   const fleet = await startVllmEngines({ count: 2 });
  *   ... fleet.engines[i].url / .id / .metricsUrl / .kvEvents.endpoint ...
@@ -25,7 +25,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { checkCore, setAffinity } from '../harness/cpu-affinity.js';
+import { checkCore, setAffinity } from './cpu-affinity.js';
 import { ensureTinyModel } from './tiny-model.js';
 import { REPO_ROOT, TINY_MODEL_NAME, VLLM_BIN, VLLM_PYTHON, VLLM_RUN_ROOT, vllmUnavailableReason } from './vllm-paths.js';
 
@@ -54,7 +54,7 @@ export interface StartVllmEnginesOptions {
    * Put every engine process on this one core (`taskset -c`, which its engine core and worker
    * inherit; the OMP threads bind to it too) instead of engine i's OMP threads on core i and
    * the rest wherever the scheduler puts them. With the routing tier pinned to the other
-   * cores (bench/harness/cpu-affinity.ts), the engines' busy-polling workers no longer share a
+   * cores (test/kit/cpu-affinity.ts), the engines' busy-polling workers no longer share a
    * core with Envoy, the routers and the load generator: the machine then looks like a
    * deployment whose engines run on hardware of their own. Default: unset.
    */
@@ -111,7 +111,7 @@ export interface VllmEngineFleet {
 
 export const KV_EVENTS_TOPIC = 'kv-events';
 const TAG_VAR = 'CACHEROUTE_VLLM_ENGINE';
-const PDEATHSIG_EXEC = join(REPO_ROOT, 'bench', 'real-engine', 'pdeathsig-exec.py');
+const PDEATHSIG_EXEC = join(REPO_ROOT, 'test', 'kit', 'pdeathsig-exec.py');
 
 /** Live engines: tag → run folder. */
 const live = new Map<string, string>();

@@ -1,12 +1,14 @@
 /**
  * Rules the test tree and the benchmarks keep, checked on the sources: a skipped test must
- * go through require-component.ts (which fails under CI=true and prints why otherwise), and
- * bench/ never imports test/ (shared process helpers live in bench/harness/).
+ * go through require-component.ts (which fails under CI=true and prints why otherwise); the
+ * test kit (test/kit/: start and talk to the real components) is what tests, the benchmarks
+ * and the demo share, so tests do not import the benchmark harness and the kit imports
+ * nothing from bench/.
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { REPO_ROOT } from '../../../bench/harness/repo-paths.js';
+import { REPO_ROOT } from '../../kit/repo-paths.js';
 
 function tsFiles(dir: string): string[] {
   const out: string[] = [];
@@ -32,17 +34,23 @@ function matches(files: readonly string[], pattern: RegExp): string[] {
 }
 
 describe('test tree rules', () => {
-  it('no test skips on its own: skips go through test/helpers/require-component.ts', () => {
+  it('no test skips on its own: skips go through test/kit/require-component.ts', () => {
     const files = tsFiles(join(REPO_ROOT, 'test')).filter(
-      (f) => !f.endsWith(join('helpers', 'require-component.ts')) && !f.endsWith('test-tree-rules.test.ts'),
+      (f) => !f.endsWith(join('kit', 'require-component.ts')) && !f.endsWith('test-tree-rules.test.ts'),
     );
     expect(files.length).to.be.greaterThan(10);
     expect(matches(files, /\bthis\.skip\(|\b(it|describe|context)\.skip\(|\bx(it|describe)\(/)).to.deep.equal([]);
   });
 
-  it('bench/ imports nothing from test/', () => {
-    const files = tsFiles(join(REPO_ROOT, 'bench'));
+  it('bench/ and scripts/ import from test/ only the kit', () => {
+    const files = [...tsFiles(join(REPO_ROOT, 'bench')), ...tsFiles(join(REPO_ROOT, 'scripts'))];
     expect(files.length).to.be.greaterThan(10);
-    expect(matches(files, /from\s+['"](\.\.\/)+test\//)).to.deep.equal([]);
+    expect(matches(files, /from\s+['"](\.\.\/)+test\/(?!kit\/)/)).to.deep.equal([]);
+  });
+
+  it('the kit imports nothing from bench/', () => {
+    const files = tsFiles(join(REPO_ROOT, 'test', 'kit'));
+    expect(files.length).to.be.greaterThan(10);
+    expect(matches(files, /from\s+['"](\.\.\/)+bench\//)).to.deep.equal([]);
   });
 });
