@@ -59,7 +59,7 @@ function withEngineFlags(preset: PresetSpec, flags: Record<string, string | numb
 }
 
 function rerender(dir: string): number {
-  const runs = rerenderResults(dir);
+  const runs = rerenderResults(dir, REPO_ROOT);
   process.stderr.write(`rewrote ${join(dir, 'results.md')} (${runs} runs)\n`);
   if (rerenderRounds(dir, rawDirFor(dir, REPO_ROOT)))
     process.stderr.write(`rewrote ${join(dir, 'rounds.md')} from the per-request records\n`);

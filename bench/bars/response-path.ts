@@ -19,6 +19,7 @@ import type { ContenderSpec } from '../contenders/types.js';
 import { runPreset } from '../harness/run-preset.js';
 import { PEERS } from '../presets/peers.js';
 import type { PresetSpec } from '../presets/types.js';
+import { portableString, writeJson } from '../report/result-files.js';
 import { describeBuild } from './baseline-build.js';
 import { realisticRunOf, type RealisticRun } from './run-bars.js';
 
@@ -117,9 +118,9 @@ export async function runResponsePath(argv: readonly string[]): Promise<number> 
   ];
   const outDir = resolve(values.out);
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'run.json'), JSON.stringify(run, null, 2) + '\n');
-  writeFileSync(join(outDir, 'results.json'), JSON.stringify({ summary, runs }, null, 1) + '\n');
-  writeFileSync(join(outDir, 'summary.md'), lines.join('\n'));
+  writeJson(join(outDir, 'run.json'), run, REPO);
+  writeJson(join(outDir, 'results.json'), { summary, runs }, REPO);
+  writeFileSync(join(outDir, 'summary.md'), portableString(lines.join('\n'), REPO));
   process.stdout.write(lines.join('\n'));
   return 0;
 }

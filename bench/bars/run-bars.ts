@@ -30,6 +30,7 @@ import { runPreset } from '../harness/run-preset.js';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import { PEERS } from '../presets/peers.js';
 import type { PresetSpec } from '../presets/types.js';
+import { portableString, writeJson } from '../report/result-files.js';
 import type { Distribution } from '../stats/percentiles.js';
 import { describeBuild, prepareBaseline, type Build } from './baseline-build.js';
 
@@ -510,10 +511,10 @@ export async function runBars(argv: readonly string[]): Promise<number> {
   const summary = summarize(d, e, r);
   const outDir = resolve(values.out);
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'run.json'), JSON.stringify(run, null, 2) + '\n');
-  writeFileSync(join(outDir, 'results.json'), JSON.stringify({ summary, decision: d, extproc: e, realistic: r }, null, 1) + '\n');
+  writeJson(join(outDir, 'run.json'), run, REPO);
+  writeJson(join(outDir, 'results.json'), { summary, decision: d, extproc: e, realistic: r }, REPO);
   const md = markdown(run, summary, d, e, r);
-  writeFileSync(join(outDir, 'summary.md'), md);
+  writeFileSync(join(outDir, 'summary.md'), portableString(md, REPO));
   process.stdout.write(md);
   return 0;
 }

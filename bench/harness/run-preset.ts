@@ -57,6 +57,7 @@ export async function runPreset(opts: RunPresetOptions): Promise<ExperimentResul
       finishedAt: new Date().toISOString(),
       partial,
       command: opts.command,
+      repoRoot: opts.repoRoot,
     });
     // Contenders run in several interleaved rounds (`label#n`): their pooled comparison.
     if (hasRounds(results)) writeRoundsReport(opts.outDir, roundRuns);

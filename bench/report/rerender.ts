@@ -4,17 +4,18 @@
  * not needed (they stay out of git); where they are still on disk, a run with interleaved
  * rounds also gets its rounds.md rebuilt from them.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import type { PresetSpec } from '../presets/types.js';
+import { writeJson } from './result-files.js';
 import type { RunInfo } from './run-info.js';
 import { hasRounds, roundRunOf, writeRoundsReport, type RoundRun } from './rounds.js';
 import { rawDirFor, recordsFileName, writeResults } from './write-results.js';
 import type { RequestRecord } from '../harness/driver.js';
 
 /** Rewrites `dir`/results.md and its charts; returns the number of runs rendered. */
-export function rerenderResults(dir: string): number {
+export function rerenderResults(dir: string, repoRoot: string): number {
   const run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunInfo & {
     preset: PresetSpec;
     seed: number;
@@ -25,7 +26,7 @@ export function rerenderResults(dir: string): number {
   };
   const { runs } = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: ExperimentResult[] };
   const { preset, seed, command, startedAt, finishedAt, partial, ...info } = run;
-  writeResults({ outDir: dir, preset, seed, results: runs, info, startedAt, finishedAt, partial, command });
+  writeResults({ outDir: dir, preset, seed, results: runs, info, startedAt, finishedAt, partial, command, repoRoot });
   return runs.length;
 }
 
@@ -74,7 +75,7 @@ export function poolRunDirs(dirs: readonly string[], outDir: string, repoRoot: s
   }
   mkdirSync(outDir, { recursive: true });
   writeRoundsReport(outDir, pooled);
-  writeFileSync(join(outDir, 'pool.json'), JSON.stringify({ pooled: sources }, null, 1) + '\n');
+  writeJson(join(outDir, 'pool.json'), { pooled: sources }, repoRoot);
   return offset;
 }
 

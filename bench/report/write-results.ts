@@ -12,6 +12,7 @@ import type { ReplicaSample } from '../harness/replica-sampler.js';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import type { PresetSpec } from '../presets/types.js';
 import { buildCharts } from './charts.js';
+import { portableString, writeJson, writeJsonRuns } from './result-files.js';
 import { resultsMarkdown } from './results-markdown.js';
 import type { RunInfo } from './run-info.js';
 
@@ -25,6 +26,8 @@ export interface WriteResultsInput {
   readonly finishedAt: string;
   readonly partial: boolean;
   readonly command: readonly string[];
+  /** Paths under it are written relative to it; other machine paths are dropped (result-files.ts). */
+  readonly repoRoot: string;
 }
 
 export function recordsFileName(id: string): string {
@@ -75,37 +78,40 @@ export function writeSamples(rawDir: string, id: string, samples: readonly Repli
 export function writeResults(input: WriteResultsInput): void {
   const charts = buildCharts(input.results);
   for (const c of charts) writeFileSync(join(input.outDir, c.file), c.svg);
-  writeFileSync(
+  writeJsonRuns(
     join(input.outDir, 'results.json'),
-    JSON.stringify({ preset: input.preset.name, seed: input.seed, partial: input.partial, runs: input.results }, null, 1) + '\n',
+    { preset: input.preset.name, seed: input.seed, partial: input.partial },
+    'runs',
+    input.results,
+    input.repoRoot,
   );
-  writeFileSync(
+  writeJson(
     join(input.outDir, 'run.json'),
-    JSON.stringify(
-      {
-        preset: input.preset,
-        seed: input.seed,
-        command: input.command,
-        startedAt: input.startedAt,
-        finishedAt: input.finishedAt,
-        partial: input.partial,
-        ...input.info,
-      },
-      null,
-      1,
-    ) + '\n',
+    {
+      preset: input.preset,
+      seed: input.seed,
+      command: input.command,
+      startedAt: input.startedAt,
+      finishedAt: input.finishedAt,
+      partial: input.partial,
+      ...input.info,
+    },
+    input.repoRoot,
   );
   writeFileSync(
     join(input.outDir, 'results.md'),
-    resultsMarkdown({
-      preset: input.preset,
-      results: input.results,
-      charts,
-      info: input.info,
-      startedAt: input.startedAt,
-      finishedAt: input.finishedAt,
-      seed: input.seed,
-      partial: input.partial,
-    }),
+    portableString(
+      resultsMarkdown({
+        preset: input.preset,
+        results: input.results,
+        charts,
+        info: input.info,
+        startedAt: input.startedAt,
+        finishedAt: input.finishedAt,
+        seed: input.seed,
+        partial: input.partial,
+      }),
+      input.repoRoot,
+    ),
   );
 }

@@ -18,7 +18,7 @@ describe('bench report: re-rendering from what is committed', () => {
   it('rebuilds results.md and every chart from results.json and run.json alone (no records)', () => {
     dir = mkdtempSync(join(tmpdir(), 'bench-rerender-'));
     for (const f of ['results.json', 'run.json']) copyFileSync(join(COMMITTED, f), join(dir, f));
-    const runs = rerenderResults(dir);
+    const runs = rerenderResults(dir, REPO_ROOT);
     const { runs: expected } = JSON.parse(readFileSync(join(COMMITTED, 'results.json'), 'utf8')) as {
       runs: { contender: { label: string } }[];
     };
@@ -31,7 +31,7 @@ describe('bench report: re-rendering from what is committed', () => {
     const md = readFileSync(join(dir, 'results.md'), 'utf8');
     for (const r of expected) expect(md, r.contender.label).to.contain(`| ${r.contender.label} |`);
     // Derived from the committed files only: rendering again gives the same bytes.
-    rerenderResults(dir);
+    rerenderResults(dir, REPO_ROOT);
     expect(readFileSync(join(dir, 'results.md'), 'utf8')).to.equal(md);
   });
 
