@@ -3,6 +3,20 @@
  * gRPC or HTTP: the ext_proc edge (src/extproc/) translates to and from these.
  */
 
+/**
+ * What an engine does in a disaggregated fleet (llm-d's `llm-d.ai/role` values): `prefill`
+ * engines only compute prompts' KV, `decode` engines generate from transferred KV, `both`
+ * serve whole requests (an aggregated engine; also the default when nothing says).
+ */
+export type EngineRole = 'prefill' | 'decode' | 'both';
+
+export const ENGINE_ROLES = ['prefill', 'decode', 'both'] as const satisfies readonly EngineRole[];
+
+/** An engine's role; an engine whose source names none is `both`. */
+export function roleOf(endpoint: { readonly role?: EngineRole }): EngineRole {
+  return endpoint.role ?? 'both';
+}
+
 /** One engine (model-server instance) the router can send requests to. */
 export interface Endpoint {
   /** `ip:port` exactly as Envoy formats it; this is what goes on the wire. */
@@ -16,6 +30,8 @@ export interface Endpoint {
   readonly models: readonly string[];
   /** Where the engine's Prometheus metrics live, if polled. */
   readonly metricsUrl?: string;
+  /** Prefill/decode role; absent = `both` (see roleOf). */
+  readonly role?: EngineRole;
   /** Dense index 0..N-1, stable for the life of the registry; lets hot paths use typed arrays. */
   readonly index: number;
 }

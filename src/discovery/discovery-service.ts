@@ -11,6 +11,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { DiscoveryConfig, DiscoverySourceConfig } from '../config/sections/discovery.js';
 import type { EndpointConfig } from '../config/types.js';
+import type { EngineRole } from '../core/types.js';
 import { parseEndpointAddress, type EndpointRegistry, type EndpointSpec } from '../endpoints/registry.js';
 import { isHostNameEntry, parseHostPort } from '../util/host-port.js';
 import { DnsSource } from './dns-source.js';
@@ -143,7 +144,7 @@ export class DiscoveryService {
     };
 
     // Static entries: IPs are members as written; host names become one source per pool.
-    const named = new Map<string, { host: string; port: number; models: readonly string[] }[]>();
+    const named = new Map<string, { host: string; port: number; models: readonly string[]; role?: EngineRole }[]>();
     for (const e of input.endpoints) {
       if (!isHostNameEntry(e.address)) {
         const a = parseEndpointAddress(e.address);
@@ -154,19 +155,20 @@ export class DiscoveryService {
           pool: e.pool,
           models: e.models,
           ...(e.metricsUrl !== undefined ? { metricsUrl: e.metricsUrl } : {}),
+          ...(e.role !== undefined ? { role: e.role } : {}),
         });
         continue;
       }
       const hp = parseHostPort(e.address) as { host: string; port: number };
       const list = named.get(e.pool) ?? [];
-      list.push({ host: hp.host, port: hp.port, models: e.models });
+      list.push({ host: hp.host, port: hp.port, models: e.models, ...(e.role !== undefined ? { role: e.role } : {}) });
       named.set(e.pool, list);
     }
     for (const [pool, entries] of named) {
       poolOf(pool).sources.push(
         new StaticSource({
           name: `static:${pool}`,
-          entries: entries.map((x) => ({ host: x.host, port: x.port, models: x.models })),
+          entries,
           resolver,
           resolveIntervalMs: d.resolveIntervalMs,
           log,
@@ -176,8 +178,8 @@ export class DiscoveryService {
 
     for (const s of d.sources) {
       const pool = s.pool ?? (s.type === 'inference-pool' ? s.name : input.defaultPool);
-      const models = s.models.length > 0 ? { models: s.models } : {};
-      poolOf(pool).sources.push(await makeSource(s, { resolver, log, kube, resyncMs: d.kubeResyncMs, models }));
+      const defaults = { ...(s.models.length > 0 ? { models: s.models } : {}), ...(s.role !== undefined ? { role: s.role } : {}) };
+      poolOf(pool).sources.push(await makeSource(s, { resolver, log, kube, resyncMs: d.kubeResyncMs, defaults }));
     }
 
     const pools: PoolSources[] = [...byPool.entries()].map(([pool, p]) => ({ pool, models: p.models, sources: p.sources }));
@@ -199,12 +201,19 @@ async function makeSource(
     log: SourceLog;
     kube: () => Promise<KubeConfig>;
     resyncMs: number;
-    models: { models?: readonly string[] };
+    /** What the source's engines get when the source itself does not say. */
+    defaults: { models?: readonly string[]; role?: EngineRole };
   },
 ): Promise<EndpointSource> {
   switch (s.type) {
     case 'file':
-      return new FileSource({ path: s.path, resolver: ctx.resolver, pollIntervalMs: s.pollIntervalMs, log: ctx.log });
+      return new FileSource({
+        path: s.path,
+        resolver: ctx.resolver,
+        pollIntervalMs: s.pollIntervalMs,
+        log: ctx.log,
+        ...(ctx.defaults.role !== undefined ? { role: ctx.defaults.role } : {}),
+      });
     case 'dns':
       return new DnsSource({
         name: s.name,
@@ -213,7 +222,7 @@ async function makeSource(
         intervalMs: s.intervalMs,
         resolver: ctx.resolver,
         log: ctx.log,
-        ...ctx.models,
+        ...ctx.defaults,
       });
     case 'kubernetes': {
       // Loaded only when configured: the Kubernetes client takes seconds to import.
@@ -225,7 +234,7 @@ async function makeSource(
         ports: [typeof s.port === 'number' ? s.port : { name: s.port }],
         resyncMs: ctx.resyncMs,
         log: ctx.log,
-        ...ctx.models,
+        ...ctx.defaults,
       });
     }
     case 'inference-pool': {
@@ -236,7 +245,7 @@ async function makeSource(
         pool: s.name,
         resyncMs: ctx.resyncMs,
         log: ctx.log,
-        ...ctx.models,
+        ...ctx.defaults,
       });
     }
   }

@@ -7,6 +7,7 @@
  * A failed or empty answer keeps the last good set (an empty DNS answer during a rollout
  * or a resolver hiccup must not empty the pool); the failure is logged and counted.
  */
+import type { EngineRole } from '../core/types.js';
 import { EntryResolver } from './endpoint-entry.js';
 import { errorText, SourceBase, type SourceLog } from './endpoint-source.js';
 import type { HostResolver } from './host-resolver.js';
@@ -20,6 +21,8 @@ export interface DnsSourceOptions {
   /** Engine port for A/AAAA answers (SRV answers carry their own). */
   readonly port?: number;
   readonly models?: readonly string[];
+  /** Role of every engine this name finds (a DNS answer carries none). */
+  readonly role?: EngineRole;
   readonly intervalMs: number;
   readonly resolver: HostResolver;
   readonly log: SourceLog;
@@ -49,7 +52,7 @@ export class DnsSource extends SourceBase {
   /** One resolution round (tests call it directly). */
   async refresh(): Promise<void> {
     const o = this.opts;
-    const models = o.models !== undefined ? { models: o.models } : {};
+    const models = { ...(o.models !== undefined ? { models: o.models } : {}), ...(o.role !== undefined ? { role: o.role } : {}) };
     try {
       if (o.record === 'SRV') {
         const srv = await o.resolver.srv(o.name);

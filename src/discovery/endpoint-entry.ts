@@ -4,6 +4,7 @@
  * keeps each name's last good answer, so one failed lookup does not drop its engines.
  */
 import { isIP } from 'node:net';
+import type { EngineRole } from '../core/types.js';
 import { isHostName, parseHostPort } from '../util/host-port.js';
 import type { DiscoveredEndpoint } from './endpoint-source.js';
 import type { AddressFamily, HostResolver } from './host-resolver.js';
@@ -13,6 +14,7 @@ export interface EndpointEntry {
   readonly host: string;
   readonly port: number;
   readonly models?: readonly string[];
+  readonly role?: EngineRole;
 }
 
 export { isHostName, parseHostPort };
@@ -55,7 +57,13 @@ export class EntryResolver {
     const endpoints: DiscoveredEndpoint[] = [];
     for (const e of entries) {
       const addrs = isIP(e.host) !== 0 ? [e.host] : (byName.get(e.host) ?? []);
-      for (const address of addrs) endpoints.push({ address, port: e.port, ...(e.models !== undefined ? { models: e.models } : {}) });
+      for (const address of addrs)
+        endpoints.push({
+          address,
+          port: e.port,
+          ...(e.models !== undefined ? { models: e.models } : {}),
+          ...(e.role !== undefined ? { role: e.role } : {}),
+        });
     }
     return { endpoints, failures };
   }

@@ -8,6 +8,7 @@
  * a missed or duplicated update cannot leave a ghost engine behind. A source that cannot
  * refresh (bad file, DNS or API server down) keeps its last good set and records why.
  */
+import type { EngineRole } from '../core/types.js';
 import { formatHostPort } from '../util/host-port.js';
 
 /** One engine address a source found. */
@@ -17,6 +18,8 @@ export interface DiscoveredEndpoint {
   readonly port: number;
   /** Models the engine serves, when the source knows (else the pool's). */
   readonly models?: readonly string[];
+  /** Prefill/decode role, when the source knows (file entry, pod label, source config). */
+  readonly role?: EngineRole;
 }
 
 /** Why a refresh failed; a closed set so it can label a metric. */
@@ -114,7 +117,7 @@ export abstract class SourceBase implements EndpointSource {
     const byKey = new Map<string, DiscoveredEndpoint>();
     for (const e of set) if (!byKey.has(endpointKey(e))) byKey.set(endpointKey(e), e);
     const sorted = [...byKey.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, e]) => e);
-    const key = JSON.stringify(sorted.map((e) => [endpointKey(e), e.models ?? null]));
+    const key = JSON.stringify(sorted.map((e) => [endpointKey(e), e.models ?? null, e.role ?? null]));
     if (key === this.lastKey) return;
     this.lastKey = key;
     this.last = Object.freeze(sorted);

@@ -1,7 +1,10 @@
 /**
  * A watched endpoint file (YAML or JSON): a list of entries, or `{ endpoints: [...] }`,
- * each `"host:port"` or `{ address: "host:port", models: [...] }` (hosts may be names,
- * resolved like the static list).
+ * each `"host:port"` or `{ address: "host:port", models: [...], role: prefill|decode|both }`
+ * (hosts may be names, resolved like the static list). An entry without a role gets the
+ * source's `role` (default: none, which means both).
+ *
+ * A role change in the file is a membership update of that engine (same index, new role).
  *
  * Reload is atomic from the router's side: the whole file is read and validated before the
  * set changes, and a file that fails (unreadable, not YAML, a bad entry, empty because a
@@ -11,6 +14,7 @@
  * as a fallback for file systems without events, a stat poll every `pollIntervalMs`.
  */
 import { watch, type FSWatcher } from 'node:fs';
+import { ENGINE_ROLES, type EngineRole } from '../core/types.js';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parse } from 'yaml';
@@ -25,10 +29,12 @@ export interface FileSourceOptions {
   /** Stat poll (and host-name re-resolution) interval. */
   readonly pollIntervalMs: number;
   readonly log: SourceLog;
+  /** Role of entries that name none. */
+  readonly role?: EngineRole;
 }
 
 /** Parses the file's text; returns entries or a reason (with the entry's position). */
-export function parseEndpointFile(text: string): EndpointEntry[] | string {
+export function parseEndpointFile(text: string, defaultRole?: EngineRole): EndpointEntry[] | string {
   if (text.trim() === '') return 'empty file';
   let doc: unknown;
   try {
@@ -43,8 +49,8 @@ export function parseEndpointFile(text: string): EndpointEntry[] | string {
     const item: unknown = list[i];
     const at = `endpoints[${i}]`;
     const raw = typeof item === 'string' ? { address: item } : item;
-    if (!isRecord(raw)) return `${at}: expected "host:port" or {address, models}`;
-    const extra = Object.keys(raw).filter((k) => k !== 'address' && k !== 'models');
+    if (!isRecord(raw)) return `${at}: expected "host:port" or {address, models, role}`;
+    const extra = Object.keys(raw).filter((k) => k !== 'address' && k !== 'models' && k !== 'role');
     if (extra.length > 0) return `${at}: unknown field "${extra[0]}"`;
     if (typeof raw['address'] !== 'string') return `${at}.address: required string "host:port"`;
     const hp = parseHostPort(raw['address']);
@@ -53,7 +59,15 @@ export function parseEndpointFile(text: string): EndpointEntry[] | string {
     if (models !== undefined && !(Array.isArray(models) && models.every((m) => typeof m === 'string' && m !== ''))) {
       return `${at}.models: expected a list of model names`;
     }
-    out.push({ host: hp.host, port: hp.port, ...(models !== undefined ? { models: models as string[] } : {}) });
+    const role = raw['role'] ?? defaultRole;
+    if (role !== undefined && !(ENGINE_ROLES as readonly unknown[]).includes(role))
+      return `${at}.role: expected one of ${ENGINE_ROLES.join(', ')}`;
+    out.push({
+      host: hp.host,
+      port: hp.port,
+      ...(models !== undefined ? { models: models as string[] } : {}),
+      ...(role !== undefined ? { role: role as EngineRole } : {}),
+    });
   }
   return out;
 }
@@ -111,7 +125,7 @@ export class FileSource extends SourceBase {
         return;
       }
       this.signature = sig;
-      const parsed = parseEndpointFile(text);
+      const parsed = parseEndpointFile(text, this.opts.role);
       this.badFile = typeof parsed === 'string';
       if (typeof parsed === 'string') {
         this.fail('parse', parsed);

@@ -17,6 +17,7 @@ import {
   type KubernetesObject,
   type V1Pod,
 } from '@kubernetes/client-node';
+import type { EngineRole } from '../core/types.js';
 import { SourceBase, type SourceLog } from './endpoint-source.js';
 import { podEndpoints } from './kube-pods-source.js';
 import { KubeWatch } from './kube-watch.js';
@@ -67,6 +68,8 @@ export interface InferencePoolSourceOptions {
   /** The InferencePool's name. */
   readonly pool: string;
   readonly models?: readonly string[];
+  /** Role of member pods without an `llm-d.ai/role` label. */
+  readonly role?: EngineRole;
   readonly resyncMs: number;
   readonly log: SourceLog;
 }
@@ -154,7 +157,7 @@ export class InferencePoolSource extends SourceBase {
       resyncMs: this.opts.resyncMs,
       onItems: (pods) => {
         if (this.podWatch !== watch) return;
-        this.publish(podEndpoints(pods, sel.ports, models));
+        this.publish(podEndpoints(pods, sel.ports, models, this.opts.role));
         this.recovered();
       },
       onError: (message) => this.fail('watch', `pods of ${sel.selector}: ${message}`),

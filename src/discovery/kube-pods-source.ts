@@ -4,8 +4,14 @@
  * True and it is not being deleted — what the kubelet's readiness probe says, so an engine
  * still loading its model gets no traffic. A pod relabelled out of the selector arrives as a
  * delete and leaves the set.
+ *
+ * A pod's prefill/decode role is its `llm-d.ai/role` label (llm-d's convention: prefill,
+ * decode or both); a pod without it gets the source's `role`, else none (both). A label
+ * with another value also counts as none, so a typo cannot take an engine out of the pool.
+ * Relabelling a pod's role is a membership update of that engine.
  */
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { ENGINE_ROLES, type EngineRole } from '../core/types.js';
 import { endpointKey, SourceBase, type DiscoveredEndpoint, type SourceLog } from './endpoint-source.js';
 import { KubeWatch } from './kube-watch.js';
 
@@ -19,6 +25,8 @@ export interface KubePodsSourceOptions {
   readonly selector: string;
   readonly ports: readonly PodPort[];
   readonly models?: readonly string[];
+  /** Role of pods without an `llm-d.ai/role` label. */
+  readonly role?: EngineRole;
   readonly resyncMs: number;
   readonly log: SourceLog;
   /** Name to report (the InferencePool source names its own). */
@@ -34,15 +42,31 @@ export function readyPodIp(pod: V1Pod): string | undefined {
   return ready?.status === 'True' ? st.podIP : undefined;
 }
 
+/** The pod label carrying the engine's prefill/decode role (llm-d's convention). */
+export const ROLE_LABEL = 'llm-d.ai/role';
+
+/** The role a pod's label names, else `fallback`. */
+export function podRole(pod: V1Pod, fallback?: EngineRole): EngineRole | undefined {
+  const v = pod.metadata?.labels?.[ROLE_LABEL];
+  return v !== undefined && (ENGINE_ROLES as readonly string[]).includes(v) ? (v as EngineRole) : fallback;
+}
+
 /** The endpoints of the Ready pods among `pods`, on `ports` (named ports a pod lacks are skipped). */
-export function podEndpoints(pods: readonly V1Pod[], ports: readonly PodPort[], models?: readonly string[]): DiscoveredEndpoint[] {
+export function podEndpoints(
+  pods: readonly V1Pod[],
+  ports: readonly PodPort[],
+  models?: readonly string[],
+  role?: EngineRole,
+): DiscoveredEndpoint[] {
   const out: DiscoveredEndpoint[] = [];
   for (const pod of pods) {
     const ip = readyPodIp(pod);
     if (ip === undefined) continue;
+    const r = podRole(pod, role);
     for (const p of ports) {
       const port = typeof p === 'number' ? p : namedPort(pod, p.name);
-      if (port !== undefined) out.push({ address: ip, port, ...(models !== undefined ? { models } : {}) });
+      if (port !== undefined)
+        out.push({ address: ip, port, ...(models !== undefined ? { models } : {}), ...(r !== undefined ? { role: r } : {}) });
     }
   }
   return out;
@@ -69,7 +93,7 @@ export class KubePodsSource extends SourceBase {
       labelSelector: opts.selector,
       resyncMs: opts.resyncMs,
       onItems: (pods) => {
-        this.publish(podEndpoints(pods, this.opts.ports, this.opts.models));
+        this.publish(podEndpoints(pods, this.opts.ports, this.opts.models, this.opts.role));
         this.recovered();
       },
       onError: (message) => this.fail('watch', message),

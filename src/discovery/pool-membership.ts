@@ -117,6 +117,7 @@ export class PoolMembership {
             port: e.port,
             pool: pool.pool,
             models: e.models ?? pool.models,
+            ...(e.role !== undefined ? { role: e.role } : {}),
             ...(metricsUrl !== undefined ? { metricsUrl } : {}),
           });
         }

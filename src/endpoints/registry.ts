@@ -85,7 +85,7 @@ export interface MembershipChange {
   readonly added: readonly Endpoint[];
   /** Endpoints that left: no new picks; their in-flight requests still finish. */
   readonly removed: readonly Endpoint[];
-  /** Members whose pool, models or metrics URL changed (same id and index, new object). */
+  /** Members whose pool, models, role or metrics URL changed (same id and index, new object). */
   readonly updated: readonly Endpoint[];
   /** All members after the change, ordered by index (what `all()` now returns). */
   readonly endpoints: readonly Endpoint[];
@@ -248,6 +248,7 @@ export class EndpointRegistry {
             pool: c.pool,
             models: c.models,
             ...(c.metricsUrl !== undefined ? { metricsUrl: c.metricsUrl } : {}),
+            ...(c.role !== undefined ? { role: c.role } : {}),
           };
         }),
       clock,
@@ -381,6 +382,7 @@ function sameSpec(a: Endpoint, b: EndpointSpec): boolean {
     a.port === b.port &&
     a.pool === b.pool &&
     a.metricsUrl === b.metricsUrl &&
+    a.role === b.role &&
     a.models.length === b.models.length &&
     a.models.every((m, i) => m === b.models[i])
   );

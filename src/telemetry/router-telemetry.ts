@@ -11,7 +11,7 @@
  */
 import type { AdminServer } from '../admin/admin-server.js';
 import type { RouterConfig } from '../config/types.js';
-import type { Endpoint } from '../core/types.js';
+import type { Endpoint, EngineRole } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { EdgeStats } from '../extproc/edge-stats.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
@@ -63,6 +63,8 @@ export interface EndpointExplain {
   readonly id: string;
   readonly pool: string;
   readonly models: readonly string[];
+  /** Prefill/decode role (absent = both). */
+  readonly role?: EngineRole;
   readonly load?: Record<string, number | boolean | null>;
   readonly engineMetrics?: {
     readonly scrapes: number;
@@ -161,6 +163,7 @@ export class RouterTelemetry {
     for (const s of this.scrapes?.stats() ?? []) scrapeById.set(s.endpointId, s);
     const endpoints = sources.endpoints().map((e): EndpointExplain => {
       const out: { -readonly [K in keyof EndpointExplain]: EndpointExplain[K] } = { id: e.id, pool: e.pool, models: e.models };
+      if (e.role !== undefined) out.role = e.role;
       if (sources.loadOf) out.load = loadJson(sources.loadOf(e));
       const s = scrapeById.get(e.id);
       if (s) {

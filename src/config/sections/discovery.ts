@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { ENGINE_ROLES } from '../../core/types.js';
 import { parseHostPort } from '../../util/host-port.js';
 import { int, listOf, oneOf, optionalSection, section, str } from '../../util/schema.js';
 import type { ConfigSection } from '../config-section.js';
@@ -32,6 +33,9 @@ const selector = z.union([
 const common = {
   pool: labelName.optional().describe('pool of the found engines (default: the default pool; InferencePool: its name)'),
   models: models.describe('models the found engines serve (empty = any)'),
+  role: oneOf(ENGINE_ROLES)
+    .optional()
+    .describe('prefill/decode role of found engines that name none (file entry `role`, pod label llm-d.ai/role); default both'),
 };
 
 const fileSource = section({

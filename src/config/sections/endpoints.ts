@@ -1,11 +1,12 @@
 /**
  * `endpoints:` section: the static engine list. An entry is either a mapping `{address,
- * pool?, models?, metricsUrl?}` or just the address string; the address may be a host name
+ * pool?, models?, metricsUrl?, role?}` or just the address string; the address may be a host name
  * (discovery resolves it). When engine metrics are polled, metricsUrl defaults to
  * `http://<address>/metrics` for IP entries (parse-config.ts; discovery for host names).
  */
 import { z } from 'zod';
-import { expecting, listOf, section, str } from '../../util/schema.js';
+import { ENGINE_ROLES } from '../../core/types.js';
+import { expecting, listOf, oneOf, section, str } from '../../util/schema.js';
 import { DEFAULT_POOL } from '../defaults.js';
 import type { ConfigSection } from '../config-section.js';
 import { endpointAddress, httpUrl, labelName } from './common-checks.js';
@@ -17,6 +18,7 @@ const entry = z.preprocess(
     pool: labelName.default(DEFAULT_POOL),
     models: listOf(str({ nonEmpty: true }), { unique: true }).default([]),
     metricsUrl: httpUrl.optional(),
+    role: oneOf(ENGINE_ROLES).optional().describe("prefill, decode or both (default both): the engine's part in a disaggregated fleet"),
   }),
 );
 
