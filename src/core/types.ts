@@ -73,6 +73,11 @@ export interface RouteRequest {
   readonly priority?: number;
   /** The parsed prompt, when the body was read (precise prefix matching tokenizes it). */
   readonly promptInput?: PromptInput;
+  /**
+   * The request's headers (lower-case names), for plugins that read a header named in their
+   * parameters (predicted-ttft's TTFT objective). Never logged or exported.
+   */
+  readonly headers?: ReadonlyMap<string, string>;
   /** Arrival time on the router clock (ms). */
   readonly arrivalMs: number;
   /**

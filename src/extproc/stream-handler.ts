@@ -723,6 +723,7 @@ export class StreamHandler {
       ...(tenant !== undefined && tenant !== '' ? { tenant } : {}),
       ...(priority !== undefined ? { priority } : {}),
       ...(prompt.input !== undefined ? { promptInput: prompt.input } : {}),
+      ...(this.headers !== undefined ? { headers: this.headers } : {}),
       arrivalMs: this.arrivalMs,
       traceparent: this.traceparent,
       tracestate: this.tracestate,
