@@ -12,7 +12,10 @@ import { autoProfileHandler } from './handler/auto-profile-handler.js';
 import { singleProfileHandler } from './handler/single-profile-handler.js';
 import { indexCalibration } from './multi/index-calibration.js';
 import { precisePrefixCache } from './multi/precise-prefix-cache-plugin.js';
+import { predictedTtft } from './multi/predicted-ttft.js';
 import { prefixCache } from './multi/prefix-cache-plugin.js';
+import { stickyUntilSaturatedPicker } from './multi/sticky-until-saturated.js';
+import { ttftModel } from './multi/ttft-model-plugin.js';
 import { boundedLoadHashPicker } from './picker/bounded-load-hash.js';
 import { maxScorePicker } from './picker/max-score-picker.js';
 import { powerOfTwoPicker } from './picker/power-of-two.js';
@@ -42,6 +45,8 @@ export function registerBuiltins(catalog: PluginCatalog): PluginCatalog {
       .register(prefixCache)
       .register(precisePrefixCache)
       .register(indexCalibration)
+      .register(ttftModel)
+      .register(predictedTtft)
       // placements
       .register(coldRequestPlacement)
       // pickers
@@ -51,6 +56,7 @@ export function registerBuiltins(catalog: PluginCatalog): PluginCatalog {
       .register(prefixHashPicker)
       .register(boundedLoadHashPicker)
       .register(powerOfTwoPicker)
+      .register(stickyUntilSaturatedPicker)
       // profile handlers
       .register(singleProfileHandler)
       .register(autoProfileHandler)

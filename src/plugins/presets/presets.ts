@@ -19,6 +19,8 @@ export const STRATEGIES = [
   'bounded-load-hash',
   'power-of-two',
   'auto',
+  'predicted-ttft',
+  'sticky-until-saturated',
 ] as const;
 export type StrategyName = (typeof STRATEGIES)[number];
 
@@ -278,6 +280,27 @@ function auto(i: PresetInput): GraphSpec {
   return { plugins, schedulingProfiles: profiles };
 }
 
+/**
+ * The prefix index and the TTFT model, then one picker over their predictions: the
+ * predicted-ttft picker (smallest predicted time to first token) or sticky-until-saturated.
+ * No imbalance escape or queue scorer: queued prefill is inside the prediction.
+ */
+function ttftGraph(name: string, i: PresetInput, picker: PluginSpec): GraphSpec {
+  return single(
+    name,
+    [prefixCacheSpec(i), { type: 'ttft-model' }, picker, calibrationSpec(i)],
+    refs({ pluginRef: 'prefix-cache', weight: 1 }, picker.type),
+  );
+}
+
+function predictedTtft(i: PresetInput): GraphSpec {
+  return ttftGraph('predicted-ttft', i, { type: 'predicted-ttft' });
+}
+
+function stickyUntilSaturated(i: PresetInput): GraphSpec {
+  return ttftGraph('sticky-until-saturated', i, { type: 'sticky-until-saturated-picker' });
+}
+
 const PRESETS: Readonly<Record<StrategyName, (i: PresetInput) => GraphSpec>> = {
   'round-robin': roundRobin,
   random,
@@ -287,6 +310,8 @@ const PRESETS: Readonly<Record<StrategyName, (i: PresetInput) => GraphSpec>> = {
   'bounded-load-hash': boundedLoadHash,
   'power-of-two': powerOfTwo,
   auto,
+  'predicted-ttft': predictedTtft,
+  'sticky-until-saturated': stickyUntilSaturated,
 };
 
 /** The plugin graph a `strategy:` shorthand stands for. */

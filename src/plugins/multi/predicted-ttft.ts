@@ -1,0 +1,153 @@
+/**
+ * Route by predicted time to first token: a scorer and a picker over the ttft-model
+ * plugin's per-candidate predictions (multi/ttft-model-plugin.ts).
+ *
+ * Why: the weighted blend of prefix, queue and KV scores has no unit, so nobody can say what
+ * a score difference costs a user. A prediction in milliseconds answers the question the
+ * blend approximates, "where does this request get its first token soonest", and weighs
+ * cache reuse against queued work in one currency.
+ *
+ * Picker without an objective: the smallest prediction wins. Predictions within
+ * max(tieMs, tieFraction × best) of the best are near-ties, broken by the fewest recent
+ * placements (decayed counts, `spreadHalfLifeMs`) and then by the seeded Rng, so cold
+ * requests (equal predictions on idle engines) still spread over the pool.
+ *
+ * With a TTFT objective (request header `sloHeader`, milliseconds): the engines predicted
+ * to meet it come first, the one with the least headroom first (best fit, llm-d's `least`:
+ * it keeps the engines with room for requests with tighter objectives); when none meets it,
+ * a sheddable request (priority < 0, as admission defines it) is refused with OVERLOADED
+ * (429 + Retry-After: the predicted excess, at least `minRetryAfterMs`), any other goes to
+ * the best prediction.
+ *
+ * Score (for use in a weighted profile): best prediction ÷ this candidate's, in (0,1];
+ * neutral value 1 when all predictions are equal.
+ */
+import { RouterError } from '../../core/errors.js';
+import { definePlugin } from '../../scheduling/plugin-api.js';
+import type { Candidate, CycleState, Picker, PickResult, Scorer } from '../../scheduling/types.js';
+import { int, num, section, str } from '../../util/schema.js';
+import { affinityReason } from '../shared/affinity-reason.js';
+import { DecayedCounts } from '../shared/decayed-counts.js';
+import { TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
+
+export const PREDICTED_TTFT = 'predicted-ttft';
+
+/** The objective header's value in ms: a positive finite number up to 10 minutes, else none. */
+export function parseObjectiveMs(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  if (t === '' || t.length > 16) return undefined;
+  const n = Number(t);
+  return Number.isFinite(n) && n > 0 && n <= 600_000 ? n : undefined;
+}
+
+export interface PredictedTtftOptions {
+  readonly sloHeader: string;
+  readonly tieMs: number;
+  readonly tieFraction: number;
+  readonly spreadHalfLifeMs: number;
+  readonly minRetryAfterMs: number;
+}
+
+export class PredictedTtftPlugin implements Scorer, Picker {
+  private readonly recent: DecayedCounts;
+  private readonly header: string;
+
+  constructor(
+    readonly name: string,
+    private readonly model: TtftModelPlugin,
+    private readonly opts: PredictedTtftOptions,
+  ) {
+    this.recent = new DecayedCounts(opts.spreadHalfLifeMs);
+    this.header = opts.sloHeader.toLowerCase();
+  }
+
+  score(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+    const pred = this.model.predictions(state, candidates);
+    const out = new Float64Array(candidates.length);
+    let best = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < pred.length; i++) best = Math.min(best, pred[i]!);
+    for (let i = 0; i < pred.length; i++) out[i] = pred[i]! > 0 ? Math.min(1, best / pred[i]!) : 1;
+    return out;
+  }
+
+  pick(state: CycleState, candidates: readonly Candidate[]): PickResult {
+    const pred = this.model.predictions(state, candidates);
+    const n = candidates.length;
+    const objective = parseObjectiveMs(state.request.headers?.get(this.header));
+    let order: number[];
+    if (objective === undefined) {
+      order = this.nearTieOrder(state, candidates, pred);
+    } else {
+      const meets: number[] = [];
+      const misses: number[] = [];
+      for (let i = 0; i < n; i++) (pred[i]! <= objective ? meets : misses).push(i);
+      misses.sort((a, b) => pred[a]! - pred[b]!);
+      if (meets.length === 0) {
+        const best = misses[0];
+        if (best !== undefined && (state.request.priority ?? 0) < 0) {
+          const excess = pred[best]! - objective;
+          throw new RouterError('OVERLOADED', `no engine is predicted to meet the TTFT objective (best ${Math.round(pred[best]!)} ms)`, {
+            retryAfterMs: Math.max(this.opts.minRetryAfterMs, Math.ceil(excess)),
+          });
+        }
+        order = this.nearTieOrder(state, candidates, pred);
+      } else {
+        // Least headroom first (largest prediction that still meets it).
+        meets.sort((a, b) => pred[b]! - pred[a]!);
+        order = [...meets, ...misses];
+        state.notes.push(`ttft objective met by ${meets.length}/${n}`);
+      }
+    }
+    const chosen = order[0]!;
+    this.recent.add(candidates[chosen]!.endpoint.id, state.nowMs);
+    return { order, reason: affinityReason(state, candidates, chosen) ?? 'load' };
+  }
+
+  /** Ascending by prediction; the near-ties of the best by fewest recent placements, then seeded random. */
+  private nearTieOrder(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): number[] {
+    const n = candidates.length;
+    const order = Array.from({ length: n }, (_, i) => i);
+    order.sort((a, b) => pred[a]! - pred[b]!);
+    if (n < 2) return order;
+    const best = pred[order[0]!]!;
+    const limit = best + Math.max(this.opts.tieMs, this.opts.tieFraction * best);
+    let ties = 1;
+    while (ties < n && pred[order[ties]!]! <= limit) ties++;
+    if (ties === 1) return order;
+    const count = new Float64Array(n);
+    const key = new Float64Array(n);
+    for (let k = 0; k < ties; k++) {
+      const i = order[k]!;
+      count[i] = this.recent.valueAt(candidates[i]!.endpoint.id, state.nowMs);
+      key[i] = state.rng.next();
+    }
+    const head = order.slice(0, ties).sort((a, b) => count[a]! - count[b]! || key[a]! - key[b]!);
+    for (let k = 0; k < ties; k++) order[k] = head[k]!;
+    return order;
+  }
+}
+
+export const predictedTtft = definePlugin({
+  type: PREDICTED_TTFT,
+  description:
+    "Scorer and picker on the ttft-model plugin's predicted time to first token: the smallest prediction wins, near-ties go to the engine with the fewest recent placements; with a TTFT objective header the engine meeting it with the least headroom, and a sheddable request no engine can serve in time gets 429.",
+  parameters: section({
+    model: str({ nonEmpty: true }).default(TTFT_MODEL_PLUGIN).describe('Name of the ttft-model instance (listed before this one).'),
+    sloHeader: str({ nonEmpty: true }).default('x-slo-ttft-ms').describe('Request header carrying the TTFT objective in milliseconds.'),
+    tieMs: num({ min: 0, max: 600_000 }).default(5).describe('Predictions within this many ms of the best are near-ties...'),
+    tieFraction: num({ min: 0, max: 10 }).default(0.05).describe('...or within this fraction of the best, whichever is larger.'),
+    spreadHalfLifeMs: int({ min: 1, max: 86_400_000 })
+      .default(10_000)
+      .describe('Half-life of the recent-placement counts that break near-ties.'),
+    minRetryAfterMs: int({ min: 1, max: 3_600_000 }).default(1000).describe('Smallest Retry-After sent with a shed request.'),
+  }),
+  create: (name, p, handle) =>
+    new PredictedTtftPlugin(name, ttftModelPlugin(handle, p.model, `predicted-ttft "${name}"`), {
+      sloHeader: p.sloHeader,
+      tieMs: p.tieMs,
+      tieFraction: p.tieFraction,
+      spreadHalfLifeMs: p.spreadHalfLifeMs,
+      minRetryAfterMs: p.minRetryAfterMs,
+    }),
+});

@@ -1,0 +1,389 @@
+/**
+ * The fleet's time-to-first-token model: predicts, per candidate engine, when this request
+ * would get its first token there, and learns each engine's coefficients from what the
+ * engines then did (shared/ttft-cost-model.ts has the cost and the fit).
+ *
+ * What it keeps per engine (router-side, exact for the traffic this router sends): the
+ * uncached prefill tokens of requests routed there that have not answered their first
+ * byte (the work ahead of a new request), and the requests past it and not finished (the
+ * decode batch). A request's uncached tokens on an engine are its prompt tokens minus what
+ * the prefix plugin's index says that engine holds. Work the router did not send shows in
+ * the engine's fresh `waiting` gauge and is added as that many average requests.
+ *
+ * Where the truth comes from: the edge's first-byte report of a streamed request
+ * (`RouteTicket.firstByte`, the first SSE chunk; `server.responseCompletion: ext-proc`).
+ * The TTFT observed from the decision to that byte is compared with the prediction made at
+ * the decision (the online error, before the fit sees the value) and then fitted. Without
+ * first bytes (the access-log completion path) the coefficients stay at their priors and a
+ * request counts as prefilling until `expiryFactor` × its predicted TTFT has passed.
+ *
+ * Other plugins (predicted-ttft, sticky-until-saturated) read predictions through
+ * `predictions(state, candidates)`, computed once per cycle.
+ */
+import type { z } from 'zod';
+import type { Endpoint, RouteDecision, RouteRequest } from '../../core/types.js';
+import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
+import { definePlugin, serviceKey, type PluginHandle } from '../../scheduling/plugin-api.js';
+import type { Candidate, CompletedHook, CycleState, EndpointsChangedHook, Plugin, RoutedHook, Scorer } from '../../scheduling/types.js';
+import type { Clock } from '../../util/clock.js';
+import { RouterError } from '../../core/errors.js';
+import { int, num, optionalSection, section, str } from '../../util/schema.js';
+import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
+import { staleAfter, staleAfterParam } from '../shared/params.js';
+import {
+  DEFAULT_TTFT_MODEL,
+  DEFAULT_TTFT_PRIORS,
+  TTFT_COEFFICIENTS,
+  TtftCostModel,
+  type EngineModelState,
+  type TtftFeatures,
+} from '../shared/ttft-cost-model.js';
+
+export const TTFT_MODEL_PLUGIN = 'ttft-model';
+
+/** What an affinity plugin must offer: its scorer (publishes the evidence) and its block size. */
+interface AffinitySource extends Scorer {
+  readonly hasher: { readonly blockChars: number };
+}
+
+function isAffinitySource(p: Plugin): p is AffinitySource {
+  const a = p as Partial<AffinitySource>;
+  return typeof a.score === 'function' && typeof a.hasher?.blockChars === 'number';
+}
+
+/** One routed request as the ledger keeps it. */
+interface Pending {
+  readonly endpointId: string;
+  readonly features: TtftFeatures;
+  readonly predictedMs: number;
+  readonly routedAtMs: number;
+  readonly stream: boolean;
+  firstByte: boolean;
+}
+
+/** Per cycle: predictions and features by candidate position. */
+interface CyclePredictions {
+  readonly candidates: readonly Candidate[];
+  readonly predictedMs: Float64Array;
+  readonly features: TtftFeatures[];
+}
+
+/** Online accuracy of one engine's predictions (absolute percentage errors, most recent window). */
+class ErrorWindow {
+  private readonly buf: Float64Array;
+  private n = 0;
+  private next = 0;
+  observations = 0;
+  sumAbsPctError = 0;
+
+  constructor(size: number) {
+    this.buf = new Float64Array(size);
+  }
+
+  add(ape: number): void {
+    this.buf[this.next] = ape;
+    this.next = (this.next + 1) % this.buf.length;
+    if (this.n < this.buf.length) this.n++;
+    this.observations++;
+    this.sumAbsPctError += ape;
+  }
+
+  median(): number | undefined {
+    if (this.n === 0) return undefined;
+    const s = Array.from(this.buf.subarray(0, this.n)).sort((a, b) => a - b);
+    const m = this.n >> 1;
+    return this.n % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  }
+}
+
+/** One engine's state for /debug/plugins and the metrics. */
+export interface EngineTtftStats extends EngineModelState {
+  readonly endpointId: string;
+  readonly aheadTokens: number;
+  readonly batch: number;
+  readonly observations: number;
+  /** Median absolute percentage error of the recent window (0.1 = 10 %); absent before any observation. */
+  readonly medianAbsPctError?: number;
+  readonly sumAbsPctError: number;
+}
+
+/** For telemetry: the model plugin's per-engine statistics (first ttft-model instance). */
+export const TTFT_MODEL_STATS = serviceKey<{ stats(): EngineTtftStats[] }>('ttft-model-stats');
+
+export interface TtftModelPluginOptions {
+  readonly expiryFactor: number;
+  readonly errorWindow: number;
+  readonly maxMetricsAgeMs: number;
+  /** Uncached tokens an unseen waiting request is assumed to bring, until learned. */
+  readonly priorRequestTokens: number;
+}
+
+const MAX_TRACKED = 1_000_000;
+
+export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChangedHook {
+  private readonly pending = new Map<string, Pending>();
+  /** Per endpoint id: uncached tokens not past their first byte, and the decode batch. */
+  private readonly ahead = new Map<string, number>();
+  private readonly batch = new Map<string, number>();
+  private readonly errors = new Map<string, ErrorWindow>();
+  private readonly key: ScratchKey<CyclePredictions>;
+  private meanUncached: number;
+  /** Earliest time a request without a first byte becomes overdue (no scan before it). */
+  private nextExpiryMs = Number.POSITIVE_INFINITY;
+
+  constructor(
+    readonly name: string,
+    readonly model: TtftCostModel,
+    private readonly affinity: AffinitySource,
+    private readonly clock: Clock,
+    private readonly opts: TtftModelPluginOptions,
+  ) {
+    this.meanUncached = opts.priorRequestTokens;
+    this.key = scratchKey<CyclePredictions>(`ttft-model/${name}`);
+  }
+
+  /** Predicted TTFT (ms) of this cycle's request on each candidate, aligned by position. */
+  predictions(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+    return this.cycle(state, candidates).predictedMs;
+  }
+
+  /** The features behind `predictions`, aligned by position. */
+  features(state: CycleState, candidates: readonly Candidate[]): readonly TtftFeatures[] {
+    return this.cycle(state, candidates).features;
+  }
+
+  /** Uncached prefill tokens in flight on the endpoint (not yet past their first token). */
+  aheadTokens(endpointId: string): number {
+    return this.expire(endpointId);
+  }
+
+  private cycle(state: CycleState, candidates: readonly Candidate[]): CyclePredictions {
+    const cached = getScratch(state, this.key);
+    if (cached !== undefined && cached.candidates === candidates) return cached;
+    if (getScratch(state, AFFINITY_EVIDENCE) === undefined) this.affinity.score(state, candidates);
+    const ev = getScratch(state, AFFINITY_EVIDENCE);
+    const r = state.request;
+    const tokens = Math.max(0, r.promptTokens);
+    const charsToTokens = r.promptChars > 0 ? tokens / r.promptChars : 0;
+    const blockChars = this.affinity.hasher.blockChars;
+    const n = candidates.length;
+    const predictedMs = new Float64Array(n);
+    const features = new Array<TtftFeatures>(n);
+    for (let i = 0; i < n; i++) {
+      const c = candidates[i]!;
+      const id = c.endpoint.id;
+      const matchedBlocks = ev?.matchedByEndpoint[c.endpoint.index] ?? 0;
+      const cachedTokens = Math.min(tokens, matchedBlocks * blockChars * charsToTokens);
+      let ahead = this.expire(id);
+      let batch = this.batch.get(id) ?? 0;
+      const l = c.load;
+      if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs) {
+        // Work the router did not send (other replicas, direct clients): the engine's own queue.
+        const own = l.prefillingRequests ?? l.inflightRequests;
+        if (l.waiting !== undefined && l.waiting > own) ahead += (l.waiting - own) * this.meanUncached;
+        if (l.running !== undefined) batch = Math.max(batch, l.running - Math.min(own, l.running));
+      }
+      const f: TtftFeatures = { aheadTokens: ahead, uncachedTokens: tokens - cachedTokens, cachedTokens, batch };
+      features[i] = f;
+      predictedMs[i] = this.model.predict(id, f);
+    }
+    const out = { candidates, predictedMs, features };
+    setScratch(state, this.key, out);
+    return out;
+  }
+
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    const r = state.request;
+    if (this.pending.has(r.requestId) || this.pending.size >= MAX_TRACKED) return;
+    const id = decision.endpoint.id;
+    const cached = getScratch(state, this.key);
+    let f: TtftFeatures | undefined;
+    let predictedMs: number | undefined;
+    if (cached !== undefined) {
+      const pos = cached.candidates.findIndex((c) => c.endpoint.id === id);
+      if (pos >= 0) {
+        f = cached.features[pos]!;
+        predictedMs = cached.predictedMs[pos]!;
+      }
+    }
+    if (f === undefined || predictedMs === undefined) {
+      // Another profile decided: the features from the ledger and the decision's own match.
+      const tokens = Math.max(0, r.promptTokens);
+      const hit = r.promptChars > 0 ? Math.min(1, (decision.matchedChars ?? 0) / r.promptChars) : 0;
+      f = { aheadTokens: this.expire(id), uncachedTokens: tokens * (1 - hit), cachedTokens: tokens * hit, batch: this.batch.get(id) ?? 0 };
+      predictedMs = this.model.predict(id, f);
+    }
+    this.pending.set(r.requestId, {
+      endpointId: id,
+      features: f,
+      predictedMs,
+      routedAtMs: this.clock.nowMs(),
+      stream: r.stream,
+      firstByte: false,
+    });
+    this.ahead.set(id, (this.ahead.get(id) ?? 0) + f.uncachedTokens);
+    const due = this.clock.nowMs() + this.opts.expiryFactor * predictedMs;
+    if (due < this.nextExpiryMs) this.nextExpiryMs = due;
+    this.meanUncached += 0.05 * (f.uncachedTokens - this.meanUncached);
+  }
+
+  onFirstByte(request: RouteRequest): void {
+    const p = this.pending.get(request.requestId);
+    if (p === undefined || p.firstByte) return;
+    const observedMs = this.clock.nowMs() - p.routedAtMs;
+    this.leavePrefill(p);
+    // Only a streamed response's first byte is its first token; a whole answer is not.
+    if (!p.stream || !(observedMs > 0)) return;
+    let w = this.errors.get(p.endpointId);
+    if (w === undefined) {
+      w = new ErrorWindow(this.opts.errorWindow);
+      this.errors.set(p.endpointId, w);
+    }
+    w.add(Math.abs(p.predictedMs - observedMs) / observedMs);
+    this.model.observe(p.endpointId, p.features, observedMs);
+  }
+
+  onCompleted(request: RouteRequest): void {
+    const p = this.pending.get(request.requestId);
+    if (p === undefined) return;
+    this.pending.delete(request.requestId);
+    if (!p.firstByte) this.leavePrefill(p);
+    this.batch.set(p.endpointId, Math.max(0, (this.batch.get(p.endpointId) ?? 0) - 1));
+  }
+
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    const keep = new Set(endpoints.map((e) => e.id));
+    this.model.retain(keep);
+    for (const [id, p] of this.pending) if (!keep.has(p.endpointId)) this.pending.delete(id);
+    for (const m of [this.ahead, this.batch, this.errors]) for (const id of [...m.keys()]) if (!keep.has(id)) m.delete(id);
+  }
+
+  /** The request's prefill is over (first byte, expiry or end): its tokens leave the queue, it joins the batch. */
+  private leavePrefill(p: Pending): void {
+    p.firstByte = true;
+    this.ahead.set(p.endpointId, Math.max(0, (this.ahead.get(p.endpointId) ?? 0) - p.features.uncachedTokens));
+    this.batch.set(p.endpointId, (this.batch.get(p.endpointId) ?? 0) + 1);
+  }
+
+  /** The endpoint's queued uncached tokens, after overdue requests (no first byte seen) left the queue. */
+  private expire(endpointId: string): number {
+    const now = this.clock.nowMs();
+    if (now >= this.nextExpiryMs) {
+      // One pass over the tracked requests, only when the earliest deadline has passed.
+      const k = this.opts.expiryFactor;
+      let next = Number.POSITIVE_INFINITY;
+      for (const p of this.pending.values()) {
+        if (p.firstByte) continue;
+        const due = p.routedAtMs + k * p.predictedMs;
+        if (now > due) this.leavePrefill(p);
+        else if (due < next) next = due;
+      }
+      this.nextExpiryMs = next;
+    }
+    return this.ahead.get(endpointId) ?? 0;
+  }
+
+  stats(): EngineTtftStats[] {
+    const ids = new Set([...this.model.engines(), ...this.ahead.keys()]);
+    return [...ids].sort().map((id) => {
+      const w = this.errors.get(id);
+      const med = w?.median();
+      return {
+        endpointId: id,
+        ...this.model.state(id),
+        aheadTokens: Math.round(this.ahead.get(id) ?? 0),
+        batch: this.batch.get(id) ?? 0,
+        observations: w?.observations ?? 0,
+        ...(med !== undefined ? { medianAbsPctError: Number(med.toPrecision(3)) } : {}),
+        sumAbsPctError: w?.sumAbsPctError ?? 0,
+      };
+    });
+  }
+
+  debugState(): unknown {
+    return {
+      model:
+        'ttft = overheadMs + prefillMsPerToken×(ahead+uncached) + stepMs×steps + decodeMsPerSeq×steps×batch + contextMsPerKToken×uncached×context/1000',
+      tracked: this.pending.size,
+      meanUncachedTokens: Math.round(this.meanUncached),
+      engines: this.stats(),
+    };
+  }
+}
+
+const priorParams = Object.fromEntries(
+  TTFT_COEFFICIENTS.map((k) => [
+    k,
+    num({ minExclusive: 0, max: 1_000_000 }).default(DEFAULT_TTFT_PRIORS[k]).describe(`Prior (and start) of ${k} for an engine.`),
+  ]),
+) as unknown as Record<(typeof TTFT_COEFFICIENTS)[number], z.ZodDefault<z.ZodNumber>>;
+
+export const ttftModel = definePlugin({
+  type: TTFT_MODEL_PLUGIN,
+  description:
+    "Predicts each candidate engine's time to first token (prefill queued ahead + this request's uncached prefill + step and decode-batch overhead) with per-engine coefficients learned online (recursive least squares, priors, bounds) from streamed first bytes; reports its coefficients and online prediction error.",
+  parameters: section({
+    prefixPlugin: str({ nonEmpty: true })
+      .default('prefix-cache')
+      .describe('Name of the prefix-cache instance whose match gives the cached tokens (listed before this one).'),
+    priors: optionalSection(priorParams).describe('Coefficients a new engine starts from (the CPU vLLM engine measured in decision 0123).'),
+    bound: num({ min: 1, max: 1000 })
+      .default(DEFAULT_TTFT_MODEL.bound)
+      .describe('Coefficients stay within [prior ÷ bound, prior × bound].'),
+    priorSpread: num({ minExclusive: 0, max: 100 })
+      .default(DEFAULT_TTFT_MODEL.priorSpread)
+      .describe('Prior standard deviation as a multiple of the prior.'),
+    noise: num({ minExclusive: 0, max: 10 }).default(DEFAULT_TTFT_MODEL.noise).describe('Expected relative noise of one observed TTFT.'),
+    forgetting: num({ minExclusive: 0, max: 1 })
+      .default(DEFAULT_TTFT_MODEL.forgetting)
+      .describe('Forgetting factor per observation (1 = never forget).'),
+    clipSigmas: num({ minExclusive: 0, max: 100 })
+      .default(DEFAULT_TTFT_MODEL.clipSigmas)
+      .describe('Residuals beyond this many noise widths are clipped.'),
+    chunkTokens: int({ min: 16, max: 10_000_000 })
+      .default(DEFAULT_TTFT_MODEL.chunkTokens)
+      .describe('Prefill tokens per engine step (vLLM max_num_batched_tokens).'),
+    minSamples: int({ min: 1, max: 1_000_000 })
+      .default(DEFAULT_TTFT_MODEL.minSamples)
+      .describe("Observations before an engine's coefficients seed newcomers."),
+    expiryFactor: num({ min: 1, max: 1000 })
+      .default(2)
+      .describe('Without a first byte, a request stops counting as prefilling after this multiple of its predicted TTFT.'),
+    errorWindow: int({ min: 1, max: 100_000 }).default(256).describe('Recent observations the median prediction error is taken over.'),
+    priorRequestTokens: num({ min: 0, max: 10_000_000 })
+      .default(512)
+      .describe('Uncached tokens assumed per engine-reported waiting request the router did not send, until learned.'),
+    ...staleAfterParam,
+  }),
+  create: (name, p, handle: PluginHandle) => {
+    const affinity = handle.plugin(p.prefixPlugin);
+    if (!isAffinitySource(affinity)) {
+      throw new RouterError('BAD_CONFIG', `ttft-model "${name}": prefixPlugin "${p.prefixPlugin}" is not a prefix-cache plugin`);
+    }
+    const model = new TtftCostModel({
+      priors: p.priors,
+      bound: p.bound,
+      priorSpread: p.priorSpread,
+      noise: p.noise,
+      forgetting: p.forgetting,
+      clipSigmas: p.clipSigmas,
+      chunkTokens: p.chunkTokens,
+      minSamples: p.minSamples,
+    });
+    const plugin = new TtftModelPlugin(name, model, affinity, handle.clock, {
+      expiryFactor: p.expiryFactor,
+      errorWindow: p.errorWindow,
+      maxMetricsAgeMs: staleAfter(p, handle),
+      priorRequestTokens: p.priorRequestTokens,
+    });
+    handle.shared(TTFT_MODEL_STATS, () => plugin);
+    return plugin;
+  },
+});
+
+/** The ttft-model instance named `name` (for the plugins that read its predictions). */
+export function ttftModelPlugin(handle: PluginHandle, name: string, user: string): TtftModelPlugin {
+  const p = handle.plugin(name);
+  if (!(p instanceof TtftModelPlugin)) throw new RouterError('BAD_CONFIG', `${user}: "${name}" is not a ttft-model plugin`);
+  return p;
+}

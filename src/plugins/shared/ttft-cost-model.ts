@@ -1,0 +1,257 @@
+/**
+ * Time to first token as a linear cost over what is ahead of a request on one engine,
+ * with per-engine coefficients learned online.
+ *
+ * Why this shape: a continuous-batching engine (vLLM) produces a request's first token once
+ * every prefill token queued before it and its own uncached prompt have gone through the
+ * steps, and each step also carries the decode batch. So, for one engine,
+ *
+ *   TTFT ≈ overhead                                 (API server, tokenizing, scheduling)
+ *        + prefillMsPerToken × (ahead + uncached)   (prefill work queued before it, then its own)
+ *        + stepMs × steps                           (fixed cost per engine step)
+ *        + decodeMsPerSeq × steps × batch           (the decode batch rides along each step)
+ *        + contextMsPerKToken × uncached × context/1000   (attention over the cached prefix)
+ *
+ * with steps = ceil((ahead + uncached) / (chunkTokens − batch)) and context = cached +
+ * uncached/2 tokens. Every term is a known feature times one coefficient, so the
+ * coefficients are fitted by recursive least squares (Bayesian linear regression in its
+ * online form): the prior mean and variance are the starting point of a new engine, every
+ * observed TTFT updates its engine. Observations are weighted by 1/TTFT² so the fit
+ * minimises relative error (the bar is a percentage error, and a 50 ms hit and a 3 s cold
+ * prefill both matter); a forgetting factor lets an engine that slows down be followed;
+ * residuals beyond a few noise widths are clipped (a stalled response cannot drag the fit)
+ * and every coefficient is projected into [prior ÷ bound, prior × bound], so one noisy
+ * engine cannot swing decisions far from plausible values. An engine seen for the first
+ * time starts from the mean of the engines already trained, else from the priors.
+ */
+
+/** Coefficient names, in feature order. */
+export const TTFT_COEFFICIENTS = ['overheadMs', 'prefillMsPerToken', 'stepMs', 'decodeMsPerSeq', 'contextMsPerKToken'] as const;
+export type TtftCoefficient = (typeof TTFT_COEFFICIENTS)[number];
+export type TtftCoefficients = Readonly<Record<TtftCoefficient, number>>;
+const D = TTFT_COEFFICIENTS.length;
+
+/**
+ * Priors: the real vLLM CPU engine of this project (tiny model, one core), as fitted in
+ * docs/decisions/0123 (step 12.4 ms, prefill 0.106 ms/token, decode 1.17 ms per sequence
+ * and step, context 0.112 ms per token per 1k context tokens) plus its API server's ~8.5 ms.
+ */
+export const DEFAULT_TTFT_PRIORS: TtftCoefficients = {
+  overheadMs: 10,
+  prefillMsPerToken: 0.106,
+  stepMs: 12.4,
+  decodeMsPerSeq: 1.17,
+  contextMsPerKToken: 0.112,
+};
+
+export interface TtftModelOptions {
+  readonly priors: TtftCoefficients;
+  /** Coefficients stay within [prior / bound, prior × bound] (overhead and context may reach 0). */
+  readonly bound: number;
+  /** Prior standard deviation as a multiple of each prior mean. */
+  readonly priorSpread: number;
+  /** Expected relative noise of one observation (sd of TTFT / TTFT). */
+  readonly noise: number;
+  /** Forgetting factor per observation in (0,1]: 1 = never forget. */
+  readonly forgetting: number;
+  /** Residuals beyond this many noise widths are clipped. */
+  readonly clipSigmas: number;
+  /** Prefill tokens per engine step (vLLM max_num_batched_tokens). */
+  readonly chunkTokens: number;
+  /** Observations before an engine's coefficients seed newcomers. */
+  readonly minSamples: number;
+}
+
+export const DEFAULT_TTFT_MODEL: TtftModelOptions = {
+  priors: DEFAULT_TTFT_PRIORS,
+  bound: 8,
+  priorSpread: 1,
+  noise: 0.25,
+  forgetting: 0.995,
+  clipSigmas: 3,
+  chunkTokens: 2048,
+  minSamples: 20,
+};
+
+/** What is ahead of a request on one engine, and the request itself there. */
+export interface TtftFeatures {
+  /** Uncached prefill tokens queued before this request (not yet past their first token). */
+  readonly aheadTokens: number;
+  /** This request's prompt tokens the engine does not hold. */
+  readonly uncachedTokens: number;
+  /** This request's prompt tokens the engine is predicted to hold. */
+  readonly cachedTokens: number;
+  /** Sequences decoding on the engine (past their first token, not finished). */
+  readonly batch: number;
+}
+
+/** The feature vector of `f` into `out` (length 5). */
+export function featureVector(f: TtftFeatures, chunkTokens: number, out: Float64Array): Float64Array {
+  const prefill = Math.max(0, f.aheadTokens) + Math.max(0, f.uncachedTokens);
+  const batch = Math.max(0, f.batch);
+  const perStep = Math.max(chunkTokens / 8, chunkTokens - batch);
+  const steps = Math.max(1, Math.ceil(prefill / perStep));
+  const u = Math.max(0, f.uncachedTokens);
+  out[0] = 1;
+  out[1] = prefill;
+  out[2] = steps;
+  out[3] = steps * batch;
+  out[4] = (u * (Math.max(0, f.cachedTokens) + u / 2)) / 1000;
+  return out;
+}
+
+/** One engine's fit: mean θ, covariance P, and accuracy bookkeeping. */
+class EngineFit {
+  readonly theta = new Float64Array(D);
+  readonly p = new Float64Array(D * D);
+  samples = 0;
+  clipped = 0;
+
+  constructor(start: ArrayLike<number>, p0: ArrayLike<number>) {
+    for (let i = 0; i < D; i++) {
+      this.theta[i] = start[i]!;
+      this.p[i * D + i] = p0[i]!;
+    }
+  }
+}
+
+export interface EngineModelState {
+  readonly samples: number;
+  readonly clipped: number;
+  readonly coefficients: TtftCoefficients;
+  /** Uncached tokens per ms the engine prefills (1 / prefillMsPerToken). */
+  readonly prefillTokensPerMs: number;
+}
+
+/** Per-engine TTFT coefficients, learned online. Keys are endpoint ids. */
+export class TtftCostModel {
+  private readonly fits = new Map<string, EngineFit>();
+  private readonly prior: Float64Array;
+  private readonly lo: Float64Array;
+  private readonly hi: Float64Array;
+  private readonly p0: Float64Array;
+  private readonly x = new Float64Array(D);
+  private readonly px = new Float64Array(D);
+
+  constructor(readonly opts: TtftModelOptions = DEFAULT_TTFT_MODEL) {
+    this.prior = Float64Array.from(TTFT_COEFFICIENTS, (k) => opts.priors[k]);
+    this.lo = Float64Array.from(TTFT_COEFFICIENTS, (k, i) => (i === 0 || i === 4 ? 0 : opts.priors[k] / opts.bound));
+    this.hi = Float64Array.from(TTFT_COEFFICIENTS, (k) => opts.priors[k] * opts.bound);
+    // Prior variance of each coefficient, in its own units.
+    this.p0 = Float64Array.from(this.prior, (m) => (m * opts.priorSpread) ** 2);
+  }
+
+  /** Predicted TTFT in ms of a request with features `f` on engine `id`. */
+  predict(id: string, f: TtftFeatures): number {
+    const theta = this.fit(id).theta;
+    const x = featureVector(f, this.opts.chunkTokens, this.x);
+    let y = 0;
+    for (let i = 0; i < D; i++) y += theta[i]! * x[i]!;
+    return y;
+  }
+
+  /** Prefill throughput of engine `id` in uncached tokens per ms. */
+  prefillTokensPerMs(id: string): number {
+    return 1 / this.fit(id).theta[1]!;
+  }
+
+  /**
+   * Learns from one observation: the request with features `f` (as they were when it was
+   * routed) had its first token after `observedMs`. Non-finite or non-positive values are ignored.
+   */
+  observe(id: string, f: TtftFeatures, observedMs: number): void {
+    if (!Number.isFinite(observedMs) || observedMs <= 0) return;
+    const fit = this.fit(id);
+    const x = featureVector(f, this.opts.chunkTokens, this.x);
+    const { theta, p } = fit;
+    const px = this.px;
+    let pred = 0;
+    let xpx = 0;
+    for (let i = 0; i < D; i++) {
+      pred += theta[i]! * x[i]!;
+      let s = 0;
+      for (let j = 0; j < D; j++) s += p[i * D + j]! * x[j]!;
+      px[i] = s;
+      xpx += x[i]! * s;
+    }
+    // Observation variance (relative noise × TTFT)²: each observation weighs 1/TTFT².
+    const r = observedMs * this.opts.noise;
+    const denom = r * r + xpx;
+    let resid = observedMs - pred;
+    const limit = this.opts.clipSigmas * Math.sqrt(denom);
+    if (Math.abs(resid) > limit) {
+      resid = Math.sign(resid) * limit;
+      fit.clipped++;
+    }
+    const lambda = this.opts.forgetting;
+    for (let i = 0; i < D; i++) theta[i] = theta[i]! + (px[i]! / denom) * resid;
+    for (let i = 0; i < D; i++) {
+      for (let j = 0; j < D; j++) p[i * D + j] = (p[i * D + j]! - (px[i]! * px[j]!) / denom) / lambda;
+    }
+    for (let i = 0; i < D; i++) {
+      // Projection onto the bounds, and no covariance above the prior's (forgetting without wind-up).
+      if (theta[i]! < this.lo[i]!) theta[i] = this.lo[i]!;
+      else if (theta[i]! > this.hi[i]!) theta[i] = this.hi[i]!;
+      const pii = p[i * D + i]!;
+      if (pii > this.p0[i]!) {
+        const s = Math.sqrt(this.p0[i]! / pii);
+        for (let j = 0; j < D; j++) {
+          p[i * D + j] = p[i * D + j]! * s;
+          p[j * D + i] = p[j * D + i]! * s;
+        }
+      }
+    }
+    fit.samples++;
+  }
+
+  state(id: string): EngineModelState {
+    const fit = this.fit(id);
+    return {
+      samples: fit.samples,
+      clipped: fit.clipped,
+      coefficients: coefficientsOf(fit.theta),
+      prefillTokensPerMs: 1 / fit.theta[1]!,
+    };
+  }
+
+  /** Engine ids with a fit. */
+  engines(): string[] {
+    return [...this.fits.keys()];
+  }
+
+  /** Forgets engines not in `keep`. */
+  retain(keep: ReadonlySet<string>): void {
+    for (const id of [...this.fits.keys()]) if (!keep.has(id)) this.fits.delete(id);
+  }
+
+  private fit(id: string): EngineFit {
+    let f = this.fits.get(id);
+    if (f === undefined) {
+      f = new EngineFit(this.fleetStart(), this.p0);
+      this.fits.set(id, f);
+    }
+    return f;
+  }
+
+  /** A newcomer starts from the mean of the trained engines' coefficients, else the priors. */
+  private fleetStart(): Float64Array {
+    const start = new Float64Array(D);
+    let n = 0;
+    for (const f of this.fits.values()) {
+      if (f.samples < this.opts.minSamples) continue;
+      for (let i = 0; i < D; i++) start[i] = start[i]! + f.theta[i]!;
+      n++;
+    }
+    if (n === 0) return Float64Array.from(this.prior);
+    for (let i = 0; i < D; i++) start[i] = start[i]! / n;
+    return start;
+  }
+}
+
+function coefficientsOf(theta: Float64Array): TtftCoefficients {
+  const out = {} as Record<TtftCoefficient, number>;
+  TTFT_COEFFICIENTS.forEach((k, i) => {
+    out[k] = Number(theta[i]!.toPrecision(4));
+  });
+  return out;
+}

@@ -1,0 +1,173 @@
+/**
+ * The predicted-ttft and sticky-until-saturated presets end to end through createScheduler
+ * (prefix index → ttft-model → picker), with a ManualClock and seeded Rng.
+ */
+import { expect } from 'chai';
+import { isRouterError } from '../../../../src/core/errors.js';
+import type { RouteTicket } from '../../../../src/core/routing-service.js';
+import { createScheduler } from '../../../../src/compose/create-scheduler.js';
+import type { StrategyName } from '../../../../src/config/types.js';
+import { parseObjectiveMs } from '../../../../src/plugins/multi/predicted-ttft.js';
+import type { EngineTtftStats } from '../../../../src/plugins/multi/ttft-model-plugin.js';
+import type { Scheduler } from '../../../../src/scheduling/scheduler.js';
+import { ManualClock } from '../../../../src/util/clock.js';
+import { seededRng } from '../../../../src/util/rng.js';
+import { config, request, text } from '../../builders.js';
+
+function sched(n: number, strategy: StrategyName, clock = new ManualClock()): Scheduler {
+  return createScheduler(config(n, { strategy }), { clock, rng: seededRng(1) });
+}
+
+/** A streamed request whose prompt is `chars` characters of text `seed` (4 chars per token). */
+function req(seed: number, chars: number, over: Parameters<typeof request>[0] = {}) {
+  return request({ prefix: text(seed, chars), stream: true, ...over });
+}
+
+function engineStats(s: Scheduler): EngineTtftStats[] {
+  const states = s.pluginStates() as { name: string; state: { engines: EngineTtftStats[] } }[];
+  return states.find((p) => p.name === 'ttft-model')!.state.engines;
+}
+
+function done(t: RouteTicket): void {
+  t.firstByte?.();
+  t.finish({ aborted: false, status: 200 });
+}
+
+describe('predicted-ttft preset', () => {
+  it('spreads cold requests over idle engines (near-ties go to the fewest recent placements)', () => {
+    const s = sched(4, 'predicted-ttft');
+    const used = new Set<number>();
+    for (let i = 0; i < 4; i++) {
+      const t = s.route(req(100 + i, 2000));
+      used.add(t.decision.endpoint.index);
+      done(t);
+    }
+    expect(used.size).to.equal(4);
+  });
+
+  it('follows the cache while the holder is idle, and leaves it when the prefill queued there costs more than the hit saves', () => {
+    const s = sched(2, 'predicted-ttft');
+    const system = text(1, 8000); // ~2,000 tokens shared
+    const first = s.route(req(0, 0, { prefix: system + text(2, 200) }));
+    done(first);
+    const home = first.decision.endpoint.index;
+    const again = s.route(req(0, 0, { prefix: system + text(3, 200) }));
+    expect(again.decision.endpoint.index).to.equal(home);
+    expect(again.decision.reason).to.equal('affinity');
+    done(again);
+    // Long cold prompts pile up on the holder (no first byte yet): ~3,000 uncached tokens each.
+    const held: RouteTicket[] = [];
+    for (let i = 0; i < 4; i++) {
+      const t = s.route(req(50 + i, 12_000, { subset: [first.decision.endpoint.id] }));
+      held.push(t);
+    }
+    const away = s.route(req(0, 0, { prefix: system + text(4, 200) }));
+    expect(away.decision.endpoint.index).to.equal(1 - home, 'queued prefill outweighs the cache hit');
+    expect(away.decision.reason).to.equal('load');
+    for (const t of held) done(t);
+  });
+
+  it('learns a slow engine from first bytes: its coefficients rise and its online error falls', () => {
+    const clock = new ManualClock();
+    const s = sched(2, 'predicted-ttft', clock);
+    const ids = s.endpoints().map((e) => e.id);
+    // Engine 1 is 3x slower than the priors say; engine 0 matches them.
+    for (let i = 0; i < 120; i++) {
+      const target = ids[i % 2]!;
+      const t = s.route(req(1000 + i, 2000 + (i % 7) * 400, { subset: [target] }));
+      const tokens = t.request.promptTokens;
+      const ms = 10 + 0.106 * tokens + 12.4 + 0.112 * tokens * (tokens / 2000);
+      clock.advance(i % 2 === 1 ? 3 * ms : ms);
+      done(t);
+    }
+    const [fast, slow] = engineStats(s);
+    expect(slow!.samples).to.equal(60);
+    expect(slow!.prefillTokensPerMs).to.be.below(fast!.prefillTokensPerMs / 1.5);
+    expect(slow!.medianAbsPctError).to.be.below(0.1);
+    expect(fast!.medianAbsPctError).to.be.below(0.1);
+    expect(slow!.observations).to.equal(60);
+    // A cold request now prefers the fast engine even though the slow one is as idle.
+    let onFast = 0;
+    for (let i = 0; i < 10; i++) {
+      const t = s.route(req(5000 + i, 4000));
+      if (t.decision.endpoint.id === ids[0]) onFast++;
+      clock.advance(1000);
+      done(t);
+    }
+    expect(onFast).to.be.at.least(7);
+  });
+
+  it('does not learn from a whole (non-streamed) answer', () => {
+    const clock = new ManualClock();
+    const s = sched(1, 'predicted-ttft', clock);
+    const t = s.route(req(7, 2000, { stream: false }));
+    clock.advance(5000);
+    done(t);
+    expect(engineStats(s)[0]!.samples).to.equal(0);
+  });
+
+  it('with a TTFT objective: the engine meeting it with least headroom; a sheddable request nobody can serve in time gets OVERLOADED', () => {
+    const s = sched(2, 'predicted-ttft');
+    const [a, b] = s.endpoints();
+    // Engine a gets ~6,000 uncached tokens queued (≈ 0.7 s ahead); b stays idle.
+    const held = [0, 1].map((i) => s.route(req(60 + i, 12_000, { subset: [a!.id] })));
+    const slo = (ms: number) => new Map([['x-slo-ttft-ms', String(ms)]]);
+    // Both meet a generous objective: the busier one (least headroom) is chosen.
+    expect(s.route(req(70, 800, { headers: slo(60_000) })).decision.endpoint.id).to.equal(a!.id);
+    // Only b meets a tight one.
+    expect(s.route(req(71, 800, { headers: slo(400) })).decision.endpoint.id).to.equal(b!.id);
+    // Nobody meets 5 ms: priority 0 goes to the best prediction, priority -1 is shed.
+    expect(s.route(req(72, 800, { headers: slo(5) })).decision.endpoint.id).to.equal(b!.id);
+    let err: unknown;
+    try {
+      s.route(req(73, 800, { headers: slo(5), priority: -1 }));
+    } catch (e) {
+      err = e;
+    }
+    expect(isRouterError(err, 'OVERLOADED')).to.equal(true);
+    expect((err as { retryAfterMs?: number }).retryAfterMs).to.be.at.least(1000);
+    for (const t of held) done(t);
+  });
+
+  it('reads the objective header strictly', () => {
+    expect(parseObjectiveMs('250')).to.equal(250);
+    expect(parseObjectiveMs(' 1.5 ')).to.equal(1.5);
+    for (const v of [undefined, '', '0', '-3', 'abc', 'Infinity', '1e9', '9'.repeat(20)])
+      expect(parseObjectiveMs(v), String(v)).to.equal(undefined);
+  });
+
+  it('shows its model, coefficients and ledger on the plugin states', () => {
+    const s = sched(2, 'predicted-ttft');
+    const t = s.route(req(9, 2000));
+    const st = engineStats(s).find((e) => e.endpointId === t.decision.endpoint.id)!;
+    expect(st.aheadTokens).to.equal(500);
+    expect(st.coefficients.prefillMsPerToken).to.equal(0.106);
+    done(t);
+    expect(engineStats(s).find((e) => e.endpointId === t.decision.endpoint.id)!.aheadTokens).to.equal(0);
+  });
+});
+
+describe('sticky-until-saturated preset', () => {
+  it('stays on the holder until its prefill in flight exceeds τ = prefill rate × tolerated penalty, then lets go', () => {
+    const s = sched(2, 'sticky-until-saturated');
+    const system = text(11, 16_000); // ~4,000 tokens shared, 250 blocks
+    const first = s.route(req(0, 0, { prefix: system + text(12, 100) }));
+    done(first);
+    const home = first.decision.endpoint.id;
+    // τ = (1 / 0.106) tokens/ms × 1000 ms ≈ 9,434 tokens. Each sibling brings ~25 uncached tokens;
+    // a cold 12,000-char prompt pinned to home brings 3,000.
+    const held: RouteTicket[] = [];
+    const sibling = (i: number) => s.route(req(0, 0, { prefix: system + text(20 + i, 100) }));
+    for (let i = 0; i < 3; i++) {
+      const t = sibling(i);
+      expect(t.decision.endpoint.id).to.equal(home);
+      held.push(t);
+    }
+    for (let i = 0; i < 3; i++) held.push(s.route(req(40 + i, 12_000, { subset: [home] })));
+    expect(sibling(10).decision.endpoint.id, 'about 9,100 tokens in flight: still under τ').to.equal(home);
+    held.push(s.route(req(50, 12_000, { subset: [home] })));
+    const released = sibling(11);
+    expect(released.decision.endpoint.id, 'over τ: released').to.not.equal(home);
+    for (const t of held) done(t);
+  });
+});

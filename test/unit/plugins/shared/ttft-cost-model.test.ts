@@ -1,0 +1,108 @@
+import { expect } from 'chai';
+import {
+  DEFAULT_TTFT_MODEL,
+  DEFAULT_TTFT_PRIORS,
+  featureVector,
+  TtftCostModel,
+  type TtftCoefficients,
+  type TtftFeatures,
+} from '../../../../src/plugins/shared/ttft-cost-model.js';
+import { seededRng, type Rng } from '../../../../src/util/rng.js';
+
+/** The true TTFT of an engine with coefficients `c` (the same cost shape, no noise). */
+function truth(c: TtftCoefficients, f: TtftFeatures): number {
+  const x = featureVector(f, DEFAULT_TTFT_MODEL.chunkTokens, new Float64Array(5));
+  return c.overheadMs * x[0]! + c.prefillMsPerToken * x[1]! + c.stepMs * x[2]! + c.decodeMsPerSeq * x[3]! + c.contextMsPerKToken * x[4]!;
+}
+
+function randomFeatures(rng: Rng): TtftFeatures {
+  const prompt = 200 + rng.int(3000);
+  const cachedShare = rng.next() < 0.4 ? 0 : rng.next();
+  const cachedTokens = Math.floor(prompt * cachedShare);
+  return { aheadTokens: rng.next() < 0.5 ? 0 : rng.int(6000), uncachedTokens: prompt - cachedTokens, cachedTokens, batch: rng.int(12) };
+}
+
+function mape(model: TtftCostModel, id: string, c: TtftCoefficients, rng: Rng, n: number): number {
+  let s = 0;
+  for (let i = 0; i < n; i++) {
+    const f = randomFeatures(rng);
+    const y = truth(c, f);
+    s += Math.abs(model.predict(id, f) - y) / y;
+  }
+  return s / n;
+}
+
+const SLOW: TtftCoefficients = {
+  overheadMs: 20,
+  prefillMsPerToken: 0.212,
+  stepMs: 24.8,
+  decodeMsPerSeq: 2.34,
+  contextMsPerKToken: 0.224,
+};
+
+describe('ttft-cost-model', () => {
+  it('starts every engine at the priors', () => {
+    const m = new TtftCostModel();
+    const f: TtftFeatures = { aheadTokens: 0, uncachedTokens: 3000, cachedTokens: 0, batch: 0 };
+    // 10 + 0.106 × 3000 + 12.4 × 2 steps + 0 + 0.112 × 3000 × 1.5 = 10 + 318 + 24.8 + 504
+    expect(m.predict('a', f)).to.be.closeTo(856.8, 1e-6);
+    expect(m.state('a').coefficients).to.deep.equal(DEFAULT_TTFT_PRIORS);
+  });
+
+  it('learns an engine twice as slow as the priors from noisy observations (relative error under 5 %)', () => {
+    const m = new TtftCostModel();
+    const rng = seededRng(7);
+    const before = mape(m, 'slow', SLOW, seededRng(99), 200);
+    for (let i = 0; i < 400; i++) {
+      const f = randomFeatures(rng);
+      m.observe('slow', f, truth(SLOW, f) * (1 + 0.1 * (rng.next() - 0.5)));
+    }
+    const after = mape(m, 'slow', SLOW, seededRng(99), 200);
+    expect(before).to.be.above(0.4);
+    expect(after).to.be.below(0.05);
+    expect(m.state('slow').coefficients.prefillMsPerToken).to.be.closeTo(0.212, 0.05);
+    expect(m.state('slow').samples).to.equal(400);
+  });
+
+  it('keeps a noisy engine within the bounds and clips its wild residuals', () => {
+    const m = new TtftCostModel();
+    const rng = seededRng(3);
+    for (let i = 0; i < 300; i++) {
+      const f = randomFeatures(rng);
+      // Every fifth response stalls for a minute; the rest are honest.
+      m.observe('noisy', f, i % 5 === 0 ? 60_000 : truth(DEFAULT_TTFT_PRIORS, f));
+    }
+    const s = m.state('noisy');
+    for (const [k, v] of Object.entries(s.coefficients)) {
+      const prior = DEFAULT_TTFT_PRIORS[k as keyof TtftCoefficients];
+      expect(v, k).to.be.at.most(prior * DEFAULT_TTFT_MODEL.bound + 1e-9);
+    }
+    expect(s.clipped).to.be.above(0);
+    // Stalls are clipped: a typical request is still predicted within 2x, not at a minute.
+    const f: TtftFeatures = { aheadTokens: 0, uncachedTokens: 1000, cachedTokens: 0, batch: 2 };
+    expect(m.predict('noisy', f)).to.be.below(2 * truth(DEFAULT_TTFT_PRIORS, f));
+  });
+
+  it('starts a newcomer from the trained engines, not the priors', () => {
+    const m = new TtftCostModel();
+    const rng = seededRng(5);
+    for (let i = 0; i < 200; i++) {
+      const f = randomFeatures(rng);
+      m.observe('old', f, truth(SLOW, f));
+    }
+    expect(m.state('new').coefficients.prefillMsPerToken).to.be.closeTo(m.state('old').coefficients.prefillMsPerToken, 1e-9);
+    const fresh = new TtftCostModel();
+    fresh.observe('young', randomFeatures(rng), 500); // one sample is below minSamples
+    expect(fresh.state('new').coefficients).to.deep.equal(DEFAULT_TTFT_PRIORS);
+  });
+
+  it('ignores observations that are not positive finite times, and forgets departed engines', () => {
+    const m = new TtftCostModel();
+    const f: TtftFeatures = { aheadTokens: 0, uncachedTokens: 100, cachedTokens: 0, batch: 0 };
+    for (const y of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) m.observe('a', f, y);
+    expect(m.state('a').samples).to.equal(0);
+    m.observe('b', f, 50);
+    m.retain(new Set(['a']));
+    expect(m.engines()).to.deep.equal(['a']);
+  });
+});
