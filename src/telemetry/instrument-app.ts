@@ -26,6 +26,8 @@ import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
 import { startTracing } from './tracing.js';
 import { registerDiscoveryMetrics } from '../discovery/discovery-metrics.js';
 import { PRECISE_INDEX_METRICS, registerKvEventMetrics } from '../kv-events/kv-event-metrics.js';
+import { TTFT_MODEL_STATS } from '../plugins/multi/ttft-model-plugin.js';
+import { registerTtftModelMetrics } from './ttft-model-metrics.js';
 import type { Tracing } from './tracing.js';
 
 export interface TelemetryInstrumentOptions {
@@ -110,6 +112,9 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     // The precise prefix index's series, when a precise-prefix-cache plugin is configured.
     const precise = typeof s.service === 'function' ? s.service(PRECISE_INDEX_METRICS) : undefined;
     if (precise !== undefined) registerKvEventMetrics(telemetry.metrics.registry, precise);
+    // The TTFT model's coefficients and prediction error, when a ttft-model plugin is configured.
+    const ttft = typeof s.service === 'function' ? s.service(TTFT_MODEL_STATS) : undefined;
+    if (ttft !== undefined) registerTtftModelMetrics(telemetry.metrics.registry, ttft);
     opts.onTelemetry?.(telemetry);
     return {
       edgeStats: telemetry.edgeStats,
