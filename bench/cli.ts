@@ -1,27 +1,32 @@
 /**
- * Benchmark entry point.
+ * Benchmark entry point: every benchmark runs through it.
  *
- *   npm run bench -- --preset <name> [--out <dir>] [--seed <n>] [--only <substring>]
- *   npm run bench -- --list
+ *   npm run bench -- --list                         (presets, their options, and the tools)
+ *   npm run bench -- --preset <name> [--out <dir>] [--seed <n>] [--only <substring>] [--option k=v ...]
  *   npm run bench -- --preset <name> --dry-run     (print the run matrix and workload sizes)
  *   npm run bench -- --preset <name> --engine-flags kv-cache-blocks=900,time-scale=3   (override simulator flags)
  *   npm run bench -- --rerender <dir>   (rewrite results.md and charts of a finished run from its
  *                                        results.json and run.json with the current report code;
  *                                        no per-request records needed; rounds.md is rebuilt
  *                                        too where they are still on disk)
- *   npm run bench -- bars --baseline <commit-or-dir> [...]   (the protocol-layer bars side by side
- *                                        with a baseline build: bench/bars/run-bars.ts)
- *   npm run bench -- response-path [...]    (router CPU per request, responses through the
- *                                        router vs Envoy's access log: bench/bars/response-path.ts)
+ *   npm run bench -- <tool> [...]        (a benchmark that is not a preset matrix: bench/tools.ts,
+ *                                        e.g. `bars --baseline <commit-or-dir>`)
+ *
+ * Heavy components a preset or tool needs (real vLLM, NATS, kube-apiserver) are set up
+ * first by their own scripts (bench/components.ts); `npm run demo` sets up only the rest.
  *
  * Writes bench/results/<preset>/ (results.md, results.json, run.json, charts: what is committed)
  * and the per-request records to bench/results/raw/<preset>/ (git-ignored).
  */
+import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../test/kit/repo-paths.js';
 import { runPreset, selectExperiments } from './harness/run-preset.js';
+import { presetNeeds, setUp } from './components.js';
+import { applyOptions, optionValues } from './presets/options.js';
 import { findPreset, PRESETS } from './presets/index.js';
+import { findTool, TOOLS } from './tools.js';
 import { poolRunDirs, rerenderResults, rerenderRounds } from './report/rerender.js';
 import { rawDirFor } from './report/write-results.js';
 import type { PresetSpec } from './presets/types.js';
@@ -66,9 +71,34 @@ function rerender(dir: string): number {
   return 0;
 }
 
+/** Runs a tool's script in a child process with its arguments; resolves to its exit code. */
+function runTool(name: string, args: readonly string[]): Promise<number> | number {
+  const tool = findTool(name);
+  if (tool === undefined) return 2;
+  setUp(tool.needs, REPO_ROOT);
+  if (name === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars([...args]));
+  if (name === 'response-path') return import('./bars/response-path.js').then((m) => m.runResponsePath([...args]));
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'bench', tool.script), ...args], { cwd: REPO_ROOT, stdio: 'inherit' });
+  const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  return new Promise((done) => child.once('exit', (code, signal) => done(code ?? (signal ? 1 : 0))));
+}
+
+function list(): number {
+  for (const p of PRESETS) {
+    process.stdout.write(`${p.name.padEnd(20)} ~${String(p.estimatedMinutes).padStart(2)} min  ${p.description}\n`);
+    for (const o of p.options ?? [])
+      process.stdout.write(`${''.padEnd(30)}--option ${o.name}=${optionValues(o)} (default ${o.default}): ${o.description}\n`);
+  }
+  process.stdout.write('\ntools (npm run bench -- <tool> [arguments]; each script documents its arguments):\n');
+  for (const t of TOOLS) process.stdout.write(`${t.name.padEnd(20)} ~${String(t.estimatedMinutes).padStart(2)} min  ${t.description}\n`);
+  return 0;
+}
+
 function main(): Promise<number> | number {
-  if (process.argv[2] === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars(process.argv.slice(3)));
-  if (process.argv[2] === 'response-path') return import('./bars/response-path.js').then((m) => m.runResponsePath(process.argv.slice(3)));
+  const first = process.argv[2];
+  if (first !== undefined && findTool(first) !== undefined) return runTool(first, process.argv.slice(3));
   const { values } = parseArgs({
     options: {
       preset: { type: 'string' },
@@ -78,6 +108,7 @@ function main(): Promise<number> | number {
       'engine-flags': { type: 'string' },
       rerender: { type: 'string' },
       pool: { type: 'string' },
+      option: { type: 'string', multiple: true },
       list: { type: 'boolean', default: false },
       'dry-run': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -99,20 +130,18 @@ function main(): Promise<number> | number {
   }
   if (values.help || (!values.list && values.preset === undefined)) {
     process.stdout.write(
-      'usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--dry-run] | --list | --rerender <dir> | --pool <dir>,<dir>[,...] --out <dir>\n',
+      'usage: npm run bench -- --preset <name> [--out dir] [--seed n] [--only substring] [--option k=v ...] [--dry-run] | --list | <tool> [arguments] | --rerender <dir> | --pool <dir>,<dir>[,...] --out <dir>\n',
     );
     return values.help ? 0 : 2;
   }
-  if (values.list) {
-    for (const p of PRESETS) process.stdout.write(`${p.name.padEnd(16)} ~${p.estimatedMinutes} min  ${p.description}\n`);
-    return 0;
-  }
+  if (values.list) return list();
   const found = findPreset(values.preset as string);
   if (!found) {
     process.stderr.write(`unknown preset '${values.preset}'; known: ${PRESETS.map((p) => p.name).join(', ')}\n`);
     return 2;
   }
-  const preset = values['engine-flags'] === undefined ? found : withEngineFlags(found, parseFlagList(values['engine-flags']));
+  const chosen = applyOptions(found, values.option ?? []);
+  const preset = values['engine-flags'] === undefined ? chosen : withEngineFlags(chosen, parseFlagList(values['engine-flags']));
   const seed = values.seed === undefined ? preset.seed : Number(values.seed);
   if (!Number.isInteger(seed)) {
     process.stderr.write('--seed must be an integer\n');
@@ -129,6 +158,7 @@ function main(): Promise<number> | number {
     }
     return 0;
   }
+  setUp(presetNeeds(preset), REPO_ROOT);
   const outDir = resolve(values.out ?? resolve(REPO_ROOT, 'bench', 'results', preset.name));
   const abort = new AbortController();
   const onSignal = (): void => {

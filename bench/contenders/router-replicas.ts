@@ -54,13 +54,9 @@ export async function startRouterReplicas(
   const launch = async (r: Replica): Promise<void> => {
     r.proc = await startProcess({
       name: `cacheroute-${spec.label}-${r.name}`,
-      // An executable processor (routerExecutable) runs as it is; the router under node.
-      command: spec.routerExecutable ?? process.execPath,
+      command: process.execPath,
       // BENCH_ROUTER_NODE_ARGS: extra node flags for the router processes (e.g. `--cpu-prof`).
-      args:
-        spec.routerExecutable !== undefined
-          ? ['serve', '--config', r.configFile]
-          : [...(process.env['BENCH_ROUTER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''), main, 'serve', '--config', r.configFile],
+      args: [...(process.env['BENCH_ROUTER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''), main, 'serve', '--config', r.configFile],
       readyLine: (line) => line.includes('"listening"'),
       // Generous: on a loaded 2-core machine a cold start (module load, replay wait) can take long.
       readyTimeoutMs: 45_000,

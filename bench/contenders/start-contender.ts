@@ -5,8 +5,6 @@
  * helper's; Envoy configs are rendered from the canonical envoy/*.yaml by the shared
  * renderer, so the benchmark measures exactly what the demo and e2e tests run.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEnvoy } from '../../test/kit/envoy-process.js';
@@ -21,36 +19,6 @@ export const VLLM_ROUTER_BIN = join(REPO_ROOT, '.venv', 'bin', 'vllm-router');
 
 /** The do-nothing ext_proc processor of the `null-hop` control, built next to this file. */
 export const NULL_PROCESSOR_MAIN = fileURLToPath(new URL('./null-processor.js', import.meta.url));
-
-/** Sources of the Go null processor (bench/contenders/null-processor-go; not compiled by tsc). */
-const NULL_PROCESSOR_GO_SRC = join(REPO_ROOT, 'bench', 'contenders', 'null-processor-go');
-
-/**
- * Builds the Go null processor into .bin/ (scripts/setup.sh does it first; here `go build` again
- * once per harness process, which Go's build cache makes quick, so edited sources are used);
- * returns the binary. @throws Error naming the build's stderr when Go is missing or it fails.
- */
-export function buildGoNullProcessor(): string {
-  const out = join(REPO_ROOT, '.bin', 'null-processor-go');
-  if (!goBuilt) {
-    mkdirSync(join(REPO_ROOT, '.bin'), { recursive: true });
-    try {
-      execFileSync('go', ['build', '-trimpath', '-o', out, '.'], {
-        cwd: NULL_PROCESSOR_GO_SRC,
-        stdio: ['ignore', 'ignore', 'pipe'],
-        timeout: 600_000,
-      });
-    } catch (err) {
-      const stderr = (err as { stderr?: Buffer }).stderr?.toString('utf8').trim();
-      throw new Error(
-        `null-hop (go): go build in ${NULL_PROCESSOR_GO_SRC} failed: ${stderr || (err instanceof Error ? err.message : String(err))}`,
-      );
-    }
-    goBuilt = true;
-  }
-  return out;
-}
-let goBuilt = false;
 
 let configCounter = 0;
 
@@ -149,9 +117,8 @@ async function startNullHop(spec: Extract<ContenderSpec, { kind: 'null-hop' }>, 
   try {
     const url = new URL(peer.baseUrl);
     const port = Number(url.port);
-    const processor = spec.processor === 'go' ? { routerExecutable: buildGoNullProcessor() } : { routerMain: NULL_PROCESSOR_MAIN };
     const hop = await startRouterReplicas(
-      { kind: 'cacheroute', label: spec.label, strategy: 'cache-aware', ...processor },
+      { kind: 'cacheroute', label: spec.label, strategy: 'cache-aware', routerMain: NULL_PROCESSOR_MAIN },
       { ...ctx, engines: [{ id: `${spec.inner.kind}:${port}`, url: peer.baseUrl, port, address: `${url.hostname}:${port}` }] },
       () => ++configCounter,
     );

@@ -33,8 +33,6 @@ export type ContenderSpec =
       readonly routerOverrides?: RouterOverrides;
       /** `dist/src/main.js` of another built checkout (e.g. a baseline commit); default this one. */
       readonly routerMain?: string;
-      /** An executable started as `EXE serve --config CONFIG` instead of node + the router (a processor in another language). */
-      readonly routerExecutable?: string;
       /**
        * The router build predates `server.responseCompletion` (it always reads responses from
        * its ext_proc stream and would refuse the key): only Envoy is told the response path.
@@ -67,8 +65,6 @@ export type ContenderSpec =
       readonly kind: 'null-hop';
       readonly label: string;
       readonly inner: PeerSpec;
-      /** The processor: Node (grpc-js, the router's codec; default) or Go (grpc-go, built on first use). */
-      readonly processor?: 'node' | 'go';
     };
 
 export interface PeerSpec {
@@ -131,7 +127,7 @@ export function contenderDescription(spec: ContenderSpec): string {
     case 'vllm-router':
       return `vllm-router 0.1.17, policy ${spec.policy}`;
     case 'null-hop':
-      return `${contenderDescription(spec.inner)} behind Envoy override-host with a do-nothing ext_proc processor (${spec.processor === 'go' ? 'bench/contenders/null-processor-go, Go' : 'bench/contenders/null-processor.ts, Node'})`;
+      return `${contenderDescription(spec.inner)} behind Envoy override-host with a do-nothing ext_proc processor (bench/contenders/null-processor.ts)`;
   }
 }
 

@@ -2,11 +2,12 @@
  * Repeats the Kubernetes membership scenario (bench/discovery/kube-membership.ts) and writes
  * bench/results/discovery-kube/{summary.md,run.json}:
  *
- *   node dist/bench/discovery/run-kube-membership.js [--rounds 3] [--out bench/results/discovery-kube]
+ *   npm run bench -- discovery-kube [--rounds 3] [--out bench/results/discovery-kube]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectRunInfo } from '../report/run-info.js';
+import { portableString, writeJson } from '../report/result-files.js';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { runKubeMembership, type KubeMembershipResult } from './kube-membership.js';
 
@@ -61,7 +62,7 @@ const md = [
   '',
   `Commit ${info.gitCommit ?? 'unknown'}${info.gitDirty.length > 0 ? ' (dirty)' : ''}, ${rounds} rounds, ${config.rps} req/s background stream through Envoy (${config.envoy}), ${config.engines}.`,
   'Times are measured at the client: from the API write (pods Ready / delete) to the first response from',
-  '(or the start of the last request served by) the engine. Rerun: `node dist/bench/discovery/run-kube-membership.js`.',
+  '(or the start of the last request served by) the engine. Rerun: `npm run bench -- discovery-kube`.',
   `A last pick of 0 ms means no request sent after the delete (one every ${Math.round(1000 / config.rps)} ms) reached the deleted engine.`,
   '',
   '| measure | per round | worst | bound (test/e2e/kube-discovery.test.ts) |',
@@ -70,6 +71,6 @@ const md = [
   '',
 ].join('\n');
 mkdirSync(out, { recursive: true });
-writeFileSync(join(out, 'summary.md'), md);
-writeFileSync(join(out, 'run.json'), JSON.stringify({ config, info, results }, null, 1) + '\n');
+writeFileSync(join(out, 'summary.md'), portableString(md, REPO_ROOT));
+writeJson(join(out, 'run.json'), { config, info, results }, REPO_ROOT);
 console.log(md);

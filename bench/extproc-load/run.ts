@@ -2,7 +2,7 @@
  * ext_proc load benchmark: how many Envoy-like streams per second one router process
  * handles on one core, and the per-stream latency it adds.
  *
- *   npm run build && node dist/bench/extproc-load/run.js [--duration-s 10] [--warmup-s 3]
+ *   npm run build && npm run bench -- extproc-load [--duration-s 10] [--warmup-s 3]
  *       [--concurrency 64] [--connections 2] [--strategy cache-aware] [--endpoints 8]
  *       [--no-pin] [--label text] [--close reset|half-close] [--router-dir DIR]
  *       [--out bench/results/extproc-load]

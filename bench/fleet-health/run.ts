@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/fleet-health/run.js [--main <other checkout>/dist/src/main.js] [--out DIR] [--only a,b]`
+ * `npm run bench -- fleet-health [--main <other checkout>/dist/src/main.js] [--out DIR] [--only a,b]`
  *
  * Runs the fleet-health scenarios (scenarios.ts) with this checkout's router, and the
  * cheap ones (sigkill, abandoned) side by side with another build (`--main`, e.g. main's),
@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
+import { portableString, writeJson } from '../report/result-files.js';
 import {
   runAbandoned,
   runFairness,
@@ -149,8 +150,8 @@ async function main(): Promise<void> {
     results,
   };
   mkdirSync(args.out, { recursive: true });
-  writeFileSync(join(args.out, 'run.json'), JSON.stringify(run, null, 2) + '\n');
-  writeFileSync(join(args.out, 'summary.md'), summary(run));
+  writeJson(join(args.out, 'run.json'), run, REPO_ROOT);
+  writeFileSync(join(args.out, 'summary.md'), portableString(summary(run), REPO_ROOT));
   log(`wrote ${join(args.out, 'summary.md')}`);
 }
 
@@ -172,7 +173,7 @@ function summary(run: {
   const out: string[] = [];
   out.push(`# fleet-health — engine health, admission control, stream hygiene`, '');
   out.push(
-    `Commit ${run.commit}${run.dirty ? ' (dirty)' : ''}, ${run.started}. Rerun: \`npx tsc -p tsconfig.json && flock /work/coord/heavy.lock node dist/bench/fleet-health/run.js${run.compareWith ? ' --main <main checkout>/dist/src/main.js' : ''}\`.`,
+    `Commit ${run.commit}${run.dirty ? ' (dirty)' : ''}, ${run.started}. Rerun: \`npx tsc -p tsconfig.json && flock /work/coord/heavy.lock npm run bench -- fleet-health${run.compareWith ? ' --main <main checkout>/dist/src/main.js' : ''}\`.`,
   );
   out.push(
     'Real processes on loopback: sim engines (bench/sim-engine), Envoy 1.40 (envoy/override-host.yaml rendered), the router (`node dist/src/main.js serve`). "main" = the same harness with the router built from main.',

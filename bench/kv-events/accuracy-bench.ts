@@ -13,8 +13,8 @@
  * Optionally the stream is interrupted (`--gap-at N`: engine 0's feed is cut by closing and
  * reopening its subscription) to show resync.
  *
- *   node dist/bench/kv-events/accuracy-bench.js --engines sim [--requests 120] [--out DIR]
- *   node dist/bench/kv-events/accuracy-bench.js --engines vllm --vllm http://127.0.0.2:8000=tcp://127.0.0.2:5622,... --model-dir DIR
+ *   npm run bench -- kv-accuracy --engines sim [--requests 120] [--out DIR]
+ *   npm run bench -- kv-accuracy --engines vllm --vllm http://127.0.0.2:8000=tcp://127.0.0.2:5622,... --model-dir DIR
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

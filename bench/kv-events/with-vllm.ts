@@ -1,12 +1,14 @@
 /**
- * Runs one of the KV-event benchmarks against real vLLM engines it starts and stops itself:
- * starts `--count` engines (KV events on, `--blocks` GPU blocks), then the benchmark script
- * with `--engines vllm --vllm <url=publisher,…> --model-dir <tiny model> --model <name>` and
- * the remaining arguments, then stops the engines (also when the benchmark fails).
+ * Runs the predicted-hit accuracy benchmark (accuracy-bench.ts) against real vLLM engines it
+ * starts and stops itself: starts `--count` engines (KV events on, `--blocks` GPU blocks),
+ * then the benchmark with `--engines vllm --vllm <url=publisher,…> --model-dir <tiny model>
+ * --model <name>` and the arguments after `--`, then stops the engines (also when the
+ * benchmark fails).
  *
- *   node dist/bench/kv-events/with-vllm.js [--count 2] [--blocks 72] [--start-timeout-ms 240000] -- dist/bench/kv-events/accuracy-bench.js --requests 80 --out DIR
+ *   npm run bench -- kv-accuracy-vllm [--count 2] [--blocks 72] [--start-timeout-ms 240000] [-- --requests 80 --out DIR]
  */
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startVllmEngines } from '../../test/kit/vllm-engines.js';
 import { ensureTinyModel } from '../../test/kit/tiny-model.js';
 import { arg } from '../micro/cli-arg.js';
@@ -14,9 +16,9 @@ import { arg } from '../micro/cli-arg.js';
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const sep = argv.indexOf('--');
-  if (sep < 0 || sep === argv.length - 1) throw new Error('usage: with-vllm.js [--count N] [--blocks N] -- <bench script> [args…]');
-  const own = argv.slice(0, sep);
-  const [script, ...rest] = argv.slice(sep + 1) as [string, ...string[]];
+  const own = sep < 0 ? argv : argv.slice(0, sep);
+  const rest = sep < 0 ? [] : argv.slice(sep + 1);
+  const script = fileURLToPath(new URL('./accuracy-bench.js', import.meta.url));
   const count = Number(arg(own, '--count') ?? 2);
   const blocks = Number(arg(own, '--blocks') ?? 72);
   const startTimeoutMs = Number(arg(own, '--start-timeout-ms') ?? 240_000);

@@ -3,17 +3,7 @@ import { KV_INDEX_SIM, KV_INDEX_VLLM } from './kv-index.js';
 import { LONG_PRESETS } from './long-sweeps.js';
 import { PEERS } from './peers.js';
 import { REAL_VLLM } from './real-vllm.js';
-import { REAL_VLLM_LOSS } from './real-vllm-loss.js';
-import {
-  REAL_VLLM_LOW_LOAD,
-  REAL_VLLM_LOW_LOAD_HOP,
-  REAL_VLLM_LOW_LOAD_HOP_GO,
-  REAL_VLLM_LOW_LOAD_PRIORITY,
-  REAL_VLLM_LOW_LOAD_QUIET,
-  REAL_VLLM_LOW_LOAD_SPLIT,
-  REAL_VLLM_LOW_LOAD_INPROC,
-  REAL_VLLM_LOW_LOAD_INPROC_HOP,
-} from './real-vllm-low-load.js';
+import { REAL_VLLM_LOW_LOAD } from './real-vllm-low-load.js';
 import { REAL_VLLM_SIM } from './real-vllm-sim.js';
 import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
 import { SEED_TABLE } from './seed-table.js';
@@ -30,15 +20,7 @@ export const PRESETS: readonly PresetSpec[] = [
   ...LONG_PRESETS,
   REAL_VLLM,
   REAL_VLLM_SIM,
-  REAL_VLLM_LOSS,
   REAL_VLLM_LOW_LOAD,
-  REAL_VLLM_LOW_LOAD_QUIET,
-  REAL_VLLM_LOW_LOAD_PRIORITY,
-  REAL_VLLM_LOW_LOAD_HOP,
-  REAL_VLLM_LOW_LOAD_HOP_GO,
-  REAL_VLLM_LOW_LOAD_SPLIT,
-  REAL_VLLM_LOW_LOAD_INPROC,
-  REAL_VLLM_LOW_LOAD_INPROC_HOP,
   KV_INDEX_VLLM,
   KV_INDEX_SIM,
 ];

@@ -74,6 +74,8 @@ export const KV_INDEX_SIM: PresetSpec = {
   description:
     "cache-aware with the approximate, precise (KV events) and hybrid indexes side by side on the peers preset's shared-prefix shape (4 simulated engines publishing KV events), 8 and 16 req/s.",
   estimatedMinutes: 8,
+  // The engines and the router tokenize with the tiny model's tokenizer (made with vLLM's Python).
+  needs: ['vllm'],
   blocks: [
     {
       ...peersSweep,

@@ -101,6 +101,16 @@ export interface RunBudget {
   readonly maxRunMs: number;
 }
 
+/** One option of a preset (`--option name=value`): `integer` takes a whole number in [min, max]. */
+export type PresetOption =
+  | { readonly name: string; readonly description: string; readonly default: string; readonly values: readonly string[] }
+  | {
+      readonly name: string;
+      readonly description: string;
+      readonly default: string;
+      readonly integer: { readonly min: number; readonly max: number };
+    };
+
 export interface PresetSpec {
   readonly name: string;
   readonly description: string;
@@ -111,6 +121,14 @@ export interface PresetSpec {
   readonly budget: RunBudget;
   /** Rough wall-time estimate shown before running, minutes. */
   readonly estimatedMinutes: number;
+  /** Heavy components it needs beyond what its blocks show (bench/components.ts), e.g. the tiny model's tokenizer. */
+  readonly needs?: readonly ('peers' | 'vllm' | 'nats' | 'kube')[];
+  /** The options this preset takes (bench/presets/options.ts); the registered spec is their defaults. */
+  readonly options?: readonly PresetOption[];
+  /** Builds the preset for chosen options (every option given, checked against `options`). */
+  readonly withOptions?: (chosen: Readonly<Record<string, string>>) => PresetSpec;
+  /** The options this spec was built with (recorded in run.json). */
+  readonly chosenOptions?: Readonly<Record<string, string>>;
 }
 
 /** One concrete run of the matrix. */

@@ -2,7 +2,7 @@
  * Fits the simulator's step model (bench/sim-engine/batching-engine.ts) to one or more
  * engine-cost files written by measure-costs.ts, and prints the fitted profile values:
  *
- *   node dist/bench/real-engine/fit-costs.js bench/results/real-vllm/engine-costs.json [more.json ...]
+ *   npm run bench -- fit-costs bench/results/real-vllm/engine-costs.json [more.json ...]
  *
  * Each measured 1-token completion prefills tokens [cached, prompt) in chunks of the 2,048-token
  * budget, one step each; its wall time is modelled as

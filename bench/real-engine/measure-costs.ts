@@ -1,8 +1,8 @@
 /**
  * Measures one real vLLM CPU engine's costs, for fitting the simulator to it:
  *
- *   node dist/bench/real-engine/measure-costs.js [--out bench/results/real-vllm/engine-costs.json]
- *   node dist/bench/real-engine/measure-costs.js --sim vllm-cpu-tiny --out bench/results/real-vllm-sim/engine-costs.json
+ *   npm run bench -- engine-costs [--out bench/results/real-vllm/engine-costs.json]
+ *   npm run bench -- engine-costs --sim vllm-cpu-tiny --out bench/results/real-vllm-sim/engine-costs.json
  *
  * (`--sim <profile>`: the same measurements on one simulated engine with that profile and the
  * tiny model's tokenizer.)
@@ -37,6 +37,8 @@ import { startSimEngines } from '../../test/kit/sim-engines.js';
 import { startVllmEngines } from '../../test/kit/vllm-engines.js';
 import { TINY_MODEL_NAME } from '../../test/kit/vllm-paths.js';
 import { ensureTinyModel } from '../../test/kit/tiny-model.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
+import { writeJson } from '../report/result-files.js';
 
 interface Usage {
   prompt_tokens: number;
@@ -100,7 +102,7 @@ async function main(): Promise<void> {
       const part = values.only === 'loaded' ? await measureLoaded(e.url, model) : { contextGrid: await measureContextGrid(e.url, model) };
       const out = { measuredAt: new Date().toISOString(), engine: engineName(values.sim), ...part };
       mkdirSync(dirname(values.out!), { recursive: true });
-      writeFileSync(values.out!, `${JSON.stringify(out, null, 2)}\n`);
+      writeJson(values.out!, out, REPO_ROOT);
       process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       return;
     }
@@ -207,7 +209,7 @@ async function main(): Promise<void> {
       },
     };
     mkdirSync(dirname(values.out!), { recursive: true });
-    writeFileSync(values.out!, `${JSON.stringify(out, null, 2)}\n`);
+    writeJson(values.out!, out, REPO_ROOT);
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } finally {
     await fleet.stop();

@@ -4,7 +4,7 @@
  * engine token hit rate and success side by side, the ranking of the contenders by TTFT p50
  * per (block, rate) in both worlds, and the engines' cold and hit TTFT when cost files are given.
  *
- *   node dist/bench/report/fidelity-table.js --real bench/results/real-vllm --sim bench/results/real-vllm-sim \
+ *   npm run bench -- fidelity --real bench/results/real-vllm --sim bench/results/real-vllm-sim \
  *     [--real-costs bench/results/real-vllm/engine-costs.json --sim-costs bench/results/real-vllm-sim/engine-costs.json] \
  *     [--real-costs <measure-costs --only loaded|context file> --sim-costs <the same, simulated> ...] \
  *     [--out bench/results/real-vllm-sim/fidelity.md]

@@ -1,7 +1,7 @@
 /**
  * Writes the small synthetic Mooncake-format trace shipped in the repo (no real trace
  * can be downloaded here). Deterministic: the same flags always give the same file.
- *   node dist/bench/workloads/generate-mooncake-trace.js [--seed 7] [--sessions 48] [--out path]
+ *   npm run bench -- mooncake-trace [--seed 7] [--sessions 48] [--out path]
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';

@@ -1,15 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { readNullConfig, startNullProcessor } from '../../bench/contenders/null-processor.js';
-import { buildGoNullProcessor } from '../../bench/contenders/start-contender.js';
 import { connect, open } from '../kit/ext-proc-client.js';
 import { chatBody, kindOf, requestBody, requestHeaders, responseHeaders } from '../kit/ext-proc-messages.js';
-import { goToolchain, requireComponents } from '../kit/require-component.js';
 
 const FDS = { requestBodyMode: 'FULL_DUPLEX_STREAMED', responseBodyMode: 'NONE' } as const;
 const ENDPOINT = '127.0.0.5:8000';
@@ -48,7 +41,7 @@ async function checkExchange(port: number): Promise<void> {
   }
 }
 
-describe("integration: the null-hop control's do-nothing ext_proc processors (bench)", function () {
+describe("integration: the null-hop control's do-nothing ext_proc processor (bench)", function () {
   this.timeout(20000);
 
   it('reads the listen address and the first endpoint of a router config, and refuses a config without them', () => {
@@ -67,39 +60,5 @@ describe("integration: the null-hop control's do-nothing ext_proc processors (be
     } finally {
       await server.stop();
     }
-  });
-
-  describe('Go', function () {
-    this.timeout(600_000);
-    let dir: string;
-    let proc: ChildProcess | undefined;
-    before(function () {
-      requireComponents(this, goToolchain());
-      dir = mkdtempSync(join(tmpdir(), 'null-go-'));
-    });
-    after(() => {
-      proc?.kill('SIGTERM');
-      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-    });
-
-    it('the same exchange, built from bench/contenders/null-processor-go and started as the harness starts it', async () => {
-      const bin = buildGoNullProcessor();
-      const config = join(dir, 'router.yaml');
-      writeFileSync(config, `server:\n  grpcAddress: 127.0.0.1:0\nendpoints:\n  - address: ${ENDPOINT}\n`);
-      const child = spawn(bin, ['serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
-      proc = child;
-      const port = await new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('the Go null processor did not listen within 10 s')), 10_000);
-        child.once('exit', (code) => reject(new Error(`the Go null processor exited (${code})`)));
-        createInterface({ input: child.stdout! }).on('line', (line) => {
-          const m = /"listening","address":"[^"]*:(\d+)"/.exec(line);
-          if (m) {
-            clearTimeout(timer);
-            resolve(Number(m[1]));
-          }
-        });
-      });
-      await checkExchange(port);
-    });
   });
 });

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import { lowLoadRound, REAL_VLLM_LOW_LOAD, REAL_VLLM_LOW_LOAD_QUIET } from '../../../../bench/presets/real-vllm-low-load.js';
+import { lowLoadRound, REAL_VLLM_LOW_LOAD } from '../../../../bench/presets/real-vllm-low-load.js';
+import { applyOptions } from '../../../../bench/presets/options.js';
+import type { ContenderSpec } from '../../../../bench/contenders/types.js';
 import { expandPreset } from '../../../../bench/presets/expand.js';
 import { aloneRequests, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
 import type { RequestRecord } from '../../../../bench/harness/driver.js';
@@ -157,7 +159,8 @@ describe('bench/report/rounds', () => {
   });
 
   it('the low-load preset rotates the order so each contender runs once in each position', () => {
-    const positions = [1, 2, 3].map((n) => lowLoadRound(n).map((c) => parseRoundLabel(c.label).base));
+    const rotation = ['a', 'b', 'c'].map((label): ContenderSpec => ({ kind: 'cacheroute', label, strategy: 'cache-aware' }));
+    const positions = [1, 2, 3].map((n) => lowLoadRound(n, rotation).map((c) => parseRoundLabel(c.label).base));
     for (let p = 0; p < 3; p++) expect(new Set(positions.map((r) => r[p])).size).to.equal(3);
     const ids = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => e.id);
     expect(ids[0]).to.equal('shared-prefix/groups8@1.5/envoy-round-robin');
@@ -165,9 +168,9 @@ describe('bench/report/rounds', () => {
     // Round n draws the workload with seed + n − 1 for every contender of the round; the lead-in run keeps the seed.
     const offsets = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => [parseRoundLabel(e.contender.label).round, e.seedOffset]);
     for (const [round, offset] of offsets) expect(offset).to.equal((round as number) - 1);
-    // The quiet diagnostic: agentic only, 3 rounds of 3 contenders, the quiet router with no scrapes or health checks.
-    const quiet = expandPreset(REAL_VLLM_LOW_LOAD_QUIET);
-    expect(quiet).to.have.length(9);
+    // The quiet control: agentic only, Envoy first, then 3 rounds of 4 contenders, the quiet router with no scrapes or health checks.
+    const quiet = expandPreset(applyOptions(REAL_VLLM_LOW_LOAD, ['workloads=agentic', 'controls=quiet', 'rounds=3']));
+    expect(quiet).to.have.length(13);
     expect(quiet.every((e) => e.block === 'agentic')).to.equal(true);
     const q = quiet.find((e) => e.contender.label === 'cacheroute-cache-aware-quiet#2')!;
     expect(q.seedOffset).to.equal(1);

@@ -1,0 +1,110 @@
+/**
+ * The benchmarks that are not a preset matrix (scenarios of their own, side-by-side builds,
+ * calibration of the simulator), run through the one entry point:
+ *
+ *   npm run bench -- <tool> [its arguments]        (npm run bench -- --list shows them)
+ *
+ * Each tool is a script under bench/ with its own arguments (its header comment documents
+ * them); the entry point sets up the heavy components it needs first, then runs it. One
+ * registration line per tool.
+ */
+import type { Component } from './components.js';
+
+export interface BenchTool {
+  readonly name: string;
+  readonly description: string;
+  readonly estimatedMinutes: number;
+  /** The compiled script under dist/, relative to dist/bench. */
+  readonly script: string;
+  /** Set up before it runs (scripts/setup-<component>.sh). */
+  readonly needs: readonly Component[];
+}
+
+export const TOOLS: readonly BenchTool[] = [
+  {
+    name: 'bars',
+    description:
+      'Protocol-layer bars side by side with a baseline build: decision compute, ext_proc streams per router CPU-second, router CPU per request through Envoy (--baseline <commit-or-dir>).',
+    estimatedMinutes: 8,
+    script: 'bars/run-bars.js',
+    needs: [],
+  },
+  {
+    name: 'extproc-load',
+    description:
+      'ext_proc streams per router CPU-second against the real `cacheroute serve` process (the bars run it on both builds; --duration-s, --concurrency, --router-dir).',
+    estimatedMinutes: 1,
+    script: 'extproc-load/run.js',
+    needs: [],
+  },
+  {
+    name: 'response-path',
+    description: "Router CPU per request with responses through the router vs Envoy's access log (--reps, --qps).",
+    estimatedMinutes: 3,
+    script: 'bars/response-path.js',
+    needs: [],
+  },
+  {
+    name: 'fleet-health',
+    description:
+      'Engine health and admission scenarios: SIGKILL of an engine, overload, tenant fairness, abandoned streams (--main <other build> side by side).',
+    estimatedMinutes: 4,
+    script: 'fleet-health/run.js',
+    needs: [],
+  },
+  {
+    name: 'discovery-kube',
+    description: 'Kubernetes discovery: engines join and leave an InferencePool on a real kube-apiserver under load (--rounds).',
+    estimatedMinutes: 3,
+    script: 'discovery/run-kube-membership.js',
+    needs: ['kube'],
+  },
+  {
+    name: 'kv-accuracy',
+    description:
+      'Predicted-hit accuracy of the precise (KV events), approximate and calibrated indexes against the engines’ cached_tokens (--engines sim|vllm).',
+    estimatedMinutes: 2,
+    script: 'kv-events/accuracy-bench.js',
+    needs: [],
+  },
+  {
+    name: 'kv-accuracy-vllm',
+    description: 'kv-accuracy against real vLLM engines it starts and stops (--count, --blocks; accuracy-bench arguments after --).',
+    estimatedMinutes: 4,
+    script: 'kv-events/with-vllm.js',
+    needs: ['vllm'],
+  },
+  {
+    name: 'engine-costs',
+    description:
+      "One real vLLM CPU engine's costs (prefill, hits, decode, scrapes) for fitting the simulator; --sim <profile> measures a simulated one.",
+    estimatedMinutes: 6,
+    script: 'real-engine/measure-costs.js',
+    needs: ['vllm'],
+  },
+  {
+    name: 'fit-costs',
+    description: 'Least-squares fit of the simulator cost model to engine-costs files.',
+    estimatedMinutes: 1,
+    script: 'real-engine/fit-costs.js',
+    needs: [],
+  },
+  {
+    name: 'fidelity',
+    description: 'Real vs simulated: the fidelity table of a real-engine run and its simulator twin (--real DIR --sim DIR).',
+    estimatedMinutes: 1,
+    script: 'report/fidelity-table.js',
+    needs: [],
+  },
+  {
+    name: 'mooncake-trace',
+    description: 'Regenerates the shipped synthetic Mooncake-format trace (--seed 7 --sessions 48).',
+    estimatedMinutes: 1,
+    script: 'workloads/generate-mooncake-trace.js',
+    needs: [],
+  },
+];
+
+export function findTool(name: string): BenchTool | undefined {
+  return TOOLS.find((t) => t.name === name);
+}
