@@ -14,6 +14,7 @@
  *   npm run demo -- --engines vllm     (2 vLLM engines, one core each, 40 KV blocks: ~1 min to
  *                                       start; the workload is scaled to them: 64 requests, 4 prompts)
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -331,6 +332,14 @@ const VLLM_DEMO_BLOCKS = 40;
 
 /** Two vLLM CPU engines (test/kit/vllm-engines.ts), one core each, on 127.0.0.2 and .3. */
 async function startVllmFleet(): Promise<DemoFleet> {
+  // `npm run demo` sets up only what the simulated demo runs; vLLM has its own setup (idempotent).
+  if (vllmUnavailableReason() !== undefined) {
+    log('setting up vLLM CPU (scripts/setup-vllm.sh; minutes on a fresh machine)');
+    execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-vllm.sh')], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', process.stderr, process.stderr],
+    });
+  }
   const missing = vllmUnavailableReason();
   if (missing !== undefined) throw new Error(`--engines vllm: ${missing}`);
   log('starting 2 vLLM CPU engines (about a minute)');

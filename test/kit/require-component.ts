@@ -75,7 +75,7 @@ export function kubeBinaries(): Component[] {
   ];
 }
 
-/** The Go toolchain on PATH (scripts/setup.sh builds Jaeger and the Go null processor with it). */
+/** The Go toolchain on PATH (scripts/setup.sh builds Jaeger with it). */
 export function goToolchain(): Component {
   const dirs = (process.env['PATH'] ?? '').split(':').filter((d) => d !== '');
   const found = dirs.map((d) => join(d, 'go')).find(executable);
