@@ -45,6 +45,7 @@ import { registerReplicationRoutes } from './replication/replication-routes.js';
 import { PREFIX_INDEX_REPLICA } from './plugins/multi/prefix-index-replica.js';
 import { formatHostPort } from './util/host-port.js';
 import { warmUpRequestPath } from './compose/warm-up.js';
+import { createTrafficTrace } from './compose/traffic-trace.js';
 
 /** Longest the warm-up may delay serving (it stops early, never fails the start). */
 const WARM_UP_BUDGET_MS = 5000;
@@ -229,6 +230,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   const routing = instrumentation.routing ?? scheduler;
   const edgeStats = deps.edgeStats ?? instrumentation.edgeStats;
   edgeStatsLate = edgeStats;
+  // Opt-in traffic trace (trafficTrace.path): listens to the decisions of a scheduler built here.
+  const trafficTrace = built !== undefined ? createTrafficTrace(config, { logger }) : undefined;
   const host = isHealthHost(scheduler) ? scheduler : undefined;
   const health = host !== undefined ? attachEngineHealth(config.health, host, { clock, logger }) : undefined;
   const admission =
@@ -270,6 +273,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
 
   if (health !== undefined) admin.addRoute('GET', '/debug/health', (_req, res) => sendJson(res, 200, health.monitor.stats()));
   if (admission !== undefined) admin.addRoute('GET', '/debug/admission', (_req, res) => sendJson(res, 200, admission.stats()));
+  if (trafficTrace !== undefined) admin.addRoute('GET', '/debug/traffic-trace', (_req, res) => sendJson(res, 200, trafficTrace.stats()));
   if (replication !== undefined) registerReplicationRoutes(admin, replication, replicaIndex);
   admin.addRoute('GET', '/debug/streams', (_req, res) =>
     sendJson(res, 200, {
@@ -298,6 +302,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
       schedulerStarted = false;
       scheduler.stop();
     }
+    await trafficTrace?.stop();
     await instrumentation.stop?.();
     await admin.stop();
   };
@@ -335,6 +340,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         scheduler.start();
         schedulerStarted = true;
         health?.start();
+        if (built !== undefined) trafficTrace?.attach(built);
         edge.start();
         pending?.start();
         await discovery?.start();

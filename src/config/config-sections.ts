@@ -17,6 +17,7 @@ import { telemetrySection } from './sections/telemetry.js';
 import { healthSection } from './sections/health.js';
 import { admissionSection } from './sections/admission.js';
 import { replicationSection } from './sections/replication.js';
+import { trafficTraceSection } from './sections/traffic-trace.js';
 
 export const CONFIG_SECTIONS = [
   ...routingSections,
@@ -33,4 +34,5 @@ export const CONFIG_SECTIONS = [
   healthSection,
   admissionSection,
   replicationSection,
+  trafficTraceSection,
 ] as const;

@@ -157,4 +157,6 @@ export interface RequestOutcome {
   readonly completionTokens?: number;
   /** Engine that actually served it (Envoy may have retried onto a fallback). */
   readonly servedBy?: string;
+  /** Response body bytes sent to the client, when the edge knows them (Envoy's access log). */
+  readonly responseBytes?: number;
 }

@@ -155,5 +155,12 @@ export function outcomeOf(entry: HTTPAccessLogEntry__Output): RequestOutcome {
     sa !== undefined && sa !== null && sa.address !== '' && typeof sa.port_value === 'number'
       ? formatHostPort(sa.address, sa.port_value)
       : undefined;
-  return { aborted, ...(status !== undefined ? { status } : {}), ...(servedBy !== undefined ? { servedBy } : {}) };
+  // The decoder fills an absent field with "0": an empty body and no report both read as none.
+  const bodyBytes = Number(entry.response?.response_body_bytes ?? Number.NaN);
+  return {
+    aborted,
+    ...(status !== undefined ? { status } : {}),
+    ...(servedBy !== undefined ? { servedBy } : {}),
+    ...(Number.isSafeInteger(bodyBytes) && bodyBytes > 0 ? { responseBytes: bodyBytes } : {}),
+  };
 }

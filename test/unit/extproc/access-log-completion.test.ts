@@ -134,6 +134,9 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     expect(outcomeOf(entry({ code: 200, flags: { upstream_remote_reset: true } })).aborted).to.equal(true);
     expect(outcomeOf(entry({}))).to.deep.include({ aborted: true });
     expect(outcomeOf(entry({ code: 503 }))).to.deep.equal({ aborted: false, status: 503, servedBy: '10.0.0.2:8000' });
+    const sized = entry({ code: 200 });
+    (sized.response as { response_body_bytes: string }).response_body_bytes = '4242';
+    expect(outcomeOf(sized).responseBytes, 'the body size (the traffic trace estimates output tokens from it)').to.equal(4242);
     const v6 = entry({ code: 200 });
     (v6.common_properties!.upstream_remote_address!.socket_address as { address: string }).address = 'fd00::1';
     expect(outcomeOf(v6).servedBy).to.equal('[fd00::1]:8000');
