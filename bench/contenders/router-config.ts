@@ -6,23 +6,12 @@
  */
 import { stringify } from 'yaml';
 import type { StrategyName } from '../../src/config/types.js';
+import { deepMerge } from '../../src/simulate/router-policy.js';
 import type { EngineHandle, RouterOverrides } from './types.js';
 
+export { deepMerge };
+
 type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Recursive merge: nested objects merge, arrays and scalars from `over` replace. */
-export function deepMerge(base: Readonly<Obj>, over: Readonly<Obj>): Obj {
-  const out: Obj = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    const b = out[k];
-    out[k] = isObj(b) && isObj(v) ? deepMerge(b, v) : v;
-  }
-  return out;
-}
 
 export interface RouterConfigInput {
   readonly engines: readonly EngineHandle[];

@@ -3,7 +3,8 @@
  * or `--name=value`; booleans may omit the value. Unknown flags are errors, so typos in
  * benchmark scripts fail loudly instead of silently using a default.
  */
-import { DEFAULT_ENGINE_MODEL, GPU_LIKE_ENGINE_MODEL, validateModelConfig, type EngineModelConfig } from './batching-engine.js';
+import { DEFAULT_ENGINE_MODEL, validateModelConfig, type EngineModelConfig } from '../../src/simulate/engine/batching-engine.js';
+import { ENGINE_MODEL_PROFILES } from '../../src/simulate/engine/profiles.js';
 
 export interface SimEngineConfig extends EngineModelConfig {
   /** Value of the x-engine-id header; default `<host>:<port>` once the port is known. */
@@ -73,8 +74,8 @@ export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
  *   simulator results committed before the switch and the timing-sensitive tests use it.
  */
 export const SIM_PROFILES: Readonly<Record<string, Partial<SimEngineConfig>>> = {
-  'vllm-cpu-tiny': { ...DEFAULT_ENGINE_MODEL, maxModelLen: 8192, tokenizeOverheadMs: VLLM_CPU_TOKENIZE_OVERHEAD_MS },
-  'gpu-like': { ...GPU_LIKE_ENGINE_MODEL, maxModelLen: 32768, tokenizeOverheadMs: 0 },
+  'vllm-cpu-tiny': { ...ENGINE_MODEL_PROFILES['vllm-cpu-tiny'], maxModelLen: 8192, tokenizeOverheadMs: VLLM_CPU_TOKENIZE_OVERHEAD_MS },
+  'gpu-like': { ...ENGINE_MODEL_PROFILES['gpu-like'], maxModelLen: 32768, tokenizeOverheadMs: 0 },
 };
 
 /** A profile's settings, for engines built in-process (`new SimEngineServer({ ...simProfile('gpu-like'), ... })`). */

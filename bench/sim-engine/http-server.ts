@@ -10,7 +10,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
-import { BatchingEngine, CapacityError, type EngineModelConfig, type SequenceHandle, type SequenceResult } from './batching-engine.js';
+import {
+  BatchingEngine,
+  CapacityError,
+  type EngineModelConfig,
+  type SequenceHandle,
+  type SequenceResult,
+} from '../../src/simulate/engine/batching-engine.js';
 import { DEFAULT_SIM_ENGINE_CONFIG, type SimEngineConfig } from './engine-config.js';
 import { MetricsView } from './metrics-view.js';
 import {
@@ -26,9 +32,9 @@ import {
   type InferenceRequest,
   type ResponseMeta,
 } from './openai-protocol.js';
-import { chatPrompt, completionPrompt, isRecord, promptTokenIds } from './prompt-template.js';
+import { chatPrompt, completionPrompt, isRecord, promptTokenIds } from '../../src/simulate/engine/prompt-template.js';
 import { PROMETHEUS_CONTENT_TYPE, renderVllmMetrics } from './prometheus-text.js';
-import { timerStepScheduler, type StepScheduler } from './step-scheduler.js';
+import { timerStepScheduler, type StepScheduler } from '../../src/simulate/engine/step-scheduler.js';
 import { KvEventPublisher } from './kv-event-publisher.js';
 import { modelPromptTokenIds } from './model-prompt-tokens.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';

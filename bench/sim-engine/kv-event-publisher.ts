@@ -14,7 +14,7 @@
  */
 import { Publisher } from 'zeromq';
 import { encodeKvEventMessage, type WireEvent } from '../../src/kv-events/kv-event-wire.js';
-import type { BlockAllocation, KvBlockCache, KvCacheListener } from './kv-block-cache.js';
+import type { BlockAllocation, KvBlockCache, KvCacheListener } from '../../src/simulate/engine/kv-block-cache.js';
 
 export interface KvEventPublisherOptions {
   /** e.g. `tcp://127.0.0.1:5557` (bound). */

@@ -6,7 +6,7 @@
  * only change then), pruned to the newest one older than the delay; no timers.
  */
 import type { Clock } from '../../src/util/clock.js';
-import type { EngineSnapshot } from './batching-engine.js';
+import type { EngineSnapshot } from '../../src/simulate/engine/batching-engine.js';
 
 interface Stamped {
   readonly atMs: number;

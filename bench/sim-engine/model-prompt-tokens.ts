@@ -6,7 +6,7 @@
  * fixed-chunk tokenizer (tokenizer.ts).
  */
 import type { ChatMessageInput, ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
-import { isRecord, PromptError } from './prompt-template.js';
+import { isRecord, PromptError } from '../../src/simulate/engine/prompt-template.js';
 
 export function modelPromptTokenIds(tokenizer: ModelTokenizer, rawBody: string): number[] {
   const body: unknown = JSON.parse(rawBody);

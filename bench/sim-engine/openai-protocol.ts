@@ -3,7 +3,7 @@
  * /v1/chat/completions and /v1/completions, and builders for JSON responses, SSE chunks
  * and errors in the shapes vLLM produces (usage with prompt_tokens_details.cached_tokens).
  */
-import { chatPrompt, completionPrompt, isRecord, PromptError, type RenderedPrompt } from './prompt-template.js';
+import { chatPrompt, completionPrompt, isRecord, PromptError, type RenderedPrompt } from '../../src/simulate/engine/prompt-template.js';
 
 export type ApiKind = 'chat' | 'completions';
 

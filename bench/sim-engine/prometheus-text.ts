@@ -4,8 +4,8 @@
  * exactly as they would a real vLLM /metrics page. Counters carry the `_total` suffix
  * in HELP/TYPE lines too, as Python's prometheus_client (used by vLLM) writes them.
  */
-import type { EngineSnapshot } from './batching-engine.js';
-import type { HistogramSnapshot } from './histogram.js';
+import type { EngineSnapshot } from '../../src/simulate/engine/batching-engine.js';
+import type { HistogramSnapshot } from '../../src/simulate/engine/histogram.js';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 

@@ -43,13 +43,30 @@ export function decisionReason(
   return state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, chosen) ?? state.reasonHint ?? fallback);
 }
 
-/** Candidate indices by value, highest first; exact ties in seeded random order. */
+/** Above this many candidates the order is sorted (n log n) instead of built by insertion (n²). */
+const INSERTION_MAX = 16;
+
+/**
+ * Candidate indices by value, highest first; exact ties in seeded random order. One tie key
+ * is drawn per candidate in index order whatever n is, so both ways give the same order.
+ * Why two ways: insertion avoids the comparator calls of Array.prototype.sort for the few
+ * endpoints of a small pool, but costs n²/4 moves on a fleet (≈16k at 256 endpoints,
+ * 260k at 1,024, most of a decision).
+ */
 export function orderByDescending(state: CycleState, totals: ArrayLike<number>): number[] {
   const n = totals.length;
+  if (n > INSERTION_MAX) {
+    const keys = new Float64Array(n);
+    const order = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      keys[i] = state.rng.next();
+      order[i] = i;
+    }
+    return order.sort((a, b) => totals[b]! - totals[a]! || keys[a]! - keys[b]! || a - b);
+  }
   const order = new Array<number>(n);
   const tie = new Array<number>(n);
-  // Insertion sort by (total desc, random key asc): n is small (endpoints in a pool) and
-  // this avoids Array.prototype.sort's comparator-call overhead on the hot path.
+  // Insertion sort by (total desc, random key asc, index asc).
   for (let i = 0; i < n; i++) {
     const t = totals[i]!;
     const k = state.rng.next();

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../../src/util/clock.js';
-import { BatchingEngine, GPU_LIKE_ENGINE_MODEL } from '../../../bench/sim-engine/batching-engine.js';
+import { BatchingEngine, GPU_LIKE_ENGINE_MODEL } from '../../../src/simulate/engine/batching-engine.js';
 import { MetricsView } from '../../../bench/sim-engine/metrics-view.js';
-import { ManualStepScheduler } from '../../../bench/sim-engine/step-scheduler.js';
+import { ManualStepScheduler } from '../../../src/simulate/engine/step-scheduler.js';
 
 function setup(delayMs: number) {
   const clock = new ManualClock(0);

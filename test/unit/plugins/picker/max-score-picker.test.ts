@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MaxScorePicker } from '../../../../src/plugins/picker/max-score-picker.js';
+import { MaxScorePicker, orderByDescending } from '../../../../src/plugins/picker/max-score-picker.js';
 import { setScratch } from '../../../../src/scheduling/cycle-scratch.js';
 import { AFFINITY_EVIDENCE } from '../../../../src/plugins/shared/cycle-keys.js';
 import { seededRng } from '../../../../src/util/rng.js';
@@ -25,6 +25,20 @@ describe('MaxScorePicker', () => {
     for (const c of counts) expect(c).to.be.within(60, 140);
     // Ties only among the best: a strictly worse candidate is never first.
     for (let i = 0; i < 50; i++) expect(p.pick(cycle({}, rng), candidates(3), [2, 2, 1]).order[2]).to.equal(2);
+  });
+
+  it('orders a fleet-sized pool (sorted, not inserted) exactly as the rule says: total desc, then the seeded tie key', () => {
+    for (const n of [17, 64, 300]) {
+      for (let trial = 0; trial < 20; trial++) {
+        const gen = seededRng(1000 * n + trial);
+        // Few distinct values, so exact ties are common.
+        const totals = Array.from({ length: n }, () => gen.int(5) / 4);
+        const keysRng = seededRng(trial);
+        const keys = totals.map(() => keysRng.next());
+        const expected = totals.map((_, i) => i).sort((a, b) => totals[b]! - totals[a]! || keys[a]! - keys[b]!);
+        expect(orderByDescending(cycle({}, seededRng(trial)), totals)).to.deep.equal(expected);
+      }
+    }
   });
 
   it('is reproducible from the seed', () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { blockHashes, hashBlock } from '../../../bench/sim-engine/block-hash.js';
+import { blockHashes, hashBlock } from '../../../../src/simulate/engine/block-hash.js';
 
 const toks = (base: number, n: number): number[] => Array.from({ length: n }, (_, i) => base + i);
 

@@ -25,7 +25,7 @@
  *
  * Time comes from an injected Clock and StepScheduler, so tests drive it step by step.
  */
-import type { Clock } from '../../src/util/clock.js';
+import type { Clock } from '../../util/clock.js';
 import { blockHashes } from './block-hash.js';
 import { Histogram, LATENCY_BUCKETS_S, TTFT_BUCKETS_S, type HistogramSnapshot } from './histogram.js';
 import { KvBlockCache, type BlockAllocation } from './kv-block-cache.js';
@@ -150,6 +150,14 @@ export interface EngineCountersSnapshot {
   readonly ttft: HistogramSnapshot;
   readonly e2e: HistogramSnapshot;
   readonly queueTime: HistogramSnapshot;
+}
+
+export interface EngineGauges {
+  readonly running: number;
+  readonly waiting: number;
+  readonly kvUsage: number;
+  readonly prefixQueryTokens: number;
+  readonly prefixHitTokens: number;
 }
 
 export interface EngineSnapshot {
@@ -279,6 +287,20 @@ export class BatchingEngine {
     return { id: seq.id, abort: () => this.abort(seq) };
   }
 
+  /**
+   * The numbers a router's scrape reads (the /metrics gauges and prefix-cache counters),
+   * without the histograms: cheap enough for a fleet simulator scraping every engine often.
+   */
+  gauges(): EngineGauges {
+    return {
+      running: this.running.length,
+      waiting: this.waiting.length,
+      kvUsage: this.cache.usage,
+      prefixQueryTokens: this.prefixQueryTokens,
+      prefixHitTokens: this.prefixHitTokens,
+    };
+  }
+
   /** Current gauges and counters. */
   snapshot(): EngineSnapshot {
     return {
@@ -305,6 +327,36 @@ export class BatchingEngine {
         queueTime: this.queueTime.snapshot(),
       },
     };
+  }
+
+  /**
+   * Prompt tokens this engine still has to compute before its queued and running requests
+   * all reach their first token: what is left of each running prefill, and each waiting
+   * request's prompt minus what its cache would serve now. For the fleet simulator's oracle.
+   */
+  pendingPrefillTokens(): number {
+    const bs = this.cfg.blockSize;
+    let n = 0;
+    for (const s of this.running) n += s.prefillTarget - s.prefillDone;
+    for (const s of this.waiting) n += s.prefillTarget - this.cache.matchPrefix(s.hashes, Math.floor((s.prefillTarget - 1) / bs)) * bs;
+    return n;
+  }
+
+  /** Running requests past their prefill (each takes a decode slot in every step). */
+  decodingCount(): number {
+    let n = 0;
+    for (const s of this.running) if (s.prefillDone >= s.prefillTarget) n++;
+    return n;
+  }
+
+  /**
+   * Appends to `out` the output tokens each running or waiting request still has to
+   * generate (the clairvoyant oracle knows output lengths); returns `out`.
+   */
+  remainingOutputs(out: number[]): number[] {
+    for (const s of this.running) out.push(s.spec.outputTokens - s.generated);
+    for (const s of this.waiting) out.push(s.spec.outputTokens - s.generated);
+    return out;
   }
 
   /** Leading prompt blocks of `tokens` currently cached (what a request arriving now would hit, before the -1 token cap). */

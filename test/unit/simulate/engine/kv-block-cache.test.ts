@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { KvBlockCache } from '../../../bench/sim-engine/kv-block-cache.js';
+import { KvBlockCache } from '../../../../src/simulate/engine/kv-block-cache.js';
 
 describe('sim-engine KvBlockCache', () => {
   it('counts a hit only for resident, computed, leading blocks', () => {

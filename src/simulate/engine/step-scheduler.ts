@@ -4,7 +4,7 @@
  * them and moves a ManualClock to each callback's due time, so every step is observable
  * and deterministic without sleeping.
  */
-import type { ManualClock } from '../../src/util/clock.js';
+import type { ManualClock } from '../../util/clock.js';
 
 /** Cancels a scheduled callback; calling it after the callback ran is harmless. */
 export type CancelFn = () => void;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { ManualClock } from '../../../src/util/clock.js';
+import { ManualClock } from '../../../../src/util/clock.js';
 import {
   BatchingEngine,
   CapacityError,
@@ -8,8 +8,8 @@ import {
   type EngineModelConfig,
   type FinishReason,
   type SequenceResult,
-} from '../../../bench/sim-engine/batching-engine.js';
-import { ManualStepScheduler } from '../../../bench/sim-engine/step-scheduler.js';
+} from '../../../../src/simulate/engine/batching-engine.js';
+import { ManualStepScheduler } from '../../../../src/simulate/engine/step-scheduler.js';
 
 const CFG: EngineModelConfig = {
   ...GPU_LIKE_ENGINE_MODEL,

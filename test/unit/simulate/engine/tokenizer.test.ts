@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { countTokens, tokenize } from '../../../bench/sim-engine/tokenizer.js';
+import { countTokens, tokenize } from '../../../../src/simulate/engine/tokenizer.js';
 
 describe('sim-engine tokenizer', () => {
   it('cuts text into chars-per-token chunks, last one shorter', () => {

@@ -6,7 +6,7 @@ import {
   PromptError,
   promptTokenIds,
   renderChat,
-} from '../../../bench/sim-engine/prompt-template.js';
+} from '../../../../src/simulate/engine/prompt-template.js';
 
 describe('sim-engine prompt template', () => {
   it('renders tools first, then each message as <|role|>\\ncontent\\n', () => {

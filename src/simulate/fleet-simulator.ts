@@ -1,0 +1,178 @@
+/**
+ * The fleet simulator: a workload, a fleet of engine models and one routing policy, run to
+ * completion on virtual time, deterministically from the seed.
+ *
+ * Per request: it arrives (at its time, or its dependency's end plus think time), goes to
+ * router replica k (the proxy spreads requests over replicas in turn), the policy places it,
+ * it is submitted to the first live engine of the placement (a dead one is skipped, as a
+ * proxy retrying on connect failure does), the engine's step loop computes its prefill and
+ * decode, and the end is reported back to the policy. Engines join and leave at their
+ * spec's times; routers hear of it after the discovery delay.
+ *
+ * Why one synchronous loop: every component takes the VirtualTime as its clock and step
+ * scheduler, so the run is one ordered sequence of callbacks with no real timers; the
+ * router's decisions are synchronous already (scheduler.ts).
+ */
+import { BatchingEngine, type SequenceListener, type SequenceResult } from './engine/batching-engine.js';
+import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
+import { PreparedRequest } from './prepared-request.js';
+import { engineAddress } from './router-policy.js';
+import { summarize, type SimSummary } from './summary.js';
+import type { RequestRecord, SimEngineSpec, SimOptions, SimRequest } from './types.js';
+import { VirtualTime } from './virtual-time.js';
+
+export interface SimRunResult {
+  readonly label: string;
+  readonly summary: SimSummary;
+  readonly records: readonly RequestRecord[];
+}
+
+/** Characters per token the router estimates with, and its prefix bound, as parseConfig's defaults. */
+const EXTRACT = { maxPrefixChars: 65_536, charsPerToken: 4 };
+
+export function simulate(
+  requests: readonly SimRequest[],
+  fleet: readonly SimEngineSpec[],
+  contender: Contender,
+  options: SimOptions,
+): SimRunResult {
+  const wall0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const time = new VirtualTime();
+  const engines: SimEngine[] = fleet.map((spec, index) => ({
+    index,
+    id: engineAddress(index),
+    engine: new BatchingEngine(spec.model, { clock: time, scheduler: time }),
+    alive: (spec.joinAtMs ?? 0) <= 0,
+  }));
+  const ctx: PolicyContext = { time, engines, seed: options.seed };
+  const replicas = Math.max(1, Math.floor(options.replicas ?? 1));
+  const policy: Policy = contender.create(ctx, replicas);
+  const model = options.model ?? 'sim-model';
+  const discoveryMs = options.discoveryDelayMs ?? 1000;
+
+  for (let i = 0; i < fleet.length; i++) {
+    const spec = fleet[i]!;
+    const e = engines[i]!;
+    if ((spec.joinAtMs ?? 0) > 0) {
+      time.at(spec.joinAtMs!, () => {
+        e.alive = true;
+        time.schedule(discoveryMs, () => policy.membershipChanged?.(e, true));
+      });
+    }
+    if (spec.leaveAtMs !== undefined) {
+      time.at(spec.leaveAtMs, () => {
+        e.alive = false;
+        e.engine.stop();
+        time.schedule(discoveryMs, () => policy.membershipChanged?.(e, false));
+      });
+    }
+  }
+
+  const measured = requests.filter((r) => !r.warmup).length;
+  const records: RequestRecord[] = [];
+  const dependents = new Map<string, SimRequest[]>();
+  let nextReplica = 0;
+  let done = 0;
+  let lastArrival = 0;
+  const progressEvery = Math.max(1, options.progressEvery ?? 10_000);
+  const progress = (): void => options.onProgress?.({ done, total: measured, virtualMs: time.nowMs(), wallMs: performance.now() - wall0 });
+
+  let outstanding = requests.length;
+  const finished = (r: SimRequest, record: RequestRecord | undefined): void => {
+    if (--outstanding === 0) time.stop();
+    if (record !== undefined) {
+      records.push(record);
+      if (++done % progressEvery === 0) progress();
+    }
+    const next = dependents.get(r.id);
+    if (next === undefined) return;
+    dependents.delete(r.id);
+    for (const d of next) time.at(Math.max(d.atMs, time.nowMs() + d.dependsOn!.thinkMs), () => arrive(d));
+  };
+
+  const arrive = (r: SimRequest): void => {
+    const arrivedMs = time.nowMs();
+    const prepared = new PreparedRequest(r, r.model ?? model, EXTRACT);
+    let placement: Placement;
+    try {
+      placement = policy.route(prepared, r.id, nextReplica++ % replicas);
+    } catch {
+      finished(r, r.warmup ? undefined : failedRecord(r, -1, prepared.tokens.length));
+      return;
+    }
+    const target = placement.engines.find((i) => engines[i]?.alive === true);
+    if (target === undefined) {
+      placement.done(false, placement.engines[0] ?? -1);
+      finished(r, r.warmup ? undefined : failedRecord(r, placement.engines[0] ?? -1, prepared.tokens.length));
+      return;
+    }
+    const first = placement.firstToken?.bind(placement);
+    const listener: SequenceListener = {
+      onToken: first === undefined ? noop : (index: number) => index === 0 && first(),
+      onFinish(res: SequenceResult): void {
+        placement.done(true, target);
+        finished(r, r.warmup ? undefined : okRecord(r, target, arrivedMs, res));
+      },
+      onError(): void {
+        placement.done(false, target);
+        finished(r, r.warmup ? undefined : failedRecord(r, target, prepared.tokens.length));
+      },
+    };
+    try {
+      engines[target]!.engine.submit(
+        { promptTokens: prepared.tokens, outputTokens: Math.max(1, r.outputTokens), finishReason: 'length' },
+        listener,
+      );
+    } catch {
+      listener.onError(new Error('rejected'));
+    }
+  };
+
+  for (const r of requests) {
+    if (r.dependsOn !== undefined) {
+      const list = dependents.get(r.dependsOn.afterId);
+      if (list === undefined) dependents.set(r.dependsOn.afterId, [r]);
+      else list.push(r);
+      continue;
+    }
+    lastArrival = Math.max(lastArrival, r.atMs);
+    time.at(r.atMs, () => arrive(r));
+  }
+  const horizon = options.maxVirtualMs ?? lastArrival + 3_600_000;
+  time.run(horizon);
+  progress();
+  for (const e of engines) e.engine.stop();
+  const wallMs = performance.now() - wall0;
+  const cpu = process.cpuUsage(cpu0);
+  const summary = summarize(records, {
+    engines: fleet.length,
+    requests: measured,
+    virtualMs: time.nowMs(),
+    wallMs,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    callbacks: time.callbacks,
+    decisionMicros: policy.decisionMicros?.() ?? [],
+  });
+  return { label: contender.label, summary, records };
+}
+
+function noop(): void {}
+
+function okRecord(r: SimRequest, engine: number, arrivedMs: number, res: SequenceResult): RequestRecord {
+  // The engine's times run from its submit, which is the router's arrival (no hop on virtual time).
+  const offset = res.arrivalMs - arrivedMs;
+  return {
+    id: r.id,
+    engine,
+    ok: true,
+    ttftMs: res.ttftMs + offset,
+    e2eMs: res.e2eMs + offset,
+    promptTokens: res.promptTokens,
+    cachedTokens: res.cachedTokens,
+  };
+}
+
+function failedRecord(r: SimRequest, engine: number, promptTokens: number): RequestRecord {
+  return { id: r.id, engine, ok: false, ttftMs: Number.NaN, e2eMs: Number.NaN, promptTokens, cachedTokens: 0 };
+}

@@ -1,0 +1,177 @@
+/**
+ * The real router inside the simulator: for each replica, the Scheduler and plugin graph
+ * that `cacheroute serve` builds from the same YAML (parseConfig, then createScheduler, the
+ * composition code the app uses), fed through its normal inputs on virtual time:
+ *  - decisions: `route()` on the RouteRequest the edge's extractor builds from the body;
+ *  - engine metrics: every replica scrapes every engine on its interval (± jitter); the
+ *    numbers are recorded in the data layer's signal store (what the poller writes into)
+ *    `delayMs` after they were read, so the staleness rules see real ages;
+ *  - completions: the ticket is finished as Envoy's access log reports it (status, served-by
+ *    host, no usage), `completionDelayMs` after the response ended;
+ *  - membership: registry add/remove when an engine joins or leaves, after the discovery delay.
+ * Nothing here decides anything: the choice is the Scheduler's.
+ */
+import { parseConfig } from '../config/parse-config.js';
+import { createScheduler } from '../compose/create-scheduler.js';
+import type { RouteTicket } from '../core/routing-service.js';
+import type { Scheduler } from '../scheduling/scheduler.js';
+import { seededRng, type Rng } from '../util/rng.js';
+import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
+import type { PreparedRequest } from './prepared-request.js';
+import type { ScrapeModel } from './types.js';
+
+/** A router document (YAML parsed to an object), without `endpoints`: the simulator adds the fleet. */
+export type RouterDocument = Readonly<Record<string, unknown>>;
+
+export interface RouterPolicyOptions {
+  readonly document: RouterDocument;
+  readonly scrape?: ScrapeModel;
+  readonly completionDelayMs?: number;
+}
+
+/** Loopback address of engine `i` (engines may use 127.0.0.2 and up). */
+export function engineAddress(i: number): string {
+  return `127.0.0.2:${10_000 + i}`;
+}
+
+/** The full router document for a fleet: the contender's settings over the fleet's endpoints. */
+export function routerDocument(document: RouterDocument, engines: readonly SimEngine[], seed: number): Record<string, unknown> {
+  return deepMerge(
+    {
+      apiVersion: 'cacheroute/v1',
+      server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0', warmUpStreams: 0 },
+      seed,
+      telemetry: { logLevel: 'warn' },
+    },
+    { ...document, endpoints: engines.filter((e) => e.alive).map((e) => ({ address: e.id })) },
+  );
+}
+
+class RouterPolicy implements Policy {
+  readonly label: string;
+  private readonly schedulers: Scheduler[] = [];
+  private readonly byId = new Map<string, number>();
+  private readonly micros: number[] = [];
+  private readonly completionDelayMs: number;
+  private readonly rng: Rng;
+
+  constructor(
+    label: string,
+    private readonly ctx: PolicyContext,
+    replicas: number,
+    opts: RouterPolicyOptions,
+  ) {
+    this.label = label;
+    this.completionDelayMs = opts.completionDelayMs ?? 5;
+    this.rng = seededRng(ctx.seed ^ 0x5c4a9e);
+    for (const e of ctx.engines) this.byId.set(e.id, e.index);
+    for (let r = 0; r < replicas; r++) {
+      const config = parseConfig(routerDocument(opts.document, ctx.engines, ctx.seed + r));
+      const scheduler = createScheduler(config, { clock: ctx.time, rng: seededRng(ctx.seed * 31 + r) });
+      this.schedulers.push(scheduler);
+      const em = config.engineMetrics;
+      if (em.enabled) this.startScrapes(scheduler, opts.scrape, em.pollIntervalMs);
+    }
+  }
+
+  route(request: PreparedRequest, requestId: string, replica: number): Placement {
+    const scheduler = this.schedulers[replica % this.schedulers.length]!;
+    const now = this.ctx.time.nowMs();
+    const t0 = performance.now();
+    const ticket = scheduler.route(request.routeRequest(requestId, now, request.source.session));
+    this.micros.push((performance.now() - t0) * 1000);
+    const d = ticket.decision;
+    const engines = [this.byId.get(d.endpoint.id)!];
+    for (const f of d.fallbacks) engines.push(this.byId.get(f.id)!);
+    return new RouterPlacement(ticket, engines, this);
+  }
+
+  /** The access log's report of a finished request reaches the router after the flush delay. */
+  report(ticket: RouteTicket, ok: boolean, servedBy: number): void {
+    const id = this.ctx.engines[servedBy]?.id;
+    this.ctx.time.schedule(this.completionDelayMs, () =>
+      ticket.finish(ok ? { status: 200, aborted: false, ...(id !== undefined ? { servedBy: id } : {}) } : { aborted: true }),
+    );
+  }
+
+  membershipChanged(engine: SimEngine, joined: boolean): void {
+    for (const s of this.schedulers) {
+      if (joined) s.registry.add({ id: engine.id, address: '127.0.0.2', port: 10_000 + engine.index, pool: 'default', models: [] });
+      else s.registry.remove(engine.id);
+    }
+  }
+
+  decisionMicros(): readonly number[] {
+    return this.micros;
+  }
+
+  /** One scrape chain per (replica, engine): read the gauges, record them `delayMs` later, wait interval ± jitter. */
+  private startScrapes(scheduler: Scheduler, model: ScrapeModel | undefined, configuredMs: number): void {
+    const store = scheduler.dataLayer?.store;
+    if (store === undefined) return;
+    const interval = model?.intervalMs ?? configuredMs;
+    const jitter = Math.min(interval, model?.jitterMs ?? interval * 0.1);
+    const delay = model?.delayMs ?? 2;
+    const time = this.ctx.time;
+    const rng = this.rng;
+    for (const e of this.ctx.engines) {
+      const id = e.id;
+      const scrape = (): void => {
+        if (e.alive && scheduler.registry.byId(id) !== undefined) {
+          const g = e.engine.gauges();
+          const signals = {
+            engine: 'vllm' as const,
+            waiting: g.waiting,
+            running: g.running,
+            kvUsage: g.kvUsage,
+            prefixCacheHits: g.prefixHitTokens,
+            prefixCacheQueries: g.prefixQueryTokens,
+            blockSizeTokens: e.engine.config.blockSize,
+            numBlocks: e.engine.config.kvCacheBlocks,
+          };
+          time.schedule(delay, () => {
+            if (scheduler.registry.byId(id) !== undefined) store.recordSuccess(id, signals, delay);
+          });
+        }
+        time.schedule(interval + (rng.next() * 2 - 1) * jitter, scrape);
+      };
+      time.schedule(rng.next() * interval, scrape);
+    }
+  }
+}
+
+class RouterPlacement implements Placement {
+  private ended = false;
+  constructor(
+    private readonly ticket: RouteTicket,
+    readonly engines: readonly number[],
+    private readonly owner: RouterPolicy,
+  ) {}
+
+  done(ok: boolean, servedBy: number): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.owner.report(this.ticket, ok, servedBy);
+  }
+}
+
+/** A contender running the real router with this document (a preset name, overrides, or a whole plugin graph). */
+export function routerContender(label: string, opts: RouterPolicyOptions, source = 'cacheroute'): Contender {
+  return { label, source, create: (ctx, replicas) => new RouterPolicy(label, ctx, replicas, opts) };
+}
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Recursive merge: nested objects merge, arrays and scalars from `over` replace. */
+export function deepMerge(base: Readonly<Obj>, over: Readonly<Obj>): Obj {
+  const out: Obj = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    out[k] = isObj(b) && isObj(v) ? deepMerge(b, v) : v;
+  }
+  return out;
+}

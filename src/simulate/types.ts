@@ -1,0 +1,92 @@
+/**
+ * What the fleet simulator takes and gives back: requests (the same shape a benchmark
+ * workload or a recorded trace has), the fleet (one engine model per engine, joining and
+ * leaving at set times), the router's inputs (scrape cadence, completion delay, replicas)
+ * and the per-request records and summary of a run.
+ */
+import type { EngineModelConfig } from './engine/batching-engine.js';
+
+export interface SimChatMessage {
+  readonly role: string;
+  readonly content?: unknown;
+}
+
+/** One request of the workload. Prompts are text, as a client sends them. */
+export interface SimRequest {
+  /** Unique within the workload. */
+  readonly id: string;
+  /** Arrival, ms after the start (for a dependent turn: the earliest it may be sent). */
+  readonly atMs: number;
+  readonly api: 'completions' | 'chat';
+  /** Prompt text (completions). */
+  readonly prompt?: string;
+  /** Conversation (chat). */
+  readonly messages?: readonly SimChatMessage[];
+  /** Tokens the engine generates (sent as max_tokens with ignore_eos). */
+  readonly outputTokens: number;
+  readonly model?: string;
+  /** Session key (sent as the configured session header). */
+  readonly session?: string;
+  /** Sent only after this request finished, plus a think time. */
+  readonly dependsOn?: { readonly afterId: string; readonly thinkMs: number };
+  /** Run, but left out of the statistics. */
+  readonly warmup?: boolean;
+}
+
+/** One engine of the fleet. */
+export interface SimEngineSpec {
+  readonly model: EngineModelConfig;
+  /** Short name of the model in reports (e.g. `gpu-like`). */
+  readonly profile?: string;
+  /** The engine starts serving at this time (default 0). */
+  readonly joinAtMs?: number;
+  /** The engine dies at this time: its requests fail (default never). */
+  readonly leaveAtMs?: number;
+}
+
+/** How each router replica reads the engines' /metrics. */
+export interface ScrapeModel {
+  /** Scrape interval (default: the router config's engineMetrics.pollIntervalMs). */
+  readonly intervalMs?: number;
+  /** Each interval is drawn uniformly from interval ± jitter (default 10% of the interval). */
+  readonly jitterMs?: number;
+  /** Age of the numbers when the router records them: the scrape's round trip (default 2 ms). */
+  readonly delayMs?: number;
+}
+
+export interface SimOptions {
+  readonly seed: number;
+  readonly scrape?: ScrapeModel;
+  /** Delay between a response's end and the router hearing of it (Envoy's access-log flush, default 5 ms). */
+  readonly completionDelayMs?: number;
+  /** Delay between an engine joining or leaving and the routers' registries changing (discovery, default 1,000 ms). */
+  readonly discoveryDelayMs?: number;
+  /** Router replicas behind the proxy; requests go to them in turn (default 1). */
+  readonly replicas?: number;
+  /** Model name in request bodies (default `sim-model`). */
+  readonly model?: string;
+  /** Hard cap on virtual time, ms (default 1 h past the last arrival). */
+  readonly maxVirtualMs?: number;
+  /** Called every `progressEvery` measured requests finished, and once at the end. */
+  readonly onProgress?: (p: SimProgress) => void;
+  readonly progressEvery?: number;
+}
+
+export interface SimProgress {
+  readonly done: number;
+  readonly total: number;
+  readonly virtualMs: number;
+  readonly wallMs: number;
+}
+
+/** What happened to one measured request. */
+export interface RequestRecord {
+  readonly id: string;
+  readonly engine: number;
+  readonly ok: boolean;
+  /** Router arrival → first token, ms (NaN when it failed). */
+  readonly ttftMs: number;
+  readonly e2eMs: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+}
