@@ -306,6 +306,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
         'ttft = overheadMs + prefillMsPerToken×(ahead+uncached) + stepMs×steps + decodeMsPerSeq×steps×batch + contextMsPerKToken×uncached×context/1000',
       tracked: this.pending.size,
       meanUncachedTokens: Math.round(this.meanUncached),
+      pooled: this.model.pooledState(),
       engines: this.stats(),
     };
   }

@@ -83,17 +83,24 @@ describe('ttft-cost-model', () => {
     expect(m.predict('noisy', f)).to.be.below(2 * truth(DEFAULT_TTFT_PRIORS, f));
   });
 
-  it('starts a newcomer from the trained engines, not the priors', () => {
+  it('predicts an engine with too few observations of its own by the pooled fit of all engines', () => {
     const m = new TtftCostModel();
     const rng = seededRng(5);
     for (let i = 0; i < 200; i++) {
       const f = randomFeatures(rng);
       m.observe('old', f, truth(SLOW, f));
     }
-    expect(m.state('new').coefficients.prefillMsPerToken).to.be.closeTo(m.state('old').coefficients.prefillMsPerToken, 1e-9);
-    const fresh = new TtftCostModel();
-    fresh.observe('young', randomFeatures(rng), 500); // one sample is below minSamples
-    expect(fresh.state('new').coefficients).to.deep.equal(DEFAULT_TTFT_PRIORS);
+    const newcomer = m.state('new');
+    expect(newcomer.pooled).to.equal(true);
+    expect(newcomer.coefficients.prefillMsPerToken).to.be.closeTo(m.state('old').coefficients.prefillMsPerToken, 1e-9);
+    expect(m.state('old').pooled).to.equal(false);
+    // Its own fit takes over after minSamples observations, starting from the pooled coefficients.
+    for (let i = 0; i < DEFAULT_TTFT_MODEL.minSamples; i++) {
+      const f = randomFeatures(rng);
+      m.observe('new', f, truth(DEFAULT_TTFT_PRIORS, f));
+    }
+    expect(m.state('new').pooled).to.equal(false);
+    expect(m.state('new').coefficients.prefillMsPerToken).to.be.below(m.state('old').coefficients.prefillMsPerToken);
   });
 
   it('ignores observations that are not positive finite times, and forgets departed engines', () => {
