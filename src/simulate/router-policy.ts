@@ -27,6 +27,12 @@ export interface RouterPolicyOptions {
   readonly document: RouterDocument;
   readonly scrape?: ScrapeModel;
   readonly completionDelayMs?: number;
+  /**
+   * `ext-proc`: responses pass through the router, which hears each first token
+   * (`ticket.firstByte`, what `server.responseCompletion: ext-proc` gives); default
+   * `access-log`: it hears only the end.
+   */
+  readonly responsePath?: 'access-log' | 'ext-proc';
 }
 
 /** Loopback address of engine `i` (engines may use 127.0.0.2 and up). */
@@ -54,6 +60,7 @@ class RouterPolicy implements Policy {
   private readonly micros: number[] = [];
   private readonly completionDelayMs: number;
   private readonly rng: Rng;
+  private readonly firstBytes: boolean;
 
   constructor(
     label: string,
@@ -63,6 +70,7 @@ class RouterPolicy implements Policy {
   ) {
     this.label = label;
     this.completionDelayMs = opts.completionDelayMs ?? 5;
+    this.firstBytes = opts.responsePath === 'ext-proc';
     this.rng = seededRng(ctx.seed ^ 0x5c4a9e);
     for (const e of ctx.engines) this.byId.set(e.id, e.index);
     for (let r = 0; r < replicas; r++) {
@@ -83,7 +91,7 @@ class RouterPolicy implements Policy {
     const d = ticket.decision;
     const engines = [this.byId.get(d.endpoint.id)!];
     for (const f of d.fallbacks) engines.push(this.byId.get(f.id)!);
-    return new RouterPlacement(ticket, engines, this);
+    return this.firstBytes ? new StreamedRouterPlacement(ticket, engines, this) : new RouterPlacement(ticket, engines, this);
   }
 
   /** The access log's report of a finished request reaches the router after the flush delay. */
@@ -143,7 +151,7 @@ class RouterPolicy implements Policy {
 class RouterPlacement implements Placement {
   private ended = false;
   constructor(
-    private readonly ticket: RouteTicket,
+    protected readonly ticket: RouteTicket,
     readonly engines: readonly number[],
     private readonly owner: RouterPolicy,
   ) {}
@@ -152,6 +160,13 @@ class RouterPlacement implements Placement {
     if (this.ended) return;
     this.ended = true;
     this.owner.report(this.ticket, ok, servedBy);
+  }
+}
+
+/** A placement whose response passes through the router: it hears the first token. */
+class StreamedRouterPlacement extends RouterPlacement {
+  firstToken(): void {
+    this.ticket.firstByte?.();
   }
 }
 

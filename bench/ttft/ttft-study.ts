@@ -1,0 +1,292 @@
+/**
+ * The predicted-TTFT presets against the current default on the fleet simulator (virtual
+ * time, the real router's plugin graph): agentic sessions, a hot prefix and mixed prompt
+ * lengths at high load on 16 engines (and 64), plus a heterogeneous fleet where one engine
+ * is twice as slow. Every contender sees the same requests and engines per seed; the ratios
+ * to the default (cache-aware on the shipped access-log path) are the comparison.
+ *
+ *   npx tsc -p tsconfig.json && node dist/bench/ttft/ttft-study.js [--quick] [--out DIR]
+ *
+ * Contenders: cache-aware (access log: the shipped default), cache-aware with responses
+ * through the router (the same response path as the TTFT presets, so the path is not what
+ * differs), predicted-ttft and sticky-until-saturated (responses through the router: their
+ * model learns from first tokens), predicted-ttft on the access log (priors only, no learning).
+ * Engines: the simulator's `gpu-like` profile, whose costs differ from the TTFT model's
+ * priors (the CPU engine), so the model has to learn them.
+ *
+ * Bounded: a fixed number of arrivals per run (seeded Poisson), each run a few seconds of CPU.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promptFromBlockIds } from '../../src/simulate/block-prompt.js';
+import type { EngineModelConfig } from '../../src/simulate/engine/batching-engine.js';
+import { ENGINE_MODEL_PROFILES } from '../../src/simulate/engine/profiles.js';
+import { simulate } from '../../src/simulate/fleet-simulator.js';
+import { routerContender } from '../../src/simulate/router-policy.js';
+import type { Contender } from '../../src/simulate/policy.js';
+import type { RequestRecord, SimEngineSpec, SimRequest } from '../../src/simulate/types.js';
+import { seededRng, type Rng } from '../../src/util/rng.js';
+import { arg } from '../micro/cli-arg.js';
+import { gitOutput } from '../micro/git-output.js';
+
+const BLOCK = 16;
+const GPU = ENGINE_MODEL_PROFILES['gpu-like']!;
+
+function exp(rng: Rng, mean: number): number {
+  return -Math.log(1 - rng.next()) * mean;
+}
+
+function zipf(rng: Rng, n: number, s: number): number {
+  let total = 0;
+  for (let i = 1; i <= n; i++) total += 1 / i ** s;
+  let u = rng.next() * total;
+  for (let i = 1; i <= n; i++) {
+    u -= 1 / i ** s;
+    if (u <= 0) return i - 1;
+  }
+  return n - 1;
+}
+
+const blocks = (base: number, n: number): number[] => Array.from({ length: n }, (_, i) => base + i);
+
+/** Tool-using agent sessions: a tenant's system prompt, then turns that resend the growing history. */
+function agentic(seed: number, sessions: number, sessionsPerS: number): SimRequest[] {
+  const rng = seededRng(seed);
+  const cache = new Map<number, string>();
+  const out: SimRequest[] = [];
+  let t = 0;
+  let tail = 1;
+  for (let s = 0; s < sessions; s++) {
+    t += exp(rng, 1000 / sessionsPerS);
+    const tenant = zipf(rng, 12, 1.1);
+    const chain = blocks(1_000_000 + tenant * 1000, 125); // 2,000-token system prompt
+    const turns = 3 + rng.int(4);
+    let prev: string | undefined;
+    for (let k = 0; k < turns; k++) {
+      chain.push(...blocks(10_000_000 + s * 1000 + k * 50, 10 + rng.int(30))); // 160–640 tokens of task / tool result
+      const id = `a${s}-${k}`;
+      out.push({
+        id,
+        atMs: t,
+        api: 'completions',
+        prompt: promptFromBlockIds(chain, BLOCK, chain.length * BLOCK, tail++, cache),
+        outputTokens: 32 + rng.int(96),
+        session: `s${s}`,
+        ...(prev !== undefined ? { dependsOn: { afterId: prev, thinkMs: 100 + rng.int(400) } } : {}),
+      });
+      prev = id;
+    }
+  }
+  return out;
+}
+
+/** Independent requests at seeded Poisson arrivals; `shape` gives each one's block chain, length and output. */
+function poisson(
+  seed: number,
+  n: number,
+  qps: number,
+  prefix: string,
+  shape: (rng: Rng) => { chain: number[]; tokens: number; outputTokens: number },
+): SimRequest[] {
+  const rng = seededRng(seed);
+  const cache = new Map<number, string>();
+  const out: SimRequest[] = [];
+  let t = 0;
+  for (let i = 0; i < n; i++) {
+    t += exp(rng, 1000 / qps);
+    const { chain, tokens, outputTokens } = shape(rng);
+    out.push({
+      id: `${prefix}${i}`,
+      atMs: t,
+      api: 'completions',
+      prompt: promptFromBlockIds(chain, BLOCK, tokens, i + 1, cache),
+      outputTokens,
+    });
+  }
+  return out;
+}
+
+/** 60 % of requests share one 3,000-token prefix; the rest one of 200 Zipf-popular 1,500-token prefixes. */
+function hotPrefix(seed: number, n: number, qps: number): SimRequest[] {
+  return poisson(seed, n, qps, 'h', (rng) => {
+    const chain = rng.next() < 0.6 ? blocks(2_000_000, 188) : blocks(3_000_000 + zipf(rng, 200, 1) * 1000, 94);
+    return { chain, tokens: chain.length * BLOCK + 100 + rng.int(200), outputTokens: 64 };
+  });
+}
+
+/** Prompt lengths log-uniform from 100 to 8,000 tokens; half open with one of 20 shared prefixes of 1,000 tokens. */
+function mixedLengths(seed: number, n: number, qps: number): SimRequest[] {
+  return poisson(seed, n, qps, 'm', (rng) => {
+    const tokens = Math.round(100 * 80 ** rng.next());
+    const chain = rng.next() < 0.5 && tokens > 1000 ? blocks(4_000_000 + rng.int(20) * 1000, 62) : [];
+    return { chain, tokens, outputTokens: 16 + rng.int(200) };
+  });
+}
+
+function slower(m: EngineModelConfig, factor: number): EngineModelConfig {
+  return {
+    ...m,
+    stepOverheadMs: m.stepOverheadMs * factor,
+    prefillMsPerToken: m.prefillMsPerToken * factor,
+    decodeMsPerSeq: m.decodeMsPerSeq * factor,
+    prefillContextMsPerKToken: m.prefillContextMsPerKToken * factor,
+    decodeContextMsPerKToken: m.decodeContextMsPerKToken * factor,
+  };
+}
+
+function fleet(n: number, slowOne = false): SimEngineSpec[] {
+  return Array.from({ length: n }, (_, i) => ({
+    model: slowOne && i === 0 ? slower(GPU, 2) : GPU,
+    profile: slowOne && i === 0 ? 'gpu-like x2 slow' : 'gpu-like',
+  }));
+}
+
+const EXT_PROC = 'ext-proc' as const;
+const CONTENDERS: readonly Contender[] = [
+  routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' } }),
+  routerContender('cache-aware (responses via router)', { document: { strategy: 'cache-aware' }, responsePath: EXT_PROC }),
+  routerContender('predicted-ttft', { document: { strategy: 'predicted-ttft' }, responsePath: EXT_PROC }),
+  routerContender('sticky-until-saturated', { document: { strategy: 'sticky-until-saturated' }, responsePath: EXT_PROC }),
+  routerContender('predicted-ttft (access log, priors only)', { document: { strategy: 'predicted-ttft' } }),
+];
+
+interface Scenario {
+  readonly name: string;
+  readonly engines: number;
+  readonly slowOne: boolean;
+  readonly requests: (seed: number) => SimRequest[];
+  readonly load: string;
+}
+
+function scenarios(quick: boolean): Scenario[] {
+  const k = quick ? 0.25 : 1;
+  return [
+    { name: 'agentic-16', engines: 16, slowOne: false, load: '6 sessions/s', requests: (s) => agentic(s, Math.round(500 * k), 6) },
+    { name: 'hot-prefix-16', engines: 16, slowOne: false, load: '40 req/s', requests: (s) => hotPrefix(s, Math.round(3000 * k), 40) },
+    { name: 'mixed-lengths-16', engines: 16, slowOne: false, load: '30 req/s', requests: (s) => mixedLengths(s, Math.round(3000 * k), 30) },
+    {
+      name: 'agentic-16-one-2x-slow',
+      engines: 16,
+      slowOne: true,
+      load: '6 sessions/s',
+      requests: (s) => agentic(s, Math.round(500 * k), 6),
+    },
+    { name: 'agentic-64', engines: 64, slowOne: false, load: '24 sessions/s', requests: (s) => agentic(s, Math.round(2000 * k), 24) },
+  ];
+}
+
+interface RunRow {
+  readonly scenario: string;
+  readonly contender: string;
+  readonly seed: number;
+  readonly requests: number;
+  readonly failed: number;
+  readonly hitRate: number;
+  readonly ttftP50Ms: number;
+  readonly ttftP99Ms: number;
+  readonly decisionP99Micros: number;
+  /** Engine 0's share of the uncached prefill tokens (the slow one in the heterogeneous fleet). */
+  readonly engine0PrefillShare: number;
+}
+
+function prefillShare(records: readonly RequestRecord[]): number {
+  let all = 0;
+  let e0 = 0;
+  for (const r of records) {
+    if (!r.ok) continue;
+    const u = Math.max(0, r.promptTokens - r.cachedTokens);
+    all += u;
+    if (r.engine === 0) e0 += u;
+  }
+  return all > 0 ? e0 / all : 0;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+const ms = (v: number): string => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
+
+function render(rows: readonly RunRow[], meta: Record<string, unknown>, scen: readonly Scenario[]): string {
+  const lines = [
+    '# Predicted TTFT on the fleet simulator',
+    '',
+    `- commit \`${String(meta['commit'])}\`${meta['dirty'] === true ? ' (uncommitted changes)' : ''}, seeds ${(meta['seeds'] as number[]).join(', ')}; \`node dist/bench/ttft/ttft-study.js${meta['quick'] === true ? ' --quick' : ''}\``,
+    "- engines: the simulator's `gpu-like` profile (not the TTFT model's CPU-engine priors); virtual time, the real router graph.",
+    '- ratios: median over seeds of (contender ÷ the default, cache-aware on the access log) per seed; p50 / p99 are medians over seeds.',
+    '',
+  ];
+  for (const sc of scen) {
+    const sub = rows.filter((r) => r.scenario === sc.name);
+    if (sub.length === 0) continue;
+    lines.push(`## ${sc.name} (${sc.engines} engines${sc.slowOne ? ', engine 0 twice as slow' : ''}, ${sc.load})`, '');
+    lines.push(
+      '| contender | TTFT p50 | TTFT p99 | p50 ÷ default | p99 ÷ default | hit rate | decision p99 µs | engine 0 prefill share | failed |',
+    );
+    lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+    for (const c of CONTENDERS) {
+      const mine = sub.filter((r) => r.contender === c.label);
+      const ratio = (f: (r: RunRow) => number): number =>
+        median(mine.map((r) => f(r) / f(sub.find((b) => b.seed === r.seed && b.contender === CONTENDERS[0]!.label)!)));
+      lines.push(
+        `| ${c.label} | ${ms(median(mine.map((r) => r.ttftP50Ms)))} | ${ms(median(mine.map((r) => r.ttftP99Ms)))} | ${ratio((r) => r.ttftP50Ms).toFixed(2)}× | ${ratio((r) => r.ttftP99Ms).toFixed(2)}× | ${(100 * median(mine.map((r) => r.hitRate))).toFixed(1)}% | ${median(mine.map((r) => r.decisionP99Micros)).toFixed(0)} | ${(100 * median(mine.map((r) => r.engine0PrefillShare))).toFixed(1)}% | ${mine.reduce((a, r) => a + r.failed, 0)} |`,
+      );
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+function main(): void {
+  const args = process.argv.slice(2);
+  const quick = args.includes('--quick');
+  const out = arg(args, '--out') ?? join('bench', 'results', 'ttft');
+  const only = arg(args, '--scenario');
+  const debug = args.includes('--debug-states');
+  const seeds = quick ? [1] : [1, 2, 3];
+  const scen = scenarios(quick).filter((s) => only === undefined || s.name === only);
+  const rows: RunRow[] = [];
+  for (const sc of scen) {
+    for (const seed of seeds) {
+      const requests = sc.requests(seed);
+      for (const c0 of CONTENDERS) {
+        let policy: unknown;
+        const c: Contender = { ...c0, create: (ctx, replicas) => (policy = c0.create(ctx, replicas)) as ReturnType<Contender['create']> };
+        const r = simulate(requests, fleet(sc.engines, sc.slowOne), c, { seed, scrape: { intervalMs: 100 } });
+        if (debug) {
+          const states = (
+            policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }
+          ).schedulers?.[0]?.pluginStates();
+          const m = states?.find((p) => p.name === 'ttft-model');
+          if (m !== undefined) process.stderr.write(`${JSON.stringify((m.state as { engines: unknown[] }).engines.slice(0, 3))}\n`);
+        }
+        const row: RunRow = {
+          scenario: sc.name,
+          contender: c.label,
+          seed,
+          requests: r.summary.requests,
+          failed: r.summary.failed,
+          hitRate: r.summary.hitRate,
+          ttftP50Ms: r.summary.ttftP50Ms,
+          ttftP99Ms: r.summary.ttftP99Ms,
+          decisionP99Micros: r.summary.decisionP99Micros,
+          engine0PrefillShare: prefillShare(r.records),
+        };
+        rows.push(row);
+        process.stderr.write(
+          `${sc.name} seed ${seed} ${c.label}: p50 ${ms(row.ttftP50Ms)} p99 ${ms(row.ttftP99Ms)} hit ${(100 * row.hitRate).toFixed(1)}%\n`,
+        );
+      }
+    }
+  }
+  const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
+  const dirty = gitOutput(['status', '--porcelain', '--', 'src', 'bench']) !== '';
+  const meta = { kind: 'cacheroute-ttft-study', commit, dirty, seeds, quick, scenarios: scen.map((s) => ({ ...s, requests: undefined })) };
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'study.json'), `${JSON.stringify({ ...meta, rows }, null, 1)}\n`);
+  writeFileSync(join(out, 'study.md'), `${render(rows, meta, scen)}\n`);
+  process.stderr.write(`wrote ${join(out, 'study.md')}\n`);
+}
+
+main();
