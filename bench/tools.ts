@@ -22,6 +22,14 @@ export interface BenchTool {
 
 export const TOOLS: readonly BenchTool[] = [
   {
+    name: 'fleet',
+    description:
+      'A fleet-simulator study on virtual time (the real router over engine models, 4 to 1,024 engines, with oracle bounds and peer policies): `fleet <study>`, `fleet --list` (bench/fleet/).',
+    estimatedMinutes: 10,
+    script: 'fleet/run-fleet.js',
+    needs: [],
+  },
+  {
     name: 'bars',
     description:
       'Protocol-layer bars side by side with a baseline build: decision compute, ext_proc streams per router CPU-second, router CPU per request through Envoy (--baseline <commit-or-dir>).',

@@ -8,6 +8,8 @@ import { REAL_VLLM_SIM } from './real-vllm-sim.js';
 import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
 import { SEED_TABLE } from './seed-table.js';
 import { TINY } from './tiny.js';
+import { FLEET_AGENTIC, FLEET_DECISION_COST, FLEET_HOT_PREFIX, FLEET_SEED_TABLE, FLEET_SPEED, FLEET_STALENESS } from '../fleet/studies.js';
+import type { FleetStudy } from '../fleet/study.js';
 import type { PresetSpec } from './types.js';
 
 /** Default presets first (each < 15 min), then the opt-in long ones and the real-vLLM pair. */
@@ -28,3 +30,13 @@ export const PRESETS: readonly PresetSpec[] = [
 export function findPreset(name: string): PresetSpec | undefined {
   return PRESETS.find((p) => p.name === name);
 }
+
+/** Fleet-simulator studies (`npm run bench -- fleet <name>`, results in bench/results/fleet-<name>/). */
+export const FLEET_STUDIES: readonly FleetStudy[] = [
+  FLEET_SEED_TABLE,
+  FLEET_STALENESS,
+  FLEET_HOT_PREFIX,
+  FLEET_AGENTIC,
+  FLEET_DECISION_COST,
+  FLEET_SPEED,
+];

@@ -1,0 +1,42 @@
+/** `npm run bench -- fleet <study> [--seed n] [--only substring] [--out dir]`, or `fleet --list` (a bench tool: bench/tools.ts). */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
+import { FLEET_STUDIES } from '../presets/index.js';
+import { runStudy } from './study.js';
+
+export function runFleet(argv: readonly string[]): number {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: { seed: { type: 'string' }, only: { type: 'string' }, out: { type: 'string' }, list: { type: 'boolean', default: false } },
+  });
+  if (values.list || positionals.length === 0) {
+    for (const s of FLEET_STUDIES) process.stdout.write(`${s.name.padEnd(16)} ~${s.estimatedMinutes} min  ${s.description}\n`);
+    return positionals.length === 0 && !values.list ? 2 : 0;
+  }
+  const study = FLEET_STUDIES.find((s) => s.name === positionals[0]);
+  if (study === undefined) {
+    process.stderr.write(`unknown fleet study '${positionals[0]}'; known: ${FLEET_STUDIES.map((s) => s.name).join(', ')}\n`);
+    return 2;
+  }
+  const seed = values.seed === undefined ? undefined : Number(values.seed);
+  if (seed !== undefined && !Number.isInteger(seed)) {
+    process.stderr.write('--seed must be an integer\n');
+    return 2;
+  }
+  const outDir = resolve(values.out ?? resolve(REPO_ROOT, 'bench', 'results', `fleet-${study.name}`));
+  process.stderr.write(`fleet study ${study.name} (~${study.estimatedMinutes} min), writing ${outDir}\n`);
+  runStudy({
+    study,
+    repoRoot: REPO_ROOT,
+    outDir,
+    ...(seed !== undefined ? { seed } : {}),
+    ...(values.only !== undefined ? { only: values.only } : {}),
+    command: ['fleet', ...argv],
+    log: (m) => void process.stderr.write(`${m}\n`),
+  });
+  return 0;
+}
+
+process.exitCode = runFleet(process.argv.slice(2));

@@ -1,0 +1,231 @@
+/**
+ * The fleet studies (`npm run bench -- fleet <name>`), each sized to run in minutes on one
+ * core. Engines are the `gpu-like` engine model (16-token blocks) with the KV size of the
+ * seed table (1.25 × an engine's share of the groups' working set + 4 running prompts), so
+ * cache-aware routing can keep its share of the groups resident and round-robin cannot;
+ * load is per engine, so a bigger fleet is the same problem at a bigger scale.
+ */
+import { kvBlocksFor } from '../presets/building-blocks.js';
+import type { ScenarioSpec } from '../workloads/scenario.js';
+import type { FleetCell, FleetSpec, FleetStudy } from './study.js';
+
+const PROMPT = 1536;
+const GROUPS_PER_ENGINE = 8;
+const QPS_PER_ENGINE = 1.5;
+const KV = kvBlocksFor({ hotSetTokens: GROUPS_PER_ENGINE * PROMPT, engines: 1, factor: 1.25, inflightTokens: 4 * PROMPT });
+
+const fleet = (engines: number): FleetSpec => ({ engines, profile: 'gpu-like', model: { kvCacheBlocks: KV } });
+
+/** Measured requests of a cell: enough for a p99 and for every engine to see ~30 requests. */
+const measured = (engines: number): number => Math.max(240, 30 * engines);
+
+const sharing = (ratio: number, engines: number, perEngine = 30): ScenarioSpec => ({
+  kind: 'sharing-ratio',
+  label: `sharing-${Math.round(ratio * 100)}`,
+  ratio,
+  promptTokens: PROMPT,
+  groups: GROUPS_PER_ENGINE * engines,
+  requests: Math.max(240, perEngine * engines),
+  outputTokens: 32,
+  warmupPerGroup: ratio === 0 ? 0 : 1,
+  warmupQps: 3 * engines,
+  arrival: { kind: 'poisson', qps: QPS_PER_ENGINE * engines },
+});
+
+const PEERS = ['sglang-cache-aware', 'llm-d-weighted', 'llm-d-sticky', 'dynamo-kv', 'lmetric', 'least-request', 'power-of-two'];
+const SEED_CORE = ['round-robin', 'prefix-hash', 'cacheroute:cache-aware', 'oracle'];
+
+function seedCells(): FleetCell[] {
+  const cells: FleetCell[] = [];
+  for (const ratio of [0, 0.5, 0.9]) {
+    for (const engines of [4, 16, 64, 256, 1024]) {
+      const small = engines <= 64;
+      cells.push({
+        group: `sharing ${Math.round(ratio * 100)}%`,
+        label: `${engines} engines`,
+        fleet: fleet(engines),
+        scenario: sharing(ratio, engines, engines >= 1024 ? 10 : engines >= 256 ? 15 : 60),
+        contenders: small ? [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'] : [...SEED_CORE, 'sglang-cache-aware', 'dynamo-kv'],
+      });
+    }
+  }
+  return cells;
+}
+
+export const FLEET_SEED_TABLE: FleetStudy = {
+  name: 'seed-table',
+  description:
+    "The seed's three-scenario table (0/50/90% of every 1,536-token prompt shared by one of 8 groups per engine; 1.5 req/s per engine, Poisson; 32 output tokens) at 4, 16, 64, 256 and 1,024 engines: round-robin, prefix-hash and cacheroute's KV-aware default beside the peers' published policies and the oracle bounds.",
+  seed: 1,
+  estimatedMinutes: 30,
+  notes: [
+    `Engines: gpu-like engine model, ${KV} KV blocks of 16 tokens (1.25 × an engine's share of the working set + 4 running prompts).`,
+    'Router inputs: scrapes every 100 ms ± 10% with 2 ms age, access-log completions 5 ms after the response.',
+    '60 measured requests per engine up to 64 engines; at 256 and 1,024 engines 15 and 10 and fewer contenders keep the study in minutes.',
+  ],
+  cells: seedCells(),
+};
+
+export const FLEET_HOT_PREFIX: FleetStudy = {
+  name: 'hot-prefix',
+  description:
+    'One system prompt takes 60% of the traffic (8 groups per engine otherwise; 1,024-token prefix + 512-token question) at 4, 16 and 64 engines.',
+  seed: 1,
+  estimatedMinutes: 10,
+  notes: ['The hot group alone needs several engines at this load: affinity without a load escape queues on one engine.'],
+  cells: [4, 16, 64].map((engines) => ({
+    group: 'hot prefix 60%',
+    label: `${engines} engines`,
+    fleet: fleet(engines),
+    scenario: {
+      kind: 'hot-prefix',
+      label: 'hot-60',
+      groups: GROUPS_PER_ENGINE * engines,
+      hotShare: 0.6,
+      requests: measured(engines),
+      systemPromptTokens: 1024,
+      questionTokens: 512,
+      outputTokens: 32,
+      warmupPerGroup: 1,
+      arrival: { kind: 'poisson', qps: QPS_PER_ENGINE * engines },
+    },
+    contenders: [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'],
+  })),
+};
+
+const STALE_SCRAPES = [50, 100, 250, 500, 1000, 2000, 5000];
+
+function staleCells(): FleetCell[] {
+  const cells: FleetCell[] = [];
+  for (const engines of [16, 256]) {
+    for (const ms of STALE_SCRAPES) {
+      cells.push({
+        group: `scrape interval, ${engines} engines`,
+        label: `${ms} ms`,
+        fleet: fleet(engines),
+        scenario: sharing(0.9, engines, engines >= 256 ? 12 : 30),
+        contenders: ['round-robin', 'cacheroute:cache-aware', 'cacheroute:cache-aware+trust-stale', 'oracle'],
+        sim: { scrape: { intervalMs: ms, delayMs: 2 } },
+        contenderOptions: {
+          routerDefaults: { engineMetrics: { pollIntervalMs: Math.min(ms, 60_000), staleAfterMs: Math.max(1000, 2 * ms) } },
+        },
+      });
+    }
+    for (const lag of [0, 250, 1000, 2000]) {
+      cells.push({
+        group: `scrape age, ${engines} engines`,
+        label: `${lag} ms old`,
+        fleet: fleet(engines),
+        scenario: sharing(0.9, engines, engines >= 256 ? 12 : 30),
+        contenders: ['round-robin', 'cacheroute:cache-aware', 'cacheroute:cache-aware+trust-stale', 'oracle'],
+        sim: { scrape: { intervalMs: 100, delayMs: lag } },
+      });
+    }
+  }
+  return cells;
+}
+
+export const FLEET_STALENESS: FleetStudy = {
+  name: 'staleness',
+  description:
+    "How stale engine state hurts KV-aware routing: 90% sharing at 16 and 256 engines with the scrape interval from 50 ms to 5 s, and with scraped numbers from 0 to 2 s old (the lag of the router's view). `cache-aware` is the default (staleness rules: numbers older than staleAfterMs are replaced by the router's own accounting); `cache-aware+trust-stale` trusts any age (staleAfterMs 1 h).",
+  seed: 1,
+  estimatedMinutes: 25,
+  notes: [
+    'The default staleAfterMs is 1 s; for intervals above 500 ms it is set to twice the interval, or every reading would be stale.',
+    'KV-event lag and loss are not modelled (the precise index needs a real tokenizer and the ZMQ feed): the scrape age is the lag studied here.',
+  ],
+  cells: staleCells(),
+};
+
+const agentic = (engines: number, qpsPerEngine: number): ScenarioSpec => ({
+  kind: 'agentic',
+  label: `agentic-${qpsPerEngine}`,
+  api: 'chat',
+  tenants: 4 * engines,
+  zipfS: 1.1,
+  systemPromptTokens: 1500,
+  taskTokens: 120,
+  toolCalls: 3,
+  toolCallTokens: 40,
+  toolResultTokens: 300,
+  oneOffShare: 0.15,
+  oneOffTokens: 1500,
+  outputTokens: 32,
+  thinkMs: 200,
+  requests: Math.max(400, (engines >= 256 ? 12 : 30) * engines),
+  arrival: { kind: 'poisson', qps: qpsPerEngine * engines },
+});
+
+export const FLEET_AGENTIC: FleetStudy = {
+  name: 'agentic',
+  description:
+    'Multi-turn agentic sessions (Zipf tenants, 4 per engine, 1,500-token system prompts, 3 tool calls per session, 15% one-off prompts) at 16, 64 and 256 engines and three loads up to saturation (1, 2 and 3 session arrivals per s per engine).',
+  seed: 1,
+  estimatedMinutes: 25,
+  notes: ['Load is in arrivals per engine per second; each arrival is a session of four turns or a one-off.'],
+  cells: [16, 64, 256].flatMap((engines) =>
+    [1, 2, 3].map((q) => ({
+      group: `agentic, ${engines} engines`,
+      label: `${q} arrivals/s/engine`,
+      fleet: fleet(engines),
+      scenario: agentic(engines, q),
+      contenders:
+        engines <= 64 ? [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'] : [...SEED_CORE, 'sglang-cache-aware', 'dynamo-kv'],
+    })),
+  ),
+};
+
+export const FLEET_DECISION_COST: FleetStudy = {
+  name: 'decision-cost',
+  description:
+    "Decision cost of the real router (cache-aware default) at 16, 256 and 1,024 endpoints on 32 KB prompts (8,192 tokens, 90% shared), measured around Scheduler.route in the simulator's process (wall clock, µs).",
+  seed: 1,
+  estimatedMinutes: 5,
+  notes: ['Run on a quiet machine: the figures are wall-clock time of real code; the routing figures are not affected by load.'],
+  cells: [16, 256, 1024].map((engines) => ({
+    group: 'decision cost, 32 KB prompts',
+    label: `${engines} endpoints`,
+    fleet: { engines, profile: 'gpu-like', model: { kvCacheBlocks: 8192 } },
+    scenario: {
+      kind: 'sharing-ratio',
+      label: 'sharing-90-32k',
+      ratio: 0.9,
+      promptTokens: 8192,
+      groups: Math.max(8, engines),
+      requests: 2000,
+      outputTokens: 4,
+      arrival: { kind: 'poisson', qps: Math.max(4, engines / 4) },
+    },
+    contenders: ['cacheroute:cache-aware'],
+  })),
+};
+
+export const FLEET_SPEED: FleetStudy = {
+  name: 'speed',
+  description:
+    'Simulator speed: 100,000 requests (50% sharing, 1,024-token prompts, 32 output tokens, 2 req/s per engine) on 256 engines, the real router (cache-aware) deciding every one; requests per wall and per CPU minute and the heap at the end.',
+  seed: 1,
+  estimatedMinutes: 5,
+  notes: [
+    'One core (Node is single-threaded; GC threads count in the CPU figure). On a shared machine the wall figure is lower than the CPU one.',
+  ],
+  cells: [
+    {
+      group: 'speed',
+      label: '256 engines, 100k requests',
+      fleet: { engines: 256, profile: 'gpu-like', model: { kvCacheBlocks: 2048 } },
+      scenario: {
+        kind: 'sharing-ratio',
+        label: 'sharing-50',
+        ratio: 0.5,
+        promptTokens: 1024,
+        groups: 1024,
+        requests: 100_000,
+        outputTokens: 32,
+        arrival: { kind: 'poisson', qps: 512 },
+      },
+      contenders: ['cacheroute:cache-aware'],
+    },
+  ],
+};

@@ -1,0 +1,110 @@
+/**
+ * The contenders a study can name: every cacheroute preset and any router document (the
+ * real router), the peers' published policies (plugin graphs where cacheroute's plugins
+ * express them exactly, small policies otherwise: peer-policies.ts) and the two bounds
+ * (oracle.ts). Each names the source its rule follows.
+ */
+import { STRATEGIES } from '../plugins/presets/presets.js';
+import { clairvoyantContender, oracleContender } from './oracle.js';
+import { dynamoKvCost, llmdSticky, lmetric, sglangCacheAware } from './peer-policies.js';
+import type { Contender } from './policy.js';
+import { deepMerge, routerContender, type RouterDocument } from './router-policy.js';
+import type { ScrapeModel } from './types.js';
+
+export interface ContenderOptions {
+  readonly scrape?: ScrapeModel;
+  readonly completionDelayMs?: number;
+  /** Merged under every cacheroute contender's document (e.g. engineMetrics settings). */
+  readonly routerDefaults?: RouterDocument;
+}
+
+/** llm-d's default weighted profile (Helm chart: queue 2, kv-cache-utilization 2, prefix-cache 3, max-score picker) as a cacheroute plugin graph. */
+export const LLMD_WEIGHTED_GRAPH: RouterDocument = {
+  plugins: [{ type: 'prefix-cache' }, { type: 'queue-scorer' }, { type: 'kv-usage-scorer' }, { type: 'max-score-picker' }],
+  schedulingProfiles: [
+    {
+      name: 'llm-d-weighted',
+      plugins: [
+        { pluginRef: 'prefix-cache', weight: 3 },
+        { pluginRef: 'queue-scorer', weight: 2 },
+        { pluginRef: 'kv-usage-scorer', weight: 2 },
+        { pluginRef: 'max-score-picker' },
+      ],
+    },
+  ],
+};
+
+/** Peer policies cacheroute's presets implement as published (label → preset, source). */
+const PEER_PRESETS: readonly (readonly [string, string, string])[] = [
+  ['round-robin', 'round-robin', 'round-robin (every router)'],
+  ['least-request', 'least-request', 'least outstanding requests (Envoy LEAST_REQUEST, SGLang/vllm-router)'],
+  [
+    'prefix-hash',
+    'prefix-hash',
+    'consistent hash of the prompt prefix (vllm-router consistent_hash, SMG prefix_hash without its load walk)',
+  ],
+  ['power-of-two', 'power-of-two', 'power of two choices on load (SGLang/vllm-router power_of_two)'],
+];
+
+const PEERS: Readonly<Record<string, () => Contender>> = {
+  'sglang-cache-aware': sglangCacheAware,
+  'llm-d-sticky': llmdSticky,
+  'dynamo-kv': dynamoKvCost,
+  lmetric,
+  oracle: oracleContender,
+  clairvoyant: clairvoyantContender,
+};
+
+/** Variants of a cacheroute preset (`cacheroute:<preset>+<variant>`): settings merged last. */
+export const ROUTER_VARIANTS: Readonly<Record<string, RouterDocument>> = {
+  /** Scraped numbers are trusted at any age (the staleness rules never fall back). */
+  'trust-stale': { engineMetrics: { staleAfterMs: 3_600_000 } },
+  /** No scrapes: router-side accounting only. */
+  'no-metrics': { engineMetrics: { enabled: false } },
+};
+
+/** Every name `contender()` knows. */
+export function contenderNames(): string[] {
+  return [...STRATEGIES.map((s) => `cacheroute:${s}`), 'llm-d-weighted', ...PEER_PRESETS.map((p) => p[0]), ...Object.keys(PEERS)];
+}
+
+/**
+ * A contender by name: `cacheroute:<preset>` (the real router with that strategy),
+ * `llm-d-weighted`, a peer's policy, `oracle` or `clairvoyant`.
+ * @throws Error for an unknown name (the message lists the known ones).
+ */
+export function contender(name: string, opts: ContenderOptions = {}): Contender {
+  const router = (label: string, doc: RouterDocument, source: string): Contender =>
+    routerContender(
+      label,
+      {
+        document: deepMerge(opts.routerDefaults ?? {}, doc),
+        ...(opts.scrape !== undefined ? { scrape: opts.scrape } : {}),
+        ...(opts.completionDelayMs !== undefined ? { completionDelayMs: opts.completionDelayMs } : {}),
+      },
+      source,
+    );
+  if (name.startsWith('cacheroute:')) {
+    const [s = '', ...variants] = name.slice('cacheroute:'.length).split('+');
+    if (!(STRATEGIES as readonly string[]).includes(s))
+      throw new Error(`unknown cacheroute preset '${s}' (known: ${STRATEGIES.join(', ')})`);
+    let doc: RouterDocument = { strategy: s };
+    for (const v of variants) {
+      const over = ROUTER_VARIANTS[v];
+      if (over === undefined) throw new Error(`unknown variant '${v}' (known: ${Object.keys(ROUTER_VARIANTS).join(', ')})`);
+      doc = deepMerge(doc, over);
+    }
+    return router(name, doc, `cacheroute preset ${s}${variants.map((v) => ` + ${v}`).join('')}`);
+  }
+  if (name === 'llm-d-weighted')
+    return router(
+      name,
+      LLMD_WEIGHTED_GRAPH,
+      'llm-d default profile: prefix 3, queue 2, kv-usage 2 (config/charts/routerlib/templates/_config.yaml)',
+    );
+  const preset = PEER_PRESETS.find((p) => p[0] === name);
+  if (preset !== undefined) return router(name, { strategy: preset[1] }, preset[2]);
+  const peer = PEERS[name];
+  if (peer !== undefined) return peer();
+  throw new Error(`unknown contender '${name}' (known: ${contenderNames().join(', ')})`);
+}

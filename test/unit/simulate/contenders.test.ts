@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { contender, contenderNames } from '../../../src/simulate/contenders.js';
+import { GPU_LIKE_ENGINE_MODEL } from '../../../src/simulate/engine/batching-engine.js';
+import { simulate } from '../../../src/simulate/fleet-simulator.js';
+import type { SimRequest } from '../../../src/simulate/types.js';
+import { promptFromBlockIds } from '../../../src/simulate/block-prompt.js';
+import { seededRng } from '../../../src/util/rng.js';
+
+/** 12 groups of 40 shared blocks, each request 8 blocks of its own; Poisson 30 req/s. */
+function workload(n: number): SimRequest[] {
+  const rng = seededRng(4);
+  let t = 0;
+  const cache = new Map<number, string>();
+  return Array.from({ length: n }, (_, i) => {
+    t += (-Math.log(1 - rng.next()) * 1000) / 30;
+    const g = rng.int(12);
+    const ids = [...Array.from({ length: 40 }, (_, b) => g * 1000 + b), ...Array.from({ length: 8 }, (_, b) => 100_000 + i * 8 + b)];
+    return { id: `r${i}`, atMs: t, api: 'completions' as const, prompt: promptFromBlockIds(ids, 16, 48 * 16, i, cache), outputTokens: 8 };
+  });
+}
+
+describe('simulator contenders', () => {
+  const reqs = workload(300);
+  const fleet = Array.from({ length: 4 }, () => ({ model: { ...GPU_LIKE_ENGINE_MODEL, kvCacheBlocks: 400 } }));
+  const run = (name: string) => simulate(reqs, fleet, contender(name), { seed: 1 }).summary;
+
+  it('every named contender builds and serves every request', () => {
+    for (const name of contenderNames()) {
+      const s = run(name);
+      expect(s.ok, name).to.equal(300);
+    }
+  });
+
+  it('the oracle, seeing exact caches and queues, is no worse than round-robin and keeps the cache hits', () => {
+    const rr = run('round-robin');
+    const oracle = run('oracle');
+    expect(oracle.hitRate).to.be.greaterThan(rr.hitRate + 0.2);
+    expect(oracle.ttftP50Ms).to.be.lessThan(rr.ttftP50Ms);
+    expect(oracle.ttftP99Ms).to.be.at.most(rr.ttftP99Ms);
+  });
+
+  it('names a variant of a preset and refuses unknown names', () => {
+    expect(contender('cacheroute:cache-aware+trust-stale').source).to.contain('trust-stale');
+    expect(() => contender('cacheroute:nope')).to.throw(/unknown cacheroute preset/);
+    expect(() => contender('cacheroute:cache-aware+nope')).to.throw(/unknown variant/);
+    expect(() => contender('nope')).to.throw(/unknown contender/);
+  });
+});
