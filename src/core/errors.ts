@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'UNSUPPORTED_MEDIA' // e.g. compressed body the router will not inflate
   | 'NO_ENDPOINT' // nothing eligible (empty pool / subset)
   | 'OVERLOADED' // refused by admission control (src/admission/), 429 + Retry-After
+  | 'PRECONDITION_FAILED' // `Prefer: if-available` and the decode engine does not hold the prompt (412)
   | 'BAD_CONFIG'
   | 'PROTOCOL' // peer broke the ext_proc conversation rules
   | 'INTERNAL';

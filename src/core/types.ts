@@ -87,6 +87,50 @@ export interface RouteRequest {
    */
   readonly traceparent?: string;
   readonly tracestate?: string;
+  /**
+   * The client sent `Prefer: if-available` (llm-d's conditional decode): serve it only on a
+   * decode engine that already holds the prompt, else refuse (412) so the caller can run the
+   * prefill leg itself.
+   */
+  readonly conditionalDecode?: boolean;
+}
+
+/**
+ * Why prefill was or was not split off onto a prefill engine; a closed set so it can label
+ * metrics.
+ */
+export type DisaggReason =
+  | 'split' // the decider approved and a prefill engine was chosen
+  | 'short-prompt' // the prompt is shorter than the decider's minimum
+  | 'cached' // the decode engine already holds enough of the prompt
+  | 'prefill-saturated' // the chosen prefill engine has too much prefill work queued
+  | 'no-prefill-engine' // no engine in the prefill pool (after filters)
+  | 'same-engine' // the prefill pick is the decode engine itself (a `both` engine)
+  | 'never'; // splitting is turned off (split: never)
+
+export const DISAGG_REASONS: readonly DisaggReason[] = [
+  'split',
+  'short-prompt',
+  'cached',
+  'prefill-saturated',
+  'no-prefill-engine',
+  'same-engine',
+  'never',
+];
+
+/** The prefill/decode part of a decision (present when a disaggregation handler ran). */
+export interface DisaggDecision {
+  /** The prefill engine, only when prefill was split off (then `why` is `split`). */
+  readonly prefill?: Endpoint;
+  readonly why: DisaggReason;
+  /** Estimated prompt tokens. */
+  readonly promptTokens: number;
+  /** Estimated prompt tokens the decode engine does not hold. */
+  readonly uncachedTokens: number;
+  /** Estimated prompt tokens the prefill engine already holds (when one was picked). */
+  readonly prefillCachedTokens?: number;
+  /** Why that prefill engine (its profile's picker reason), when one was picked. */
+  readonly prefillReason?: DecisionReason;
 }
 
 /** Why the picker chose what it chose; a closed set so it can label metrics. */
@@ -143,6 +187,8 @@ export interface RouteDecision {
   readonly decisionMicros: number;
   /** Free-form notes (e.g. "stale metrics: fell back to router accounting"). No prompt text. */
   readonly notes?: readonly string[];
+  /** Prefill/decode disaggregation: `endpoint` is the decode engine, `disagg.prefill` the prefill one. */
+  readonly disagg?: DisaggDecision;
 }
 
 /** What happened to a routed request; fed back to the scheduler for accounting and learning. */

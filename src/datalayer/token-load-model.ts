@@ -73,6 +73,8 @@ export class OutputLengthLearner {
 
 interface Tracked {
   readonly endpointId: string;
+  /** Where the prefill part runs: a split request's prefill engine, else endpointId. */
+  readonly prefillEndpointId: string;
   readonly prefillTokens: number;
   readonly decodeTokens: number;
   prefillDone: boolean;
@@ -92,6 +94,11 @@ export interface RoutedWork {
   /** Share of the prompt the router expects the engine to have cached, in [0,1]. */
   readonly predictedHitFraction: number;
   readonly maxTokens?: number;
+  /**
+   * A split request's prefill engine (prefill/decode disaggregation): the prefill part is
+   * its work (with `predictedHitFraction` its hit), the decode part `endpointId`'s.
+   */
+  readonly prefillEndpointId?: string;
 }
 
 /** Router-side pending-token accounting per endpoint. */
@@ -107,15 +114,18 @@ export class TokenLoadModel {
     const hit = Math.min(1, Math.max(0, w.predictedHitFraction));
     const t: Tracked = {
       endpointId: w.endpointId,
+      prefillEndpointId: w.prefillEndpointId ?? w.endpointId,
       prefillTokens: Math.max(0, w.promptTokens) * (1 - hit),
       decodeTokens: this.learner.expected(w.model, w.maxTokens),
       prefillDone: false,
     };
     this.byRequest.set(w.requestId, t);
     const s = this.sums(w.endpointId);
-    s.prefill += t.prefillTokens;
     s.decode += t.decodeTokens;
     s.count++;
+    const p = this.sums(t.prefillEndpointId);
+    p.prefill += t.prefillTokens;
+    if (t.prefillEndpointId !== t.endpointId) p.count++;
   }
 
   /** The first output token was seen: the prefill part is done. */
@@ -123,7 +133,16 @@ export class TokenLoadModel {
     const t = this.byRequest.get(requestId);
     if (t === undefined || t.prefillDone) return;
     t.prefillDone = true;
-    this.sums(t.endpointId).prefill -= t.prefillTokens;
+    this.endPrefill(t);
+  }
+
+  /** Takes the prefill part off its engine (a split request's prefill engine is then done with it). */
+  private endPrefill(t: Tracked): void {
+    const p = this.sums(t.prefillEndpointId);
+    p.prefill -= t.prefillTokens;
+    if (t.prefillEndpointId === t.endpointId) return;
+    p.count--;
+    if (p.count <= 0) this.byEndpoint.delete(t.prefillEndpointId);
   }
 
   /**
@@ -134,8 +153,8 @@ export class TokenLoadModel {
     const t = this.byRequest.get(requestId);
     if (t !== undefined) {
       this.byRequest.delete(requestId);
+      if (!t.prefillDone) this.endPrefill(t);
       const s = this.sums(t.endpointId);
-      if (!t.prefillDone) s.prefill -= t.prefillTokens;
       s.decode -= t.decodeTokens;
       s.count--;
       if (s.count <= 0) this.byEndpoint.delete(t.endpointId); // also clears float drift
@@ -161,7 +180,7 @@ export class TokenLoadModel {
   /** Drops all accounting for endpoints no longer in the registry. */
   retain(endpointIds: Iterable<string>): void {
     const keep = new Set(endpointIds);
-    for (const [id, t] of this.byRequest) if (!keep.has(t.endpointId)) this.byRequest.delete(id);
+    for (const [id, t] of this.byRequest) if (!keep.has(t.endpointId) || !keep.has(t.prefillEndpointId)) this.byRequest.delete(id);
     for (const id of [...this.byEndpoint.keys()]) if (!keep.has(id)) this.byEndpoint.delete(id);
   }
 

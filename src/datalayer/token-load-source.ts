@@ -22,7 +22,17 @@ export class TokenLoadSource implements RoutedHook, CompletedHook, EndpointsChan
 
   onRouted(state: CycleState, decision: RouteDecision): void {
     const r = state.request;
-    const hit = r.promptChars > 0 ? (decision.matchedChars ?? 0) / r.promptChars : 0;
+    const pd = decision.disagg;
+    const prefill = pd?.prefill;
+    // A split request's prompt is computed on its prefill engine, with that engine's hit.
+    const hit =
+      prefill !== undefined
+        ? r.promptTokens > 0
+          ? (pd!.prefillCachedTokens ?? 0) / r.promptTokens
+          : 0
+        : r.promptChars > 0
+          ? (decision.matchedChars ?? 0) / r.promptChars
+          : 0;
     this.model.onRouted({
       requestId: r.requestId,
       endpointId: decision.endpoint.id,
@@ -30,6 +40,7 @@ export class TokenLoadSource implements RoutedHook, CompletedHook, EndpointsChan
       promptTokens: r.promptTokens,
       predictedHitFraction: hit,
       maxTokens: r.maxTokens,
+      ...(prefill !== undefined ? { prefillEndpointId: prefill.id } : {}),
     });
   }
 

@@ -20,6 +20,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, ErrorStatus>> = {
   UNSUPPORTED_MEDIA: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
   NO_ENDPOINT: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
   OVERLOADED: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  PRECONDITION_FAILED: { http: 412, grpc: GrpcStatus.FAILED_PRECONDITION },
   BAD_CONFIG: { http: 500, grpc: GrpcStatus.FAILED_PRECONDITION },
   PROTOCOL: { http: 500, grpc: GrpcStatus.INVALID_ARGUMENT },
   INTERNAL: { http: 500, grpc: GrpcStatus.INTERNAL },

@@ -8,7 +8,9 @@ import { healthFilter } from './filter/health-filter.js';
 import { hotspotFilter } from './filter/hotspot-replication.js';
 import { imbalanceEscapeFilter } from './filter/imbalance-escape-filter.js';
 import { modelSubsetFilter } from './filter/model-subset-filter.js';
+import { roleFilter } from './filter/role-filter.js';
 import { autoProfileHandler } from './handler/auto-profile-handler.js';
+import { disaggProfileHandler } from './handler/disagg-profile-handler.js';
 import { singleProfileHandler } from './handler/single-profile-handler.js';
 import { indexCalibration } from './multi/index-calibration.js';
 import { precisePrefixCache } from './multi/precise-prefix-cache-plugin.js';
@@ -36,6 +38,7 @@ export function registerBuiltins(catalog: PluginCatalog): PluginCatalog {
       .register(healthFilter)
       .register(imbalanceEscapeFilter)
       .register(hotspotFilter)
+      .register(roleFilter)
       // scorers
       .register(queueScorer)
       .register(kvUsageScorer)
@@ -60,6 +63,7 @@ export function registerBuiltins(catalog: PluginCatalog): PluginCatalog {
       // profile handlers
       .register(singleProfileHandler)
       .register(autoProfileHandler)
+      .register(disaggProfileHandler)
   );
 }
 

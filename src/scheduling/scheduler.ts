@@ -12,7 +12,7 @@
  */
 import { RouterError } from '../core/errors.js';
 import type { RoutingService, RouteTicket } from '../core/routing-service.js';
-import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { DisaggDecision, Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { DataLayer } from '../datalayer/data-layer.js';
 import type { InflightLease } from '../endpoints/inflight.js';
 import { newLoadScratch, type MutableLoadSnapshot } from '../endpoints/load.js';
@@ -40,6 +40,7 @@ import {
   type Profile,
   type ProfileHandler,
   type RoutedHook,
+  type StagePick,
 } from './types.js';
 
 export interface SchedulerOptions {
@@ -259,18 +260,27 @@ export class Scheduler implements RoutingService {
     const fallbacks: Endpoint[] = [];
     for (let k = 1; k < order.length && fallbacks.length < this.fallbacks; k++) fallbacks.push(candidates[order[k]!]!.endpoint);
 
-    let matchedBlocks: number | undefined;
-    let totalBlocks: number | undefined;
-    let matchedChars: number | undefined;
-    for (const a of this.annotators) {
-      const n = a.annotate(state, chosenCandidate);
-      if (n === undefined) continue;
-      matchedBlocks ??= n.matchedBlocks;
-      totalBlocks ??= n.totalBlocks;
-      matchedChars ??= n.matchedChars;
+    const { matchedBlocks, totalBlocks, matchedChars } = this.annotate(state, chosenCandidate);
+
+    let disagg: DisaggDecision | undefined;
+    let endMicros = observed ? run.endMicros : 0;
+    if (this.handler.secondStage !== undefined) {
+      try {
+        disagg = this.handler.secondStage(
+          state,
+          { chosen: chosenCandidate, reason: run.reason, annotation: { matchedBlocks, totalBlocks, matchedChars } },
+          this.profiles,
+          (p) => this.runStage(p, state, input, timings),
+        );
+      } catch (err) {
+        const error = RouterError.from(err);
+        if (observed) this.events.emit({ kind: 'rejected', request, error });
+        throw error;
+      }
+      endMicros = 0;
     }
     // Decision compute ends with the pick (steps 1–2); the score report is built on demand.
-    const decisionMicros = Math.max(0, (observed ? run.endMicros : clock.nowMicros()) - t0);
+    const decisionMicros = Math.max(0, (endMicros > 0 ? endMicros : clock.nowMicros()) - t0);
 
     const decision = new ScoredDecision(
       {
@@ -280,16 +290,24 @@ export class Scheduler implements RoutingService {
         strategy: this.strategy,
         profile: profile.name,
         reason: run.reason,
-        matchedBlocks: matchedBlocks ?? 0,
-        totalBlocks: totalBlocks ?? 0,
-        matchedChars: matchedChars ?? 0,
+        matchedBlocks,
+        totalBlocks,
+        matchedChars,
         decisionMicros,
+        ...(disagg !== undefined ? { disagg } : {}),
       },
       { candidates, order, scores: run.scores, totals: run.totals, scorerNames: this.scorerNames.get(profile)! },
       state.notes.length > 0 ? [...state.notes] : undefined,
     );
 
-    const lease = this.registry.inflight.acquire(chosen.index, request.promptTokens);
+    // A split request's prompt is computed on the prefill engine (its lease ends with the
+    // prefill leg, at the first byte); the decode engine receives the KV.
+    const prefill = disagg?.prefill;
+    const lease = this.registry.inflight.acquire(chosen.index, prefill !== undefined ? 0 : request.promptTokens);
+    const prefillLease =
+      prefill !== undefined
+        ? this.registry.inflight.acquire(prefill.index, Math.max(0, request.promptTokens - (disagg!.prefillCachedTokens ?? 0)))
+        : undefined;
     // One clock read per hook boundary (only when someone observes the timings).
     let th = observed ? clock.nowMicros() : 0;
     for (const h of this.routedHooks) {
@@ -305,7 +323,29 @@ export class Scheduler implements RoutingService {
       }
     }
     if (timings !== undefined) this.events.emit({ kind: 'routed', request, decision, timings, routeMicros: Math.max(0, th - t0) });
-    return new Ticket(this.ticketContext, request, decision, lease, nowMs);
+    return new Ticket(this.ticketContext, request, decision, lease, nowMs, prefillLease);
+  }
+
+  /** What the annotators report about `chosen` (the first answer per field wins). */
+  private annotate(state: CycleState, chosen: Candidate): { matchedBlocks: number; totalBlocks: number; matchedChars: number } {
+    let matchedBlocks: number | undefined;
+    let totalBlocks: number | undefined;
+    let matchedChars: number | undefined;
+    for (const a of this.annotators) {
+      const n = a.annotate(state, chosen);
+      if (n === undefined) continue;
+      matchedBlocks ??= n.matchedBlocks;
+      totalBlocks ??= n.totalBlocks;
+      matchedChars ??= n.matchedChars;
+    }
+    return { matchedBlocks: matchedBlocks ?? 0, totalBlocks: totalBlocks ?? 0, matchedChars: matchedChars ?? 0 };
+  }
+
+  /** A second-stage run of `profile` over this cycle's candidates. */
+  private runStage(profile: Profile, state: CycleState, input: readonly Candidate[], timings: PluginTiming[] | undefined): StagePick {
+    const run = runProfileTimed(profile, state, input, timings !== undefined ? this.clock : undefined, timings ?? NO_TIMINGS);
+    const chosen = run.candidates[run.order[0]!]!;
+    return { chosen, reason: run.reason, annotation: this.annotate(state, chosen) };
   }
 
   /**
@@ -347,21 +387,32 @@ class Ticket implements RouteTicket {
   readonly decision: RouteDecision;
   #ctx: TicketContext;
   #lease: InflightLease;
+  /** The prefill engine's claim of a split request (released at the first byte). */
+  #prefillLease: InflightLease | undefined;
   #decidedAtMs: number;
   #finished = false;
 
-  constructor(ctx: TicketContext, request: RouteRequest, decision: RouteDecision, lease: InflightLease, decidedAtMs: number) {
+  constructor(
+    ctx: TicketContext,
+    request: RouteRequest,
+    decision: RouteDecision,
+    lease: InflightLease,
+    decidedAtMs: number,
+    prefillLease?: InflightLease,
+  ) {
     this.request = request;
     this.decision = decision;
     this.#ctx = ctx;
     this.#lease = lease;
     this.#decidedAtMs = decidedAtMs;
+    this.#prefillLease = prefillLease;
   }
 
   finish(outcome: RequestOutcome): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#lease.release();
+    this.#prefillLease?.release();
     const { completedHooks, events, logger, registry } = this.#ctx;
     const { request, decision } = this;
     // An engine that left while this request ran has no state any more: its late outcome
@@ -379,7 +430,9 @@ class Ticket implements RouteTicket {
 
   /** Prefill accounting only (see inflight.ts): the request keeps its in-flight claim. */
   firstByte(): void {
-    if (this.#finished || !this.#lease.firstByte()) return;
+    if (this.#finished) return;
+    this.#prefillLease?.release();
+    if (!this.#lease.firstByte()) return;
     const { completedHooks, logger, registry } = this.#ctx;
     const { request, decision } = this;
     if (!registry.isMember(decision.endpoint)) return;

@@ -9,7 +9,7 @@
  * `candidates` is first read; later reads return that array. `toJSON` includes it, so a
  * serialised decision looks as before.
  */
-import type { CandidateScore, Endpoint, DecisionReason, RouteDecision } from '../core/types.js';
+import type { CandidateScore, DecisionReason, DisaggDecision, Endpoint, RouteDecision } from '../core/types.js';
 import type { Candidate } from './types.js';
 
 /** Everything of a decision but the score report and the notes. */
@@ -41,6 +41,8 @@ export class ScoredDecision implements RouteDecision {
   readonly decisionMicros: number;
   /** Present only when the cycle left notes (as with the plain object it replaces). */
   declare readonly notes?: readonly string[];
+  /** Present only when a disaggregation handler ran. */
+  declare readonly disagg?: DisaggDecision;
   #source: ScoreSource | undefined;
   #report: readonly CandidateScore[] | undefined;
 
@@ -56,6 +58,7 @@ export class ScoredDecision implements RouteDecision {
     this.matchedChars = f.matchedChars;
     this.decisionMicros = f.decisionMicros;
     if (notes !== undefined) (this as { notes?: readonly string[] }).notes = notes;
+    if (f.disagg !== undefined) (this as { disagg?: DisaggDecision }).disagg = f.disagg;
     this.#source = source;
   }
 
@@ -82,6 +85,7 @@ export class ScoredDecision implements RouteDecision {
       candidates: this.candidates,
       decisionMicros: this.decisionMicros,
       ...(this.notes !== undefined ? { notes: this.notes } : {}),
+      ...(this.disagg !== undefined ? { disagg: this.disagg } : {}),
     };
   }
 }

@@ -6,7 +6,7 @@
  * (whichever profile ran) so stateful plugins (the prefix index, session bindings) can
  * learn. A plugin implements any subset of these interfaces and is filed under each.
  */
-import type { Endpoint, RouteRequest, RouteDecision, RequestOutcome, DecisionReason } from '../core/types.js';
+import type { DecisionReason, DisaggDecision, Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { MembershipChange } from '../endpoints/registry.js';
 import type { Rng } from '../util/rng.js';
@@ -128,14 +128,32 @@ export interface Profile {
   readonly picker: Picker;
 }
 
+/** What a second stage may learn from a run of another profile over the same candidates. */
+export interface StagePick {
+  readonly chosen: Candidate;
+  readonly reason: DecisionReason;
+  /** What the annotators report about `chosen` (its prefix match). */
+  readonly annotation: DecisionAnnotation;
+}
+
+/** Runs a profile over this cycle's candidates (timed and reported like the first run). */
+export type StageRunner = (profile: Profile) => StagePick;
+
 /**
- * Chooses which profile runs for a request (GIE's ProfileHandler, with one profile per
- * request). Called before any filter; `profiles` are all configured ones, by name.
+ * Chooses which profile runs for a request (GIE's ProfileHandler). Called before any filter;
+ * `profiles` are all configured ones, by name. The chosen profile's pick is the request's
+ * destination.
  */
 export interface ProfileHandler extends Plugin {
   pickProfile(state: CycleState, profiles: ReadonlyMap<string, Profile>): Profile;
   /** Profile names the handler may pick; the graph builder checks they exist. */
   readonly requiredProfiles?: readonly string[];
+  /**
+   * Optional second stage (prefill/decode disaggregation): called after the first pick with
+   * it and its annotation; may run other profiles through `run` and returns the decision's
+   * `disagg` part. Throwing a RouterError refuses the request (conditional decode's 412).
+   */
+  secondStage?(state: CycleState, first: StagePick, profiles: ReadonlyMap<string, Profile>, run: StageRunner): DisaggDecision;
 }
 
 /** A type guard: the plugin implements `method` (extension points are found by their method). */

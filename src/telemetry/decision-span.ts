@@ -46,6 +46,10 @@ export const ATTR = {
   candidateScorePrefix: 'cacheroute.candidates.score.',
   candidateMetricsAge: 'cacheroute.candidates.metrics_age_ms',
   candidateInflight: 'cacheroute.candidates.inflight_requests',
+  pdWhy: 'cacheroute.pd.why',
+  pdPrefillEndpoint: 'cacheroute.pd.prefill_endpoint',
+  pdUncachedTokens: 'cacheroute.pd.uncached_tokens',
+  pdPrefillCachedTokens: 'cacheroute.pd.prefill_cached_tokens',
 } as const;
 
 /** Looks up an endpoint's current load picture (for signal ages); undefined if unknown. */
@@ -98,6 +102,13 @@ export function decisionSpanAttributes(
     [ATTR.candidateCount]: decision.candidates.length,
   };
   if (decision.profile !== undefined) attrs[ATTR.profile] = decision.profile;
+  const pd = decision.disagg;
+  if (pd !== undefined) {
+    attrs[ATTR.pdWhy] = pd.why;
+    attrs[ATTR.pdUncachedTokens] = pd.uncachedTokens;
+    if (pd.prefill !== undefined) attrs[ATTR.pdPrefillEndpoint] = pd.prefill.id;
+    if (pd.prefillCachedTokens !== undefined) attrs[ATTR.pdPrefillCachedTokens] = pd.prefillCachedTokens;
+  }
   // Per-plugin call time (the profile handler's choice included), summed per plugin name.
   for (const t of opts.timings ?? []) {
     const key = ATTR.pluginMicrosPrefix + t.plugin;

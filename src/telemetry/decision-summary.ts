@@ -4,9 +4,11 @@
  * and tests can pin the format. It carries only identifiers the operator configured
  * (endpoint address, strategy) and closed-set labels (reason): never prompt text.
  *
- * Format: `ep=<ip:port>;reason=<reason>;match=<matched>/<total>;strategy=<strategy>`
+ * Format: `ep=<ip:port>;reason=<reason>;match=<matched>/<total>;strategy=<strategy>`, then for a
+ * disaggregation handler's decision `;pd=<why>` and, when prefill was split off,
+ * `;prefill=<ip:port>` (`ep` is then the decode engine).
  */
-import type { RouteDecision } from '../core/types.js';
+import type { DisaggDecision, RouteDecision } from '../core/types.js';
 
 /** Name of the response header the edge sets when `telemetry.decisionHeader` is on. */
 export const DECISION_HEADER = 'x-cacheroute-decision';
@@ -20,8 +22,14 @@ export function formatDecisionSummary(decision: RouteDecision): string {
   const matched = Math.max(0, Math.trunc(decision.matchedBlocks));
   const total = Math.max(0, Math.trunc(decision.totalBlocks));
   return (
-    `ep=${token(decision.endpoint.id)};reason=${token(decision.reason)};` + `match=${matched}/${total};strategy=${token(decision.strategy)}`
+    `ep=${token(decision.endpoint.id)};reason=${token(decision.reason)};` +
+    `match=${matched}/${total};strategy=${token(decision.strategy)}` +
+    (decision.disagg !== undefined ? pdSummary(decision.disagg) : '')
   );
+}
+
+function pdSummary(d: DisaggDecision): string {
+  return `;pd=${token(d.why)}` + (d.prefill !== undefined ? `;prefill=${token(d.prefill.id)}` : '');
 }
 
 /** Inverse of formatDecisionSummary (tests, tools reading the header). Unknown keys are kept. */

@@ -18,7 +18,7 @@
  * collects the registry, so recording a decision does no label hashing.
  */
 import { Counter, Gauge, Registry } from 'prom-client';
-import { DECISION_REASONS } from '../core/types.js';
+import { DECISION_REASONS, DISAGG_REASONS } from '../core/types.js';
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { EdgeStats } from '../extproc/edge-stats.js';
@@ -36,6 +36,7 @@ const MAX_STRATEGY_LABELS = 16;
 /** Endpoint label values kept at most (engines that joined later count too; beyond: `other`). */
 const MAX_ENDPOINT_LABELS = 1024;
 const REASONS: ReadonlySet<string> = new Set(DECISION_REASONS);
+const PD_REASONS: ReadonlySet<string> = new Set(DISAGG_REASONS);
 const FALLBACKS: ReadonlySet<string> = new Set(FALLBACK_REASONS);
 
 /**
@@ -97,6 +98,7 @@ export class RouterMetrics implements EdgeStats {
   private readonly decisions: DeferredCounter<'strategy' | 'endpoint' | 'reason'>;
   private readonly decisionSeconds: HotPathHistogram<'strategy'>;
   private readonly profileDecisions: DeferredCounter<'strategy' | 'profile'>;
+  private readonly pdDecisions: DeferredCounter<'decode' | 'prefill' | 'why'>;
   private readonly predictedBlocks: DeferredCounter<'endpoint'>;
   private readonly predictedTokens: DeferredCounter<'endpoint'>;
   private readonly promptBlocks: DeferredCounter<'endpoint'>;
@@ -135,6 +137,12 @@ export class RouterMetrics implements EdgeStats {
       name: 'cacheroute_profile_decisions_total',
       help: 'Routing decisions by the scheduling profile the profile handler chose (e.g. the auto modes).',
       labelNames: ['strategy', 'profile'],
+      registers,
+    });
+    this.pdDecisions = new DeferredCounter({
+      name: 'cacheroute_pd_decisions_total',
+      help: 'Prefill/decode decisions of a disaggregation handler, by decode engine, prefill engine ("none" when not split) and why prefill was or was not split off.',
+      labelNames: ['decode', 'prefill', 'why'],
       registers,
     });
     this.decisionSeconds = new HotPathHistogram(
@@ -321,6 +329,11 @@ export class RouterMetrics implements EdgeStats {
     this.decisions.cell3(strategy, this.endpointLabel(decision.endpoint.id), reason).pending++;
     this.profileDecisions.cell2(strategy, this.strategyLabel(decision.profile ?? decision.strategy)).pending++;
     this.decisionSeconds.observe(this.decisionSeconds.cell(strategy), Math.max(0, decision.decisionMicros) / 1e6);
+    const pd = decision.disagg;
+    if (pd !== undefined) {
+      const prefill = pd.prefill !== undefined ? this.endpointLabel(pd.prefill.id) : 'none';
+      this.pdDecisions.cell3(this.endpointLabel(decision.endpoint.id), prefill, PD_REASONS.has(pd.why) ? pd.why : OTHER_LABEL).pending++;
+    }
   }
 
   recordOutcome(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {

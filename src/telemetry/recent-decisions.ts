@@ -12,7 +12,7 @@
  * request fields shown, never the prompt) and explains them only when read: the candidate
  * selection, time string and trace id are computed in `latest()`.
  */
-import type { CandidateScore, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
+import type { CandidateScore, DisaggDecision, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import { selectSpanCandidates } from './decision-span.js';
 import { traceIdOf } from './trace-context.js';
 
@@ -41,6 +41,15 @@ export interface DecisionRecord {
   readonly notes: readonly string[];
   readonly candidateCount: number;
   readonly candidates: readonly ExplainedCandidate[];
+  /** Prefill/decode part: why prefill was or was not split off, and onto which engine. */
+  readonly disagg?: {
+    readonly why: string;
+    readonly prefill?: string;
+    readonly promptTokens: number;
+    readonly uncachedTokens: number;
+    readonly prefillCachedTokens?: number;
+    readonly prefillReason?: string;
+  };
   outcome?: {
     readonly status?: number;
     readonly aborted: boolean;
@@ -48,6 +57,17 @@ export interface DecisionRecord {
     readonly promptTokens?: number;
     readonly cachedTokens?: number;
     readonly completionTokens?: number;
+  };
+}
+
+function explainDisagg(d: DisaggDecision): NonNullable<DecisionRecord['disagg']> {
+  return {
+    why: d.why,
+    ...(d.prefill !== undefined ? { prefill: d.prefill.id } : {}),
+    promptTokens: d.promptTokens,
+    uncachedTokens: d.uncachedTokens,
+    ...(d.prefillCachedTokens !== undefined ? { prefillCachedTokens: d.prefillCachedTokens } : {}),
+    ...(d.prefillReason !== undefined ? { prefillReason: d.prefillReason } : {}),
   };
 }
 
@@ -85,6 +105,7 @@ function explain(slot: Slot): DecisionRecord {
     notes: [...(decision.notes ?? [])],
     candidateCount: decision.candidates.length,
     candidates: selectSpanCandidates(decision, MAX_EXPLAIN_CANDIDATES).map(explainCandidate),
+    ...(decision.disagg !== undefined ? { disagg: explainDisagg(decision.disagg) } : {}),
   };
   const outcome = slot.outcome;
   if (outcome !== undefined) {

@@ -124,7 +124,11 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
 
   onRouted(state: CycleState, decision: RouteDecision): void {
     const hashes = requestBlockHashes(state, this.hasher);
-    if (hashes.count > 0) this.index.insert(decision.endpoint.index, hashes);
+    if (hashes.count === 0) return;
+    this.index.insert(decision.endpoint.index, hashes);
+    // A split request's prefill engine computed the prompt too (and keeps it).
+    const prefill = decision.disagg?.prefill;
+    if (prefill !== undefined) this.index.insert(prefill.index, hashes);
   }
 
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {

@@ -94,4 +94,26 @@ describe('load/load-model', () => {
       expect(m.inflight('b')).to.equal(1);
     });
   });
+  describe('TokenLoadModel: split requests (prefill/decode)', () => {
+    it('puts the prefill part on the prefill engine until the first token, the decode part on the decode engine', () => {
+      const m = new TokenLoadModel(new OutputLengthLearner({ priorTokens: 100, alpha: 0.1, maxModels: 4 }));
+      m.onRouted({ requestId: 'r', endpointId: 'd', prefillEndpointId: 'p', model: 'm', promptTokens: 1000, predictedHitFraction: 0.25 });
+      expect(m.pendingPrefillTokens('p')).to.equal(750);
+      expect(m.pendingPrefillTokens('d')).to.equal(0);
+      expect(m.pendingTokens('d')).to.equal(100);
+      expect(m.inflight('p')).to.equal(1);
+      m.onFirstToken('r');
+      expect(m.pendingTokens('p')).to.equal(0);
+      expect(m.inflight('p')).to.equal(0);
+      expect(m.pendingTokens('d')).to.equal(100);
+      m.onCompleted('r', 'm', 10);
+      expect(m.pendingTokens('d')).to.equal(0);
+      m.onRouted({ requestId: 's', endpointId: 'd', prefillEndpointId: 'p', model: 'm', promptTokens: 400, predictedHitFraction: 0 });
+      m.onCompleted('s', 'm', undefined, true);
+      expect(m.pendingTokens('p') + m.pendingTokens('d') + m.inflight('p') + m.inflight('d')).to.equal(
+        0,
+        'no first token: completion clears both',
+      );
+    });
+  });
 });
