@@ -5,6 +5,9 @@
  *
  *   cacheroute serve --config <file>     run the router until SIGTERM/SIGINT
  *   cacheroute validate --config <file>  check a config file (and build its plugin graph) and exit
+ *   cacheroute simulate --trace <file> --engines <n> [--config <file>]
+ *                                        replay a traffic trace through the fleet simulator per
+ *                                        strategy and recommend one (src/cli/simulate-command.ts)
  *
  * `serve` prints exactly one JSON line on stdout when ready:
  *   {"event":"listening","grpc":"host:port","admin":"host:port","grpcPort":n,"adminPort":n}
@@ -26,6 +29,7 @@ import { ConfigReloader } from './config/config-reloader.js';
 const USAGE = `usage:
   cacheroute serve --config <file>
   cacheroute validate --config <file>
+  cacheroute simulate --trace <file> --engines <n> [--config <file>] [--help for options]
 `;
 
 interface Args {
@@ -118,7 +122,30 @@ function validate(configPath: string): void {
   });
 }
 
+/** `simulate`: the table on stdout (or JSON), one progress line per strategy on stderr. */
+async function simulateCommand(argv: readonly string[]): Promise<number> {
+  // Loaded only for this command: serving never pays for the simulator.
+  const { parseSimulateArgs, runSimulate, formatSimulateResult, SIMULATE_USAGE } = await import('./cli/simulate-command.js');
+  const args = parseSimulateArgs(argv);
+  if (typeof args === 'string') {
+    process.stderr.write(args);
+    return args === SIMULATE_USAGE ? 0 : 64;
+  }
+  const result = runSimulate(args, (line) => process.stderr.write(`${line}\n`));
+  process.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : formatSimulateResult(result, args.trace));
+  return 0;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'simulate') {
+    try {
+      return await simulateCommand(argv.slice(1));
+    } catch (err) {
+      const code = isRouterError(err) ? err.code : 'INTERNAL';
+      process.stderr.write(JSON.stringify({ event: 'error', code, error: errorMessage(err) }) + '\n');
+      return code === 'BAD_CONFIG' ? 2 : 1;
+    }
+  }
   const args = parseArgs(argv);
   if (typeof args === 'string') {
     process.stderr.write(args);

@@ -19,6 +19,21 @@ export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
  * @throws RouterError BAD_CONFIG
  */
 export function loadConfigFile(path: string, env: Env = process.env): RouterConfig {
+  const raw = readConfigDocument(path);
+  try {
+    return parseConfig(raw, { env });
+  } catch (err) {
+    if (err instanceof RouterError) throw new RouterError(err.code, `config file ${path}: ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * The file's YAML document as plain data, not yet validated (tools that rewrite a config,
+ * e.g. `cacheroute simulate --config`, then validate what they built).
+ * @throws RouterError BAD_CONFIG for an unreadable, oversized or invalid YAML file
+ */
+export function readConfigDocument(path: string): unknown {
   let text: string;
   try {
     const size = statSync(path).size;
@@ -37,16 +52,9 @@ export function loadConfigFile(path: string, env: Env = process.env): RouterConf
     if (UNQUOTED_IPV6.test(text)) lines.push('hint: IPv6 addresses must be quoted in YAML, e.g. "[::1]:8000"');
     throw new RouterError('BAD_CONFIG', `config file ${path} is not valid YAML:\n  - ${lines.join('\n  - ')}`);
   }
-  let raw: unknown;
   try {
-    raw = doc.toJS({ maxAliasCount: 100 });
+    return doc.toJS({ maxAliasCount: 100 }) as unknown;
   } catch (err) {
     throw new RouterError('BAD_CONFIG', `config file ${path}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  try {
-    return parseConfig(raw, { env });
-  } catch (err) {
-    if (err instanceof RouterError) throw new RouterError(err.code, `config file ${path}: ${err.message}`);
-    throw err;
   }
 }
