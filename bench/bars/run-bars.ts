@@ -31,7 +31,7 @@ import type { ExperimentResult } from '../harness/run-experiment.js';
 import { PEERS } from '../presets/peers.js';
 import type { PresetSpec } from '../presets/types.js';
 import { portableString, writeJson } from '../report/result-files.js';
-import type { Distribution } from '../stats/percentiles.js';
+import type { Distribution } from '../../test/kit/percentiles.js';
 import { describeBuild, prepareBaseline, type Build } from './baseline-build.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));

@@ -1,5 +1,5 @@
 /**
- * Repeats the Kubernetes membership scenario (bench/discovery/kube-membership.ts) and writes
+ * Repeats the Kubernetes membership scenario (test/kit/kube-membership.ts) and writes
  * bench/results/discovery-kube/{summary.md,run.json}:
  *
  *   npm run bench -- discovery-kube [--rounds 3] [--out bench/results/discovery-kube]
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { collectRunInfo } from '../report/run-info.js';
 import { portableString, writeJson } from '../report/result-files.js';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
-import { runKubeMembership, type KubeMembershipResult } from './kube-membership.js';
+import { runKubeMembership, type KubeMembershipResult } from '../../test/kit/kube-membership.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);

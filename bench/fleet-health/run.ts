@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- fleet-health [--main <other checkout>/dist/src/main.js] [--out DIR] [--only a,b]`
  *
- * Runs the fleet-health scenarios (scenarios.ts) with this checkout's router, and the
+ * Runs the fleet-health scenarios (test/kit/fleet-scenarios.ts) with this checkout's router, and the
  * cheap ones (sigkill, abandoned) side by side with another build (`--main`, e.g. main's),
  * then writes DIR/summary.md and DIR/run.json (parameters, seed, commit, every number).
  * Bounded: each scenario is a fixed number of seconds of load; the whole run is ~4 minutes.
@@ -22,7 +22,7 @@ import {
   type OverloadResult,
   type PhaseStats,
   type SigkillResult,
-} from './scenarios.js';
+} from '../../test/kit/fleet-scenarios.js';
 
 interface Args {
   main?: string;

@@ -25,7 +25,7 @@ import { PREFIX_INDEX } from '../../src/plugins/multi/prefix-cache-plugin.js';
 import { createScheduler } from '../../src/compose/create-scheduler.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
-import { distribution, type Distribution } from '../stats/percentiles.js';
+import { distribution, type Distribution } from '../../test/kit/percentiles.js';
 import { ChatWorkload, type ChatWorkloadOptions } from './chat-workload.js';
 
 export interface DecisionBenchOptions {

@@ -28,7 +28,7 @@ import { seededRng, type Rng } from '../../src/util/rng.js';
 import type { RequestRecord } from '../harness/driver.js';
 import type { ExperimentResult } from '../harness/run-experiment.js';
 import { parseRoundLabel } from '../presets/round-label.js';
-import { quantileSorted } from '../stats/percentiles.js';
+import { quantileSorted } from '../../test/kit/percentiles.js';
 import { fmtMs, fmtPct, fmtRatio, mdTable } from './format.js';
 
 const PEER_KINDS = new Set(['sglang-router', 'vllm-router']);

@@ -6,7 +6,7 @@
  * interval from resampling whole passes (seeded, so a rerun on the same data agrees).
  */
 import { seededRng } from '../../src/util/rng.js';
-import { median, quantileSorted } from './percentiles.js';
+import { median, quantileSorted } from '../../test/kit/percentiles.js';
 
 export interface PairedDifference {
   /** Passes where both conditions have a sample. */

@@ -13,7 +13,7 @@
 import type { RequestRecord } from '../harness/driver.js';
 import type { EngineCounters } from './engine-counters.js';
 import { loadSpread, type EngineLoad, type LoadSpread } from './load-spread.js';
-import { distribution, type Distribution } from './percentiles.js';
+import { distribution, type Distribution } from '../../test/kit/percentiles.js';
 
 export interface SuccessAccounting {
   readonly requests: number;

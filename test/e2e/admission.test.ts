@@ -5,8 +5,8 @@
  */
 import { expect } from 'chai';
 import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
-import { startFleetStack } from '../../bench/fleet-health/scenarios.js';
-import { runSseLoad } from '../../bench/fleet-health/sse-load.js';
+import { startFleetStack } from '../kit/fleet-scenarios.js';
+import { runSseLoad } from '../kit/sse-load.js';
 import { chatRequest, systemPrompt } from '../kit/chat-requests.js';
 import { httpRequest } from '../kit/http-client.js';
 

@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
-import { runSigkill } from '../../bench/fleet-health/scenarios.js';
+import { runSigkill } from '../kit/fleet-scenarios.js';
 
 describe('e2e: engine SIGKILL under load', function () {
   this.timeout(90_000);

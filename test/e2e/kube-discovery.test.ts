@@ -1,13 +1,13 @@
 /**
  * Membership at run time with real processes: a real kube-apiserver + etcd, simulated
  * engines as "pods" on 127.0.0.2…, the router discovering them by label selector and writing
- * Envoy's EDS file, Envoy (override-host-eds) in front (bench/discovery/kube-membership.ts).
+ * Envoy's EDS file, Envoy (override-host-eds) in front (test/kit/kube-membership.ts).
  * Asserts the issue's bounds: scaling 2 -> 4 Ready pods puts traffic on the new engines within
  * 2 s; deleting a pod stops picks to it within 2 s and its in-flight requests finish; the
  * router survives the API server restarting (no failed request, and it follows new pods).
  */
 import { expect } from 'chai';
-import { runKubeMembership } from '../../bench/discovery/kube-membership.js';
+import { runKubeMembership } from '../kit/kube-membership.js';
 import { envoyBinary, kubeBinaries, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
 
 describe('e2e: Kubernetes discovery through Envoy (real kube-apiserver)', function () {

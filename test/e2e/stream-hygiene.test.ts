@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { envoyBinary, requireComponents, routerBuild, simEngineBuild } from '../kit/require-component.js';
-import { runAbandoned } from '../../bench/fleet-health/scenarios.js';
+import { runAbandoned } from '../kit/fleet-scenarios.js';
 
 describe('e2e: abandoned ext_proc streams', function () {
   this.timeout(60_000);

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { distribution, median, quantileSorted } from '../../../../bench/stats/percentiles.js';
+import { distribution, median, quantileSorted } from '../../kit/percentiles.js';
 
-describe('bench/stats/percentiles', () => {
+describe('test/kit/percentiles', () => {
   it('interpolates between closest ranks (type 7)', () => {
     expect(quantileSorted([1, 2, 3, 4], 0.5)).to.equal(2.5);
     expect(quantileSorted([10, 20, 30, 40, 50], 0.9)).to.be.closeTo(46, 1e-9);

@@ -15,8 +15,8 @@
  * `routerMain` runs another checkout's router build (side-by-side with main).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { chatRequest, systemPrompt } from '../../test/kit/chat-requests.js';
-import { httpRequest } from '../../test/kit/http-client.js';
+import { chatRequest, systemPrompt } from './chat-requests.js';
+import { httpRequest } from './http-client.js';
 import {
   engineAddress,
   routerConfigDoc,
@@ -28,9 +28,9 @@ import {
   type EnvoyProcess,
   type RouterProcess,
   type SimEngineFleet,
-} from '../../test/kit/processes.js';
+} from './processes.js';
 import { AbandoningClient } from './abandoning-client.js';
-import { distribution, type Distribution } from '../stats/percentiles.js';
+import { distribution, type Distribution } from './percentiles.js';
 import { runSseLoad, type SseRecord } from './sse-load.js';
 
 export interface StackOptions {

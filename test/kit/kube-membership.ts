@@ -15,13 +15,13 @@
  * Used by test/e2e/kube-discovery.test.ts (asserts the bounds) and by
  * bench/discovery/run-kube-membership.ts (repeats it and commits the numbers).
  */
-import { chatRequest, servedBy, CHAT_PATH } from '../../test/kit/chat-requests.js';
-import { startEnvoy, type EnvoyProcess } from '../../test/kit/envoy-process.js';
-import { postJson } from '../../test/kit/http-client.js';
-import { startKubeCluster, type KubeCluster } from '../../test/kit/kube-cluster.js';
-import { freePort, runDir, sleep } from '../../test/kit/managed-process.js';
-import { routerConfigDoc, startRouter, type RouterProcess } from '../../test/kit/processes.js';
-import { startSimEngines, type SimEngineFleet } from '../../test/kit/sim-engines.js';
+import { chatRequest, servedBy, CHAT_PATH } from './chat-requests.js';
+import { startEnvoy, type EnvoyProcess } from './envoy-process.js';
+import { postJson } from './http-client.js';
+import { startKubeCluster, type KubeCluster } from './kube-cluster.js';
+import { freePort, runDir, sleep } from './managed-process.js';
+import { routerConfigDoc, startRouter, type RouterProcess } from './processes.js';
+import { startSimEngines, type SimEngineFleet } from './sim-engines.js';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 
