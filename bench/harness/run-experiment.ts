@@ -102,6 +102,27 @@ function sampleValue(samples: readonly Sample[] | undefined, name: string, label
   return s === undefined ? null : s.value;
 }
 
+/**
+ * The TTFT model's accuracy over the run, per engine, from the router's `cacheroute_ttft_*`
+ * series (src/telemetry/ttft-model-metrics.ts): first tokens observed, the mean absolute
+ * percentage error of the run (counter deltas) and the median of the recent window at the end.
+ */
+function ttftModelNote(before: readonly Sample[] | undefined, after: readonly Sample[] | undefined): string | undefined {
+  const obs = after?.filter((s) => s.name === 'cacheroute_ttft_model_observations_total') ?? [];
+  if (obs.length === 0) return undefined;
+  const parts = obs.map((o) => {
+    const ep = { endpoint: o.labels['endpoint'] ?? '' };
+    const n = o.value - (sampleValue(before, o.name, ep) ?? 0);
+    const ape =
+      (sampleValue(after, 'cacheroute_ttft_prediction_ape_sum_total', ep) ?? 0) -
+      (sampleValue(before, 'cacheroute_ttft_prediction_ape_sum_total', ep) ?? 0);
+    const med = sampleValue(after, 'cacheroute_ttft_prediction_ape_median', ep);
+    const pct = (v: number | null): string => (v === null || !Number.isFinite(v) ? '—' : `${(100 * v).toFixed(1)}%`);
+    return `${ep.endpoint}: ${n} first tokens, mean APE ${pct(n > 0 ? ape / n : null)}, median APE (last 256) ${pct(med)}`;
+  });
+  return `ttft model: ${parts.join('; ')}`;
+}
+
 async function waitIdle(engines: readonly EngineHandle[], maxMs: number): Promise<boolean> {
   const deadline = Date.now() + maxMs;
   for (;;) {
@@ -238,6 +259,8 @@ export async function runExperiment(
     const after = await scrapeEngineCounters(ctx.engines);
     deltas = new Map(engineIds.map((id) => [id, counterDelta(before.get(id) as EngineCounters, after.get(id) as EngineCounters)] as const));
     const routerAfter = await scrapeRouter(contender.routerMetricsUrl);
+    const ttftNote = ttftModelNote(routerBefore?.samples, routerAfter?.samples);
+    if (ttftNote !== undefined) notes.push(ttftNote);
     const histAfter = routerAfter?.hist;
     if (histAfter) {
       const d = histogramDelta(routerBefore?.hist?.data, histAfter.data);

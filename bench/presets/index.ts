@@ -5,6 +5,7 @@ import { PEERS } from './peers.js';
 import { REAL_VLLM } from './real-vllm.js';
 import { REAL_VLLM_LOW_LOAD } from './real-vllm-low-load.js';
 import { REAL_VLLM_SIM } from './real-vllm-sim.js';
+import { REAL_VLLM_TTFT } from './real-vllm-ttft.js';
 import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
 import { SEED_TABLE } from './seed-table.js';
 import { TINY } from './tiny.js';
@@ -23,6 +24,7 @@ export const PRESETS: readonly PresetSpec[] = [
   REAL_VLLM,
   REAL_VLLM_SIM,
   REAL_VLLM_LOW_LOAD,
+  REAL_VLLM_TTFT,
   KV_INDEX_VLLM,
   KV_INDEX_SIM,
 ];
