@@ -125,6 +125,8 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   /** Per endpoint id: uncached tokens not past their first byte, and the decode batch. */
   private readonly ahead = new Map<string, number>();
   private readonly batch = new Map<string, number>();
+  /** Per endpoint id: requests not past their first byte. */
+  private readonly queued = new Map<string, number>();
   private readonly errors = new Map<string, ErrorWindow>();
   private readonly key: ScratchKey<CyclePredictions>;
   private meanUncached: number;
@@ -183,7 +185,9 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
         if (l.waiting !== undefined && l.waiting > own) ahead += (l.waiting - own) * this.meanUncached;
         if (l.running !== undefined) batch = Math.max(batch, l.running - Math.min(own, l.running));
       }
-      const f: TtftFeatures = { aheadTokens: ahead, uncachedTokens: tokens - cachedTokens, cachedTokens, batch };
+      let aheadRequests = this.queued.get(id) ?? 0;
+      if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs && l.waiting !== undefined) aheadRequests = Math.max(aheadRequests, l.waiting);
+      const f: TtftFeatures = { aheadTokens: ahead, uncachedTokens: tokens - cachedTokens, cachedTokens, batch, aheadRequests };
       features[i] = f;
       predictedMs[i] = this.model.predict(id, f);
     }
@@ -210,7 +214,13 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       // Another profile decided: the features from the ledger and the decision's own match.
       const tokens = Math.max(0, r.promptTokens);
       const hit = r.promptChars > 0 ? Math.min(1, (decision.matchedChars ?? 0) / r.promptChars) : 0;
-      f = { aheadTokens: this.expire(id), uncachedTokens: tokens * (1 - hit), cachedTokens: tokens * hit, batch: this.batch.get(id) ?? 0 };
+      f = {
+        aheadTokens: this.expire(id),
+        uncachedTokens: tokens * (1 - hit),
+        cachedTokens: tokens * hit,
+        batch: this.batch.get(id) ?? 0,
+        aheadRequests: this.queued.get(id) ?? 0,
+      };
       predictedMs = this.model.predict(id, f);
     }
     this.pending.set(r.requestId, {
@@ -222,6 +232,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       firstByte: false,
     });
     this.ahead.set(id, (this.ahead.get(id) ?? 0) + f.uncachedTokens);
+    this.queued.set(id, (this.queued.get(id) ?? 0) + 1);
     const due = this.clock.nowMs() + this.opts.expiryFactor * predictedMs;
     if (due < this.nextExpiryMs) this.nextExpiryMs = due;
     this.meanUncached += 0.05 * (f.uncachedTokens - this.meanUncached);
@@ -255,13 +266,14 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const keep = new Set(endpoints.map((e) => e.id));
     this.model.retain(keep);
     for (const [id, p] of this.pending) if (!keep.has(p.endpointId)) this.pending.delete(id);
-    for (const m of [this.ahead, this.batch, this.errors]) for (const id of [...m.keys()]) if (!keep.has(id)) m.delete(id);
+    for (const m of [this.ahead, this.batch, this.queued, this.errors]) for (const id of [...m.keys()]) if (!keep.has(id)) m.delete(id);
   }
 
   /** The request's prefill is over (first byte, expiry or end): its tokens leave the queue, it joins the batch. */
   private leavePrefill(p: Pending): void {
     p.firstByte = true;
     this.ahead.set(p.endpointId, Math.max(0, (this.ahead.get(p.endpointId) ?? 0) - p.features.uncachedTokens));
+    this.queued.set(p.endpointId, Math.max(0, (this.queued.get(p.endpointId) ?? 0) - 1));
     this.batch.set(p.endpointId, (this.batch.get(p.endpointId) ?? 0) + 1);
   }
 
@@ -303,7 +315,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   debugState(): unknown {
     return {
       model:
-        'ttft = overheadMs + prefillMsPerToken×(ahead+uncached) + stepMs×steps + decodeMsPerSeq×steps×batch + contextMsPerKToken×uncached×context/1000',
+        'ttft = overheadMs + prefillMsPerToken×(ahead+uncached) + stepMs×steps + decodeMsPerSeq×steps×batch + contextMsPerKToken×uncached×context/1000 + slotWaitMs×max(0, batch+queued+1−maxNumSeqs)',
       tracked: this.pending.size,
       meanUncachedTokens: Math.round(this.meanUncached),
       pooled: this.model.pooledState(),
@@ -344,6 +356,9 @@ export const ttftModel = definePlugin({
     chunkTokens: int({ min: 16, max: 10_000_000 })
       .default(DEFAULT_TTFT_MODEL.chunkTokens)
       .describe('Prefill tokens per engine step (vLLM max_num_batched_tokens).'),
+    maxNumSeqs: int({ min: 1, max: 1_000_000 })
+      .default(DEFAULT_TTFT_MODEL.maxNumSeqs)
+      .describe('Sequences an engine runs at once (vLLM --max-num-seqs): beyond it requests wait for a slot.'),
     minSamples: int({ min: 1, max: 1_000_000 })
       .default(DEFAULT_TTFT_MODEL.minSamples)
       .describe("Observations before an engine's coefficients seed newcomers."),
@@ -369,6 +384,7 @@ export const ttftModel = definePlugin({
       forgetting: p.forgetting,
       clipSigmas: p.clipSigmas,
       chunkTokens: p.chunkTokens,
+      maxNumSeqs: p.maxNumSeqs,
       minSamples: p.minSamples,
     });
     const plugin = new TtftModelPlugin(name, model, affinity, handle.clock, {

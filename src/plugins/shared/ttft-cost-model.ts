@@ -11,9 +11,13 @@
  *        + stepMs × steps                           (fixed cost per engine step)
  *        + decodeMsPerSeq × steps × batch           (the decode batch rides along each step)
  *        + contextMsPerKToken × uncached × context/1000   (attention over the cached prefix)
+ *        + slotWaitMs × max(0, batch + queued + 1 − maxNumSeqs)  (waiting for a free sequence slot)
  *
- * with steps = ceil((ahead + uncached) / (chunkTokens − batch)) and context = cached +
- * uncached/2 tokens. Every term is a known feature times one coefficient, so the
+ * with steps = ceil((ahead + uncached) / (chunkTokens − batch)), context = cached +
+ * uncached/2 tokens and queued = the requests ahead of it. The last term is the one hinge:
+ * an engine whose running batch is full (vLLM --max-num-seqs) admits a request only when a
+ * running one finishes; on the fleet simulator leaving it out underpredicted a hot engine's
+ * TTFT by up to 4× and kept piling requests onto it. Every term is a known feature times one coefficient, so the
  * coefficients are fitted by recursive least squares (Bayesian linear regression in its
  * online form): the prior mean and variance are the starting point of a new engine, every
  * observed TTFT updates its engine. Observations are weighted by 1/TTFT² so the fit
@@ -32,7 +36,14 @@
  */
 
 /** Coefficient names, in feature order. */
-export const TTFT_COEFFICIENTS = ['overheadMs', 'prefillMsPerToken', 'stepMs', 'decodeMsPerSeq', 'contextMsPerKToken'] as const;
+export const TTFT_COEFFICIENTS = [
+  'overheadMs',
+  'prefillMsPerToken',
+  'stepMs',
+  'decodeMsPerSeq',
+  'contextMsPerKToken',
+  'slotWaitMs',
+] as const;
 export type TtftCoefficient = (typeof TTFT_COEFFICIENTS)[number];
 export type TtftCoefficients = Readonly<Record<TtftCoefficient, number>>;
 const D = TTFT_COEFFICIENTS.length;
@@ -48,6 +59,8 @@ export const DEFAULT_TTFT_PRIORS: TtftCoefficients = {
   stepMs: 12.4,
   decodeMsPerSeq: 1.17,
   contextMsPerKToken: 0.112,
+  // A full batch frees a slot every mean decode time ÷ slots: ~256 tokens × 30 ms ÷ 256.
+  slotWaitMs: 30,
 };
 
 export interface TtftModelOptions {
@@ -64,6 +77,8 @@ export interface TtftModelOptions {
   readonly clipSigmas: number;
   /** Prefill tokens per engine step (vLLM max_num_batched_tokens). */
   readonly chunkTokens: number;
+  /** Sequences an engine runs at once (vLLM --max-num-seqs). */
+  readonly maxNumSeqs: number;
   /** Observations of its own before an engine is predicted by its own fit instead of the pooled one. */
   readonly minSamples: number;
 }
@@ -76,6 +91,7 @@ export const DEFAULT_TTFT_MODEL: TtftModelOptions = {
   forgetting: 0.995,
   clipSigmas: 3,
   chunkTokens: 2048,
+  maxNumSeqs: 256,
   minSamples: 20,
 };
 
@@ -89,10 +105,12 @@ export interface TtftFeatures {
   readonly cachedTokens: number;
   /** Sequences decoding on the engine (past their first token, not finished). */
   readonly batch: number;
+  /** Requests queued before this one (not yet past their first token); default 0. */
+  readonly aheadRequests?: number;
 }
 
-/** The feature vector of `f` into `out` (length 5). */
-export function featureVector(f: TtftFeatures, chunkTokens: number, out: Float64Array): Float64Array {
+/** The feature vector of `f` into `out` (length 6). */
+export function featureVector(f: TtftFeatures, chunkTokens: number, maxNumSeqs: number, out: Float64Array): Float64Array {
   const prefill = Math.max(0, f.aheadTokens) + Math.max(0, f.uncachedTokens);
   const batch = Math.max(0, f.batch);
   const perStep = Math.max(chunkTokens / 8, chunkTokens - batch);
@@ -103,6 +121,7 @@ export function featureVector(f: TtftFeatures, chunkTokens: number, out: Float64
   out[2] = steps;
   out[3] = steps * batch;
   out[4] = (u * (Math.max(0, f.cachedTokens) + u / 2)) / 1000;
+  out[5] = Math.max(0, batch + Math.max(0, f.aheadRequests ?? 0) + 1 - maxNumSeqs);
   return out;
 }
 
@@ -156,7 +175,7 @@ export class TtftCostModel {
   /** Predicted TTFT in ms of a request with features `f` on engine `id`. */
   predict(id: string, f: TtftFeatures): number {
     const theta = this.active(id).theta;
-    const x = featureVector(f, this.opts.chunkTokens, this.x);
+    const x = featureVector(f, this.opts.chunkTokens, this.opts.maxNumSeqs, this.x);
     let y = 0;
     for (let i = 0; i < D; i++) y += theta[i]! * x[i]!;
     return y;
@@ -173,9 +192,9 @@ export class TtftCostModel {
    */
   observe(id: string, f: TtftFeatures, observedMs: number): void {
     if (!Number.isFinite(observedMs) || observedMs <= 0) return;
-    const x = featureVector(f, this.opts.chunkTokens, this.x);
+    const x = featureVector(f, this.opts.chunkTokens, this.opts.maxNumSeqs, this.x);
     const fit = this.fit(id);
-    if (fit.samples === 0) fit.theta.set(this.pooled.theta);
+    if (fit.samples === 0) fit.theta.set((this.fleetMedian() ?? this.pooled).theta);
     this.update(this.pooled, x, observedMs);
     this.update(fit, x, observedMs);
   }
@@ -230,7 +249,7 @@ export class TtftCostModel {
     return {
       samples: fit.samples,
       clipped: fit.clipped,
-      pooled: used === this.pooled,
+      pooled: used !== fit,
       coefficients: coefficientsOf(used.theta),
       prefillTokensPerMs: 1 / used.theta[1]!,
     };
@@ -258,10 +277,40 @@ export class TtftCostModel {
     for (const id of [...this.fits.keys()]) if (!keep.has(id)) this.fits.delete(id);
   }
 
-  /** The fit that predicts engine `id`: its own once it has minSamples observations, else the pooled one. */
+  /**
+   * The fit that predicts engine `id`: its own once it has minSamples observations; else the
+   * coefficient-wise median of the trained engines' own fits (robust to one engine in a regime
+   * the others are not in); else, before any engine is trained, the pooled fit.
+   */
   private active(id: string): EngineFit {
     const f = this.fits.get(id);
-    return f !== undefined && f.samples >= this.opts.minSamples ? f : this.pooled;
+    if (f !== undefined && f.samples >= this.opts.minSamples) return f;
+    return this.fleetMedian() ?? this.pooled;
+  }
+
+  private medianFit: EngineFit | undefined;
+  private medianAtObservation = -1;
+
+  /** The median of the trained engines' coefficients, recomputed at most every 16 observations. */
+  private fleetMedian(): EngineFit | undefined {
+    const seen = this.pooled.samples;
+    if (this.medianAtObservation >= 0 && seen - this.medianAtObservation < 16) return this.medianFit;
+    this.medianAtObservation = seen;
+    const trained = [...this.fits.values()].filter((x) => x.samples >= this.opts.minSamples);
+    if (trained.length === 0) {
+      this.medianFit = undefined;
+      return undefined;
+    }
+    const m = new Float64Array(D);
+    for (let i = 0; i < D; i++) {
+      const v = trained.map((x) => x.theta[i]!).sort((a, b) => a - b);
+      const h = v.length >> 1;
+      m[i] = v.length % 2 === 1 ? v[h]! : (v[h - 1]! + v[h]!) / 2;
+    }
+    const fit = new EngineFit(m, this.p0);
+    fit.samples = seen;
+    this.medianFit = fit;
+    return fit;
   }
 
   private fit(id: string): EngineFit {

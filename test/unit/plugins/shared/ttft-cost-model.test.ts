@@ -11,15 +11,29 @@ import { seededRng, type Rng } from '../../../../src/util/rng.js';
 
 /** The true TTFT of an engine with coefficients `c` (the same cost shape, no noise). */
 function truth(c: TtftCoefficients, f: TtftFeatures): number {
-  const x = featureVector(f, DEFAULT_TTFT_MODEL.chunkTokens, new Float64Array(5));
-  return c.overheadMs * x[0]! + c.prefillMsPerToken * x[1]! + c.stepMs * x[2]! + c.decodeMsPerSeq * x[3]! + c.contextMsPerKToken * x[4]!;
+  const x = featureVector(f, DEFAULT_TTFT_MODEL.chunkTokens, DEFAULT_TTFT_MODEL.maxNumSeqs, new Float64Array(6));
+  return (
+    c.overheadMs * x[0]! +
+    c.prefillMsPerToken * x[1]! +
+    c.stepMs * x[2]! +
+    c.decodeMsPerSeq * x[3]! +
+    c.contextMsPerKToken * x[4]! +
+    c.slotWaitMs * x[5]!
+  );
 }
 
 function randomFeatures(rng: Rng): TtftFeatures {
   const prompt = 200 + rng.int(3000);
   const cachedShare = rng.next() < 0.4 ? 0 : rng.next();
   const cachedTokens = Math.floor(prompt * cachedShare);
-  return { aheadTokens: rng.next() < 0.5 ? 0 : rng.int(6000), uncachedTokens: prompt - cachedTokens, cachedTokens, batch: rng.int(12) };
+  const batch = rng.next() < 0.8 ? rng.int(12) : 240 + rng.int(30);
+  return {
+    aheadTokens: rng.next() < 0.5 ? 0 : rng.int(6000),
+    uncachedTokens: prompt - cachedTokens,
+    cachedTokens,
+    batch,
+    aheadRequests: rng.int(8),
+  };
 }
 
 function mape(model: TtftCostModel, id: string, c: TtftCoefficients, rng: Rng, n: number): number {
@@ -38,6 +52,7 @@ const SLOW: TtftCoefficients = {
   stepMs: 24.8,
   decodeMsPerSeq: 2.34,
   contextMsPerKToken: 0.224,
+  slotWaitMs: 60,
 };
 
 describe('ttft-cost-model', () => {
