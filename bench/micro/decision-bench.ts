@@ -17,7 +17,7 @@
  * fresh process, reported beside the steady state rather than hidden.
  */
 import { defaultConfig } from '../../src/config/default-config.js';
-import type { RouterConfig } from '../../src/config/types.js';
+import type { RouterConfig, StrategyName } from '../../src/config/types.js';
 import type { RouteTicket } from '../../src/core/routing-service.js';
 import type { DecisionReason } from '../../src/core/types.js';
 import { BlockHasher } from '../../src/prefix-cache/block-hasher.js';
@@ -29,6 +29,8 @@ import { distribution, type Distribution } from '../../test/kit/percentiles.js';
 import { ChatWorkload, type ChatWorkloadOptions } from './chat-workload.js';
 
 export interface DecisionBenchOptions {
+  /** The preset under test (default cache-aware). */
+  readonly strategy?: StrategyName;
   readonly endpoints: number;
   readonly warmBlocks: number;
   /** Requests routed after the index is warm and before measuring (see the header). */
@@ -85,7 +87,7 @@ export function decisionBenchConfig(o: DecisionBenchOptions): RouterConfig {
   // Per-endpoint capacity sized so the index stays near `warmBlocks` once warm (entries
   // exceed distinct blocks because hot system prompts live on several endpoints).
   return defaultConfig({
-    strategy: 'cache-aware',
+    strategy: o.strategy ?? 'cache-aware',
     seed: o.seed,
     cacheAware: { indexCapacityBlocks: Math.ceil((1.25 * o.warmBlocks) / o.endpoints) },
     endpoints: Array.from({ length: o.endpoints }, (_, i) => ({ address: `10.0.${i >> 8}.${(i & 255) + 1}:8000` })),

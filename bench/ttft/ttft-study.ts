@@ -12,7 +12,8 @@
  * differs), predicted-ttft and sticky-until-saturated (responses through the router: their
  * model learns from first tokens), predicted-ttft on the access log (priors only, no learning).
  * Engines: the simulator's `gpu-like` profile, whose costs differ from the TTFT model's
- * priors (the CPU engine), so the model has to learn them.
+ * priors (the CPU engine), so the model has to learn them; the TTFT presets are written out
+ * as their graphs with ttft-model's maxNumSeqs set to the engines' 64.
  *
  * Bounded: a fixed number of arrivals per run (seeded Poisson), each run a few seconds of CPU.
  */
@@ -142,12 +143,44 @@ function fleet(n: number, slowOne = false): SimEngineSpec[] {
 }
 
 const EXT_PROC = 'ext-proc' as const;
+
+/**
+ * A TTFT preset written out as its plugin graph, with the ttft-model told the engines'
+ * --max-num-seqs (the simulator's gpu-like engines run 64; the parameter's default is vLLM's 256).
+ */
+function ttftGraph(name: string, picker: string): Record<string, unknown> {
+  return {
+    plugins: [
+      { type: 'model-subset-filter' },
+      { type: 'health-filter' },
+      { type: 'prefix-cache' },
+      { type: 'ttft-model', parameters: { maxNumSeqs: GPU.maxNumSeqs } },
+      { type: picker },
+      { type: 'index-calibration', parameters: { prefixPlugin: 'prefix-cache' } },
+    ],
+    schedulingProfiles: [
+      {
+        name,
+        plugins: [
+          { pluginRef: 'model-subset-filter' },
+          { pluginRef: 'health-filter' },
+          { pluginRef: 'prefix-cache', weight: 1 },
+          { pluginRef: picker },
+        ],
+      },
+    ],
+  };
+}
+
 const CONTENDERS: readonly Contender[] = [
   routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' } }),
   routerContender('cache-aware (responses via router)', { document: { strategy: 'cache-aware' }, responsePath: EXT_PROC }),
-  routerContender('predicted-ttft', { document: { strategy: 'predicted-ttft' }, responsePath: EXT_PROC }),
-  routerContender('sticky-until-saturated', { document: { strategy: 'sticky-until-saturated' }, responsePath: EXT_PROC }),
-  routerContender('predicted-ttft (access log, priors only)', { document: { strategy: 'predicted-ttft' } }),
+  routerContender('predicted-ttft', { document: ttftGraph('predicted-ttft', 'predicted-ttft'), responsePath: EXT_PROC }),
+  routerContender('sticky-until-saturated', {
+    document: ttftGraph('sticky-until-saturated', 'sticky-until-saturated-picker'),
+    responsePath: EXT_PROC,
+  }),
+  routerContender('predicted-ttft (access log, priors only)', { document: ttftGraph('predicted-ttft', 'predicted-ttft') }),
 ];
 
 interface Scenario {
@@ -160,18 +193,13 @@ interface Scenario {
 
 function scenarios(quick: boolean): Scenario[] {
   const k = quick ? 0.25 : 1;
+  const n = (x: number): number => Math.round(x * k);
   return [
-    { name: 'agentic-16', engines: 16, slowOne: false, load: '6 sessions/s', requests: (s) => agentic(s, Math.round(500 * k), 6) },
-    { name: 'hot-prefix-16', engines: 16, slowOne: false, load: '40 req/s', requests: (s) => hotPrefix(s, Math.round(3000 * k), 40) },
-    { name: 'mixed-lengths-16', engines: 16, slowOne: false, load: '30 req/s', requests: (s) => mixedLengths(s, Math.round(3000 * k), 30) },
-    {
-      name: 'agentic-16-one-2x-slow',
-      engines: 16,
-      slowOne: true,
-      load: '6 sessions/s',
-      requests: (s) => agentic(s, Math.round(500 * k), 6),
-    },
-    { name: 'agentic-64', engines: 64, slowOne: false, load: '24 sessions/s', requests: (s) => agentic(s, Math.round(2000 * k), 24) },
+    { name: 'agentic-16', engines: 16, slowOne: false, load: '40 sessions/s', requests: (s) => agentic(s, n(1600), 40) },
+    { name: 'hot-prefix-16', engines: 16, slowOne: false, load: '40 req/s', requests: (s) => hotPrefix(s, n(3000), 40) },
+    { name: 'mixed-lengths-16', engines: 16, slowOne: false, load: '30 req/s', requests: (s) => mixedLengths(s, n(3000), 30) },
+    { name: 'agentic-16-one-2x-slow', engines: 16, slowOne: true, load: '40 sessions/s', requests: (s) => agentic(s, n(1600), 40) },
+    { name: 'agentic-64', engines: 64, slowOne: false, load: '160 sessions/s', requests: (s) => agentic(s, n(4000), 160) },
   ];
 }
 
