@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import type { Distribution } from '../stats/percentiles.js';
+import type { Distribution } from '../../test/kit/percentiles.js';
 import { arg } from './cli-arg.js';
 import { gitOutput } from './git-output.js';
 
