@@ -1,11 +1,13 @@
-/** `npm run bench -- fleet <study> [--seed n] [--only substring] [--out dir]`, or `fleet --list` (a bench tool: bench/tools.ts). */
+/** `npm run bench -- fleet <study> [--seed n] [--only substring] [--out dir]`, `fleet fidelity [--real <results dir>]`, or `fleet --list` (a bench tool: bench/tools.ts). */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { FLEET_STUDIES } from '../presets/index.js';
+import { runFidelity } from './fidelity.js';
 import { runStudy } from './study.js';
 
 export function runFleet(argv: readonly string[]): number {
+  if (argv[0] === 'fidelity') return runFidelity(argv.slice(1), REPO_ROOT, (m) => void process.stderr.write(`${m}\n`));
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,
