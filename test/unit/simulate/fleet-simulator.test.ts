@@ -81,3 +81,22 @@ describe('promptFromBlockIds', () => {
     expect(a.slice(128, 132)).to.not.equal(b.slice(128, 132));
   });
 });
+
+describe('fleet simulator warm-up phase', () => {
+  it('runs the warm-up requests first and starts the measured stream once they all ended', () => {
+    const lone: SimRequest = { id: 'm', atMs: 0, api: 'completions', prompt: words(7, 1000), outputTokens: 4 };
+    const warm: SimRequest[] = Array.from({ length: 40 }, (_, i) => ({
+      id: `w${i}`,
+      atMs: 0,
+      api: 'completions' as const,
+      prompt: words(100 + i, 1000),
+      outputTokens: 4,
+      warmup: true,
+    }));
+    const c = routerContender('rr', { document: { strategy: 'round-robin' } });
+    const alone = simulate([lone], fleet(1), c, { seed: 1 });
+    const after = simulate([...warm, lone], fleet(1), c, { seed: 1 });
+    expect(after.records.map((r) => r.id)).to.deep.equal(['m']);
+    expect(after.records[0]!.ttftMs).to.be.closeTo(alone.records[0]!.ttftMs, 1e-6);
+  });
+});
