@@ -1,4 +1,5 @@
 /** The preset registry: one explicit list, names must be unique. */
+import { AGENTIC } from './agentic.js';
 import { KV_INDEX_SIM, KV_INDEX_VLLM } from './kv-index.js';
 import { LONG_PRESETS } from './long-sweeps.js';
 import { PEERS } from './peers.js';
@@ -18,6 +19,7 @@ export const PRESETS: readonly PresetSpec[] = [
   TINY,
   SEED_TABLE,
   PEERS,
+  AGENTIC,
   REPLICAS,
   REPLICAS_SMOKE,
   ...LONG_PRESETS,

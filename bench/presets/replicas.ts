@@ -47,7 +47,7 @@ export const BASELINE_CHECKOUT = process.env['CACHEROUTE_BASELINE_CHECKOUT'] ?? 
 
 type AgenticSpec = Extract<ScenarioSpec, { kind: 'agentic' }>;
 
-const ENGINE_SETUP = engineSetup(
+export const AGENTIC_ENGINES = engineSetup(
   `4x-kv${KV}`,
   ENGINES,
   { 'kv-cache-blocks': KV },
@@ -80,38 +80,42 @@ export function natsFaults(scale = 1): FaultStep[] {
   ];
 }
 
+/** Agentic sessions on the tenants above (Poisson 8 req/s, 40 s unless overridden): the replicas' and the agentic preset's workload. */
+export const agenticSessions = (label: string, over: Partial<AgenticSpec> = {}): ScenarioSpec => ({
+  kind: 'agentic',
+  label,
+  api: 'chat',
+  tenants: TENANTS,
+  zipfS: 1.1,
+  systemPromptTokens: SYSTEM,
+  taskTokens: 100,
+  toolCalls: 3,
+  toolCallTokens: 30,
+  toolResultTokens: 200,
+  oneOffShare: 0.15,
+  oneOffTokens: 1200,
+  outputTokens: 24,
+  thinkMs: 300,
+  arrival: { kind: 'poisson', qps: 8 },
+  durationS: 40,
+  ...over,
+});
+
 /** The blocks with every duration and fault time multiplied by `scale` (1 = the bars). */
 export function replicaBlocks(scale: number): MatrixBlock[] {
-  const agentic = (label: string, over: Partial<AgenticSpec> = {}): ScenarioSpec => ({
-    kind: 'agentic',
-    label,
-    api: 'chat',
-    tenants: TENANTS,
-    zipfS: 1.1,
-    systemPromptTokens: SYSTEM,
-    taskTokens: 100,
-    toolCalls: 3,
-    toolCallTokens: 30,
-    toolResultTokens: 200,
-    oneOffShare: 0.15,
-    oneOffTokens: 1200,
-    outputTokens: 24,
-    thinkMs: 300,
-    arrival: { kind: 'poisson', qps: 8 },
-    ...over,
-    durationS: (over.durationS ?? 40) * scale,
-  });
+  const agentic = (label: string, over: Partial<AgenticSpec> = {}): ScenarioSpec =>
+    agenticSessions(label, { ...over, durationS: (over.durationS ?? 40) * scale });
   return [
     {
       name: 'scale',
-      engines: ENGINE_SETUP,
+      engines: AGENTIC_ENGINES,
       scenarios: [agentic('agentic-8rps')],
       contenders: [one('replicas-1'), three('replicas-3')],
       routerOverrides: DECISION_HEADER,
     },
     {
       name: 'kill',
-      engines: ENGINE_SETUP,
+      engines: AGENTIC_ENGINES,
       scenarios: [agentic('agentic-8rps')],
       contenders: [three('replicas-3-kill-r1')],
       routerOverrides: DECISION_HEADER,
@@ -119,7 +123,7 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
     },
     {
       name: 'fail-open',
-      engines: ENGINE_SETUP,
+      engines: AGENTIC_ENGINES,
       scenarios: [agentic('agentic-long-answers', { outputTokens: 96, durationS: 30 })],
       contenders: [one('replicas-1-fail-open-kill', { failOpen: true })],
       routerOverrides: DECISION_HEADER,
@@ -127,7 +131,7 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
     },
     {
       name: 'nats',
-      engines: ENGINE_SETUP,
+      engines: AGENTIC_ENGINES,
       scenarios: [agentic('agentic-8rps', { durationS: 45 })],
       contenders: [three('replicas-3-nats-down')],
       routerOverrides: DECISION_HEADER,
@@ -135,7 +139,7 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
     },
     {
       name: 'cpu',
-      engines: ENGINE_SETUP,
+      engines: AGENTIC_ENGINES,
       scenarios: [agentic('agentic-8rps', { durationS: 30 })],
       contenders: [
         one('main-a', { checkout: BASELINE_CHECKOUT }),
@@ -148,7 +152,7 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
     },
     {
       name: 'low-load',
-      engines: ENGINE_SETUP,
+      engines: AGENTIC_ENGINES,
       scenarios: [agentic('agentic-2rps', { durationS: 30, arrival: { kind: 'poisson', qps: 2 } })],
       contenders: [one('this-build'), SGLANG_CACHE_AWARE, VLLM_CACHE_AWARE, one('main-build', { checkout: BASELINE_CHECKOUT })],
     },

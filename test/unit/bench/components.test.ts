@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { presetNeeds } from '../../../bench/components.js';
+import { AGENTIC } from '../../../bench/presets/agentic.js';
 import { PEERS } from '../../../bench/presets/peers.js';
 import { KV_INDEX_SIM } from '../../../bench/presets/kv-index.js';
 import { REAL_VLLM } from '../../../bench/presets/real-vllm.js';
@@ -14,6 +15,7 @@ describe('bench/components: what a preset or tool sets up before it runs', () =>
     expect(presetNeeds(TINY)).to.deep.equal([]);
     expect(presetNeeds(SEED_TABLE)).to.deep.equal([]);
     expect(presetNeeds(PEERS)).to.deep.equal(['peers']);
+    expect(presetNeeds(AGENTIC)).to.deep.equal(['peers']);
     expect(presetNeeds(REAL_VLLM)).to.deep.equal(['peers', 'vllm']);
     expect(presetNeeds(REAL_VLLM_SIM)).to.deep.equal(['peers', 'vllm']);
     expect(presetNeeds(REPLICAS)).to.include('nats');
