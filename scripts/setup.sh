@@ -15,10 +15,14 @@
 #   .bin/nats-server       nats-server v2.15.2 (JetStream) from tools/nats, built once per machine into
 #                          ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/nats-2.15.2/ (scripts/setup-nats.sh;
 #                          required under CI=true; the replication tests start it)
+#   .bin/helm              helm v4.3.2 and Envoy Gateway v1.9.1 from tools/helm and tools/envoy-gateway,
+#   .bin/envoy-gateway     built once per machine into ${CACHEROUTE_CACHE_DIR:-~/.cache/cacheroute}/ (scripts/
+#                          setup-deploy-tools.sh; required under CI=true; the Helm and Envoy Gateway tests)
 #
 # Environment: PYTHON (default python3), PIP_FIND_LINKS (pip's own, e.g. a local wheelhouse),
 # CACHEROUTE_SKIP_JAEGER=1 to skip the Go build, CACHEROUTE_SKIP_VLLM=1 to skip vLLM (not under CI),
-# CACHEROUTE_SKIP_NATS=1 to skip the nats-server build (not under CI), CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
+# CACHEROUTE_SKIP_NATS=1 to skip the nats-server build (not under CI), CACHEROUTE_SKIP_DEPLOY_TOOLS=1 to skip
+# the helm / envoy-gateway builds (not under CI), CACHEROUTE_CACHE_DIR for the tool cache (default ~/.cache/cacheroute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -76,6 +80,7 @@ else
 fi
 bash scripts/setup-kube.sh
 bash scripts/setup-nats.sh
+bash scripts/setup-deploy-tools.sh
 
 if wait "$vllm_pid"; then
   cat "$vllm_log"
