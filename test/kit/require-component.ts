@@ -8,6 +8,8 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
+import { ENVOY_GATEWAY_BIN } from './envoy-gateway.js';
+import { HELM_BIN } from './helm.js';
 import { ETCD_BIN, KUBE_APISERVER_BIN } from './kube-cluster.js';
 import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from './repo-paths.js';
 import { NATS_SERVER_BIN } from './nats-process.js';
@@ -90,6 +92,21 @@ export function goToolchain(): Component {
 /** nats-server with JetStream, built by scripts/setup-nats.sh (the replication tests). */
 export function natsServer(): Component {
   return { name: 'nats-server', path: NATS_SERVER_BIN, hint: 'run bash scripts/setup-nats.sh', present: executable(NATS_SERVER_BIN) };
+}
+
+/** helm v4, built by scripts/setup-deploy-tools.sh (the chart tests). */
+export function helmBinary(): Component {
+  return { name: 'helm', path: HELM_BIN, hint: 'run bash scripts/setup-deploy-tools.sh', present: executable(HELM_BIN) };
+}
+
+/** Envoy Gateway v1.9, built by scripts/setup-deploy-tools.sh (the gateway e2e test). */
+export function envoyGatewayBinary(): Component {
+  return {
+    name: 'envoy-gateway',
+    path: ENVOY_GATEWAY_BIN,
+    hint: 'run bash scripts/setup-deploy-tools.sh',
+    present: executable(ENVOY_GATEWAY_BIN),
+  };
 }
 
 /** True when this run must not skip for want of a component (CI=true). */
