@@ -12,11 +12,12 @@ import { createScheduler } from './compose/create-scheduler.js';
 import { extractPrompt } from './request/extract-prompt.js';
 import { AdminServer, sendJson } from './admin/admin-server.js';
 import { ExtProcServer } from './extproc/ext-proc-server.js';
-import { EdgeContext } from './extproc/stream-handler.js';
+import { EdgeContext } from './extproc/edge-context.js';
+import { AccessLogCompletion, ResponsePathCompletion } from './extproc/completion-mode.js';
 import { AccessLogReceiver } from './extproc/access-log-receiver.js';
 import { PendingResponses } from './extproc/pending-responses.js';
 import type { PendingResponsesView } from './extproc/pending-responses-metrics.js';
-import type { PromptExtractor } from './extproc/stream-handler.js';
+import type { PromptExtractor } from './extproc/request-mapping.js';
 import type { EdgeStats } from './extproc/edge-stats.js';
 import { noopEdgeStats } from './extproc/edge-stats.js';
 import type { BodySendMode } from './extproc/ext-proc-proto.js';
@@ -259,7 +260,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
     ...(config.admission.priorityHeader !== undefined ? { priorityHeader: config.admission.priorityHeader } : {}),
     ...(edgeStats !== undefined ? { stats: edgeStats } : {}),
     ...(deps.assumedBodyMode !== undefined ? { assumedBodyMode: deps.assumedBodyMode } : {}),
-    ...(pending !== undefined ? { pending } : {}),
+    // The completion mode, chosen once: Envoy's access log, or the ext_proc response path.
+    completion: pending !== undefined ? new AccessLogCompletion(pending) : new ResponsePathCompletion(edgeStats ?? noopEdgeStats),
     ...(replication !== undefined ? { replicaId: replication.replicaId } : {}),
   });
   const extProc = new ExtProcServer({

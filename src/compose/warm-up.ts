@@ -27,7 +27,9 @@ import type { ProcessingRequest, ProcessingResponse__Output } from '../extproc/e
 import type { ExternalProcessorClient } from '../gen/envoy/service/ext_proc/v3/ExternalProcessor.js';
 import { PendingResponses } from '../extproc/pending-responses.js';
 import { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } from '../extproc/response-builders.js';
-import { EdgeContext, type PromptExtractor } from '../extproc/stream-handler.js';
+import { AccessLogCompletion } from '../extproc/completion-mode.js';
+import { EdgeContext } from '../extproc/edge-context.js';
+import type { PromptExtractor } from '../extproc/request-mapping.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import { seededRng, type Rng } from '../util/rng.js';
@@ -97,7 +99,7 @@ export async function warmUpRequestPath(o: WarmUpOptions): Promise<WarmUpResult>
       decisionHeader: config.telemetry.decisionHeader,
       clock: o.clock,
       logger: silentLogger,
-      ...(pending !== undefined ? { pending } : {}),
+      ...(pending !== undefined ? { completion: new AccessLogCompletion(pending) } : {}),
       ...(telemetry?.edgeStats !== undefined ? { stats: telemetry.edgeStats } : {}),
     });
     server = new ExtProcServer({

@@ -15,7 +15,9 @@ import { ConnectionRecycler, DEFAULT_RESET_BUDGET_MARGIN } from './connection-re
 import { extProcServiceDefinition } from './ext-proc-proto.js';
 import type { ProcessingRequest__Output, ProcessingResponse } from './ext-proc-proto.js';
 import type { Logger } from '../logging/logger.js';
-import type { EdgeContext, ProcessStream, StreamHandler } from './stream-handler.js';
+import type { EdgeContext } from './edge-context.js';
+import type { ProcessStream } from './stream-env.js';
+import type { StreamHandler } from './stream-handler.js';
 
 /** Server keepalive (grpc-js' `grpc.keepalive_time_ms` / `grpc.keepalive_timeout_ms`). */
 export interface KeepaliveOptions {

@@ -36,6 +36,11 @@ export interface DecisionExtras {
   /** The decision summary (telemetry.decisionHeader). */
   readonly summary?: string;
 }
+
+/** The extras for a ticket key and a decision summary (either may be absent). */
+export function decisionExtras(ticket: string | undefined, summary: string | undefined): DecisionExtras {
+  return { ...(ticket !== undefined ? { ticket } : {}), ...(summary !== undefined ? { summary } : {}) };
+}
 /** Error messages are truncated to this many characters (they must stay small). */
 const MAX_ERROR_MESSAGE_CHARS = 200;
 

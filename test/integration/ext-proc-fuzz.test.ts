@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { defaultConfig } from '../../src/config/loader.js';
 import { extractPrompt } from '../../src/request/extract-prompt.js';
-import { EdgeContext } from '../../src/extproc/stream-handler.js';
+import { EdgeContext } from '../../src/extproc/edge-context.js';
 import { ExtProcServer } from '../../src/extproc/ext-proc-server.js';
 import type { EdgeStats } from '../../src/extproc/edge-stats.js';
 import type { BodySendMode, ProcessingRequest, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';

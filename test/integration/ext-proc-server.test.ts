@@ -3,7 +3,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { defaultConfig } from '../../src/config/loader.js';
 import type { RouterConfig } from '../../src/config/types.js';
 import { extractPrompt } from '../../src/request/extract-prompt.js';
-import { EdgeContext } from '../../src/extproc/stream-handler.js';
+import { EdgeContext } from '../../src/extproc/edge-context.js';
 import { ExtProcServer } from '../../src/extproc/ext-proc-server.js';
 import type { ExternalProcessorClient } from '../../src/extproc/ext-proc-proto.js';
 import { systemClock } from '../../src/util/clock.js';

@@ -15,7 +15,7 @@ import { gzipSync } from 'node:zlib';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { defaultConfig } from '../../src/config/loader.js';
 import { extractPrompt } from '../../src/request/extract-prompt.js';
-import { EdgeContext } from '../../src/extproc/stream-handler.js';
+import { EdgeContext } from '../../src/extproc/edge-context.js';
 import { ExtProcServer } from '../../src/extproc/ext-proc-server.js';
 import type { ExtProcServerOptions } from '../../src/extproc/ext-proc-server.js';
 import { extProcServiceDefinition, PROCESS_METHOD_PATH } from '../../src/extproc/ext-proc-proto.js';

@@ -4,7 +4,9 @@
  * Envoy would read it, and lifecycle events (half-close, cancel, transport error) are
  * explicit calls. Synchronous and deterministic: no sockets, no timers.
  */
-import type { EdgeContext, ProcessStream, StreamHandler } from '../../src/extproc/stream-handler.js';
+import type { EdgeContext } from '../../src/extproc/edge-context.js';
+import type { ProcessStream } from '../../src/extproc/stream-env.js';
+import type { StreamHandler } from '../../src/extproc/stream-handler.js';
 import type { ProcessingRequest, ProcessingResponse, ProcessingResponse__Output } from '../../src/extproc/ext-proc-proto.js';
 import { decodeAsClient, decodeAsServer } from './ext-proc-messages.js';
 

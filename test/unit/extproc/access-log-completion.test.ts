@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { extractPrompt } from '../../../src/request/extract-prompt.js';
 import { defaultConfig } from '../../../src/config/loader.js';
-import { EdgeContext } from '../../../src/extproc/stream-handler.js';
+import { AccessLogCompletion } from '../../../src/extproc/completion-mode.js';
+import { EdgeContext } from '../../../src/extproc/edge-context.js';
 import { PendingResponses } from '../../../src/extproc/pending-responses.js';
 import { AccessLogReceiver, outcomeOf } from '../../../src/extproc/access-log-receiver.js';
 import type { HTTPAccessLogEntry__Output } from '../../../src/extproc/access-log-proto.js';
@@ -59,7 +60,7 @@ function setup(decisionHeader = false, replicaId?: string) {
     decisionHeader,
     clock,
     logger: silentLogger,
-    pending,
+    completion: new AccessLogCompletion(pending),
     ...(replicaId !== undefined ? { replicaId } : {}),
   });
   const receiver = new AccessLogReceiver(pending, silentLogger);
