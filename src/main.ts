@@ -8,6 +8,8 @@
  *   cacheroute simulate --trace <file> --engines <n> [--config <file>]
  *                                        replay a traffic trace through the fleet simulator per
  *                                        strategy and recommend one (src/cli/simulate-command.ts)
+ *   cacheroute pd-sidecar --decode <ip:port> [--listen <host:port>] [--connector shared-store|nixl]
+ *                         [--allow-prefiller <ip:port>]...  the decode-side P/D sidecar (src/pd-sidecar/)
  *
  * `serve` prints exactly one JSON line on stdout when ready:
  *   {"event":"listening","grpc":"host:port","admin":"host:port","grpcPort":n,"adminPort":n}
@@ -30,6 +32,8 @@ const USAGE = `usage:
   cacheroute serve --config <file>
   cacheroute validate --config <file>
   cacheroute simulate --trace <file> --engines <n> [--config <file>] [--help for options]
+  cacheroute pd-sidecar --decode <ip:port> [--listen <host:port>] [--connector shared-store|nixl]
+                        [--prefill-timeout-ms <n>] [--allow-prefiller <ip:port>]...
 `;
 
 interface Args {
@@ -145,6 +149,10 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(JSON.stringify({ event: 'error', code, error: errorMessage(err) }) + '\n');
       return code === 'BAD_CONFIG' ? 2 : 1;
     }
+  }
+  if (argv[0] === 'pd-sidecar') {
+    const { runPdSidecar } = await import('./pd-sidecar/pd-sidecar-command.js');
+    return runPdSidecar(argv.slice(1), USAGE);
   }
   const args = parseArgs(argv);
   if (typeof args === 'string') {

@@ -130,6 +130,7 @@ export function toRouteRequest(facts: RequestFacts, headers: HeaderLookup, body:
     ...(tenant !== undefined && tenant !== '' ? { tenant } : {}),
     ...(priority !== undefined ? { priority } : {}),
     ...(prompt.input !== undefined ? { promptInput: prompt.input } : {}),
+    ...(prefersIfAvailable(headers.get('prefer')) ? { conditionalDecode: true } : {}),
     headers,
     arrivalMs: facts.arrivalMs,
     traceparent: facts.traceparent,
@@ -154,4 +155,10 @@ export function bodyTooLarge(limit: number): RouterError {
 export function pathForLog(path: string): string {
   const q = path.indexOf('?');
   return q >= 0 ? path.slice(0, q) : path;
+}
+
+/** RFC 7240 `Prefer: if-available` (llm-d's conditional decode), among other preferences. */
+export function prefersIfAvailable(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  return value.split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'if-available');
 }

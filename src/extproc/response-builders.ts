@@ -21,6 +21,12 @@ import { wireReady } from './ext-proc-proto.js';
 import type { HeaderMutation, HeaderValueOption, ProcessingResponse, StatusCode, Struct } from './ext-proc-proto.js';
 
 export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
+/**
+ * llm-d's header naming the prefill engine of a split request, read by the decode-side
+ * sidecar (`cacheroute pd-sidecar`). Only the router writes it: a client's value is replaced
+ * (split) or removed (not split, pass-through), so a client can never choose the prefiller.
+ */
+export const PREFILLER_HEADER = 'x-prefiller-host-port';
 export const LB_METADATA_NAMESPACE = 'envoy.lb';
 export const CACHEROUTE_METADATA_NAMESPACE = 'cacheroute';
 export const CACHEROUTE_DESTINATION_KEY = 'destination';
@@ -35,11 +41,22 @@ export interface DecisionExtras {
   readonly ticket?: string;
   /** The decision summary (telemetry.decisionHeader). */
   readonly summary?: string;
+  /** The client sent PREFILLER_HEADER: remove it unless the decision sets it. */
+  readonly stripPrefiller?: boolean;
 }
 
 /** The extras for a ticket key and a decision summary (either may be absent). */
-export function decisionExtras(ticket: string | undefined, summary: string | undefined): DecisionExtras {
-  return { ...(ticket !== undefined ? { ticket } : {}), ...(summary !== undefined ? { summary } : {}) };
+export function decisionExtras(ticket: string | undefined, summary: string | undefined, stripPrefiller = false): DecisionExtras {
+  return {
+    ...(ticket !== undefined ? { ticket } : {}),
+    ...(summary !== undefined ? { summary } : {}),
+    ...(stripPrefiller ? { stripPrefiller: true } : {}),
+  };
+}
+
+/** Routing headers only the router may set, as the client sent them (removed on pass-through). */
+export function forgedRoutingHeaders(has: (name: string) => boolean): string[] {
+  return [DESTINATION_HEADER, PREFILLER_HEADER].filter(has);
 }
 /** Error messages are truncated to this many characters (they must stay small). */
 const MAX_ERROR_MESSAGE_CHARS = 200;
@@ -110,17 +127,22 @@ function withDecision(
   extras: DecisionExtras | undefined,
 ): ProcessingResponse {
   const destinations = destinationList(decision);
+  const prefill = decision.disagg?.prefill?.id;
+  const strip = prefill === undefined && extras?.stripPrefiller === true;
+  const key = prefill !== undefined ? `${destinations} ${prefill}` : strip ? `${destinations} -` : destinations;
   // A per-request ticket or summary makes the answer unique: only plain answers are shared.
   const unique = extras?.ticket !== undefined || extras?.summary !== undefined;
   const memo = decisionMemo[member];
-  const known = unique ? undefined : memo.get(destinations);
+  const known = unique ? undefined : memo.get(key);
   if (known !== undefined) return known;
+  const set = [setHeader(DESTINATION_HEADER, destinations)];
+  if (prefill !== undefined) set.push(setHeader(PREFILLER_HEADER, prefill));
   const answer: ProcessingResponse = {
     [member]: {
       response: {
         // The enum's number (CONTINUE = 0): a unique answer is encoded as built (wireReady).
         status: unique ? RESPONSE_STATUS_CONTINUE : 'CONTINUE',
-        header_mutation: { set_headers: [setHeader(DESTINATION_HEADER, destinations)] },
+        header_mutation: strip ? { set_headers: set, remove_headers: [PREFILLER_HEADER] } : { set_headers: set },
         clear_route_cache: true,
       },
     },
@@ -131,7 +153,7 @@ function withDecision(
   if (unique) return wireReady(answer);
   const built = deepFreeze(answer);
   if (memo.size >= DECISION_MEMO_SIZE) memo.clear();
-  memo.set(destinations, built);
+  memo.set(key, built);
   return built;
 }
 

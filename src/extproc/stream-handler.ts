@@ -68,6 +68,8 @@ export class StreamHandler implements OpenStream {
   private facts: RequestFacts | undefined;
   /** Dropped once the request is mapped. */
   private headers: HeaderLookup | undefined;
+  /** The client sent x-prefiller-host-port (removed unless the decision sets it). */
+  private clientPrefiller = false;
   private body: BodyCollector | undefined;
   private log: Logger | undefined;
 
@@ -197,15 +199,16 @@ export class StreamHandler implements OpenStream {
     if (endOfStream) this.requestEnded = true;
     const method = headers.get(':method') ?? '';
     if (!this.env.matcher.matches(method, headers.get(':path') ?? '')) {
-      // Pass-through. Only a client-forged destination header is removed.
+      // Pass-through. Only client-forged routing headers (destination, prefiller) are removed.
       this.phase = 'forwarded';
-      this.send(answer.continueRequestHeaders(headers.has(answer.DESTINATION_HEADER) ? [answer.DESTINATION_HEADER] : []));
+      this.send(answer.continueRequestHeaders(answer.forgedRoutingHeaders((h) => headers.has(h))));
       return;
     }
 
     const env = this.env;
     this.method = method;
     this.headers = headers;
+    this.clientPrefiller = headers.has(answer.PREFILLER_HEADER);
     this.facts = readRequestFacts(headers, msg.metadata_context, (k) => this.stream.metadataValue(k), env.clock.nowMs(), env.newRequestId);
     if (endOfStream) return this.reject(new RouterError('BAD_REQUEST', 'inference request has no body'));
     const refused = checkInferenceHeaders(headers, env.mapping.maxBodyBytes);
@@ -377,7 +380,9 @@ export class StreamHandler implements OpenStream {
     this.completion = env.completion.begin(ticket);
     const key = this.completion.key;
     const summary = env.decisionHeader ? env.summaryOf(ticket) : undefined;
-    if (key !== undefined || summary !== undefined) this.decisionExtras = answer.decisionExtras(key, summary);
+    // A client-sent prefiller header is removed unless the decision sets its own.
+    const strip = this.clientPrefiller;
+    if (key !== undefined || summary !== undefined || strip) this.decisionExtras = answer.decisionExtras(key, summary, strip);
     if (env.logger.enabled('debug')) this.logger().debug('routed', routedLogFields(ticket.decision));
     try {
       const out = answers(ticket);
