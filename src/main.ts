@@ -16,17 +16,17 @@
  * On SIGTERM/SIGINT readiness turns false, open ext_proc streams get
  * server.drainTimeoutMs to finish, then the process exits 0. A second signal exits 1 at once.
  * On SIGHUP, and whenever the config file changes, the file is validated again and its
- * `endpoints` / `discovery` applied without a restart (src/config/config-reloader.ts); an
+ * `endpoints` / `discovery` applied without a restart (src/compose/config-reloader.ts); an
  * invalid file leaves the running config in place.
  */
 import { isRouterError } from './core/errors.js';
 import { loadConfigFile } from './config/loader.js';
-import { createRouterApp } from './app.js';
+import { createRouterApp } from './compose/app.js';
 import { createScheduler } from './compose/create-scheduler.js';
 import { systemClock } from './util/clock.js';
 import { seededRng } from './util/rng.js';
-import type { RouterApp } from './app.js';
-import { ConfigReloader } from './config/config-reloader.js';
+import type { RouterApp } from './compose/app.js';
+import { ConfigReloader } from './compose/config-reloader.js';
 
 const USAGE = `usage:
   cacheroute serve --config <file>

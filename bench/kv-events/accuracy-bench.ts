@@ -23,11 +23,11 @@ import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../.
 import { defaultConfig } from '../../src/config/default-config.js';
 import { KvEventSubscriber, type KvEventSource } from '../../src/kv-events/kv-event-subscriber.js';
 import { BlockHasher } from '../../src/prefix-cache/block-hasher.js';
-import { PreciseAffinity } from '../../src/prefix-cache/precise-affinity.js';
+import { PreciseAffinity } from '../../src/precise-index/precise-affinity.js';
 import { PrefixIndex } from '../../src/prefix-cache/prefix-index.js';
 import { IndexCalibration } from '../../src/plugins/multi/index-calibration.js';
 import { extractPrompt } from '../../src/request/extract-prompt.js';
-import type { CycleState } from '../../src/scheduling/types.js';
+import type { CycleState } from '../../src/framework/types.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher } from '../../src/tokenization/token-block-hasher.js';
 import { systemClock } from '../../src/util/clock.js';

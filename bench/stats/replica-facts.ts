@@ -20,7 +20,7 @@
 import type { RequestRecord } from '../harness/driver.js';
 import type { FaultEvent } from '../harness/fault-script.js';
 import type { ReplicaSample } from '../harness/replica-sampler.js';
-import { parseDecisionSummary } from '../../src/telemetry/decision-summary.js';
+import { parseDecisionSummary } from '../../src/extproc/decision-header.js';
 
 /** Simulator / vLLM KV block, tokens (one engine block of tolerance). */
 export const ENGINE_BLOCK_TOKENS = 16;

@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logging/logger.js';
+import { parseListenAddress } from '../util/host-port.js';
 
 /** Handles one admin request. `url` is parsed (path + query). May be async. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
@@ -66,7 +67,7 @@ export class AdminServer {
 
   async start(): Promise<{ host: string; port: number }> {
     if (this.server) throw new Error('admin server already started');
-    const { host, port } = parseAddress(this.options.address);
+    const { host, port } = parseListenAddress(this.options.address);
     const server = createServer((req, res) => void this.handle(req, res));
     server.keepAliveTimeout = 5_000;
     this.server = server;
@@ -143,10 +144,4 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   const body = JSON.stringify(value);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
-}
-
-function parseAddress(address: string): { host: string; port: number } {
-  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]*):(\d+)$/.exec(address);
-  if (!m) throw new Error(`invalid admin address ${address} (expected host:port)`);
-  return { host: m[1]!, port: Number(m[2]) };
 }

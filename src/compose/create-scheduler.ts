@@ -2,18 +2,19 @@
  * Builds the scheduling core from a validated RouterConfig: the endpoint registry, the data
  * layer (engine metrics, token load, traffic statistics) wired onto it, and the plugin graph
  * of the config (explicit, or what the strategy shorthand expanded to) from the catalog.
- * Used by the composition root (src/app.ts), tests and tools.
+ * Used by the composition root (src/compose/app.ts), tests and tools.
  */
 import type { RouterConfig } from '../config/types.js';
 import { DataLayer, type DataLayerOptions } from '../datalayer/data-layer.js';
 import { EndpointRegistry, type LoadSource } from '../endpoints/registry.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import { builtinCatalog } from '../plugins/register-builtins.js';
-import type { PluginCatalog, ServiceKey } from '../scheduling/plugin-api.js';
+import type { PluginCatalog, ServiceKey } from '../framework/plugin-api.js';
 import { buildPluginGraph, type GraphSpec } from '../scheduling/plugin-graph.js';
 import { Scheduler } from '../scheduling/scheduler.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';
+import { staticEndpointSpecs } from '../endpoints/endpoint-config.js';
 
 export interface SchedulerDeps {
   readonly clock: Clock;
@@ -43,7 +44,7 @@ export function dataLayerOptions(config: RouterConfig): DataLayerOptions {
 /** @throws RouterError BAD_CONFIG for bad endpoints or an invalid plugin graph. */
 export function createScheduler(config: RouterConfig, deps: SchedulerDeps): Scheduler {
   const logger = deps.logger ?? silentLogger;
-  const registry = deps.registry ?? EndpointRegistry.fromConfig(config.endpoints, deps.clock);
+  const registry = deps.registry ?? new EndpointRegistry(staticEndpointSpecs(config.endpoints), deps.clock);
   for (const s of deps.loadSources ?? []) registry.addLoadSource(s);
   const dataLayer = new DataLayer(dataLayerOptions(config), registry, deps.clock, logger, deps.fleetLoadSources);
   const services = new Map<string, unknown>();

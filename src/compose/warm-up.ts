@@ -19,7 +19,7 @@
  * stops the router from starting.
  */
 import * as grpc from '@grpc/grpc-js';
-import { DEFAULT_POOL } from '../config/defaults.js';
+import { DEFAULT_POOL } from '../endpoints/endpoint-config.js';
 import type { RouterConfig } from '../config/types.js';
 import { ExtProcServer } from '../extproc/ext-proc-server.js';
 import { extProcPackage } from '../extproc/ext-proc-proto.js';

@@ -1,38 +1,40 @@
 /**
- * Every top-level section of the config document, in one list. To add a section for a
- * subsystem (e.g. `discovery:`): write a file exporting `{ key, schema } as const satisfies
- * ConfigSection` (a zod schema with defaults, accepting `undefined` when the section may be
- * left out) and add it to this list; `RouterConfig[key]` is then typed from the schema and
- * validated with field-path errors like every other section.
+ * Every top-level section of the config document, in one list: config/ attaches a key to
+ * each feature's own schema (the feature folder owns its fields, defaults and validation;
+ * nothing below config/ imports config/). To add a section: export a zod schema with
+ * defaults from the feature (accepting `undefined` when the section may be left out) and
+ * add one line here; `RouterConfig[key]` is then typed from the schema and validated with
+ * field-path errors like every other section.
  */
-import { cacheAwareSection, loadSection } from '../plugins/presets/shorthand.js';
-import { discoverySection } from './sections/discovery.js';
-import { endpointsSection } from './sections/endpoints.js';
-import { engineMetricsSection } from './sections/engine-metrics.js';
+import { admissionSchema } from '../admission/admission-config.js';
+import { engineMetricsSchema } from '../datalayer/engine-metrics-config.js';
+import { discoverySchema } from '../discovery/discovery-config.js';
+import { endpointsSchema } from '../endpoints/endpoint-config.js';
+import { healthSchema } from '../health/health-config.js';
+import { cacheAwareSchema, loadSchema } from '../plugins/presets/shorthand.js';
+import { replicationSchema } from '../replication/replication-config.js';
+import { requestsSchema } from '../request/requests-config.js';
+import { telemetrySchema } from '../telemetry/telemetry-config.js';
+import type { ConfigSection } from './config-section.js';
 import { pluginsSection, schedulingProfilesSection } from './sections/plugin-graph.js';
-import { requestsSection } from './sections/requests.js';
 import { routingSections } from './sections/routing.js';
 import { serverSection } from './sections/server.js';
-import { telemetrySection } from './sections/telemetry.js';
-import { healthSection } from './sections/health.js';
-import { admissionSection } from './sections/admission.js';
-import { replicationSection } from './sections/replication.js';
 import { trafficTraceSection } from './sections/traffic-trace.js';
 
 export const CONFIG_SECTIONS = [
   ...routingSections,
   serverSection,
-  requestsSection,
-  endpointsSection,
-  discoverySection,
-  engineMetricsSection,
-  telemetrySection,
+  { key: 'requests', schema: requestsSchema },
+  { key: 'endpoints', schema: endpointsSchema },
+  { key: 'discovery', schema: discoverySchema },
+  { key: 'engineMetrics', schema: engineMetricsSchema },
+  { key: 'telemetry', schema: telemetrySchema },
   pluginsSection,
   schedulingProfilesSection,
-  cacheAwareSection,
-  loadSection,
-  healthSection,
-  admissionSection,
-  replicationSection,
+  { key: 'cacheAware', schema: cacheAwareSchema },
+  { key: 'load', schema: loadSchema },
+  { key: 'health', schema: healthSchema },
+  { key: 'admission', schema: admissionSchema },
+  { key: 'replication', schema: replicationSchema },
   trafficTraceSection,
-] as const;
+] as const satisfies readonly ConfigSection[];

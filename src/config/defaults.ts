@@ -1,9 +1,12 @@
 /**
- * Defaults of the router-wide configuration sections, as named constants with the reason
- * for each value (plugin defaults live with each plugin's parameter schema). parseConfig
+ * Defaults of the router-wide configuration sections (server, routing), as named constants
+ * with the reason for each value. Each feature's defaults live with its own section schema
+ * (src/request/requests-config.ts, src/endpoints/endpoint-config.ts, …) and each plugin's
+ * with its parameter schema. parseConfig
  * applies these; docs/configuration.md lists them.
  */
 import type { StrategyName } from '../plugins/presets/presets.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../request/requests-config.js';
 
 export const API_VERSION = 'cacheroute/v1' as const;
 
@@ -46,24 +49,8 @@ export const RESPONSE_COMPLETION_MODES = ['access-log', 'ext-proc'] as const;
 export const DEFAULT_RESPONSE_COMPLETION = 'access-log' as const;
 /** Headroom over the largest body for the surrounding protobuf/gRPC framing. */
 export const GRPC_FRAMING_HEADROOM_BYTES = 1024 * 1024;
-
-// --- requests ---
-/** The two OpenAI-compatible inference endpoints vLLM-like engines serve. */
-export const DEFAULT_PATHS: readonly string[] = ['/v1/chat/completions', '/v1/completions'];
-/** Inference requests are POSTs; everything else passes through unrouted. */
-export const DEFAULT_METHODS: readonly string[] = ['POST'];
-/** 16 MiB: fits long-context prompts and a few inline images; bigger bodies get 413. */
-export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
-/** 65,536 chars ≈ 16k tokens: beyond that a longer shared prefix rarely changes the choice. */
-export const DEFAULT_MAX_PREFIX_CHARS = 65_536;
-/** The common English-text rule of thumb (≈4 characters per token). */
-export const DEFAULT_CHARS_PER_TOKEN = 4;
 /** gRPC max receive size: largest body plus framing headroom. */
 export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = DEFAULT_MAX_BODY_BYTES + GRPC_FRAMING_HEADROOM_BYTES;
-
-// --- endpoints ---
-/** Pool name when an endpoint names none (single-pool deployments never need one). */
-export const DEFAULT_POOL = 'default';
 
 // --- routing ---
 /** Cache-aware is the point of this router. */
@@ -72,32 +59,3 @@ export const DEFAULT_STRATEGY: StrategyName = 'cache-aware';
 export const DEFAULT_FALLBACKS = 2;
 /** Fixed seed so runs are reproducible unless the operator asks otherwise. */
 export const DEFAULT_SEED = 1;
-
-// --- engineMetrics ---
-/** GIE scrapes engine metrics; without them the router is blind to others' traffic. */
-export const DEFAULT_ENGINE_METRICS_ENABLED = true;
-/** 100 ms: queue depth changes on the timescale of a decode step batch. */
-export const DEFAULT_POLL_INTERVAL_MS = 100;
-/**
- * An idle engine (no load number moved, nothing sent or finished there since) is polled at
- * doubling spacing up to this (capped at half of staleAfterMs, so its reading never goes
- * stale): its page says the same thing each time (docs/decisions/0204-router-background-cpu.md).
- */
-export const DEFAULT_IDLE_POLL_INTERVAL_MS = 400;
-/** A scrape slower than this is abandoned; well inside the staleness window. */
-export const DEFAULT_POLL_TIMEOUT_MS = 500;
-/** After 10 missed polls engine numbers are more misleading than router-side accounting. */
-export const DEFAULT_STALE_AFTER_MS = 1000;
-/**
- * 1: the poll interval alone. Engines with an expensive /metrics page (vLLM on a small CPU
- * host: ~13 ms in its API server) want 0.01, a scrape about every 1.3 s; as a default that
- * starved cheap pages on a loaded host (docs/decisions/0121-real-vllm-shared-prefix-loss.md).
- */
-export const DEFAULT_MAX_SCRAPE_SHARE = 1;
-
-// --- telemetry ---
-export const DEFAULT_LOG_LEVEL = 'info' as const;
-/** Off: response headers about routing leak topology to clients. */
-export const DEFAULT_DECISION_HEADER = false;
-/** Enough recent decisions to explain a burst, small enough to ignore in memory. */
-export const DEFAULT_RECENT_DECISIONS = 256;

@@ -8,4 +8,3 @@ export { parseConfig, type ParseOptions } from './parse-config.js';
 export { loadConfigFile } from './load-config-file.js';
 export { defaultConfig, type DeepPartial } from './default-config.js';
 export { applyEnvOverrides, ENV_OVERRIDES, type Env } from './env-overrides.js';
-export { parseIpPort, type IpPort } from './ip-port.js';

@@ -10,7 +10,7 @@
  */
 import { presetGraph, type StrategyName } from '../plugins/presets/presets.js';
 import { builtinCatalog } from '../plugins/register-builtins.js';
-import type { PluginCatalog } from '../scheduling/plugin-api.js';
+import type { PluginCatalog } from '../framework/plugin-api.js';
 import { validateGraphParameters, type GraphSpec } from '../scheduling/plugin-graph.js';
 import { configError, formatIssues, section, withoutNulls } from '../util/schema.js';
 import { CONFIG_SECTIONS } from './config-sections.js';

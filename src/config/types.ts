@@ -11,11 +11,11 @@ import type { ServerConfig } from './sections/server.js';
 
 export { STRATEGIES, type StrategyName } from '../plugins/presets/presets.js';
 export type { CacheAwareConfig, LoadConfig } from '../plugins/presets/shorthand.js';
-export type { EndpointConfig } from './sections/endpoints.js';
-export type { EngineMetricsConfig } from './sections/engine-metrics.js';
-export type { RequestsConfig } from './sections/requests.js';
+export type { EndpointConfig } from '../endpoints/endpoint-config.js';
+export type { EngineMetricsConfig } from '../datalayer/engine-metrics-config.js';
+export type { RequestsConfig } from '../request/requests-config.js';
 export type { ServerConfig } from './sections/server.js';
-export type { TelemetryConfig } from './sections/telemetry.js';
+export type { TelemetryConfig } from '../telemetry/telemetry-config.js';
 
 type Sections = (typeof CONFIG_SECTIONS)[number];
 

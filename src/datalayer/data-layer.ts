@@ -20,13 +20,14 @@ import { EngineSignalStore, type SampleListener, type ScrapeStats } from '../end
 import type { EndpointRegistry, LoadSource } from '../endpoints/registry.js';
 import { StalenessTracker, type FallbackReason, type StalenessStats } from '../endpoints/staleness.js';
 import type { Logger } from '../logging/logger.js';
-import type { Plugin } from '../scheduling/types.js';
+import type { Plugin } from '../framework/types.js';
 import type { Clock } from '../util/clock.js';
 import { EngineMetricsSource } from './engine-metrics-source.js';
-import type { SignalView } from './signal-view.js';
+import type { SignalView } from '../framework/signal-view.js';
 import { OutputLengthLearner, TokenLoadModel, type OutputLengthStat } from './token-load-model.js';
 import { TokenLoadSource } from './token-load-source.js';
-import { TrafficStats, type TrafficSnapshot } from './traffic-stats.js';
+import type { TrafficSnapshot } from '../framework/signal-view.js';
+import { TrafficStats } from './traffic-stats.js';
 import { TrafficStatsRecorder } from './traffic-stats-recorder.js';
 
 export interface EngineMetricsOptions {

@@ -17,7 +17,7 @@ import type { EngineSignalStore } from '../endpoints/engine-metrics-store.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from '../endpoints/load.js';
 import type { LoadSource } from '../endpoints/registry.js';
 import type { StalenessTracker } from '../endpoints/staleness.js';
-import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../scheduling/types.js';
+import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../framework/types.js';
 
 export class EngineMetricsSource implements RoutedHook, CompletedHook, EndpointsChangedHook, LoadSource {
   readonly name = 'engine-metrics';

@@ -12,7 +12,7 @@
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from '../endpoints/load.js';
 import type { LoadSource } from '../endpoints/registry.js';
-import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../scheduling/types.js';
+import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../framework/types.js';
 import type { TokenLoadModel } from './token-load-model.js';
 
 export class TokenLoadSource implements RoutedHook, CompletedHook, EndpointsChangedHook, LoadSource {

@@ -5,7 +5,7 @@
  */
 import type { RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import { prefixKeyOf } from '../prefix-cache/prefix-key.js';
-import type { CompletedHook, CycleState, RoutedHook } from '../scheduling/types.js';
+import type { CompletedHook, CycleState, RoutedHook } from '../framework/types.js';
 import type { TrafficStats } from './traffic-stats.js';
 
 export class TrafficStatsRecorder implements RoutedHook, CompletedHook {

@@ -11,6 +11,7 @@
  * ring comes round to it, so memory is bounded by buckets × the per-bucket key cap, plus
  * the bounded "seen before" set.
  */
+import type { EndpointTraffic, TrafficSnapshot } from '../framework/signal-view.js';
 import type { Clock } from '../util/clock.js';
 
 export interface TrafficStatsOptions {
@@ -32,34 +33,6 @@ export const DEFAULT_TRAFFIC_STATS: TrafficStatsOptions = {
   maxSeenKeys: 50_000,
   maxKeysPerBucket: 4096,
 };
-
-export interface EndpointTraffic {
-  readonly endpointId: string;
-  readonly requests: number;
-  /** Σ matched blocks ÷ Σ prefix blocks over decisions routed here (router's prediction). */
-  readonly predictedHitRate: number;
-  /** Σ cached tokens ÷ Σ prompt tokens over outcomes that reported usage (engine's word). */
-  readonly confirmedHitRate?: number;
-  /** Outcomes with usage seen in the window. */
-  readonly confirmedSamples: number;
-}
-
-export interface TrafficSnapshot {
-  readonly windowMs: number;
-  readonly requests: number;
-  /** Share of requests whose leading blocks had been seen before, in [0,1]. */
-  readonly reuseRate: number;
-  /**
-   * Share of requests whose prefix key occurs at least twice in the window, in [0,1]: how
-   * much of the traffic shares a prefix, independent of arrival order (reuseRate counts a
-   * group's first request as not reused, so it lags right after a new group appears).
-   */
-  readonly sharedRate: number;
-  /** Share of requests carrying the single most frequent prefix key, in [0,1]. */
-  readonly hottestPrefixShare: number;
-  readonly distinctPrefixes: number;
-  readonly endpoints: readonly EndpointTraffic[];
-}
 
 interface EpSums {
   requests: number;

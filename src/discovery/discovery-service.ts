@@ -9,8 +9,8 @@
  * the fleet while a Kubernetes watch is still listing.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { DiscoveryConfig, DiscoverySourceConfig } from '../config/sections/discovery.js';
-import type { EndpointConfig } from '../config/types.js';
+import type { DiscoveryConfig, DiscoverySourceConfig } from './discovery-config.js';
+import type { EndpointConfig } from '../endpoints/endpoint-config.js';
 import type { EngineRole } from '../core/types.js';
 import { parseEndpointAddress, type EndpointRegistry, type EndpointSpec } from '../endpoints/registry.js';
 import { isHostNameEntry, parseHostPort } from '../util/host-port.js';

@@ -14,12 +14,10 @@
  * accounting can never land on a different engine. Every change is announced to the
  * membership listeners (the scheduler forwards it to plugins) before the call returns.
  */
-import { isIP } from 'node:net';
-import type { EndpointConfig } from '../config/types.js';
 import { RouterError } from '../core/errors.js';
 import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
-import { isHostNameEntry } from '../util/host-port.js';
+import { parseIpPortOrReason } from '../util/host-port.js';
 import { InflightTracker } from './inflight.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from './load.js';
 
@@ -51,29 +49,9 @@ export interface EndpointAddress {
 
 /** Parses `ip:port` (IPv6 in brackets). @throws RouterError BAD_CONFIG when malformed. */
 export function parseEndpointAddress(text: string): EndpointAddress {
-  const bad = (why: string): never => {
-    throw new RouterError('BAD_CONFIG', `endpoint address "${text}": ${why} (expected ip:port or [ipv6]:port)`);
-  };
-  let host: string;
-  let portText: string;
-  if (text.startsWith('[')) {
-    const close = text.indexOf(']');
-    if (close < 0 || text[close + 1] !== ':') return bad('missing "]:" after IPv6 address');
-    host = text.slice(1, close);
-    portText = text.slice(close + 2);
-    if (isIP(host) !== 6) return bad('not an IPv6 literal');
-  } else {
-    const colon = text.lastIndexOf(':');
-    if (colon < 0) return bad('missing port');
-    host = text.slice(0, colon);
-    portText = text.slice(colon + 1);
-    if (isIP(host) !== 4) return bad(host.includes(':') ? 'IPv6 addresses need brackets' : 'not an IPv4 literal');
-  }
-  if (!/^[0-9]{1,5}$/.test(portText)) return bad('port is not a number');
-  const port = Number(portText);
-  if (port < 1 || port > 65535) return bad('port out of range 1..65535');
-  const id = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
-  return { id, address: host, port };
+  const r = parseIpPortOrReason(text);
+  if (typeof r === 'string') throw new RouterError('BAD_CONFIG', `endpoint address "${text}": ${r} (expected ip:port or [ipv6]:port)`);
+  return { id: r.id, address: r.ip, port: r.port };
 }
 
 /** An endpoint as a membership source describes it (the registry assigns `index`). */
@@ -229,30 +207,6 @@ export class EndpointRegistry {
       }
     }
     return change;
-  }
-
-  /**
-   * Builds the registry from the `endpoints` section of the config. Host-name entries are
-   * left to discovery (src/discovery/), which resolves them and adds their addresses.
-   */
-  static fromConfig(configs: readonly EndpointConfig[], clock: Clock): EndpointRegistry {
-    return new EndpointRegistry(
-      configs
-        .filter((c) => !isHostNameEntry(c.address))
-        .map((c) => {
-          const a = parseEndpointAddress(c.address);
-          return {
-            id: a.id,
-            address: a.address,
-            port: a.port,
-            pool: c.pool,
-            models: c.models,
-            ...(c.metricsUrl !== undefined ? { metricsUrl: c.metricsUrl } : {}),
-            ...(c.role !== undefined ? { role: c.role } : {}),
-          };
-        }),
-      clock,
-    );
   }
 
   get size(): number {

@@ -12,11 +12,11 @@
  *   `stop` writes one summary of what the limit dropped.
  */
 import { randomUUID } from 'node:crypto';
-import type { RequestsConfig } from '../config/types.js';
+import type { RequestsConfig } from '../request/requests-config.js';
 import type { AdmissionService, RouteTicket, RoutingService } from '../core/routing-service.js';
 import type { LogFields, Logger } from '../logging/logger.js';
 import { RateLimitedLog } from '../logging/rate-limited-log.js';
-import { formatDecisionSummary } from '../telemetry/decision-summary.js';
+import { formatDecisionSummary } from './decision-header.js';
 import type { Clock } from '../util/clock.js';
 import { ResponsePathCompletion, type CompletionMode } from './completion-mode.js';
 import { noopEdgeStats, type EdgeStats } from './edge-stats.js';

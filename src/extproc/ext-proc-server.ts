@@ -18,6 +18,7 @@ import type { Logger } from '../logging/logger.js';
 import type { EdgeContext } from './edge-context.js';
 import type { ProcessStream } from './stream-env.js';
 import type { StreamHandler } from './stream-handler.js';
+import { parseListenAddress } from '../util/host-port.js';
 
 /** Server keepalive (grpc-js' `grpc.keepalive_time_ms` / `grpc.keepalive_timeout_ms`). */
 export interface KeepaliveOptions {
@@ -58,13 +59,6 @@ export interface ExtProcServerOptions {
 export interface BoundAddress {
   readonly host: string;
   readonly port: number;
-}
-
-/** Splits `host:port` / `[v6]:port`. */
-export function splitHostPort(address: string): { host: string; port: number } {
-  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]*):(\d+)$/.exec(address);
-  if (!m) throw new Error(`invalid address ${address} (expected host:port)`);
-  return { host: m[1]!, port: Number(m[2]) };
 }
 
 type ServerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -108,7 +102,7 @@ export class ExtProcServer {
   async start(): Promise<BoundAddress> {
     if (this.state !== 'new') throw new Error(`ext_proc server cannot start in state ${this.state}`);
     this.state = 'starting';
-    const { host } = splitHostPort(this.options.address);
+    const { host } = parseListenAddress(this.options.address);
     const port = await new Promise<number>((resolve, reject) => {
       this.server.bindAsync(this.options.address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
     });

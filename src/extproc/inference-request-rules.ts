@@ -7,7 +7,7 @@
  * open a decompression-bomb hole), declared content-length above the limit → 413.
  */
 import { RouterError } from '../core/errors.js';
-import type { RequestsConfig } from '../config/types.js';
+import type { RequestsConfig } from '../request/requests-config.js';
 import type { HeaderLookup } from './header-map.js';
 
 export class InferenceMatcher {

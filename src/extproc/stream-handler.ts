@@ -26,7 +26,7 @@
 import { RouterError } from '../core/errors.js';
 import type { RouteTicket } from '../core/routing-service.js';
 import { requestLogger, type Logger } from '../logging/logger.js';
-import { DECISION_HEADER } from '../telemetry/decision-summary.js';
+import { DECISION_HEADER } from './decision-header.js';
 import { BodyCollector } from './body-chunks.js';
 import type { TicketCompletion } from './completion-mode.js';
 import { IDLE_TIMEOUT_GRPC_STATUS, grpcStatusOf, httpStatusOf } from './error-status.js';

@@ -1,15 +1,15 @@
 /**
  * Wires engine health into a running scheduler: the monitor becomes a load source (so the
  * health filter sees ejections), watches request outcomes and metric scrapes, and on an
- * engine restart drops that engine's prefix-index entries. Returns undefined when health is
+ * engine restart calls the caller's `onRestart` (the composition root drops that engine's
+ * prefix-index entries there). Returns undefined when health is
  * disabled or the scheduler does not expose what health needs (a test double).
  */
 import type { Endpoint } from '../core/types.js';
 import type { EndpointRegistry } from '../endpoints/registry.js';
 import type { EngineSignalStore } from '../endpoints/engine-metrics-store.js';
-import { PREFIX_INDEX } from '../plugins/multi/prefix-cache-plugin.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
-import type { ServiceKey } from '../scheduling/plugin-api.js';
+import type { ServiceKey } from '../framework/plugin-api.js';
 import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import { EngineHealthMonitor } from './engine-health-monitor.js';
@@ -40,7 +40,7 @@ export interface AttachedHealth {
 export function attachEngineHealth(
   config: HealthConfig,
   host: HealthHost,
-  deps: { clock: Clock; logger: Logger },
+  deps: { clock: Clock; logger: Logger; onRestart?: (endpoint: Endpoint) => void },
 ): AttachedHealth | undefined {
   if (!config.enabled) return undefined;
   const registry = host.registry;
@@ -51,7 +51,7 @@ export function attachEngineHealth(
     clock: deps.clock,
     logger: deps.logger,
     ...(store !== undefined ? { store } : {}),
-    onRestart: (ep: Endpoint) => host.service(PREFIX_INDEX)?.evictEndpoint(ep.index),
+    onRestart: (ep: Endpoint) => deps.onRestart?.(ep),
   });
   const removeSource = registry.addLoadSource(monitor);
   const unsubscribe = host.onDecision((ev) => {

@@ -24,11 +24,11 @@
  * discovered), `model` a configured tokenizer model. No prompt text.
  */
 import { Counter, Gauge, type Metric, type Registry } from 'prom-client';
-import { HotPathHistogram } from '../telemetry/hot-path-histogram.js';
-import type { EngineLedgerStats } from '../prefix-cache/event-fed-index.js';
-import type { TokenizationCost } from '../prefix-cache/precise-affinity.js';
+import { HotPathHistogram } from '../util/hot-path-histogram.js';
+import type { EngineLedgerStats } from '../precise-index/event-fed-index.js';
+import type { TokenizationCost } from '../precise-index/precise-affinity.js';
 import type { TokenizerCacheStats } from '../tokenization/model-tokenizer.js';
-import { serviceKey } from '../scheduling/plugin-api.js';
+import { serviceKey } from '../framework/plugin-api.js';
 import type { KvStreamStats } from './kv-event-subscriber.js';
 
 /** Lag buckets in seconds: 1 ms … 30 s. */

@@ -19,8 +19,8 @@
  */
 import { Subscriber } from 'zeromq';
 import type { Clock } from '../util/clock.js';
-import type { HistogramCell, HotPathHistogram } from '../telemetry/hot-path-histogram.js';
-import type { EventFedIndex } from '../prefix-cache/event-fed-index.js';
+import type { HistogramCell, HotPathHistogram } from '../util/hot-path-histogram.js';
+import type { EventFedIndex } from '../precise-index/event-fed-index.js';
 import { decodeKvEventMessage, KvWireError, type KvEventBatch } from './kv-event-wire.js';
 import { SequenceTracker } from './sequence-tracker.js';
 

@@ -15,36 +15,7 @@
  * counts it and resyncs the engine, it never throws into the event loop).
  */
 import { decode, encode } from '@msgpack/msgpack';
-
-/** An engine block hash: a 64-bit integer, or hex of the raw bytes. */
-export type EngineBlockKey = bigint | string;
-
-export interface BlockStoredEvent {
-  readonly type: 'BlockStored';
-  readonly blockHashes: readonly EngineBlockKey[];
-  readonly parentBlockHash: EngineBlockKey | null;
-  /** block_size × blockHashes.length token ids. */
-  readonly tokenIds: readonly number[];
-  readonly blockSize: number;
-  readonly loraName: string | null;
-  readonly medium: string | null;
-  /** True when any block has extra keys (multimodal, cache_salt, LoRA): not reproducible from tokens. */
-  readonly hasExtraKeys: boolean;
-  readonly groupIdx: number | null;
-}
-
-export interface BlockRemovedEvent {
-  readonly type: 'BlockRemoved';
-  readonly blockHashes: readonly EngineBlockKey[];
-  readonly medium: string | null;
-  readonly groupIdx: number | null;
-}
-
-export interface AllBlocksClearedEvent {
-  readonly type: 'AllBlocksCleared';
-}
-
-export type KvEvent = BlockStoredEvent | BlockRemovedEvent | AllBlocksClearedEvent;
+import type { EngineBlockKey, KvEvent } from '../precise-index/kv-event.js';
 
 export interface KvEventBatch {
   /** Publisher's sequence number (from the second frame). */

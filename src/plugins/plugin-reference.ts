@@ -6,7 +6,7 @@
  * rewrites it.
  */
 import { z } from 'zod';
-import type { PluginCatalog, PluginType } from '../scheduling/plugin-api.js';
+import type { PluginCatalog, PluginType } from '../framework/plugin-api.js';
 
 interface JsonSchema {
   readonly type?: string;

@@ -3,7 +3,7 @@
  * plugin = its source file, its test file, and one line here; docs/plugins.md is generated
  * from the list (`node dist/scripts/gen-plugin-docs.js`).
  */
-import { PluginCatalog } from '../scheduling/plugin-api.js';
+import { PluginCatalog } from '../framework/plugin-api.js';
 import { healthFilter } from './filter/health-filter.js';
 import { hotspotFilter } from './filter/hotspot-replication.js';
 import { imbalanceEscapeFilter } from './filter/imbalance-escape-filter.js';

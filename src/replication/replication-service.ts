@@ -5,7 +5,7 @@
  * every engine itself and no deltas are exchanged) and, with access-log completion,
  * completion forwarding (completion-forwarding.ts: an access log entry for another
  * replica's ticket goes to its owner). Built and started by the composition
- * root (src/app.ts); losing NATS never stops routing, it only narrows this replica's view
+ * root (src/compose/app.ts); losing NATS never stops routing, it only narrows this replica's view
  * to its own state until the link is back.
  */
 import { hostname } from 'node:os';

@@ -13,7 +13,7 @@
  */
 import type { Logger } from '../logging/logger.js';
 import { configError, formatIssues, joinPath } from '../util/schema.js';
-import type { PluginCatalog, PluginHandle, ServiceKey } from './plugin-api.js';
+import type { PluginCatalog, PluginHandle, ServiceKey } from '../framework/plugin-api.js';
 import {
   isCompletedHook,
   isDecisionAnnotator,
@@ -37,7 +37,7 @@ import {
   type ProfileHandler,
   type RoutedHook,
   type WeightedScorer,
-} from './types.js';
+} from '../framework/types.js';
 
 /** One plugin instance: `plugins[]` of the config. */
 export interface PluginSpec {

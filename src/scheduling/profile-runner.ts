@@ -14,7 +14,7 @@
 import { RouterError } from '../core/errors.js';
 import type { DecisionReason } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
-import type { Candidate, CycleState, PickResult, Profile } from './types.js';
+import type { Candidate, CycleState, PickResult, Profile } from '../framework/types.js';
 
 export interface PluginTiming {
   readonly plugin: string;

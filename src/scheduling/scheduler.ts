@@ -21,7 +21,7 @@ import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';
 import { DecisionEmitter, type DecisionListener } from './decision-events.js';
-import type { ServiceKey } from './plugin-api.js';
+import type { ServiceKey } from '../framework/plugin-api.js';
 import type { BuiltGraph } from './plugin-graph.js';
 import { runProfileTimed, type PluginTiming, type ProfileRun } from './profile-runner.js';
 import { ScoredDecision } from './scored-decision.js';
@@ -41,7 +41,7 @@ import {
   type ProfileHandler,
   type RoutedHook,
   type StagePick,
-} from './types.js';
+} from '../framework/types.js';
 
 export interface SchedulerOptions {
   readonly registry: EndpointRegistry;

@@ -10,7 +10,7 @@
  * serialised decision looks as before.
  */
 import type { CandidateScore, DecisionReason, DisaggDecision, Endpoint, RouteDecision } from '../core/types.js';
-import type { Candidate } from './types.js';
+import type { Candidate } from '../framework/types.js';
 
 /** Everything of a decision but the score report and the notes. */
 export type DecisionFields = Omit<RouteDecision, 'candidates' | 'notes' | 'profile' | 'matchedChars'> & {

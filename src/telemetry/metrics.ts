@@ -24,7 +24,7 @@ import type { LoadSnapshot } from '../endpoints/load.js';
 import type { EdgeStats } from '../extproc/edge-stats.js';
 import { FALLBACK_REASONS } from '../endpoints/staleness.js';
 import { DeferredCounter } from './deferred-counter.js';
-import { HotPathHistogram } from './hot-path-histogram.js';
+import { HotPathHistogram } from '../util/hot-path-histogram.js';
 
 /** Decision latency buckets in seconds: 10 µs … 100 ms. */
 export const DECISION_LATENCY_BUCKETS = [

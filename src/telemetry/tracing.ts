@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry SDK setup for the composition root (src/app.ts / src/main.ts). Everything
+ * OpenTelemetry SDK setup for the composition root (src/compose/app.ts / src/main.ts). Everything
  * else uses `@opentelemetry/api` only, which is a no-op until this registers a provider.
  *
  * Why opt-in on the standard variables: tracing costs an exporter, a batch queue and a

@@ -12,7 +12,7 @@ import { startVllmEngines, type VllmEngineFleet } from '../kit/vllm-engines.js';
 import { ensureTinyModel } from '../kit/tiny-model.js';
 import { TINY_MODEL_NAME } from '../kit/vllm-paths.js';
 import { KvEventSubscriber } from '../../src/kv-events/kv-event-subscriber.js';
-import { PreciseAffinity } from '../../src/prefix-cache/precise-affinity.js';
+import { PreciseAffinity } from '../../src/precise-index/precise-affinity.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher } from '../../src/tokenization/token-block-hasher.js';
 import { systemClock } from '../../src/util/clock.js';

@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { startVllmEngines, type VllmEngineFleet } from '../kit/vllm-engines.js';
 import { TINY_MODEL_NAME } from '../kit/vllm-paths.js';
 import { parseEngineMetrics } from '../../src/endpoints/engine-metrics-parser.js';
-import { parseDecisionSummary } from '../../src/telemetry/decision-summary.js';
+import { parseDecisionSummary } from '../../src/extproc/decision-header.js';
 import { syntheticTokens } from '../kit/synthetic-text.js';
 import { seededRng } from '../../src/util/rng.js';
 import { CHAT_PATH, mapLimit, sseEvents, systemPrompt, tally } from '../kit/chat-requests.js';

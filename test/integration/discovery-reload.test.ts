@@ -9,7 +9,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { createRouterApp, type RouterApp } from '../../src/app.js';
+import { createRouterApp, type RouterApp } from '../../src/compose/app.js';
 import { parseConfig } from '../../src/config/parse-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
 import { httpRequest } from '../kit/http-client.js';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KvEventSubscriber } from '../../src/kv-events/kv-event-subscriber.js';
-import { PreciseAffinity, type ModelTokenization } from '../../src/prefix-cache/precise-affinity.js';
+import { PreciseAffinity, type ModelTokenization } from '../../src/precise-index/precise-affinity.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { createTokenBlockHasher } from '../../src/tokenization/token-block-hasher.js';
 import { systemClock } from '../../src/util/clock.js';
@@ -389,7 +389,7 @@ describe('kv events under a storm (real ZMQ on loopback)', function () {
   it('keeps the queue bounded: an overflow drops it and resyncs the engine instead of growing', async () => {
     const { Publisher } = await import('zeromq');
     const { encodeKvEventMessage } = await import('../../src/kv-events/kv-event-wire.js');
-    const { EventFedIndex } = await import('../../src/prefix-cache/event-fed-index.js');
+    const { EventFedIndex } = await import('../../src/precise-index/event-fed-index.js');
     const pub = new Publisher({ sendHighWaterMark: 1_000_000, linger: 0 });
     await pub.bind('tcp://127.0.0.1:*');
     const idx = new EventFedIndex(await createTokenBlockHasher(), { endpoints: 1 });

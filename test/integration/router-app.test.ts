@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { createRouterApp } from '../../src/app.js';
-import type { RouterApp } from '../../src/app.js';
+import { createRouterApp } from '../../src/compose/app.js';
+import type { RouterApp } from '../../src/compose/app.js';
 import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../src/config/default-config.js';
-import { instrumentTelemetry } from '../../src/telemetry/instrument-app.js';
+import { instrumentTelemetry } from '../../src/compose/instrument-app.js';
 import { createLogger, silentLogger } from '../../src/logging/logger.js';
 import { connect, eventually, open } from '../kit/ext-proc-client.js';
 import type { ClientConversation } from '../kit/ext-proc-client.js';

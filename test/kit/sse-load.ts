@@ -7,7 +7,7 @@
  * response had started (the only failure a dead engine is allowed to cause).
  */
 import { Agent, request } from 'node:http';
-import { parseDecisionSummary } from '../../src/telemetry/decision-summary.js';
+import { parseDecisionSummary } from '../../src/extproc/decision-header.js';
 
 export interface SseRecord {
   readonly index: number;

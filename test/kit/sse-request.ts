@@ -6,7 +6,7 @@
  * failures are counted rather than lost.
  */
 import { type Agent, request as rawRequest } from 'node:http';
-import { DECISION_HEADER } from '../../src/telemetry/decision-summary.js';
+import { DECISION_HEADER } from '../../src/extproc/decision-header.js';
 
 export type ApiKind = 'completions' | 'chat';
 

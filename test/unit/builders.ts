@@ -3,15 +3,16 @@ import { defaultConfig, type DeepPartial } from '../../src/config/default-config
 import type { RouterConfig } from '../../src/config/types.js';
 import type { CandidateScore, Endpoint, RouteDecision, RouteRequest } from '../../src/core/types.js';
 import { IDLE_LOAD, type LoadSnapshot } from '../../src/endpoints/load.js';
-import { NO_SIGNALS } from '../../src/datalayer/signal-view.js';
+import { NO_SIGNALS } from '../../src/framework/signal-view.js';
 import { EndpointRegistry } from '../../src/endpoints/registry.js';
 import { silentLogger } from '../../src/logging/logger.js';
-import { definePlugin, type PluginType } from '../../src/scheduling/plugin-api.js';
+import { definePlugin, type PluginType } from '../../src/framework/plugin-api.js';
 import type { GraphHandle } from '../../src/scheduling/plugin-graph.js';
-import type { Candidate, CycleState, Plugin } from '../../src/scheduling/types.js';
+import type { Candidate, CycleState, Plugin } from '../../src/framework/types.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { section } from '../../src/util/schema.js';
+import { staticEndpointSpecs } from '../../src/endpoints/endpoint-config.js';
 
 export function endpoint(index: number, over: Partial<Omit<Endpoint, 'index'>> = {}): Endpoint {
   return {
@@ -84,7 +85,7 @@ export function fakeType(type: string, make: (name: string) => Plugin): PluginTy
 /** The handle parts a graph builder needs, over `n` endpoints (or the given registry). */
 export function graphHandle(n = 2, registry?: EndpointRegistry): GraphHandle {
   const clock = new ManualClock(0);
-  const reg = registry ?? EndpointRegistry.fromConfig(config(n).endpoints, clock);
+  const reg = registry ?? new EndpointRegistry(staticEndpointSpecs(config(n).endpoints), clock);
   const services = new Map<string, unknown>();
   return {
     endpoints: reg,

@@ -14,7 +14,7 @@ import {
   RESPONSE_COMPLETION_MODES,
 } from '../defaults.js';
 import type { ConfigSection } from '../config-section.js';
-import { listenAddress } from './common-checks.js';
+import { listenAddress } from '../../util/schema-checks.js';
 
 const schema = optionalSection({
   grpcAddress: listenAddress.default(DEFAULT_GRPC_ADDRESS).describe('ext_proc gRPC listen address host:port (port 0 = ephemeral).'),

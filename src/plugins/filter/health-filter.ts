@@ -7,8 +7,8 @@
  * every request into a 503 (a recurring complaint about fail-closed pickers); Envoy retries
  * a dead pick on the next host of the list.
  */
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Filter } from '../../framework/types.js';
 import { bool, section } from '../../util/schema.js';
 
 export const HEALTH_FILTER = 'health-filter';

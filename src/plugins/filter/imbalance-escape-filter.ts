@@ -13,12 +13,12 @@
  */
 import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
 import type { Endpoint } from '../../core/types.js';
-import { setScratch } from '../../scheduling/cycle-scratch.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { setScratch } from '../../framework/cycle-scratch.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { num, section } from '../../util/schema.js';
 import { IMBALANCE_DROPPED } from '../shared/cycle-keys.js';
 import { loadAwareParams, loadMeasure, staleAfter } from '../shared/params.js';
-import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Filter } from '../../framework/types.js';
 
 export const IMBALANCE_ESCAPE_FILTER = 'imbalance-escape-filter';
 

@@ -4,8 +4,8 @@
  * the runner turns into NO_ENDPOINT (503 at the edge), as the endpoint-picker protocol asks.
  */
 import { EndpointRegistry } from '../../endpoints/registry.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Filter } from '../../framework/types.js';
 import { section } from '../../util/schema.js';
 
 export const MODEL_SUBSET_FILTER = 'model-subset-filter';

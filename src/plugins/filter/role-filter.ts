@@ -7,8 +7,8 @@
  * disaggregation handler reads as "no prefill engine" (and serves the request aggregated).
  */
 import { ENGINE_ROLES, roleOf, type EngineRole } from '../../core/types.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Filter } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Filter } from '../../framework/types.js';
 import { listOf, oneOf, section } from '../../util/schema.js';
 
 export const ROLE_FILTER = 'role-filter';

@@ -30,7 +30,7 @@
  * Inside the hysteresis band it stays (it already serves both kinds of request).
  */
 import type { Logger } from '../../logging/logger.js';
-import type { TrafficSnapshot } from '../../datalayer/traffic-stats.js';
+import type { TrafficSnapshot } from '../../framework/signal-view.js';
 
 export const AUTO_MODES = ['learning', 'load', 'affinity', 'cache-aware'] as const;
 export type AutoMode = (typeof AUTO_MODES)[number];

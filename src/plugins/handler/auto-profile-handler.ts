@@ -16,10 +16,10 @@
  * whichever profile ran. The chosen profile is reported on the decision (`profile`), the
  * handler's time is a timing of its own, and mode switches are logged with their numbers.
  */
-import type { SignalView } from '../../datalayer/signal-view.js';
-import type { EndpointView } from '../../scheduling/plugin-api.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { CycleState, Profile, ProfileHandler } from '../../scheduling/types.js';
+import type { SignalView } from '../../framework/signal-view.js';
+import type { EndpointView } from '../../framework/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { CycleState, Profile, ProfileHandler } from '../../framework/types.js';
 import { RouterError } from '../../core/errors.js';
 import { int, num, oneOf, section, str } from '../../util/schema.js';
 import { AUTO_MODES, AutoModeSelector, type AutoMode } from './auto-mode.js';

@@ -18,8 +18,8 @@
  */
 import { RouterError } from '../../core/errors.js';
 import type { DisaggDecision, DisaggReason } from '../../core/types.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { CycleState, Profile, ProfileHandler, StagePick, StageRunner } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { CycleState, Profile, ProfileHandler, StagePick, StageRunner } from '../../framework/types.js';
 import { int, oneOf, section, str } from '../../util/schema.js';
 import { beforePrefillPick, needsPrefill, prefillSaturated, SPLIT_MODES, type DeciderParams } from './pd-decider.js';
 

@@ -4,8 +4,8 @@
  * pin the one that runs.
  */
 import { RouterError } from '../../core/errors.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { CycleState, Profile, ProfileHandler } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { CycleState, Profile, ProfileHandler } from '../../framework/types.js';
 import { section, str } from '../../util/schema.js';
 
 export const SINGLE_PROFILE_HANDLER = 'single-profile-handler';

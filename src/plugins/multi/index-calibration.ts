@@ -38,8 +38,8 @@ import type { EngineSample, SampleListener } from '../../endpoints/engine-metric
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import type { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
 import type { PrefixIndex } from '../../prefix-cache/prefix-index.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { CompletedHook, CycleState, EndpointsChangedHook, LifecyclePlugin, RoutedHook } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { CompletedHook, CycleState, EndpointsChangedHook, LifecyclePlugin, RoutedHook } from '../../framework/types.js';
 import { bool, configError, int, num, section, str } from '../../util/schema.js';
 import { PREFIX_CACHE_PLUGIN, PrefixCachePlugin } from './prefix-cache-plugin.js';
 import { groupKeyParams } from '../shared/params.js';

@@ -1,6 +1,6 @@
 /**
  * Prefix-cache affinity from the engines' own KV events (scorer + routed hook), with index
- * modes `approximate`, `precise` and `hybrid` (src/prefix-cache/precise-affinity.ts).
+ * modes `approximate`, `precise` and `hybrid` (src/precise-index/precise-affinity.ts).
  *
  * Score rule: the fraction of the request's token blocks the endpoint is believed to hold
  * (the same [0,1] meaning as the `prefix-cache` scorer, so weights carry over). Requests the
@@ -33,10 +33,10 @@ import {
   type IndexMode,
   type ModelTokenization,
   type RequestKeys,
-} from '../../prefix-cache/precise-affinity.js';
+} from '../../precise-index/precise-affinity.js';
 import type { KvEventSource, KvEventSubscriber, KvStreamStats } from '../../kv-events/kv-event-subscriber.js';
-import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../framework/cycle-scratch.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import type {
   Candidate,
   CycleState,
@@ -46,7 +46,7 @@ import type {
   LifecyclePlugin,
   RoutedHook,
   Scorer,
-} from '../../scheduling/types.js';
+} from '../../framework/types.js';
 import type { Clock } from '../../util/clock.js';
 import { ALWAYS, bool, int, listOf, num, oneOf, optionalSection, section, str } from '../../util/schema.js';
 import { z } from 'zod';

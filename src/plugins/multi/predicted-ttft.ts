@@ -23,8 +23,8 @@
  * neutral value 1 when all predictions are equal.
  */
 import { RouterError } from '../../core/errors.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Picker, PickResult, Scorer } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Picker, PickResult, Scorer } from '../../framework/types.js';
 import { int, num, section, str } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';

@@ -26,8 +26,8 @@ import type { Endpoint, RouteDecision } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import { EngineBlockGranularity } from '../../prefix-cache/engine-block-granularity.js';
 import { PrefixIndex } from '../../prefix-cache/prefix-index.js';
-import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
-import { definePlugin, serviceKey } from '../../scheduling/plugin-api.js';
+import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../framework/cycle-scratch.js';
+import { definePlugin, serviceKey } from '../../framework/plugin-api.js';
 import type {
   Candidate,
   CycleState,
@@ -36,7 +36,7 @@ import type {
   EndpointsChangedHook,
   RoutedHook,
   Scorer,
-} from '../../scheduling/types.js';
+} from '../../framework/types.js';
 import { int, section } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE, requestBlockHashes, type AffinityEvidence } from '../shared/cycle-keys.js';
 import { blockParams, sharedBlockHasher } from '../shared/params.js';

@@ -16,7 +16,7 @@
 import type { Endpoint } from '../../core/types.js';
 import type { BlockHashes } from '../../prefix-cache/block-hasher.js';
 import type { PrefixIndex, PrefixIndexChange } from '../../prefix-cache/prefix-index.js';
-import { serviceKey } from '../../scheduling/plugin-api.js';
+import { serviceKey } from '../../framework/plugin-api.js';
 
 /** One change to an endpoint's entries. */
 export interface IndexDelta {

@@ -13,9 +13,9 @@
  * engine with the least prefill in flight plus this request's own uncached prefill there
  * wins. Exact ties are broken by the seeded Rng.
  */
-import { getScratch } from '../../scheduling/cycle-scratch.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import { getScratch } from '../../framework/cycle-scratch.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 import { num, section, str } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';

@@ -22,9 +22,9 @@
  */
 import type { z } from 'zod';
 import type { Endpoint, RouteDecision, RouteRequest } from '../../core/types.js';
-import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../scheduling/cycle-scratch.js';
-import { definePlugin, serviceKey, type PluginHandle } from '../../scheduling/plugin-api.js';
-import type { Candidate, CompletedHook, CycleState, EndpointsChangedHook, Plugin, RoutedHook, Scorer } from '../../scheduling/types.js';
+import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../framework/cycle-scratch.js';
+import { definePlugin, serviceKey, type PluginHandle } from '../../framework/plugin-api.js';
+import type { Candidate, CompletedHook, CycleState, EndpointsChangedHook, Plugin, RoutedHook, Scorer } from '../../framework/types.js';
 import type { Clock } from '../../util/clock.js';
 import { RouterError } from '../../core/errors.js';
 import { int, num, optionalSection, section, str } from '../../util/schema.js';

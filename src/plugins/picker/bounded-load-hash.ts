@@ -20,8 +20,8 @@
  * Fallbacks follow the hash order after the chosen engine.
  */
 import { loadIn, requestWeight, type LoadMeasure } from '../../endpoints/load.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 import { num, section } from '../../util/schema.js';
 import { groupKeyParams, loadAwareParams, withLoadMeasure } from '../shared/params.js';
 import { mixKey, prefixKeyOf } from '../../prefix-cache/prefix-key.js';

@@ -10,8 +10,8 @@
  * plugin before this picker runs (placement/cold-request-placement.ts).
  */
 import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 import { oneOf, section } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 

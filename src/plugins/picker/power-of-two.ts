@@ -12,10 +12,10 @@
  * Fallbacks: the other sample, then the rest by ascending load.
  */
 import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { section } from '../../util/schema.js';
 import { loadAwareParams, loadMeasure } from '../shared/params.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 
 export type PowerOfTwoOptions = LoadMeasure;
 

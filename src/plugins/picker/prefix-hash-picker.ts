@@ -12,7 +12,7 @@ import type { Endpoint } from '../../core/types.js';
 import type { BlockHasher } from '../../prefix-cache/block-hasher.js';
 import { HashRing } from '../../prefix-cache/hash-ring.js';
 import { hashString32 } from '../../prefix-cache/xxhash.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import type {
   Candidate,
   CycleState,
@@ -21,7 +21,7 @@ import type {
   EndpointsChangedHook,
   Picker,
   PickResult,
-} from '../../scheduling/types.js';
+} from '../../framework/types.js';
 import { int, section } from '../../util/schema.js';
 import { requestBlockHashes } from '../shared/cycle-keys.js';
 import { blockParams, sharedBlockHasher } from '../shared/params.js';

@@ -2,9 +2,9 @@
  * Random picker (baseline): a uniformly random order of the candidates from the cycle's
  * seeded Rng (Fisher–Yates), so runs are reproducible from `config.seed`.
  */
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { section } from '../../util/schema.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 
 export const RANDOM_PICKER = 'random-picker';
 

@@ -3,9 +3,9 @@
  * fallbacks follow in rotation. Blind to cache and load; with a stable candidate set each
  * endpoint gets exactly every n-th request.
  */
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { section } from '../../util/schema.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 
 export const ROUND_ROBIN_PICKER = 'round-robin-picker';
 

@@ -24,8 +24,8 @@
  */
 import { prefillQueue } from '../../endpoints/load.js';
 import { DECISION_REASONS, type DecisionReason, type Endpoint } from '../../core/types.js';
-import { getScratch } from '../../scheduling/cycle-scratch.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { getScratch } from '../../framework/cycle-scratch.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import {
   isPicker,
   type Candidate,
@@ -34,7 +34,7 @@ import {
   type Picker,
   type PickResult,
   type Placement,
-} from '../../scheduling/types.js';
+} from '../../framework/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';

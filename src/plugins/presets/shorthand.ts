@@ -6,7 +6,6 @@
  * the data layer only.
  */
 import { z } from 'zod';
-import type { ConfigSection } from '../../config/config-section.js';
 import { ALWAYS, bool, expecting, int, num, oneOf, optionalSection } from '../../util/schema.js';
 import { AUTO_KNOBS } from '../handler/auto-profile-handler.js';
 import { CALIBRATION_KNOBS } from '../multi/index-calibration.js';
@@ -28,7 +27,7 @@ export const DEFAULT_COLD_SPREAD = true;
 
 const WEIGHT = num({ min: 0, max: 1000 });
 
-const cacheAwareSchema = optionalSection({
+export const cacheAwareSchema = optionalSection({
   ...blockParams,
   indexCapacityBlocks: INDEX_CAPACITY_PARAM,
   weights: optionalSection({
@@ -58,7 +57,6 @@ const cacheAwareSchema = optionalSection({
 });
 
 export type CacheAwareConfig = z.output<typeof cacheAwareSchema>;
-export const cacheAwareSection = { key: 'cacheAware', schema: cacheAwareSchema } as const satisfies ConfigSection;
 
 /** Expected output length before any response was seen (a typical chat answer). */
 export const DEFAULT_OUTPUT_TOKENS_PRIOR = 256;
@@ -81,7 +79,7 @@ export const DEFAULT_AUTO_LOAD_MODE = 'round-robin' as const;
 /** A short shared template header (one or two blocks of a long prompt) is not worth concentrating load for. */
 export const DEFAULT_AUTO_LEARNING_MIN_MATCH = 0.25;
 
-const loadSchema = optionalSection({
+export const loadSchema = optionalSection({
   ...loadUnitParams,
   outputTokensPrior: int({ min: 1, max: 1_000_000 }).default(DEFAULT_OUTPUT_TOKENS_PRIOR),
   outputTokensAlpha: num({ minExclusive: 0, max: 1 }).default(DEFAULT_OUTPUT_TOKENS_ALPHA),
@@ -116,7 +114,6 @@ const loadSchema = optionalSection({
 });
 
 export type LoadConfig = z.output<typeof loadSchema>;
-export const loadSection = { key: 'load', schema: loadSchema } as const satisfies ConfigSection;
 
 /** The plugin defaults the shorthand knobs start from, in one place for docs and tests. */
 export { DEFAULT_BLOCK_CHARS, DEFAULT_MAX_PREFIX_BLOCKS } from '../shared/params.js';

@@ -7,10 +7,10 @@
  * those that have one, so missing metrics neither reward nor punish it. Neutral value: 1
  * for everyone when nobody has a fresh figure (e.g. metrics polling off).
  */
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { section } from '../../util/schema.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
-import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Scorer } from '../../framework/types.js';
 
 export const KV_USAGE_SCORER = 'kv-usage-scorer';
 

@@ -17,10 +17,10 @@
  * plain min-max for integer queues (least-request).
  */
 import { effectiveQueue, prefillQueue } from '../../endpoints/load.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { num, oneOf, section } from '../../util/schema.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
-import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Scorer } from '../../framework/types.js';
 
 export const QUEUE_SCORER = 'queue-scorer';
 

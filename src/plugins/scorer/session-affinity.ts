@@ -21,8 +21,8 @@
  */
 import type { Endpoint, RouteDecision } from '../../core/types.js';
 import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
-import { definePlugin } from '../../scheduling/plugin-api.js';
-import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../scheduling/types.js';
+import { definePlugin } from '../../framework/plugin-api.js';
+import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../framework/types.js';
 import { int, num, section } from '../../util/schema.js';
 import { loadAwareParams, withLoadMeasure } from '../shared/params.js';
 

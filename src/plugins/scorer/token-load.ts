@@ -7,9 +7,9 @@
  * difference of a few tokens from swinging the score across the whole [0,1] range, which
  * plain min-max normalisation would do (100 vs 101 tokens would read as 1 vs 0).
  */
-import { definePlugin } from '../../scheduling/plugin-api.js';
+import { definePlugin } from '../../framework/plugin-api.js';
 import { num, section } from '../../util/schema.js';
-import type { Candidate, CycleState, Scorer } from '../../scheduling/types.js';
+import type { Candidate, CycleState, Scorer } from '../../framework/types.js';
 
 export interface TokenLoadScorerOptions {
   /** Load differences below this many tokens count as small (default 2048). */

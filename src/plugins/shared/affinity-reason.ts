@@ -9,8 +9,8 @@
  * - otherwise (load signals outweighed a better match) → load
  */
 import type { DecisionReason } from '../../core/types.js';
-import { getScratch } from '../../scheduling/cycle-scratch.js';
-import type { Candidate, CycleState } from '../../scheduling/types.js';
+import { getScratch } from '../../framework/cycle-scratch.js';
+import type { Candidate, CycleState } from '../../framework/types.js';
 import { AFFINITY_EVIDENCE, IMBALANCE_DROPPED } from './cycle-keys.js';
 
 /** Returns undefined when no affinity scorer published evidence this cycle. */

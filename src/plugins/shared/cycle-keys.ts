@@ -5,8 +5,8 @@
  */
 import type { Endpoint } from '../../core/types.js';
 import type { BlockHashes, BlockHasher } from '../../prefix-cache/block-hasher.js';
-import { getScratch, scratchKey, setScratch } from '../../scheduling/cycle-scratch.js';
-import type { CycleState } from '../../scheduling/types.js';
+import { getScratch, scratchKey, setScratch } from '../../framework/cycle-scratch.js';
+import type { CycleState } from '../../framework/types.js';
 
 /**
  * Cache evidence published by an affinity scorer: how many leading prefix blocks each

@@ -4,7 +4,7 @@
  */
 import { LOAD_UNITS, type LoadMeasure, type LoadUnit } from '../../endpoints/load.js';
 import { BlockHasher } from '../../prefix-cache/block-hasher.js';
-import { serviceKey, type PluginHandle } from '../../scheduling/plugin-api.js';
+import { serviceKey, type PluginHandle } from '../../framework/plugin-api.js';
 import { int, num, oneOf } from '../../util/schema.js';
 
 /** Requests: exact router accounting, no model needed; tokens is opt-in. */

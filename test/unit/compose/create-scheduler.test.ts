@@ -8,7 +8,7 @@ import type { RouteTicket } from '../../../src/core/routing-service.js';
 import type { DecisionReason } from '../../../src/core/types.js';
 import type { LoadSource } from '../../../src/endpoints/registry.js';
 import { createScheduler } from '../../../src/compose/create-scheduler.js';
-import { definePlugin, PluginCatalog } from '../../../src/scheduling/plugin-api.js';
+import { definePlugin, PluginCatalog } from '../../../src/framework/plugin-api.js';
 import { builtinCatalog } from '../../../src/plugins/register-builtins.js';
 import { parseConfig } from '../../../src/config/parse-config.js';
 import { int, section } from '../../../src/util/schema.js';

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { parseConfig } from '../../../src/config/parse-config.js';
-import * as D from '../../../src/config/defaults.js';
+import * as CD from '../../../src/config/defaults.js';
+import * as DM from '../../../src/datalayer/engine-metrics-config.js';
+import * as EP from '../../../src/endpoints/endpoint-config.js';
+import * as RQ from '../../../src/request/requests-config.js';
+import * as TL from '../../../src/telemetry/telemetry-config.js';
+
+/** Every default, wherever its section lives. */
+const D = { ...CD, ...DM, ...EP, ...RQ, ...TL };
 import * as S from '../../../src/plugins/presets/shorthand.js';
 import { STRATEGIES } from '../../../src/config/types.js';
 import { MINIMAL, problemsOf } from './config-helpers.js';

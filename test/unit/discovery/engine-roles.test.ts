@@ -14,6 +14,7 @@ import { podEndpoints, ROLE_LABEL } from '../../../src/discovery/kube-pods-sourc
 import { PoolMembership } from '../../../src/discovery/pool-membership.js';
 import { EndpointRegistry, type MembershipChange } from '../../../src/endpoints/registry.js';
 import { parseConfig } from '../../../src/config/parse-config.js';
+import { staticEndpointSpecs } from '../../../src/endpoints/endpoint-config.js';
 import { ManualClock } from '../../../src/util/clock.js';
 
 const log: SourceLog = { warn: () => {}, info: () => {} };
@@ -42,7 +43,7 @@ describe('engine roles', () => {
 
   it('static endpoints take role from the config; a bad role is refused with its path', () => {
     const cfg = parseConfig({ apiVersion: 'cacheroute/v1', endpoints: [{ address: '127.0.0.1:8001', role: 'prefill' }, '127.0.0.1:8002'] });
-    const reg = EndpointRegistry.fromConfig(cfg.endpoints, new ManualClock());
+    const reg = new EndpointRegistry(staticEndpointSpecs(cfg.endpoints), new ManualClock());
     expect(reg.all().map((e) => e.role)).to.deep.equal(['prefill', undefined]);
     expect(() => parseConfig({ apiVersion: 'cacheroute/v1', endpoints: [{ address: '127.0.0.1:8001', role: 'prefil' }] })).to.throw(
       /endpoints\[0\]\.role/,

@@ -4,6 +4,7 @@ import type { Endpoint } from '../../../src/core/types.js';
 import type { LoadSnapshot } from '../../../src/endpoints/load.js';
 import { EndpointRegistry, parseEndpointAddress, type LoadSource } from '../../../src/endpoints/registry.js';
 import { ManualClock } from '../../../src/util/clock.js';
+import { staticEndpointSpecs } from '../../../src/endpoints/endpoint-config.js';
 
 function code(f: () => unknown): string | undefined {
   try {
@@ -42,12 +43,12 @@ describe('parseEndpointAddress', () => {
 
 describe('EndpointRegistry', () => {
   const clock = new ManualClock(1000);
-  const reg = EndpointRegistry.fromConfig(
-    [
+  const reg = new EndpointRegistry(
+    staticEndpointSpecs([
       { address: '10.0.0.1:8000', pool: 'p', models: ['llama'] },
       { address: '10.0.0.2:8000', pool: 'p', models: ['qwen'] },
       { address: '10.0.0.3:8000', pool: 'p', models: [], metricsUrl: 'http://10.0.0.3:8000/metrics' },
-    ],
+    ]),
     clock,
   );
 
@@ -62,14 +63,15 @@ describe('EndpointRegistry', () => {
 
   it('rejects duplicate endpoints', () => {
     expect(
-      code(() =>
-        EndpointRegistry.fromConfig(
-          [
-            { address: '10.0.0.1:8000', pool: 'p', models: [] },
-            { address: '10.0.0.1:8000', pool: 'q', models: [] },
-          ],
-          clock,
-        ),
+      code(
+        () =>
+          new EndpointRegistry(
+            staticEndpointSpecs([
+              { address: '10.0.0.1:8000', pool: 'p', models: [] },
+              { address: '10.0.0.1:8000', pool: 'q', models: [] },
+            ]),
+            clock,
+          ),
       ),
     ).to.equal('BAD_CONFIG');
   });
@@ -91,16 +93,16 @@ describe('EndpointRegistry', () => {
 
   it('reports model restrictions', () => {
     expect(reg.hasModelRestrictions).to.equal(true);
-    const any = EndpointRegistry.fromConfig([{ address: '10.0.0.1:1', pool: 'p', models: [] }], clock);
+    const any = new EndpointRegistry(staticEndpointSpecs([{ address: '10.0.0.1:1', pool: 'p', models: [] }]), clock);
     expect(any.hasModelRestrictions).to.equal(false);
   });
 
   it('loadOf starts from router accounting and applies load sources in order', () => {
-    const r = EndpointRegistry.fromConfig(
-      [
+    const r = new EndpointRegistry(
+      staticEndpointSpecs([
         { address: '10.0.0.1:1', pool: 'p', models: [] },
         { address: '10.0.0.2:1', pool: 'p', models: [] },
-      ],
+      ]),
       clock,
     );
     const ep = r.byIndex(0)!;

@@ -8,7 +8,7 @@ import { AccessLogReceiver, outcomeOf } from '../../../src/extproc/access-log-re
 import type { HTTPAccessLogEntry__Output } from '../../../src/extproc/access-log-proto.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/logging/logger.js';
-import { parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
+import { parseDecisionSummary } from '../../../src/extproc/decision-header.js';
 import { FakeRoutingService } from '../../kit/fake-routing-service.js';
 import { openScripted } from '../../kit/scripted-stream.js';
 import { chatBody, kindOf, requestBody, requestHeaders, requestTrailers } from '../../kit/ext-proc-messages.js';

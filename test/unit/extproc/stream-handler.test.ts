@@ -11,7 +11,7 @@ import type { EdgeStats } from '../../../src/extproc/edge-stats.js';
 import type { ProcessingResponse__Output } from '../../../src/extproc/ext-proc-proto.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { createLogger, silentLogger } from '../../../src/logging/logger.js';
-import { parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
+import { parseDecisionSummary } from '../../../src/extproc/decision-header.js';
 import { FakeRoutingService } from '../../kit/fake-routing-service.js';
 import { openScripted } from '../../kit/scripted-stream.js';
 import {

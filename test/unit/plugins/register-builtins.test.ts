@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
 import { registerBuiltins } from '../../../src/plugins/register-builtins.js';
-import { PluginCatalog } from '../../../src/scheduling/plugin-api.js';
+import { PluginCatalog } from '../../../src/framework/plugin-api.js';
 
 describe('registerBuiltins', () => {
   it('registers every core plugin type', () => {

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
-import { definePlugin, PluginCatalog } from '../../../src/scheduling/plugin-api.js';
+import { definePlugin, PluginCatalog } from '../../../src/framework/plugin-api.js';
 import { buildPluginGraph, type GraphSpec } from '../../../src/scheduling/plugin-graph.js';
-import type { Plugin, Profile, ProfileHandler } from '../../../src/scheduling/types.js';
+import type { Plugin, Profile, ProfileHandler } from '../../../src/framework/types.js';
 import { num, section } from '../../../src/util/schema.js';
 import { fakeType, graphHandle } from '../builders.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
 import { runProfile } from '../../../src/scheduling/profile-runner.js';
-import type { Candidate, CycleState, Filter, Picker, Placement, Profile, Scorer } from '../../../src/scheduling/types.js';
+import type { Candidate, CycleState, Filter, Picker, Placement, Profile, Scorer } from '../../../src/framework/types.js';
 import { candidates, cycle } from '../builders.js';
 
 function filter(name: string, keep: (c: Candidate) => boolean, calls: string[] = []): Filter {

@@ -5,7 +5,7 @@ import { createScheduler } from '../../../src/compose/create-scheduler.js';
 import type { DecisionEvent } from '../../../src/scheduling/decision-events.js';
 import type { GraphSpec } from '../../../src/scheduling/plugin-graph.js';
 import type { Scheduler } from '../../../src/scheduling/scheduler.js';
-import type { LifecyclePlugin, Plugin, RoutedHook } from '../../../src/scheduling/types.js';
+import type { LifecyclePlugin, Plugin, RoutedHook } from '../../../src/framework/types.js';
 import { builtinCatalog } from '../../../src/plugins/register-builtins.js';
 import { PREFIX_INDEX } from '../../../src/plugins/multi/prefix-cache-plugin.js';
 import { createLogger } from '../../../src/logging/logger.js';

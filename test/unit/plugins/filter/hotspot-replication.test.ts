@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { HotspotReplicationFilter } from '../../../../src/plugins/filter/hotspot-replication.js';
 import type { HotspotOptions } from '../../../../src/plugins/filter/hotspot-replication.js';
 import { prefixKeyOf } from '../../../../src/prefix-cache/prefix-key.js';
-import type { CycleState } from '../../../../src/scheduling/types.js';
+import type { CycleState } from '../../../../src/framework/types.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import type { Rng } from '../../../../src/util/rng.js';
 import { loadedCandidates, decision, leastLoaded, chatRequest, state } from '../../builders.js';

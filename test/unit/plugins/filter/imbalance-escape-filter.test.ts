@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ImbalanceEscapeFilter } from '../../../../src/plugins/filter/imbalance-escape-filter.js';
-import { getScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { getScratch } from '../../../../src/framework/cycle-scratch.js';
 import { IMBALANCE_DROPPED } from '../../../../src/plugins/shared/cycle-keys.js';
 import { candidate, candidates, cycle } from '../../builders.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { AutoModeSelector, DEFAULT_AUTO_MODE } from '../../../../src/plugins/handler/auto-mode.js';
 import { createLogger } from '../../../../src/logging/logger.js';
-import type { TrafficSnapshot } from '../../../../src/datalayer/traffic-stats.js';
+import type { TrafficSnapshot } from '../../../../src/framework/signal-view.js';
 
 const snap = (reuseRate: number, requests = 100): TrafficSnapshot => ({
   windowMs: 60_000,

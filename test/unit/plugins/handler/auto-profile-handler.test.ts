@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import type { SignalView } from '../../../../src/datalayer/signal-view.js';
-import { NO_SIGNALS } from '../../../../src/datalayer/signal-view.js';
-import type { TrafficSnapshot } from '../../../../src/datalayer/traffic-stats.js';
+import type { SignalView } from '../../../../src/framework/signal-view.js';
+import { NO_SIGNALS } from '../../../../src/framework/signal-view.js';
+import type { TrafficSnapshot } from '../../../../src/framework/signal-view.js';
 import { silentLogger } from '../../../../src/logging/logger.js';
 import { AutoModeSelector, DEFAULT_AUTO_MODE } from '../../../../src/plugins/handler/auto-mode.js';
 import { AutoProfileHandler, autoProfileHandler } from '../../../../src/plugins/handler/auto-profile-handler.js';
-import type { Profile } from '../../../../src/scheduling/types.js';
+import type { Profile } from '../../../../src/framework/types.js';
 import { cycle } from '../../builders.js';
 
 const profile = (name: string): Profile => ({

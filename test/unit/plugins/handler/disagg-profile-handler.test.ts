@@ -13,7 +13,7 @@ import type { RouteRequest } from '../../../../src/core/types.js';
 import { beforePrefillPick, needsPrefill, prefillSaturated } from '../../../../src/plugins/handler/pd-decider.js';
 import type { Scheduler } from '../../../../src/scheduling/scheduler.js';
 import { ATTR, decisionSpanAttributes } from '../../../../src/telemetry/decision-span.js';
-import { formatDecisionSummary, parseDecisionSummary } from '../../../../src/telemetry/decision-summary.js';
+import { formatDecisionSummary, parseDecisionSummary } from '../../../../src/extproc/decision-header.js';
 import { RecentDecisions } from '../../../../src/telemetry/recent-decisions.js';
 import { ManualClock } from '../../../../src/util/clock.js';
 import { seededRng } from '../../../../src/util/rng.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../../src/core/errors.js';
 import { SingleProfileHandler, singleProfileHandler } from '../../../../src/plugins/handler/single-profile-handler.js';
-import type { Profile } from '../../../../src/scheduling/types.js';
+import type { Profile } from '../../../../src/framework/types.js';
 import { cycle } from '../../builders.js';
 
 const profile = (name: string): Profile => ({

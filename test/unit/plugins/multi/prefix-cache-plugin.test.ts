@@ -3,7 +3,7 @@ import type { RouteDecision } from '../../../../src/core/types.js';
 import { BlockHasher } from '../../../../src/prefix-cache/block-hasher.js';
 import { PrefixIndex } from '../../../../src/prefix-cache/prefix-index.js';
 import { PrefixCachePlugin } from '../../../../src/plugins/multi/prefix-cache-plugin.js';
-import { getScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { getScratch } from '../../../../src/framework/cycle-scratch.js';
 import { AFFINITY_EVIDENCE } from '../../../../src/plugins/shared/cycle-keys.js';
 import { candidates, cycle, endpoint, text } from '../../builders.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { BoundedLoadHashPicker } from '../../../../src/plugins/picker/bounded-load-hash.js';
-import type { Candidate } from '../../../../src/scheduling/types.js';
+import type { Candidate } from '../../../../src/framework/types.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import { loadedCandidates, endpoint, loaded, chatRequest, state } from '../../builders.js';
 

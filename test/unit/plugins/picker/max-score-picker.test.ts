@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { MaxScorePicker, orderByDescending } from '../../../../src/plugins/picker/max-score-picker.js';
-import { setScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { setScratch } from '../../../../src/framework/cycle-scratch.js';
 import { AFFINITY_EVIDENCE } from '../../../../src/plugins/shared/cycle-keys.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import { candidates, cycle } from '../../builders.js';

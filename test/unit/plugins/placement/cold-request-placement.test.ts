@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ColdRequestPlacement, type ColdPlacementOptions } from '../../../../src/plugins/placement/cold-request-placement.js';
 import { MaxScorePicker } from '../../../../src/plugins/picker/max-score-picker.js';
 import { RoundRobinPicker } from '../../../../src/plugins/picker/round-robin-picker.js';
-import { setScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { setScratch } from '../../../../src/framework/cycle-scratch.js';
 import { AFFINITY_EVIDENCE, IMBALANCE_DROPPED } from '../../../../src/plugins/shared/cycle-keys.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import { candidate, candidates, cycle } from '../../builders.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { parseConfig } from '../../../../src/config/parse-config.js';
-import { cacheAwareSection, loadSection } from '../../../../src/plugins/presets/shorthand.js';
+import { cacheAwareSchema, loadSchema } from '../../../../src/plugins/presets/shorthand.js';
 import { isRouterError } from '../../../../src/core/errors.js';
 
 const MINIMAL = { apiVersion: 'cacheroute/v1', endpoints: [{ address: '127.0.0.1:8001' }] };
@@ -15,14 +15,14 @@ function problems(load: unknown): string {
   throw new Error('expected a BAD_CONFIG error');
 }
 
-const DEFAULT_LOAD_CONFIG = loadSection.schema.parse(undefined);
+const DEFAULT_LOAD_CONFIG = loadSchema.parse(undefined);
 
 describe('shorthand sections (load, cacheAware)', () => {
   it('fills the whole load section from the named defaults', () => {
     const c = parseConfig(MINIMAL);
     expect(c.load).to.deep.equal(DEFAULT_LOAD_CONFIG);
     expect(DEFAULT_LOAD_CONFIG.hotspot.enabled).to.equal(false);
-    expect(c.cacheAware).to.deep.equal(cacheAwareSection.schema.parse({}));
+    expect(c.cacheAware).to.deep.equal(cacheAwareSchema.parse({}));
     expect(c.engineMetrics.maxConcurrency).to.equal(16);
     expect(c.engineMetrics.frozenAfterCompletions).to.equal(3);
     expect(c.engineMetrics.unobservedHalfLifeMs).to.equal(1000);

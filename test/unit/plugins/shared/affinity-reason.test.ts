@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { DecisionReason } from '../../../../src/core/types.js';
 import { affinityReason } from '../../../../src/plugins/shared/affinity-reason.js';
-import { setScratch } from '../../../../src/scheduling/cycle-scratch.js';
+import { setScratch } from '../../../../src/framework/cycle-scratch.js';
 import { AFFINITY_EVIDENCE, IMBALANCE_DROPPED } from '../../../../src/plugins/shared/cycle-keys.js';
 import { candidates, cycle, endpoint } from '../../builders.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { isRouterError } from '../../../src/core/errors.js';
-import { PluginCatalog } from '../../../src/scheduling/plugin-api.js';
+import { PluginCatalog } from '../../../src/framework/plugin-api.js';
 import { fakeType } from '../builders.js';
 
 describe('PluginCatalog', () => {

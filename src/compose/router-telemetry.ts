@@ -17,14 +17,14 @@ import type { EdgeStats } from '../extproc/edge-stats.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
 import { registerDebugRoutes } from '../admin/routes-debug.js';
 import { registerMetricsRoutes } from '../admin/routes-metrics.js';
-import { createDecisionSpanRecorder } from './decision-span.js';
-import type { DecisionSpanRecorder } from './decision-span.js';
+import { createDecisionSpanRecorder } from '../telemetry/decision-span.js';
+import type { DecisionSpanRecorder } from '../telemetry/decision-span.js';
 import type { Logger } from '../logging/logger.js';
-import { RouterMetrics } from './metrics.js';
-import type { ScrapeStatsLike, ScrapeStatsView } from './metrics.js';
-import { ProcessMetrics } from './process-metrics.js';
-import { RecentDecisions } from './recent-decisions.js';
-import type { Tracing } from './tracing.js';
+import { RouterMetrics } from '../telemetry/metrics.js';
+import type { ScrapeStatsLike, ScrapeStatsView } from '../telemetry/metrics.js';
+import { ProcessMetrics } from '../telemetry/process-metrics.js';
+import { RecentDecisions } from '../telemetry/recent-decisions.js';
+import type { Tracing } from '../telemetry/tracing.js';
 
 /** What telemetry reads from the scheduler; every part optional (structural, no import of Scheduler). */
 /** Prefix-index occupancy of an endpoint; `engineBlockTokens`/`hitUnitBlocks` once the engine reported its KV block. */

@@ -5,15 +5,16 @@ import { createScheduler, dataLayerOptions } from '../../../src/compose/create-s
 import { DataLayer } from '../../../src/datalayer/data-layer.js';
 import { EndpointRegistry } from '../../../src/endpoints/registry.js';
 import { AdminServer } from '../../../src/admin/admin-server.js';
-import { RouterTelemetry } from '../../../src/telemetry/router-telemetry.js';
-import { instrumentTelemetry } from '../../../src/telemetry/instrument-app.js';
+import { RouterTelemetry } from '../../../src/compose/router-telemetry.js';
+import { instrumentTelemetry } from '../../../src/compose/instrument-app.js';
 import type { Tracing } from '../../../src/telemetry/tracing.js';
 import { createLogger, silentLogger } from '../../../src/logging/logger.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { seededRng } from '../../../src/util/rng.js';
 import type { RouteRequest } from '../../../src/core/types.js';
-import type { AppParts } from '../../../src/app.js';
+import type { AppParts } from '../../../src/compose/app.js';
 import { ATTR } from '../../../src/telemetry/decision-span.js';
+import { staticEndpointSpecs } from '../../../src/endpoints/endpoint-config.js';
 
 const TID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SYSTEM = 'You are a meticulous assistant for the ACME-7734 fleet. '.repeat(12);
@@ -206,7 +207,12 @@ describe('router-telemetry', () => {
     const clock = new ManualClock(5000);
     const scheduler = createScheduler(config, { clock, rng: seededRng(4) });
     // Its own registry: /metrics reads the scheduler's loads, which must not merge (and count) here too.
-    const dataLayer = new DataLayer(dataLayerOptions(config), EndpointRegistry.fromConfig(config.endpoints, clock), clock, silentLogger);
+    const dataLayer = new DataLayer(
+      dataLayerOptions(config),
+      new EndpointRegistry(staticEndpointSpecs(config.endpoints), clock),
+      clock,
+      silentLogger,
+    );
     const store = dataLayer.store!;
     const staleness = dataLayer.staleness!;
     const withServices = Object.assign(Object.create(scheduler) as typeof scheduler, { dataLayer });

@@ -5,11 +5,14 @@
  * `http://<address>/metrics` for IP entries (parse-config.ts; discovery for host names).
  */
 import { z } from 'zod';
-import { ENGINE_ROLES } from '../../core/types.js';
-import { expecting, listOf, oneOf, section, str } from '../../util/schema.js';
-import { DEFAULT_POOL } from '../defaults.js';
-import type { ConfigSection } from '../config-section.js';
-import { endpointAddress, httpUrl, labelName } from './common-checks.js';
+import { ENGINE_ROLES } from '../core/types.js';
+import { isHostNameEntry } from '../util/host-port.js';
+import { parseEndpointAddress, type EndpointSpec } from './registry.js';
+import { expecting, listOf, oneOf, section, str } from '../util/schema.js';
+import { endpointAddress, httpUrl, labelName } from '../util/schema-checks.js';
+
+/** Pool name when an endpoint names none (single-pool deployments never need one). */
+export const DEFAULT_POOL = 'default';
 
 const entry = z.preprocess(
   (v) => (typeof v === 'string' ? { address: v } : v),
@@ -25,7 +28,7 @@ const entry = z.preprocess(
 // Duplicates are checked even when another entry is invalid (`when`), among the valid ones.
 // May be empty (or left out) when discovery.sources find the engines; parse-config.ts checks
 // that one of the two is there.
-const schema = z
+export const endpointsSchema = z
   .array(entry, { error: expecting('a list of endpoints') })
   .default([])
   .superRefine(
@@ -45,4 +48,24 @@ const schema = z
 
 export type EndpointConfig = z.output<typeof entry>;
 
-export const endpointsSection = { key: 'endpoints', schema } as const satisfies ConfigSection;
+/**
+ * The registry's specs for the `endpoints:` entries that are IP literals. Host-name entries
+ * are left to discovery (src/discovery/), which resolves them and adds their addresses.
+ * @throws RouterError BAD_CONFIG on a malformed address.
+ */
+export function staticEndpointSpecs(entries: readonly EndpointConfig[]): EndpointSpec[] {
+  return entries
+    .filter((c) => !isHostNameEntry(c.address))
+    .map((c) => {
+      const a = parseEndpointAddress(c.address);
+      return {
+        id: a.id,
+        address: a.address,
+        port: a.port,
+        pool: c.pool,
+        models: c.models,
+        ...(c.metricsUrl !== undefined ? { metricsUrl: c.metricsUrl } : {}),
+        ...(c.role !== undefined ? { role: c.role } : {}),
+      };
+    });
+}

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { parseIpPort } from '../../../src/config/ip-port.js';
+import { parseIpPort } from '../../../src/util/host-port.js';
 
-describe('config/ip-port', () => {
+describe('util/host-port: parseIpPort', () => {
   it('parses IPv4 and bracketed IPv6 into canonical ids', () => {
     expect(parseIpPort('127.0.0.1:8001')).to.deep.equal({ ip: '127.0.0.1', port: 8001, id: '127.0.0.1:8001' });
     expect(parseIpPort('[::1]:80')).to.deep.equal({ ip: '::1', port: 80, id: '[::1]:80' });

@@ -9,7 +9,7 @@
  * reads it through the public metric shape (`get()` → name, help, type, values), with the
  * same series, labels, order and values as prom-client's Histogram would produce
  * (cumulative `_bucket` per bound then `+Inf`, `_sum`, `_count`, one label set after the
- * other in order of first use); test/unit/telemetry/hot-path-histogram.test.ts compares
+ * other in order of first use); test/unit/util/hot-path-histogram.test.ts compares
  * the two expositions.
  */
 import type { Metric, MetricValueWithName, Registry } from 'prom-client';

@@ -5,11 +5,10 @@
  */
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { ENGINE_ROLES } from '../../core/types.js';
-import { parseHostPort } from '../../util/host-port.js';
-import { int, listOf, oneOf, optionalSection, section, str } from '../../util/schema.js';
-import type { ConfigSection } from '../config-section.js';
-import { labelName } from './common-checks.js';
+import { ENGINE_ROLES } from '../core/types.js';
+import { parseHostPort } from '../util/host-port.js';
+import { int, listOf, oneOf, optionalSection, section, str } from '../util/schema.js';
+import { labelName } from '../util/schema-checks.js';
 
 const ms = (def: number, min = 1) => int({ min }).default(def);
 const models = listOf(str({ nonEmpty: true }), { unique: true }).default([]);
@@ -79,7 +78,7 @@ const dnsServer = z.string().refine((s) => {
   return typeof hp !== 'string' && isIP(hp.host) !== 0;
 }, 'expected an IP, ip:port or [ipv6]:port');
 
-const schema = optionalSection({
+export const discoverySchema = optionalSection({
   resolveIntervalMs: ms(5000, 100).describe('host names in endpoints: are re-resolved this often'),
   dnsServers: listOf(dnsServer).default([]).describe('DNS servers to ask (ip or ip:port) instead of the system resolver'),
   kubeconfig: str({ nonEmpty: true })
@@ -96,9 +95,7 @@ const schema = optionalSection({
   sources: listOf(source).default([]),
 });
 
-export type DiscoveryConfig = z.output<typeof schema>;
+export type DiscoveryConfig = z.output<typeof discoverySchema>;
 export type DiscoverySourceConfig = DiscoveryConfig['sources'][number];
 
-export const DEFAULT_DISCOVERY: DiscoveryConfig = schema.parse(undefined);
-
-export const discoverySection = { key: 'discovery', schema } as const satisfies ConfigSection;
+export const DEFAULT_DISCOVERY: DiscoveryConfig = discoverySchema.parse(undefined);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { formatDecisionSummary, parseDecisionSummary } from '../../../src/telemetry/decision-summary.js';
+import { formatDecisionSummary, parseDecisionSummary } from '../../../src/extproc/decision-header.js';
 import { sampleDecision as decision, loopbackEndpoint as endpoint } from '../builders.js';
 
 describe('decision-summary', () => {

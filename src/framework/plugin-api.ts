@@ -13,7 +13,7 @@
 import type { z } from 'zod';
 import { RouterError } from '../core/errors.js';
 import type { Endpoint } from '../core/types.js';
-import type { SignalView } from '../datalayer/signal-view.js';
+import type { SignalView } from './signal-view.js';
 import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';

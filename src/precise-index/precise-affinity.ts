@@ -20,13 +20,13 @@
  */
 import type { PromptInput } from '../core/types.js';
 import { RouterError } from '../core/errors.js';
-import type { BlockHashes } from './block-hasher.js';
+import type { BlockHashes } from '../prefix-cache/block-hasher.js';
 import { EventFedIndex } from './event-fed-index.js';
-import { PrefixIndex } from './prefix-index.js';
+import { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import type { ChatMessageInput, ModelTokenizer, TrackedIds } from '../tokenization/model-tokenizer.js';
 import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
 import { ownString } from '../tokenization/own-string.js';
-import type { HistogramCell, HotPathHistogram } from '../telemetry/hot-path-histogram.js';
+import type { HistogramCell, HotPathHistogram } from '../util/hot-path-histogram.js';
 
 export const INDEX_MODES = ['approximate', 'precise', 'hybrid'] as const;
 export type IndexMode = (typeof INDEX_MODES)[number];

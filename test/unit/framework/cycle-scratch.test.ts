@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { getScratch, scratchKey, setScratch } from '../../../src/scheduling/cycle-scratch.js';
+import { getScratch, scratchKey, setScratch } from '../../../src/framework/cycle-scratch.js';
 import { cycle } from '../builders.js';
 
 describe('cycle scratch', () => {

@@ -5,85 +5,50 @@
  * Everything with a lifecycle is started here in dependency order and stopped in reverse.
  * Tests build apps in-process on port 0 with fakes injected through `deps`.
  */
-import type { RouterConfig } from './config/types.js';
-import type { Endpoint } from './core/types.js';
-import type { RoutingService } from './core/routing-service.js';
-import { createScheduler } from './compose/create-scheduler.js';
-import { extractPrompt } from './request/extract-prompt.js';
-import { AdminServer, sendJson } from './admin/admin-server.js';
-import { ExtProcServer } from './extproc/ext-proc-server.js';
-import { EdgeContext } from './extproc/edge-context.js';
-import { AccessLogCompletion, ResponsePathCompletion } from './extproc/completion-mode.js';
-import { AccessLogReceiver } from './extproc/access-log-receiver.js';
-import { PendingResponses } from './extproc/pending-responses.js';
-import type { PendingResponsesView } from './extproc/pending-responses-metrics.js';
-import type { PromptExtractor } from './extproc/request-mapping.js';
-import type { EdgeStats } from './extproc/edge-stats.js';
-import { noopEdgeStats } from './extproc/edge-stats.js';
-import type { BodySendMode } from './extproc/ext-proc-proto.js';
-import { systemClock } from './util/clock.js';
-import type { Clock } from './util/clock.js';
-import { seededRng } from './util/rng.js';
-import type { Rng } from './util/rng.js';
-import { createLogger, silentLogger } from './logging/logger.js';
-import type { Logger } from './logging/logger.js';
-import { instrumentTelemetry } from './telemetry/instrument-app.js';
-import { attachEngineHealth, isHealthHost, type AttachedHealth } from './health/attach-engine-health.js';
-import { AdmissionController } from './admission/admission-controller.js';
-import { FleetSaturation } from './admission/saturation.js';
-import { changedSections, RELOADABLE_SECTIONS, ReloadCounts, type ReloadOutcome } from './config/config-reloader.js';
-import { DEFAULT_POOL } from './config/defaults.js';
-import { DEFAULT_DISCOVERY } from './config/sections/discovery.js';
-import type { DiscoveryView } from './discovery/discovery-metrics.js';
-import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from './discovery/discovery-service.js';
-import type { SourceStatus } from './discovery/endpoint-source.js';
-import type { EndpointRegistry } from './endpoints/registry.js';
-import { PeerLoadTable } from './replication/peer-load.js';
-import { defaultReplicaId, ReplicationService } from './replication/replication-service.js';
-import { ownerTagOf } from './replication/completion-forwarding.js';
-import type { ReplicationView } from './replication/replication-metrics.js';
-import { registerReplicationRoutes } from './replication/replication-routes.js';
-import { PREFIX_INDEX_REPLICA } from './plugins/multi/prefix-index-replica.js';
-import { formatHostPort } from './util/host-port.js';
-import { warmUpRequestPath } from './compose/warm-up.js';
-import { createTrafficTrace } from './compose/traffic-trace.js';
+import type { RouterConfig } from '../config/types.js';
+import { createScheduler } from './create-scheduler.js';
+import { extractPrompt } from '../request/extract-prompt.js';
+import { AdminServer, sendJson } from '../admin/admin-server.js';
+import { ExtProcServer } from '../extproc/ext-proc-server.js';
+import { EdgeContext } from '../extproc/edge-context.js';
+import { AccessLogCompletion, ResponsePathCompletion } from '../extproc/completion-mode.js';
+import { AccessLogReceiver } from '../extproc/access-log-receiver.js';
+import { PendingResponses } from '../extproc/pending-responses.js';
+import type { PromptExtractor } from '../extproc/request-mapping.js';
+import type { EdgeStats } from '../extproc/edge-stats.js';
+import { noopEdgeStats } from '../extproc/edge-stats.js';
+import type { BodySendMode } from '../extproc/ext-proc-proto.js';
+import { systemClock } from '../util/clock.js';
+import type { Clock } from '../util/clock.js';
+import { seededRng } from '../util/rng.js';
+import type { Rng } from '../util/rng.js';
+import { createLogger, silentLogger } from '../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { instrumentTelemetry } from './instrument-app.js';
+import { attachEngineHealth, isHealthHost, type AttachedHealth } from '../health/attach-engine-health.js';
+import { AdmissionController } from '../admission/admission-controller.js';
+import { FleetSaturation } from '../admission/saturation.js';
+import { changedSections, RELOADABLE_SECTIONS, ReloadCounts, type ReloadOutcome } from './config-reloader.js';
+import { DEFAULT_POOL } from '../endpoints/endpoint-config.js';
+import { DEFAULT_DISCOVERY } from '../discovery/discovery-config.js';
+import type { DiscoveryView } from '../discovery/discovery-metrics.js';
+import { DiscoveryService, type DiscoveryDeps, type DiscoveryInput } from '../discovery/discovery-service.js';
+import type { SourceStatus } from '../discovery/endpoint-source.js';
+import { PeerLoadTable } from '../replication/peer-load.js';
+import { defaultReplicaId, ReplicationService } from '../replication/replication-service.js';
+import { ownerTagOf } from '../replication/completion-forwarding.js';
+import { registerReplicationRoutes } from '../replication/replication-routes.js';
+import { PREFIX_INDEX } from '../plugins/multi/prefix-cache-plugin.js';
+import { PREFIX_INDEX_REPLICA } from '../plugins/multi/prefix-index-replica.js';
+import { formatHostPort } from '../util/host-port.js';
+import { warmUpRequestPath } from './warm-up.js';
+import type { AppParts, AppScheduler, Instrumentation } from './app-types.js';
+import { createTrafficTrace } from './traffic-trace.js';
 
 /** Longest the warm-up may delay serving (it stops early, never fails the start). */
 const WARM_UP_BUDGET_MS = 5000;
 
-/** What the app needs from the scheduler (src/compose/create-scheduler.ts). */
-export interface AppScheduler extends RoutingService {
-  start(): void;
-  stop(): void;
-  endpoints(): readonly Endpoint[];
-  /** The member set discovery keeps current (absent on test doubles). */
-  readonly registry?: EndpointRegistry;
-}
-
-/** The parts an instrumentation hook may observe or wrap. */
-export interface AppParts {
-  readonly config: RouterConfig;
-  readonly scheduler: AppScheduler;
-  readonly admin: AdminServer;
-  readonly clock: Clock;
-  readonly logger: Logger;
-  /** Endpoint discovery and config reload status (when the app runs discovery). */
-  readonly discovery?: DiscoveryView;
-  /** Replica state sharing (when `replication.enabled`). */
-  readonly replication?: ReplicationView;
-  /** Tickets waiting for Envoy's access log (when `server.responseCompletion` is access-log). */
-  readonly pendingResponses?: PendingResponsesView;
-}
-
-/**
- * Returned by an instrumentation hook (telemetry): an optional decorated RoutingService
- * (decision spans, metrics), an EdgeStats sink, and cleanup run at stop.
- */
-export interface Instrumentation {
-  readonly routing?: RoutingService;
-  readonly edgeStats?: EdgeStats;
-  stop?(): void | Promise<void>;
-}
+export type { AppParts, AppScheduler, Instrumentation } from './app-types.js';
 
 export interface RouterAppDeps {
   readonly clock?: Clock;
@@ -234,7 +199,14 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
   // Opt-in traffic trace (trafficTrace.path): listens to the decisions of a scheduler built here.
   const trafficTrace = built !== undefined ? createTrafficTrace(config, { logger }) : undefined;
   const host = isHealthHost(scheduler) ? scheduler : undefined;
-  const health = host !== undefined ? attachEngineHealth(config.health, host, { clock, logger }) : undefined;
+  const health =
+    host !== undefined
+      ? attachEngineHealth(config.health, host, {
+          clock,
+          logger,
+          onRestart: (ep) => host.service(PREFIX_INDEX)?.evictEndpoint(ep.index),
+        })
+      : undefined;
   const admission =
     config.admission.mode !== 'off' && host !== undefined
       ? new AdmissionController({

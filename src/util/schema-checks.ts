@@ -1,7 +1,6 @@
 /** Value checks shared by several config sections (addresses, paths, URLs, label names). */
-import { checked, str } from '../../util/schema.js';
-import { isHostName, parseHostPort } from '../../util/host-port.js';
-import { parseIpPort } from '../ip-port.js';
+import { checked, str } from './schema.js';
+import { isHostName, parseHostPort, parseIpPort } from './host-port.js';
 
 /**
  * Endpoint address: literal ip:port (returned in canonical form) or host:port, port 1-65535.
@@ -58,3 +57,6 @@ export const labelName = str({
   pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
   what: 'name of letters, digits, ".", "_" or "-" (max 63 chars)',
 });
+
+/** HTTP header name (no pseudo-headers), lower-cased: Envoy hands header names to ext_proc in lower case. */
+export const headerName = str({ pattern: /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, what: 'an HTTP header name' }).transform((h) => h.toLowerCase());

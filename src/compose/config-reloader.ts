@@ -14,7 +14,7 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ReloadResult } from '../discovery/discovery-metrics.js';
 import { RefreshLoop } from '../discovery/refresh-loop.js';
-import type { RouterConfig } from './types.js';
+import type { RouterConfig } from '../config/types.js';
 
 /** Sections the running router takes from a reloaded config. */
 export const RELOADABLE_SECTIONS = ['endpoints', 'discovery'] as const;

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { Histogram, Registry } from 'prom-client';
-import { HotPathHistogram } from '../../../src/telemetry/hot-path-histogram.js';
+import { HotPathHistogram } from '../../../src/util/hot-path-histogram.js';
 import { DECISION_LATENCY_BUCKETS } from '../../../src/telemetry/metrics.js';
 import { seededRng } from '../../../src/util/rng.js';
 
-describe('telemetry/hot-path-histogram', () => {
+describe('util/hot-path-histogram', () => {
   it('renders exactly what prom-client Histogram renders for the same observations', async () => {
     const rng = seededRng(9);
     const theirs = new Registry();

@@ -34,9 +34,9 @@
  * clears its cache (AllBlocksCleared: it is then complete) or when the caller's resync
  * window ends; an orphan leaves the ledger when the engine evicts it.
  */
-import type { BlockHashes } from './block-hasher.js';
-import { PrefixIndex } from './prefix-index.js';
-import type { EngineBlockKey, KvEvent } from '../kv-events/kv-event-wire.js';
+import type { BlockHashes } from '../prefix-cache/block-hasher.js';
+import { PrefixIndex } from '../prefix-cache/prefix-index.js';
+import type { EngineBlockKey, KvEvent } from './kv-event.js';
 import { setKey, type TokenBlockHasher } from '../tokenization/token-block-hasher.js';
 
 export type EngineSyncState = 'unknown' | 'synced' | 'resyncing';

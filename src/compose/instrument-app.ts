@@ -1,5 +1,5 @@
 /**
- * The telemetry hook for createRouterApp (src/app.ts `deps.instrument`): builds the app's
+ * The telemetry hook for createRouterApp (src/compose/app.ts `deps.instrument`): builds the app's
  * RouterTelemetry from the scheduler it is given, registers `/metrics` and `/debug/*` on the
  * admin server, hands the edge its EdgeStats, and (with `tracing: 'env'`) starts the
  * OpenTelemetry SDK from the standard OTEL_* variables and shuts it down with the app.
@@ -11,24 +11,24 @@ import { registerReplicationMetrics } from '../replication/replication-metrics.j
 import { registerPendingResponseMetrics } from '../extproc/pending-responses-metrics.js';
 import { readFileSync } from 'node:fs';
 import { sendJson } from '../admin/admin-server.js';
-import type { AppParts, Instrumentation } from '../app.js';
+import type { AppParts, Instrumentation } from './app-types.js';
 import type { Endpoint } from '../core/types.js';
 import type { LoadSnapshot } from '../endpoints/load.js';
 import type { DataLayer } from '../datalayer/data-layer.js';
 import type { EngineBlockGranularity } from '../prefix-cache/engine-block-granularity.js';
 import type { PrefixIndex } from '../prefix-cache/prefix-index.js';
 import type { DecisionListener } from '../scheduling/decision-events.js';
-import { serviceKey } from '../scheduling/plugin-api.js';
-import type { ServiceKey } from '../scheduling/plugin-api.js';
-import type { ScrapeStatsView } from './metrics.js';
+import { ENGINE_BLOCK_GRANULARITY, PREFIX_INDEX } from '../plugins/multi/prefix-cache-plugin.js';
+import type { ServiceKey } from '../framework/plugin-api.js';
+import type { ScrapeStatsView } from '../telemetry/metrics.js';
 import { RouterTelemetry } from './router-telemetry.js';
 import type { PrefixIndexView, TelemetrySources } from './router-telemetry.js';
-import { startTracing } from './tracing.js';
+import { startTracing } from '../telemetry/tracing.js';
 import { registerDiscoveryMetrics } from '../discovery/discovery-metrics.js';
 import { PRECISE_INDEX_METRICS, registerKvEventMetrics } from '../kv-events/kv-event-metrics.js';
 import { TTFT_MODEL_STATS } from '../plugins/multi/ttft-model-plugin.js';
-import { registerTtftModelMetrics } from './ttft-model-metrics.js';
-import type { Tracing } from './tracing.js';
+import { registerTtftModelMetrics } from '../telemetry/ttft-model-metrics.js';
+import type { Tracing } from '../telemetry/tracing.js';
 
 export interface TelemetryInstrumentOptions {
   /** 'env': start the SDK from OTEL_* (off unless configured); a Tracing: use it; absent: no spans. */
@@ -52,11 +52,6 @@ interface ObservableScheduler {
   pluginStates?(): unknown;
 }
 
-/** The prefix plugin's index (src/plugins/multi/prefix-cache-plugin.ts PREFIX_INDEX, by id). */
-const PREFIX_INDEX_KEY = serviceKey<PrefixIndex>('prefix-index');
-/** Its engine-block granularity (prefix-cache-plugin.ts ENGINE_BLOCK_GRANULARITY, by id). */
-const GRANULARITY_KEY = serviceKey<EngineBlockGranularity>('engine-block-granularity');
-
 let cachedVersion: string | undefined;
 /** The package version (package.json at the repository / image root). */
 export function routerVersion(): string {
@@ -77,8 +72,8 @@ export function instrumentTelemetry(opts: TelemetryInstrumentOptions = {}): (par
     const ownTracing = opts.tracing === 'env' ? startTracing({ logger: parts.logger }) : undefined;
     const tracing = ownTracing ?? (opts.tracing === 'env' ? undefined : opts.tracing);
     const registry = s.registry;
-    const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX_KEY) : undefined;
-    const granularity = typeof s.service === 'function' ? s.service(GRANULARITY_KEY) : undefined;
+    const index = typeof s.service === 'function' ? s.service(PREFIX_INDEX) : undefined;
+    const granularity = typeof s.service === 'function' ? s.service(ENGINE_BLOCK_GRANULARITY) : undefined;
     // The data layer's engine-signal store (present when engineMetrics polling is configured).
     const dataLayer = s.dataLayer;
     const store = dataLayer?.store;
