@@ -79,7 +79,9 @@ const COMPOSITION: Readonly<Record<string, readonly string[]>> = {
   compose: BELOW_COMPOSE,
   simulate: [...BELOW_COMPOSE, 'compose'],
   cli: [...BELOW_COMPOSE, 'compose', 'simulate'],
-  'main.ts': [...BELOW_COMPOSE, 'compose', 'cli'],
+  /** The P/D sidecar: its own process, beside the router. */
+  'pd-sidecar': BELOW_COMPOSE,
+  'main.ts': [...BELOW_COMPOSE, 'compose', 'cli', 'pd-sidecar'],
 };
 const ALLOWED: Readonly<Record<string, readonly string[]>> = { ...LAYERS, ...COMPOSITION };
 /** Generated protobuf types: a leaf anyone may use. */
