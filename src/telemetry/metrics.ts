@@ -1,7 +1,11 @@
 /**
- * Every Prometheus series the router exports, defined in one place (name, help, unit,
- * labels, buckets) on a registry owned by one app instance, never prom-client's global
- * default, so two apps in one process (tests) do not mix.
+ * The router's core Prometheus series (decisions, decision latency, predicted vs engine-
+ * reported prefix hits, in-flight and engine-signal gauges, edge stream health), defined in
+ * one place (name, help, unit, labels, buckets) on a registry owned by one app instance,
+ * never prom-client's global default, so two apps in one process (tests) do not mix. Other
+ * subsystems register their own series on the same registry next to their code (discovery,
+ * replication, KV events, pending responses, process, TTFT model: see
+ * src/compose/instrument-app.ts).
  *
  * Why these series: they answer "where did requests go and why" (decisions by strategy,
  * endpoint and reason), "is deciding cheap" (decision latency), "does the cache model match
@@ -77,7 +81,7 @@ export interface ScrapeStatsView {
 export interface RouterMetricsOptions {
   /** Configured endpoint addresses (`ip:port`): the only values the `endpoint` label takes. */
   endpointIds: Iterable<string>;
-  /** Prefix block size (chars) and chars/token, to turn matched blocks into predicted tokens. */
+  /** Chars/token turns matched chars into predicted tokens; the block size (chars) serves decisions that report no matched chars. */
   blockChars: number;
   charsPerToken: number;
   loads?: EndpointLoadView;
@@ -91,6 +95,7 @@ export class RouterMetrics implements EdgeStats {
   private readonly endpointIds: Set<string>;
   private readonly strategies = new Set<string>();
   private readonly tokensPerBlock: number;
+  private readonly charsPerToken: number;
   private loads: EndpointLoadView | undefined;
   private scrapes: ScrapeStatsView | undefined;
   private readonly lastScrapeCounts = new Map<string, { scrapes: number; errors: number }>();
@@ -115,6 +120,7 @@ export class RouterMetrics implements EdgeStats {
   constructor(opts: RouterMetricsOptions) {
     this.endpointIds = new Set(opts.endpointIds);
     this.tokensPerBlock = opts.charsPerToken > 0 ? opts.blockChars / opts.charsPerToken : 0;
+    this.charsPerToken = opts.charsPerToken;
     this.loads = opts.loads;
     this.scrapes = opts.scrapes;
     const registers = [this.registry];
@@ -317,9 +323,17 @@ export class RouterMetrics implements EdgeStats {
     return strategy;
   }
 
-  /** Predicted cache-hit tokens for a decision (capped by the prompt estimate). */
+  /**
+   * Predicted cache-hit tokens for a decision (capped by the prompt estimate): the matched
+   * characters the deciding plugin reported (its own block size, whatever graph it runs in)
+   * over chars/token; only a decision without them falls back to blocks × the configured
+   * block size.
+   */
   predictedHitTokens(request: RouteRequest, decision: RouteDecision): number {
-    const raw = Math.round(decision.matchedBlocks * this.tokensPerBlock);
+    const raw =
+      decision.matchedChars !== undefined && this.charsPerToken > 0
+        ? Math.round(decision.matchedChars / this.charsPerToken)
+        : Math.round(decision.matchedBlocks * this.tokensPerBlock);
     return Math.max(0, Math.min(request.promptTokens, raw));
   }
 

@@ -125,6 +125,16 @@ describe('metrics', () => {
     expect(sample(t, 'cacheroute_decision_duration_seconds_count{strategy="cache-aware"}')).to.equal(4);
   });
 
+  it("predicts hit tokens from the deciding plugin's matched chars, not the configured block size", async () => {
+    // An explicit graph whose prefix plugin cuts 256-char blocks while the shorthand says 64.
+    const m = new RouterMetrics({ endpointIds: ['127.0.0.1:8001'], blockChars: 64, charsPerToken: 4 });
+    const r = request({ promptTokens: 1000 });
+    const d = decision({ requestId: 'x', matchedBlocks: 2, totalBlocks: 4, matchedChars: 512 });
+    expect(m.predictedHitTokens(r, d)).to.equal(128); // 512 chars / 4, not 2 × 64 / 4 = 32
+    expect(m.predictedHitTokens(r, decision({ requestId: 'y', matchedBlocks: 2, totalBlocks: 4 }))).to.equal(32);
+    expect(m.predictedHitTokens(request({ promptTokens: 100 }), d)).to.equal(100);
+  });
+
   it('compares predicted prefix hits with engine-reported cached tokens', async () => {
     const { m } = build();
     const t = await m.text();
