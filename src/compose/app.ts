@@ -13,7 +13,7 @@ import { ExtProcServer } from '../extproc/ext-proc-server.js';
 import { EdgeContext } from '../extproc/edge-context.js';
 import { AccessLogCompletion, ResponsePathCompletion } from '../extproc/completion-mode.js';
 import { AccessLogReceiver } from '../extproc/access-log-receiver.js';
-import { PendingResponses } from '../extproc/pending-responses.js';
+import { ACCESS_LOG_WAIT_MS, PendingResponses } from '../extproc/pending-responses.js';
 import type { PromptExtractor } from '../extproc/request-mapping.js';
 import type { EdgeStats } from '../extproc/edge-stats.js';
 import { noopEdgeStats } from '../extproc/edge-stats.js';
@@ -140,6 +140,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
       ? new PendingResponses({
           clock,
           maxAgeMs: config.server.responseIdleTimeoutMs,
+          // Detect a gateway that sends no access log (completion-mode.ts).
+          logWaitMs: Math.min(ACCESS_LOG_WAIT_MS, config.server.responseIdleTimeoutMs),
           ...(replicaId !== undefined ? { owner: ownerTagOf(replicaId), orphanAgeMs: config.replication.completions.orphanAgeMs } : {}),
           // The edge's stats sink comes from the instrumentation, which needs this object first.
           stats: { ...noopEdgeStats, streamError: (kind: string) => edgeStatsLate?.streamError(kind) },

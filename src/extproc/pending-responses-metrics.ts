@@ -45,7 +45,7 @@ export function registerPendingResponseMetrics(registry: Registry, view: Pending
   );
   new Counter({
     name: 'cacheroute_pending_responses_finished_total',
-    help: 'Pending requests finished: by their access log entry (completed), after the route timeout (expired) or after the orphan age (orphaned).',
+    help: 'Pending requests finished: by their access log entry (completed), after the route timeout (expired), after the orphan age (orphaned), by what their own stream saw (stream), or after waiting for an access log that never came (unconfirmed).',
     labelNames: ['how'],
     registers,
     collect() {
@@ -54,6 +54,19 @@ export function registerPendingResponseMetrics(registry: Registry, view: Pending
       this.inc({ how: 'completed' }, s.completed);
       this.inc({ how: 'expired' }, s.expired);
       this.inc({ how: 'orphaned' }, s.orphaned);
+      this.inc({ how: 'stream' }, s.byStream);
+      this.inc({ how: 'unconfirmed' }, s.unconfirmed);
+    },
+  });
+  const states = ['present', 'unknown', 'absent'] as const;
+  new Gauge({
+    name: 'cacheroute_access_log_state',
+    help: "1 for the state of Envoy's access log as this replica sees it: present (an entry named one of its tickets), unknown (none yet) or absent (none came in time; tickets end with their streams).",
+    labelNames: ['state'],
+    registers,
+    collect() {
+      const now = view.snapshot().accessLog;
+      for (const state of states) this.set({ state }, state === now ? 1 : 0);
     },
   });
   new Counter({

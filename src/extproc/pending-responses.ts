@@ -21,6 +21,14 @@
  * peer that may have been receiving the log stream vanished (`markLossy`) — every ticket
  * alive at that moment is "at risk" and expires `orphanAgeMs` after it, which is much
  * shorter: a leak is then bounded by the orphan age instead of the route timeout.
+ *
+ * Whether the log comes at all (`logWaitMs`): a gateway may send cacheroute no access log
+ * (one that manages Envoy for the user). The log is `present` once an entry or forwarded
+ * completion names one of this owner's keys — proof that Envoy logs to us with our metadata
+ * — and stays so; until then it is `unknown`, and a ticket whose stream ended without
+ * showing the response end (`awaitLog`) waits at most `logWaitMs` for the log; past that the
+ * log is taken as `absent` (and the ticket finished), and later tickets are finished from
+ * their streams (completion-mode.ts) until an entry arrives after all.
  */
 import { randomBytes } from 'node:crypto';
 import type { RequestOutcome } from '../core/types.js';
@@ -43,7 +51,24 @@ export interface PendingResponsesOptions {
   readonly owner?: string;
   /** Per-ticket nonce (default: 12 hex digits from crypto randomness); tests inject a fixed one. */
   readonly nonce?: () => string;
+  /**
+   * Detect a missing access log: how long a ticket whose stream ended unseen waits for a
+   * first entry before the log counts as absent. Default 0: the log is trusted to come
+   * (state always `present`).
+   */
+  readonly logWaitMs?: number;
 }
+
+/**
+ * How long the router waits for a first access log entry before it takes the log as missing
+ * (PendingResponsesOptions.logWaitMs): longer than Envoy's default flush interval (1 s, the
+ * one Envoy Gateway's ALS sink uses) plus the first responses, short enough that a gateway
+ * sending no log leaves requests counted seconds, not the route timeout, after they ended.
+ */
+export const ACCESS_LOG_WAIT_MS = 10_000;
+
+/** Whether Envoy's access log reaches this owner: proven, not yet known, or taken as missing. */
+export type AccessLogState = 'present' | 'unknown' | 'absent';
 
 interface Held {
   readonly ticket: RouteTicket;
@@ -63,6 +88,11 @@ export interface PendingResponsesStats {
   readonly unknown: number;
   /** Times the completion path was marked lossy. */
   readonly lossyMarks: number;
+  /** Finished by what their ext_proc stream saw (the response completed, or the stream ended). */
+  readonly byStream: number;
+  /** Finished after waiting logWaitMs for an access log that never came. */
+  readonly unconfirmed: number;
+  readonly accessLog: AccessLogState;
 }
 
 /** Owner tags and key parts: characters that are safe in a NATS subject token. */
@@ -113,13 +143,26 @@ export class PendingResponses {
   private orphanedCount = 0;
   private unknownCount = 0;
   private lossyMarks = 0;
+  private byStreamCount = 0;
+  private unconfirmedCount = 0;
   private timer: NodeJS.Timeout | undefined;
+  private logState: AccessLogState;
+  /** Keys whose stream ended unseen while the log was unknown → that moment, in order. */
+  private readonly awaiting = new Map<string, number>();
+  private readonly logWaitMs: number;
 
   constructor(private readonly options: PendingResponsesOptions) {
     this.owner = checkOwnerTag(options.owner ?? randomBytes(4).toString('hex'));
     this.stats = options.stats ?? noopEdgeStats;
     this.nonce = options.nonce ?? pooledNonce();
     this.orphanAgeMs = Math.min(options.orphanAgeMs ?? options.maxAgeMs, options.maxAgeMs);
+    this.logWaitMs = options.logWaitMs ?? 0;
+    this.logState = this.logWaitMs > 0 ? 'unknown' : 'present';
+  }
+
+  /** Whether the access log reaches this owner (see the header). */
+  get accessLog(): AccessLogState {
+    return this.logState;
   }
 
   /** Takes over `ticket`; returns the key its completion report must name. */
@@ -137,8 +180,16 @@ export class PendingResponses {
     return ticketOwner(key) === this.owner;
   }
 
-  /** Finishes the ticket held under `key`. Returns false if none is (unknown or already finished). */
+  /**
+   * The access log (or a replica forwarding it) reports `key`'s end: finishes its ticket.
+   * Returns false if none is held (unknown, already finished, a duplicate). Either way the
+   * log is now known to be present.
+   */
   complete(key: string, outcome: RequestOutcome): boolean {
+    if (this.logState !== 'present') {
+      this.logState = 'present';
+      this.awaiting.clear();
+    }
     const h = this.held.get(key);
     if (h === undefined) {
       this.unknownCount++;
@@ -150,6 +201,27 @@ export class PendingResponses {
     if (outcome.aborted) this.stats.streamError('ABORTED');
     h.ticket.finish(outcome);
     return true;
+  }
+
+  /** The ticket's own stream saw how it ended: finishes it (a later log entry counts as unknown). */
+  finishFromStream(key: string, outcome: RequestOutcome): void {
+    const h = this.held.get(key);
+    if (h === undefined) return;
+    this.held.delete(key);
+    this.atRisk.delete(key);
+    this.awaiting.delete(key);
+    this.byStreamCount++;
+    if (outcome.aborted) this.stats.streamError('ABORTED');
+    h.ticket.finish(outcome);
+  }
+
+  /**
+   * `key`'s stream ended without showing the response, and only the log can tell its end:
+   * while the log is unknown, wait at most logWaitMs for it (see the header). Has no effect
+   * once the log is present (the ticket waits for its entry up to maxAgeMs).
+   */
+  awaitLog(key: string): void {
+    if (this.logState === 'unknown' && this.held.has(key)) this.awaiting.set(key, this.options.clock.nowMs());
   }
 
   /**
@@ -186,12 +258,31 @@ export class PendingResponses {
       orphaned: this.orphanedCount,
       unknown: this.unknownCount,
       lossyMarks: this.lossyMarks,
+      byStream: this.byStreamCount,
+      unconfirmed: this.unconfirmedCount,
+      accessLog: this.logState,
     };
   }
 
-  /** Finishes, as aborted, every ticket past maxAgeMs or at risk past orphanAgeMs. Returns how many. */
+  /**
+   * Finishes, as aborted, every ticket past maxAgeMs or at risk past orphanAgeMs; and every
+   * ticket that waited logWaitMs for a log that never came (not aborted: its stream ended,
+   * how is unknown), which makes the log `absent`. Returns how many.
+   */
   sweep(nowMs: number = this.options.clock.nowMs()): number {
     let n = 0;
+    for (const [key, since] of this.awaiting) {
+      if (nowMs - since <= this.logWaitMs) break;
+      this.awaiting.delete(key);
+      const h = this.held.get(key);
+      if (h === undefined) continue;
+      this.held.delete(key);
+      this.atRisk.delete(key);
+      this.logState = 'absent';
+      this.unconfirmedCount++;
+      n++;
+      h.ticket.finish({ aborted: false });
+    }
     // Both maps follow insertion order, i.e. age: stop at the first young one.
     for (const [key, since] of this.atRisk) {
       if (nowMs - since <= this.orphanAgeMs) break;
@@ -217,7 +308,8 @@ export class PendingResponses {
   /** Arms the periodic sweep. Idempotent. */
   start(): void {
     if (this.timer !== undefined) return;
-    const everyMs = Math.min(5_000, Math.max(50, this.orphanAgeMs / 4));
+    const shortest = this.logWaitMs > 0 ? Math.min(this.orphanAgeMs, this.logWaitMs) : this.orphanAgeMs;
+    const everyMs = Math.min(5_000, Math.max(50, shortest / 4));
     this.timer = setInterval(() => this.sweep(), everyMs);
     this.timer.unref();
   }
@@ -229,6 +321,7 @@ export class PendingResponses {
     for (const h of this.held.values()) h.ticket.finish({ aborted: true });
     this.held.clear();
     this.atRisk.clear();
+    this.awaiting.clear();
   }
 
   private abort(h: Held): void {

@@ -62,11 +62,12 @@ export class ResponseRecord {
 
   /**
    * How far the response got. Without response body messages (body mode NONE) seeing the
-   * headers is the most a stream can know.
+   * headers is the most a stream can know, and seeing nothing says nothing (`unseen`).
    */
   end(responseBodyMode: BodySendMode): ResponseEnd {
     if (this.completed) return 'complete';
-    return this.headersSeen && responseBodyMode === 'NONE' ? 'headers-only' : 'cut';
+    if (responseBodyMode !== 'NONE' || this.bodySeen) return 'cut';
+    return this.headersSeen ? 'headers-only' : 'unseen';
   }
 
   /** The facts for the ticket's outcome (reads the sniffed usage once). */

@@ -377,7 +377,7 @@ export class StreamHandler implements OpenStream {
     const env = this.env;
     this.ticket = ticket;
     this.held = undefined;
-    this.completion = env.completion.begin(ticket);
+    this.completion = env.completion.begin(ticket, this.responseBodyMode !== 'NONE');
     const key = this.completion.key;
     const summary = env.decisionHeader ? env.summaryOf(ticket) : undefined;
     // A client-sent prefiller header is removed unless the decision sets its own.

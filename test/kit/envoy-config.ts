@@ -51,9 +51,11 @@ export interface EnvoyRenderOptions {
   /**
    * `ext-proc` streams responses through the router again (response headers SEND, bodies
    * FULL_DUPLEX_STREAMED, trailers SEND; the router must run server.responseCompletion
-   * `ext-proc`) and drops the gRPC access logger. Default: keep the file's (`access-log`).
+   * `ext-proc`) and drops the gRPC access logger. `none` only drops the access logger: the
+   * router gets neither the log nor the response (a gateway that manages Envoy and sends no
+   * access log). Default: keep the file's (`access-log`).
    */
-  readonly responsePath?: 'access-log' | 'ext-proc';
+  readonly responsePath?: 'access-log' | 'ext-proc' | 'none';
   /** Header the fallback policy hashes on (route hash_policy); default: keep the file's (x-session-id). */
   readonly sessionHeader?: string;
   /** Render from this file instead of this checkout's envoy/<variant>.yaml (e.g. another commit's). */
@@ -214,6 +216,7 @@ export function buildEnvoyConfig(opts: EnvoyRenderOptions): Obj {
   }
   if (opts.routerAddresses !== undefined) setRouterReplicas(doc, opts.routerAddresses, opts.accessLogStream ?? 'per-replica');
   if (opts.responsePath === 'ext-proc') streamResponsesThroughRouter(doc);
+  if (opts.responsePath === 'none') dropAccessLogger(httpConnectionManager(doc));
   if (opts.sessionHeader !== undefined) {
     const hash = routeHashPolicy(doc);
     obj(hash[0], 'hash_policy[0]')['header'] = { header_name: opts.sessionHeader.toLowerCase() };
@@ -296,6 +299,11 @@ function streamResponsesThroughRouter(doc: Obj): void {
   mode['response_header_mode'] = 'SEND';
   mode['response_body_mode'] = 'FULL_DUPLEX_STREAMED';
   mode['response_trailer_mode'] = 'SEND';
+  dropAccessLogger(hcm);
+}
+
+/** Removes the gRPC access logger (the router's completion path) from the HCM. */
+function dropAccessLogger(hcm: Obj): void {
   const loggers = grpcAccessLoggers(hcm);
   if (loggers.length === 0) throw new Error('envoy config: no http_grpc access logger to remove');
   hcm['access_log'] = arr(hcm['access_log'], 'HCM access_log').filter((l) => !loggers.includes(l as Obj));

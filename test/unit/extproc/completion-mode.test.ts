@@ -38,7 +38,7 @@ describe('extproc/completion-mode', () => {
     const routing = new FakeRoutingService();
     const pending = new PendingResponses({ clock: new ManualClock(0), maxAgeMs: 1000, owner: 'o', nonce: () => 'n' });
     const mode = new AccessLogCompletion(pending);
-    const [a, b, c] = ['a', 'b', 'c'].map((id) => mode.begin(routing.route(request(id))));
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => mode.begin(routing.route(request(id)), false));
     expect([a!.key, b!.key, c!.key]).to.deep.equal(['o.0.n', 'o.1.n', 'o.2.n']);
     expect(a!.releaseAfterRequest()).to.equal(true);
     a!.end('complete', { status: 200 });
