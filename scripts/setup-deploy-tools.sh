@@ -55,7 +55,11 @@ tool() {
     fi
     exec 9>&-
   fi
-  "$bin" version 2>/dev/null | grep -q "$check" || { fail "$bin version does not report $version"; return 0; }
+  # Read the whole output first: `cmd | grep -q` under pipefail fails at random when grep exits
+  # at the first match and the tool then dies of SIGPIPE (exit 141).
+  local reported
+  reported=$("$bin" version 2>/dev/null || true)
+  [[ "$reported" == *"$check"* ]] || { fail "$bin version does not report $version"; return 0; }
   mkdir -p .bin
   ln -sfn "$bin" ".bin/$name"
   say "$name $version present ($cache)"

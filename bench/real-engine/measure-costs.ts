@@ -27,7 +27,7 @@
  * bench/real-engine/fit-costs.ts fits the simulator's step model to one or more of these files.
  * One engine on core 0 with the launcher's defaults (1 GiB KV cache, 128-token blocks).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { httpRequest, postJson } from '../../test/kit/http-client.js';
