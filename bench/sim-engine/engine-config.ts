@@ -35,7 +35,20 @@ export interface SimEngineConfig extends EngineModelConfig {
   readonly kvEventsPortOffset?: number;
   /** A model directory (tokenizer.json, tokenizer_config.json): tokenize like the real model. */
   readonly tokenizerDir?: string;
+  /**
+   * How KV moves between engines (P/D disaggregation): `none`; `shared-store` (vLLM's
+   * ExampleConnector: computed blocks go to `kvStoreDir`, found blocks are loaded from it);
+   * `nixl` (the kv_transfer_params exchange, kv-transfer-params.ts).
+   */
+  readonly kvConnector: SimKvConnector;
+  /** The shared store's directory (`shared-store`; engines sharing it see each other's blocks). */
+  readonly kvStoreDir?: string;
+  /** A failed KV read (`nixl`): `fail` answers 500 (vLLM's default), `recompute` computes the prompt. */
+  readonly kvLoadFailure: 'fail' | 'recompute';
 }
+
+export type SimKvConnector = 'none' | 'shared-store' | 'nixl';
+const KV_CONNECTORS: readonly string[] = ['none', 'shared-store', 'nixl'];
 
 /**
  * What a 4-word text prompt costs the real vLLM CPU engine over the simulator's round trip: 7.9 ms
@@ -58,6 +71,8 @@ export const DEFAULT_SIM_ENGINE_CONFIG: SimEngineConfig = {
   tokenizeOverheadMs: VLLM_CPU_TOKENIZE_OVERHEAD_MS,
   metricsDelayMs: 0,
   exitOnStdinClose: false,
+  kvConnector: 'none',
+  kvLoadFailure: 'fail',
 };
 
 /**
@@ -121,6 +136,12 @@ const FLAGS: Record<string, { key: keyof SimEngineConfig | 'ports' | 'profile'; 
   'kv-events-port': { key: 'kvEventsPort', kind: 'int' },
   'kv-events-port-offset': { key: 'kvEventsPortOffset', kind: 'int' },
   tokenizer: { key: 'tokenizerDir', kind: 'str' },
+  'kv-connector': { key: 'kvConnector', kind: 'str' },
+  'kv-store-dir': { key: 'kvStoreDir', kind: 'str' },
+  'kv-load-failure': { key: 'kvLoadFailure', kind: 'str' },
+  'kv-transfer-latency-ms': { key: 'kvTransferLatencyMs', kind: 'num' },
+  'kv-bytes-per-token': { key: 'kvBytesPerToken', kind: 'num' },
+  'kv-transfer-gbps': { key: 'kvTransferGBps', kind: 'num' },
 };
 
 export class FlagError extends Error {
@@ -162,6 +183,11 @@ export function parseSimEngineArgs(argv: readonly string[]): SimEngineArgs {
   if (base.maxModelLen < 1) throw new FlagError('--max-model-len must be >= 1');
   if (base.metricsDelayMs < 0) throw new FlagError('--metrics-delay-ms must be >= 0');
   if (base.tokenizeOverheadMs < 0) throw new FlagError('--tokenize-overhead-ms must be >= 0');
+  if (!KV_CONNECTORS.includes(base.kvConnector)) throw new FlagError(`--kv-connector must be one of ${KV_CONNECTORS.join(', ')}`);
+  if (base.kvConnector === 'shared-store' && base.kvStoreDir === undefined)
+    throw new FlagError('--kv-connector shared-store needs --kv-store-dir');
+  if (base.kvLoadFailure !== 'fail' && base.kvLoadFailure !== 'recompute')
+    throw new FlagError('--kv-load-failure must be fail or recompute');
   try {
     validateModelConfig(base);
   } catch (err) {

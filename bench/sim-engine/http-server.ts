@@ -4,7 +4,10 @@
  * probe, vLLM-named Prometheus metrics, JSON stats for tests, and admin knobs for
  * staleness experiments. Every response carries `x-engine-id` so callers can tell which
  * engine served them. The simulation itself lives in BatchingEngine; this file only
- * translates HTTP to engine calls and back.
+ * translates HTTP to engine calls and back. For P/D disaggregation it speaks both of vLLM's
+ * forms (`--kv-connector`): a shared store on a directory (directory-kv-store.ts) and the
+ * kv_transfer_params exchange (kv-transfer-params.ts, with POST /internal/kv-read as the
+ * side channel a decode engine reads a prefill engine's blocks over).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,6 +42,12 @@ import { KvEventPublisher } from './kv-event-publisher.js';
 import { modelPromptTokenIds } from './model-prompt-tokens.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { outputLength, tokenText } from './text-generator.js';
+import { blockHashes } from '../../src/simulate/engine/block-hash.js';
+import { DirectoryKvStore } from './directory-kv-store.js';
+import { KvLeases, readRemoteKv, type KvTransferAsk } from './kv-transfer-params.js';
+
+/** A decode engine's read of a prefill engine's blocks gives up after this long. */
+const KV_READ_TIMEOUT_MS = 10_000;
 
 /** Wall-clock start of this process (Prometheus `process_start_time_seconds`). */
 const PROCESS_START_TIME_SECONDS = Math.round(Date.now() - performance.now()) / 1000;
@@ -90,6 +99,9 @@ export class SimEngineServer {
   private tokenizer: ModelTokenizer | undefined;
   /** Set when the engine publishes KV events (--kv-events-port). */
   kvPublisher: KvEventPublisher | undefined;
+  /** Blocks kept for remote decode engines (`--kv-connector nixl`). */
+  readonly kvLeases: KvLeases;
+  private kvReadFailures = 0;
 
   constructor(config: Partial<SimEngineConfig> = {}, deps: SimEngineServerDeps = {}) {
     this.cfg = { ...DEFAULT_SIM_ENGINE_CONFIG, ...config };
@@ -98,11 +110,19 @@ export class SimEngineServer {
     this.engineId = this.cfg.id ?? `${this.cfg.host}:${this.cfg.port}`;
     this.rng = seededRng(this.cfg.seed);
     let view: MetricsView | undefined;
+    const kvStore =
+      this.cfg.kvConnector === 'shared-store' && this.cfg.kvStoreDir !== undefined ? new DirectoryKvStore(this.cfg.kvStoreDir) : undefined;
     this.engine = new BatchingEngine(this.cfg, {
       clock: this.clock,
       scheduler: this.scheduler,
       onChange: () => view?.record(),
+      ...(kvStore !== undefined ? { kvStore } : {}),
     });
+    this.kvLeases = new KvLeases(
+      () => this.engineId,
+      () => ({ host: this.cfg.host, port: this.boundPort }),
+      () => this.clock.nowMs(),
+    );
     view = new MetricsView(() => this.engine.snapshot(), this.clock, this.cfg.metricsDelayMs);
     this.view = view;
     this.server = createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, (req, res) => this.handle(req, res));
@@ -290,6 +310,9 @@ export class SimEngineServer {
         if (get) return this.json(res, 200, this.config);
         if (!post) return this.methodNotAllowed(res);
         return this.adminConfig(req, res);
+      case '/internal/kv-read':
+        if (!post) return this.methodNotAllowed(res);
+        return this.kvRead(req, res);
       default:
         throw new ApiError(404, `no route for ${method} ${path}`);
     }
@@ -314,6 +337,9 @@ export class SimEngineServer {
           `${tokens.length + r.maxTokens} tokens (${tokens.length} in the messages, ${r.maxTokens} in the completion).`,
       );
     }
+    const nixl = this.cfg.kvConnector === 'nixl' ? r.kvTransfer : undefined;
+    const externalBlocks = nixl?.kind === 'remote-prefill' ? await this.loadRemoteKv(nixl, tokens, r.cacheSalt) : 0;
+    if (res.destroyed || req.socket.destroyed) return;
     const n = outputLength(r.maxTokens, r.ignoreEos, this.rng);
     const seqNo = ++this.requestSeq;
     const meta: ResponseMeta = {
@@ -334,7 +360,13 @@ export class SimEngineServer {
     let text = '';
     try {
       handle = this.engine.submit(
-        { promptTokens: tokens, outputTokens: n, finishReason, ...(r.cacheSalt !== undefined ? { cacheSalt: r.cacheSalt } : {}) },
+        {
+          promptTokens: tokens,
+          outputTokens: n,
+          finishReason,
+          ...(r.cacheSalt !== undefined ? { cacheSalt: r.cacheSalt } : {}),
+          ...(externalBlocks > 0 ? { externalBlocks } : {}),
+        },
         {
           onToken: (index) => {
             const piece = tokenText(wordSeed, index);
@@ -344,7 +376,15 @@ export class SimEngineServer {
           onFinish: (result: SequenceResult) => {
             const usage = usageOf(result.promptTokens, result.completionTokens, result.cachedTokens);
             if (stream) stream.finish(result.finishReason, usage);
-            else this.json(res, 200, completionBody(kind, meta, text, result.finishReason, usage));
+            else {
+              const body = completionBody(kind, meta, text, result.finishReason, usage);
+              // A prefill leg for a remote decode: keep the prompt's blocks and name them.
+              const lease =
+                nixl?.kind === 'remote-decode'
+                  ? { kv_transfer_params: this.kvLeases.grant(blockHashes(tokens, this.cfg.blockSize, r.cacheSalt), tokens.length) }
+                  : {};
+              this.json(res, 200, { ...body, ...lease });
+            }
           },
           onError: (err) => {
             const api = new ApiError(err instanceof CapacityError ? 400 : 503, err.message);
@@ -361,6 +401,44 @@ export class SimEngineServer {
     res.on('close', () => {
       if (!res.writableFinished) handle.abort();
     });
+  }
+
+  /**
+   * Reads a prefill engine's blocks for this prompt: how many leading prompt blocks to load.
+   * A failed or mismatched read fails the request (kv_load_failure_policy `fail`) or leaves
+   * it to compute them (`recompute`).
+   */
+  private async loadRemoteKv(
+    ask: Extract<KvTransferAsk, { kind: 'remote-prefill' }>,
+    tokens: readonly number[],
+    salt?: string,
+  ): Promise<number> {
+    const got = await readRemoteKv(ask, KV_READ_TIMEOUT_MS);
+    let why: string | undefined = typeof got === 'string' ? got : undefined;
+    let n = 0;
+    if (typeof got !== 'string') {
+      const own = blockHashes(tokens, this.cfg.blockSize, salt);
+      while (n < own.length && n < got.length && own[n] === got[n]) n++;
+      if (n === 0 && own.length > 0) why = "the transferred blocks are not this prompt's";
+    }
+    if (why === undefined) return n;
+    this.kvReadFailures++;
+    if (this.cfg.kvLoadFailure === 'fail') throw new ApiError(500, `KV transfer failed: ${why}`);
+    return 0;
+  }
+
+  /** POST /internal/kv-read: a decode engine reads the blocks a lease keeps (once). */
+  private async kvRead(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJsonObject(req);
+    const id = body['remote_request_id'];
+    const ids = body['remote_block_ids'];
+    if (body['remote_engine_id'] !== this.engineId) throw new ApiError(404, 'not this engine');
+    if (typeof id !== 'string' || !Array.isArray(ids) || !ids.every((x) => typeof x === 'number')) {
+      throw new ApiError(400, 'expected remote_request_id and remote_block_ids');
+    }
+    const hashes = this.kvLeases.read(id, ids as number[]);
+    if (hashes === undefined) throw new ApiError(404, 'no such KV lease (unknown, expired or already read)');
+    this.json(res, 200, { block_hashes: hashes });
   }
 
   private async tokenizeEndpoint(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -446,6 +524,11 @@ export class SimEngineServer {
       kvFreeCachedBlocks: s.kvFreeCachedBlocks,
       kvEvictions: s.kvEvictions,
       kvUsage: s.kvUsage,
+      kvTransfers: c.kvTransfers,
+      kvTransferTokens: c.kvTransferTokens,
+      kvTransferMs: c.kvTransferMs,
+      kvReadFailures: this.kvReadFailures,
+      kvLeases: this.kvLeases.size,
       metricsFrozen: this.view.isFrozen,
       metricsDelayMs: this.view.metricsDelayMs,
     };
@@ -494,6 +577,14 @@ export interface SimEngineStats {
   readonly kvFreeCachedBlocks: number;
   readonly kvEvictions: number;
   readonly kvUsage: number;
+  /** KV loads from another engine or the shared store (P/D), their tokens and total time. */
+  readonly kvTransfers: number;
+  readonly kvTransferTokens: number;
+  readonly kvTransferMs: number;
+  /** Reads of a prefill engine's blocks that failed (`nixl`). */
+  readonly kvReadFailures: number;
+  /** Blocks kept for remote decode engines, by lease. */
+  readonly kvLeases: number;
   readonly metricsFrozen: boolean;
   readonly metricsDelayMs: number;
 }

@@ -4,6 +4,7 @@
  * and errors in the shapes vLLM produces (usage with prompt_tokens_details.cached_tokens).
  */
 import { chatPrompt, completionPrompt, isRecord, PromptError, type RenderedPrompt } from '../../src/simulate/engine/prompt-template.js';
+import { parseKvTransferParams, type KvTransferAsk } from './kv-transfer-params.js';
 
 export type ApiKind = 'chat' | 'completions';
 
@@ -18,6 +19,8 @@ export interface InferenceRequest {
   readonly ignoreEos: boolean;
   readonly prompt: RenderedPrompt;
   readonly cacheSalt?: string;
+  /** What `kv_transfer_params` asks (P/D disaggregation, kv-transfer-params.ts). */
+  readonly kvTransfer?: KvTransferAsk;
 }
 
 /** An error that maps to an HTTP status and an OpenAI-style error body. */
@@ -77,6 +80,9 @@ export function parseInferenceRequest(kind: ApiKind, rawBody: string, defaultMax
   const salt = body['cache_salt'];
   if (salt !== undefined && typeof salt !== 'string') throw new ApiError(400, "'cache_salt' must be a string");
 
+  const kvTransfer = parseKvTransferParams(body);
+  if (typeof kvTransfer === 'string') throw new ApiError(400, kvTransfer);
+
   let prompt: RenderedPrompt;
   try {
     prompt = kind === 'chat' ? chatPrompt(body) : completionPrompt(body);
@@ -93,6 +99,7 @@ export function parseInferenceRequest(kind: ApiKind, rawBody: string, defaultMax
     ignoreEos,
     prompt,
     ...(salt !== undefined ? { cacheSalt: salt } : {}),
+    ...(kvTransfer !== undefined ? { kvTransfer } : {}),
   };
 }
 

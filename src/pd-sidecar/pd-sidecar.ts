@@ -53,6 +53,16 @@ export interface PdSidecarOptions {
 
 export const PD_SIDECAR_DEFAULTS = { prefillTimeoutMs: 60_000, decodeTimeoutMs: 60_000, maxBodyBytes: 32 * 1024 * 1024 } as const;
 
+/** The prefill leg's `kv_transfer_params` for NixlConnector, as vllm-router 0.1.17 sends them. */
+export const NIXL_PREFILL_PARAMS = {
+  do_remote_decode: true,
+  do_remote_prefill: false,
+  remote_engine_id: null,
+  remote_block_ids: null,
+  remote_host: null,
+  remote_port: null,
+} as const;
+
 const SPLIT_PATHS = new Set(['/v1/completions', '/v1/chat/completions']);
 
 interface Answer {
@@ -160,16 +170,7 @@ export class PdSidecar {
     const leg: Record<string, unknown> = { ...json, max_tokens: 1, stream: false };
     delete leg['stream_options'];
     if ('max_completion_tokens' in leg) leg['max_completion_tokens'] = 1;
-    if (this.opts.connector === 'nixl') {
-      leg['kv_transfer_params'] = {
-        do_remote_decode: true,
-        do_remote_prefill: false,
-        remote_engine_id: null,
-        remote_block_ids: null,
-        remote_host: null,
-        remote_port: null,
-      };
-    }
+    if (this.opts.connector === 'nixl') leg['kv_transfer_params'] = { ...NIXL_PREFILL_PARAMS };
     try {
       const answer = await send(target, 'POST', path, forwardHeaders(req), Buffer.from(JSON.stringify(leg)), this.opts.prefillTimeoutMs);
       const text = await readAll(answer.body, this.opts.maxBodyBytes, this.opts.prefillTimeoutMs);

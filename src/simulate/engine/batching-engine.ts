@@ -23,16 +23,25 @@
  * request whose prefill completed emits its first token (that instant is its TTFT), and
  * each decoding request emits one token. With nothing to do, no timer is pending.
  *
+ * KV from outside (prefill/decode disaggregation, kv-transfer.ts): a request may come with
+ * leading prompt blocks another engine computed (`externalBlocks`, or blocks found in the
+ * shared store the engine is given). When they reach past its local cache hit, admission
+ * allocates its blocks and parks it, taking no step budget, for the transfer time of the
+ * missing part (vLLM's WAITING_FOR_REMOTE_KVS); then those blocks count as computed and it
+ * runs like a request with that cache hit. An engine with a store writes every prompt block
+ * it computes there.
+ *
  * Time comes from an injected Clock and StepScheduler, so tests drive it step by step.
  */
 import type { Clock } from '../../util/clock.js';
 import { blockHashes } from './block-hash.js';
 import { Histogram, LATENCY_BUCKETS_S, TTFT_BUCKETS_S, type HistogramSnapshot } from './histogram.js';
 import { KvBlockCache, type BlockAllocation } from './kv-block-cache.js';
+import { CPU_KV_TRANSFER, GPU_LIKE_KV_TRANSFER, kvTransferMs, type KvTransferCost, type SharedKvStore } from './kv-transfer.js';
 import type { CancelFn, StepScheduler } from './step-scheduler.js';
 
 /** Capacity and timing parameters of one simulated engine. */
-export interface EngineModelConfig {
+export interface EngineModelConfig extends KvTransferCost {
   /** Tokens per KV block (vLLM: 16 on CUDA, 128 on CPU). */
   readonly blockSize: number;
   /** KV-cache capacity in blocks. */
@@ -72,6 +81,7 @@ export const DEFAULT_ENGINE_MODEL: EngineModelConfig = {
   prefillContextMsPerKToken: 0.112,
   decodeContextMsPerKToken: 0.112,
   timeScale: 1,
+  ...CPU_KV_TRANSFER,
 };
 
 /**
@@ -91,6 +101,7 @@ export const GPU_LIKE_ENGINE_MODEL: EngineModelConfig = {
   prefillContextMsPerKToken: 0,
   decodeContextMsPerKToken: 0,
   timeScale: 1,
+  ...GPU_LIKE_KV_TRANSFER,
 };
 
 export type FinishReason = 'stop' | 'length';
@@ -103,12 +114,18 @@ export interface SequenceSpec {
   readonly finishReason: FinishReason;
   /** vLLM's per-request cache_salt: isolates this request's cache entries. */
   readonly cacheSalt?: string;
+  /** Leading prompt blocks another engine computed that this one may load (a KV transfer). */
+  readonly externalBlocks?: number;
 }
 
 export interface SequenceResult {
   readonly promptTokens: number;
-  /** Prompt tokens served from the prefix cache at (first) admission. */
+  /** Prompt tokens served from the prefix cache or loaded from outside at (first) admission. */
   readonly cachedTokens: number;
+  /** Of those, tokens loaded from another engine or the shared store. */
+  readonly externalTokens: number;
+  /** Time spent waiting for that load, ms. */
+  readonly transferMs: number;
   readonly completionTokens: number;
   readonly finishReason: FinishReason;
   readonly arrivalMs: number;
@@ -147,6 +164,10 @@ export interface EngineCountersSnapshot {
   readonly rejected: number;
   readonly preemptions: number;
   readonly steps: number;
+  /** KV loads from outside, their tokens and total time. */
+  readonly kvTransfers: number;
+  readonly kvTransferTokens: number;
+  readonly kvTransferMs: number;
   readonly ttft: HistogramSnapshot;
   readonly e2e: HistogramSnapshot;
   readonly queueTime: HistogramSnapshot;
@@ -172,7 +193,7 @@ export interface EngineSnapshot {
   readonly counters: EngineCountersSnapshot;
 }
 
-type SeqState = 'waiting' | 'running' | 'done' | 'aborted';
+type SeqState = 'waiting' | 'loading' | 'running' | 'done' | 'aborted';
 
 interface Seq {
   readonly id: number;
@@ -189,7 +210,11 @@ interface Seq {
   prefillDone: number;
   generated: number;
   cachedTokens: number;
+  externalTokens: number;
+  transferMs: number;
   preemptions: number;
+  /** Cancels a pending KV load. */
+  loadCancel: CancelFn | undefined;
 }
 
 interface PlanEntry {
@@ -203,6 +228,8 @@ export interface BatchingEngineDeps {
   readonly scheduler: StepScheduler;
   /** Called after every state change (submit, abort, step start/end); used for metrics history. */
   readonly onChange?: () => void;
+  /** A KV store shared with other engines (vLLM's ExampleConnector on a shared directory). */
+  readonly kvStore?: SharedKvStore;
 }
 
 export class BatchingEngine {
@@ -210,6 +237,8 @@ export class BatchingEngine {
   private readonly cache: KvBlockCache;
   private readonly waiting: Seq[] = [];
   private readonly running: Seq[] = [];
+  /** Admitted requests waiting for their external KV. */
+  private readonly loading = new Set<Seq>();
   private nextId = 1;
   private stepping = false;
   private stepCancel: CancelFn | undefined;
@@ -225,6 +254,9 @@ export class BatchingEngine {
   private rejected = 0;
   private preemptions = 0;
   private steps = 0;
+  private kvTransfers = 0;
+  private kvTransferTokens = 0;
+  private kvTransferMsTotal = 0;
   private readonly ttft = new Histogram(TTFT_BUCKETS_S);
   private readonly e2e = new Histogram(LATENCY_BUCKETS_S);
   private readonly queueTime = new Histogram(LATENCY_BUCKETS_S);
@@ -279,7 +311,10 @@ export class BatchingEngine {
       prefillDone: 0,
       generated: 0,
       cachedTokens: 0,
+      externalTokens: 0,
+      transferMs: 0,
       preemptions: 0,
+      loadCancel: undefined,
     };
     this.waiting.push(seq);
     this.kick();
@@ -294,7 +329,7 @@ export class BatchingEngine {
   gauges(): EngineGauges {
     return {
       running: this.running.length,
-      waiting: this.waiting.length,
+      waiting: this.waiting.length + this.loading.size,
       kvUsage: this.cache.usage,
       prefixQueryTokens: this.prefixQueryTokens,
       prefixHitTokens: this.prefixHitTokens,
@@ -305,7 +340,7 @@ export class BatchingEngine {
   snapshot(): EngineSnapshot {
     return {
       running: this.running.length,
-      waiting: this.waiting.length,
+      waiting: this.waiting.length + this.loading.size,
       kvUsage: this.cache.usage,
       kvUsedBlocks: this.cache.usedBlocks,
       kvCapacityBlocks: this.cache.capacity,
@@ -322,6 +357,9 @@ export class BatchingEngine {
         rejected: this.rejected,
         preemptions: this.preemptions,
         steps: this.steps,
+        kvTransfers: this.kvTransfers,
+        kvTransferTokens: this.kvTransferTokens,
+        kvTransferMs: this.kvTransferMsTotal,
         ttft: this.ttft.snapshot(),
         e2e: this.e2e.snapshot(),
         queueTime: this.queueTime.snapshot(),
@@ -338,6 +376,7 @@ export class BatchingEngine {
     const bs = this.cfg.blockSize;
     let n = 0;
     for (const s of this.running) n += s.prefillTarget - s.prefillDone;
+    for (const s of this.loading) n += s.prefillTarget - s.prefillDone;
     for (const s of this.waiting) n += s.prefillTarget - this.cache.matchPrefix(s.hashes, Math.floor((s.prefillTarget - 1) / bs)) * bs;
     return n;
   }
@@ -355,6 +394,7 @@ export class BatchingEngine {
    */
   remainingOutputs(out: number[]): number[] {
     for (const s of this.running) out.push(s.spec.outputTokens - s.generated);
+    for (const s of this.loading) out.push(s.spec.outputTokens - s.generated);
     for (const s of this.waiting) out.push(s.spec.outputTokens - s.generated);
     return out;
   }
@@ -392,6 +432,9 @@ export class BatchingEngine {
     this.rejected = 0;
     this.preemptions = 0;
     this.steps = 0;
+    this.kvTransfers = 0;
+    this.kvTransferTokens = 0;
+    this.kvTransferMsTotal = 0;
     this.ttft.reset();
     this.e2e.reset();
     this.queueTime.reset();
@@ -406,10 +449,12 @@ export class BatchingEngine {
     this.kickCancel?.();
     this.stepCancel = this.kickCancel = undefined;
     this.stepping = false;
-    const all = [...this.running, ...this.waiting];
+    const all = [...this.running, ...this.loading, ...this.waiting];
     this.running.length = 0;
     this.waiting.length = 0;
+    this.loading.clear();
     for (const s of all) {
+      s.loadCancel?.();
       if (s.alloc) this.cache.release(s.alloc);
       s.state = 'aborted';
       safeCall(() => s.listener.onError(new Error('engine stopped')));
@@ -469,7 +514,9 @@ export class BatchingEngine {
     while (budget > 0 && this.waiting.length > 0 && this.running.length < cfg.maxNumSeqs) {
       const s = this.waiting[0]!;
       // vLLM always recomputes at least the last prompt token, so a full hit is capped one block short.
-      const hitBlocks = this.cache.matchPrefix(s.hashes, Math.floor((s.prefillTarget - 1) / bs));
+      const maxHit = Math.floor((s.prefillTarget - 1) / bs);
+      const hitBlocks = this.cache.matchPrefix(s.hashes, maxHit);
+      const externalBlocks = Math.min(maxHit, this.externalBlocks(s));
       const totalBlocks = Math.ceil(s.prefillTarget / bs);
       const alloc = this.cache.allocate(s.hashes, totalBlocks - s.hashes.length, s.spec.promptTokens);
       if (!alloc) {
@@ -482,9 +529,13 @@ export class BatchingEngine {
         break; // head-of-line: wait for blocks to free up
       }
       this.waiting.shift();
+      s.alloc = alloc;
+      if (externalBlocks > hitBlocks) {
+        this.startLoad(s, hitBlocks, externalBlocks);
+        continue;
+      }
       this.running.push(s);
       s.state = 'running';
-      s.alloc = alloc;
       s.prefillDone = hitBlocks * bs;
       this.prefixQueryTokens += s.prefillTarget;
       this.prefixHitTokens += s.prefillDone;
@@ -524,7 +575,9 @@ export class BatchingEngine {
       if (s.state !== 'running') continue;
       if (prefill > 0) {
         s.prefillDone += prefill;
-        this.cache.markComputed(s.alloc!, Math.floor(Math.min(s.prefillDone, s.spec.promptTokens.length) / bs));
+        const computed = Math.floor(Math.min(s.prefillDone, s.spec.promptTokens.length) / bs);
+        this.cache.markComputed(s.alloc!, computed);
+        if (this.deps.kvStore !== undefined && computed > 0) this.deps.kvStore.put(s.hashes.slice(0, computed));
         if (s.prefillDone < s.prefillTarget) continue;
       }
       this.emit(s, now);
@@ -552,6 +605,8 @@ export class BatchingEngine {
     const result: SequenceResult = {
       promptTokens: s.spec.promptTokens.length,
       cachedTokens: s.cachedTokens,
+      externalTokens: s.externalTokens,
+      transferMs: s.transferMs,
       completionTokens: s.generated,
       finishReason: s.spec.finishReason,
       arrivalMs: s.arrivalMs,
@@ -563,6 +618,43 @@ export class BatchingEngine {
     this.e2e.observe(result.e2eMs / 1000);
     this.queueTime.observe(result.queueMs / 1000);
     safeCall(() => s.listener.onFinish(result));
+  }
+
+  /** Leading prompt blocks the request may load from outside: its own, or the shared store's. */
+  private externalBlocks(s: Seq): number {
+    if (s.preemptions > 0) return 0; // recomputed locally after a preemption, like vLLM
+    const given = s.spec.externalBlocks ?? 0;
+    const stored = this.deps.kvStore?.matchPrefix(s.hashes) ?? 0;
+    return Math.min(s.hashes.length, Math.max(given, stored));
+  }
+
+  /** Parks an admitted request while blocks hitBlocks..externalBlocks-1 arrive, then runs it. */
+  private startLoad(s: Seq, hitBlocks: number, externalBlocks: number): void {
+    const bs = this.cfg.blockSize;
+    const tokens = (externalBlocks - hitBlocks) * bs;
+    const ms = kvTransferMs(this.cfg, tokens) * this.cfg.timeScale;
+    s.state = 'loading';
+    this.loading.add(s);
+    this.prefixQueryTokens += s.prefillTarget;
+    this.prefixHitTokens += hitBlocks * bs;
+    s.admittedMs = this.deps.clock.nowMs();
+    s.loadCancel = this.deps.scheduler.schedule(ms, () => {
+      s.loadCancel = undefined;
+      if (s.state !== 'loading') return;
+      this.loading.delete(s);
+      this.cache.markComputed(s.alloc!, externalBlocks);
+      s.prefillDone = externalBlocks * bs;
+      s.cachedTokens = s.prefillDone;
+      s.externalTokens = tokens;
+      s.transferMs = ms;
+      this.kvTransfers++;
+      this.kvTransferTokens += tokens;
+      this.kvTransferMsTotal += ms;
+      s.state = 'running';
+      this.running.push(s);
+      this.kick();
+      this.changed();
+    });
   }
 
   private preempt(s: Seq): void {
@@ -585,6 +677,13 @@ export class BatchingEngine {
     if (s.state === 'waiting') {
       const i = this.waiting.indexOf(s);
       if (i >= 0) this.waiting.splice(i, 1);
+    } else if (s.state === 'loading') {
+      s.loadCancel?.();
+      this.loading.delete(s);
+      if (s.alloc) {
+        this.cache.release(s.alloc);
+        s.alloc = null;
+      }
     } else if (s.state === 'running') {
       this.removeRunning(s);
     } else {
@@ -620,11 +719,15 @@ export function validateModelConfig(c: EngineModelConfig): void {
     'decodeMsPerSeq',
     'prefillContextMsPerKToken',
     'decodeContextMsPerKToken',
+    'kvTransferLatencyMs',
+    'kvBytesPerToken',
   ];
   for (const k of nonNeg) {
     if (!Number.isFinite(c[k]) || c[k] < 0) throw new RangeError(`${k} must be a number >= 0, got ${c[k]}`);
   }
   if (!Number.isFinite(c.timeScale) || c.timeScale <= 0) throw new RangeError(`timeScale must be > 0, got ${c.timeScale}`);
+  if (!Number.isFinite(c.kvTransferGBps) || c.kvTransferGBps <= 0)
+    throw new RangeError(`kvTransferGBps must be > 0, got ${c.kvTransferGBps}`);
 }
 
 /** Summed context length over the n prefilled tokens at positions from, …, from + n − 1 (each attends to itself and all before it). */
