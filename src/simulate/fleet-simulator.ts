@@ -12,6 +12,14 @@
  * Why one synchronous loop: every component takes the VirtualTime as its clock and step
  * scheduler, so the run is one ordered sequence of callbacks with no real timers; the
  * router's decisions are synchronous already (scheduler.ts).
+ *
+ * P/D (engines with roles): when the router splits a request (Placement.prefill), the
+ * simulator does what the decode-side pd-sidecar does: the prefill leg (the prompt, one
+ * output token) on the prefill engine, then the request on the decode engine with the
+ * prompt's blocks the prefill engine holds given as external KV, which the decode engine
+ * loads at its transfer cost (kv-transfer.ts) before prefilling the rest. A prefill leg that
+ * fails (engine dead or gone) leaves the request to be served aggregated on the decode
+ * engine, as the sidecar does. TTFT runs from arrival to the decode engine's first token.
  */
 import { BatchingEngine, type SequenceListener, type SequenceResult } from './engine/batching-engine.js';
 import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
@@ -44,6 +52,7 @@ export function simulate(
     id: engineAddress(index),
     engine: new BatchingEngine(spec.model, { clock: time, scheduler: time }),
     alive: (spec.joinAtMs ?? 0) <= 0,
+    ...(spec.role !== undefined ? { role: spec.role } : {}),
   }));
   const ctx: PolicyContext = { time, engines, seed: options.seed };
   const replicas = Math.max(1, Math.floor(options.replicas ?? 1));
@@ -111,24 +120,49 @@ export function simulate(
       return;
     }
     const first = placement.firstToken?.bind(placement);
-    const listener: SequenceListener = {
-      onToken: first === undefined ? noop : (index: number) => index === 0 && first(),
-      onFinish(res: SequenceResult): void {
-        placement.done(true, target);
-        finished(r, r.warmup ? undefined : okRecord(r, target, arrivedMs, res));
-      },
-      onError(): void {
-        placement.done(false, target);
-        finished(r, r.warmup ? undefined : failedRecord(r, target, prepared.tokens.length));
-      },
+    const decodeLeg = (externalBlocks: number, prefillEngine: number | undefined): void => {
+      const listener: SequenceListener = {
+        onToken: first === undefined ? noop : (index: number) => index === 0 && first(),
+        onFinish(res: SequenceResult): void {
+          placement.done(true, target);
+          finished(r, r.warmup ? undefined : okRecord(r, target, arrivedMs, res, prefillEngine));
+        },
+        onError(): void {
+          placement.done(false, target);
+          finished(r, r.warmup ? undefined : failedRecord(r, target, prepared.tokens.length));
+        },
+      };
+      try {
+        engines[target]!.engine.submit(
+          {
+            promptTokens: prepared.tokens,
+            outputTokens: Math.max(1, r.outputTokens),
+            finishReason: 'length',
+            ...(externalBlocks > 0 ? { externalBlocks } : {}),
+          },
+          listener,
+        );
+      } catch {
+        listener.onError(new Error('rejected'));
+      }
     };
+    const prefill = placement.prefill !== undefined ? engines[placement.prefill] : undefined;
+    if (prefill === undefined || !prefill.alive || prefill.index === target) {
+      decodeLeg(0, undefined);
+      return;
+    }
+    // The sidecar's prefill leg; on failure, aggregated on the decode engine.
     try {
-      engines[target]!.engine.submit(
-        { promptTokens: prepared.tokens, outputTokens: Math.max(1, r.outputTokens), finishReason: 'length' },
-        listener,
+      prefill.engine.submit(
+        { promptTokens: prepared.tokens, outputTokens: 1, finishReason: 'length' },
+        {
+          onToken: noop,
+          onFinish: () => decodeLeg(prefill.engine.cachedPrefixBlocks(prepared.tokens), prefill.index),
+          onError: () => decodeLeg(0, undefined),
+        },
       );
     } catch {
-      listener.onError(new Error('rejected'));
+      decodeLeg(0, undefined);
     }
   };
 
@@ -180,8 +214,8 @@ export function simulate(
 
 function noop(): void {}
 
-function okRecord(r: SimRequest, engine: number, arrivedMs: number, res: SequenceResult): RequestRecord {
-  // The engine's times run from its submit, which is the router's arrival (no hop on virtual time).
+function okRecord(r: SimRequest, engine: number, arrivedMs: number, res: SequenceResult, prefillEngine?: number): RequestRecord {
+  // The engine's times run from its submit: the router's arrival (no hop on virtual time), or the prefill leg's end.
   const offset = res.arrivalMs - arrivedMs;
   return {
     id: r.id,
@@ -191,6 +225,8 @@ function okRecord(r: SimRequest, engine: number, arrivedMs: number, res: Sequenc
     e2eMs: res.e2eMs + offset,
     promptTokens: res.promptTokens,
     cachedTokens: res.cachedTokens,
+    completionTokens: res.completionTokens,
+    ...(prefillEngine !== undefined ? { prefillEngine, transferredTokens: res.externalTokens, transferMs: res.transferMs } : {}),
   };
 }
 

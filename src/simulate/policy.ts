@@ -4,6 +4,7 @@
  * policy sees the fleet only through what it is given: the router through its normal
  * inputs (decisions, scrapes, completions, membership), the oracle through the engines.
  */
+import type { EngineRole } from '../core/types.js';
 import type { BatchingEngine } from './engine/batching-engine.js';
 import type { PreparedRequest } from './prepared-request.js';
 import type { VirtualTime } from './virtual-time.js';
@@ -16,6 +17,8 @@ export interface SimEngine {
   readonly engine: BatchingEngine;
   /** False before it joined and after it left. */
   alive: boolean;
+  /** Its P/D role (absent = both). */
+  readonly role?: EngineRole;
 }
 
 /** What a policy is built with. */
@@ -30,6 +33,12 @@ export interface PolicyContext {
 export interface Placement {
   /** Engine indices in preference order: the choice, then fallbacks (a dead choice is skipped, as a proxy retries). */
   readonly engines: readonly number[];
+  /**
+   * P/D: the engine to run the prefill leg on before the chosen (decode) engine, when the
+   * router split the request (`x-prefiller-host-port`); the simulator plays the decode-side
+   * sidecar.
+   */
+  readonly prefill?: number;
   /** The request ended (ok = the whole response was served); at most once. */
   done(ok: boolean, servedBy: number): void;
   /**

@@ -49,7 +49,10 @@ export function routerDocument(document: RouterDocument, engines: readonly SimEn
       seed,
       telemetry: { logLevel: 'warn' },
     },
-    { ...document, endpoints: engines.filter((e) => e.alive).map((e) => ({ address: e.id })) },
+    {
+      ...document,
+      endpoints: engines.filter((e) => e.alive).map((e) => ({ address: e.id, ...(e.role !== undefined ? { role: e.role } : {}) })),
+    },
   );
 }
 
@@ -91,7 +94,10 @@ class RouterPolicy implements Policy {
     const d = ticket.decision;
     const engines = [this.byId.get(d.endpoint.id)!];
     for (const f of d.fallbacks) engines.push(this.byId.get(f.id)!);
-    return this.firstBytes ? new StreamedRouterPlacement(ticket, engines, this) : new RouterPlacement(ticket, engines, this);
+    const prefill = d.disagg?.prefill !== undefined ? this.byId.get(d.disagg.prefill.id) : undefined;
+    return this.firstBytes
+      ? new StreamedRouterPlacement(ticket, engines, this, prefill)
+      : new RouterPlacement(ticket, engines, this, prefill);
   }
 
   /** The access log's report of a finished request reaches the router after the flush delay. */
@@ -104,8 +110,16 @@ class RouterPolicy implements Policy {
 
   membershipChanged(engine: SimEngine, joined: boolean): void {
     for (const s of this.schedulers) {
-      if (joined) s.registry.add({ id: engine.id, address: '127.0.0.2', port: 10_000 + engine.index, pool: 'default', models: [] });
-      else s.registry.remove(engine.id);
+      if (joined) {
+        s.registry.add({
+          id: engine.id,
+          address: '127.0.0.2',
+          port: 10_000 + engine.index,
+          pool: 'default',
+          models: [],
+          ...(engine.role !== undefined ? { role: engine.role } : {}),
+        });
+      } else s.registry.remove(engine.id);
     }
   }
 
@@ -154,6 +168,7 @@ class RouterPlacement implements Placement {
     protected readonly ticket: RouteTicket,
     readonly engines: readonly number[],
     private readonly owner: RouterPolicy,
+    readonly prefill?: number,
   ) {}
 
   done(ok: boolean, servedBy: number): void {

@@ -4,6 +4,7 @@
  * leaving at set times), the router's inputs (scrape cadence, completion delay, replicas)
  * and the per-request records and summary of a run.
  */
+import type { EngineRole } from '../core/types.js';
 import type { EngineModelConfig } from './engine/batching-engine.js';
 
 export interface SimChatMessage {
@@ -42,6 +43,8 @@ export interface SimEngineSpec {
   readonly joinAtMs?: number;
   /** The engine dies at this time: its requests fail (default never). */
   readonly leaveAtMs?: number;
+  /** Its role in a disaggregated fleet (default both, docs/disaggregation.md). */
+  readonly role?: EngineRole;
 }
 
 /** How each router replica reads the engines' /metrics. */
@@ -89,4 +92,11 @@ export interface RequestRecord {
   readonly e2eMs: number;
   readonly promptTokens: number;
   readonly cachedTokens: number;
+  /** Tokens generated (ok requests). */
+  readonly completionTokens?: number;
+  /** The engine that ran its prefill leg, when the router split it (P/D). */
+  readonly prefillEngine?: number;
+  /** Of `cachedTokens`, tokens whose KV came from the prefill engine, and the transfer time. */
+  readonly transferredTokens?: number;
+  readonly transferMs?: number;
 }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { promptFromBlockIds } from '../../../src/simulate/block-prompt.js';
 import { GPU_LIKE_ENGINE_MODEL } from '../../../src/simulate/engine/batching-engine.js';
 import { simulate } from '../../../src/simulate/fleet-simulator.js';
+import { pdContender } from '../../../src/simulate/pd-contenders.js';
 import { routerContender } from '../../../src/simulate/router-policy.js';
 import type { SimEngineSpec, SimRequest } from '../../../src/simulate/types.js';
 import { seededRng } from '../../../src/util/rng.js';
@@ -98,5 +99,83 @@ describe('fleet simulator warm-up phase', () => {
     const after = simulate([...warm, lone], fleet(1), c, { seed: 1 });
     expect(after.records.map((r) => r.id)).to.deep.equal(['m']);
     expect(after.records[0]!.ttftMs).to.be.closeTo(alone.records[0]!.ttftMs, 1e-6);
+  });
+});
+
+describe('fleet simulator: prefill/decode fleets', () => {
+  const pdFleet = (prefill: number, decode: number): SimEngineSpec[] => [
+    ...Array.from({ length: prefill }, () => ({ model: GPU_LIKE_ENGINE_MODEL, role: 'prefill' as const })),
+    ...Array.from({ length: decode }, () => ({ model: GPU_LIKE_ENGINE_MODEL, role: 'decode' as const })),
+  ];
+  const reqs = (n: number, tokens: (i: number) => number): SimRequest[] =>
+    Array.from({ length: n }, (_, i) => ({
+      id: `p${i}`,
+      atMs: i * 200,
+      api: 'completions' as const,
+      prompt: words(50_000 + i, tokens(i)),
+      outputTokens: 8,
+    }));
+
+  it('splits a long uncached prompt: prefill leg on a prefill engine, KV moved, decode on a decode engine', () => {
+    const r = simulate(
+      reqs(20, () => 2000),
+      pdFleet(1, 2),
+      pdContender('auto', {}),
+      { seed: 1 },
+    );
+    expect(r.summary.ok).to.equal(20);
+    for (const x of r.records) {
+      expect(x.prefillEngine).to.equal(0);
+      expect(x.engine).to.be.oneOf([1, 2]);
+      expect(x.transferredTokens).to.be.greaterThan(1900);
+      expect(x.transferMs).to.be.greaterThan(0);
+    }
+  });
+
+  it('serves short prompts on the decode engines alone, and never splits with split: never', () => {
+    const short = simulate(
+      reqs(20, () => 200),
+      pdFleet(1, 2),
+      pdContender('auto', {}),
+      { seed: 1 },
+    );
+    expect(short.records.every((x) => x.ok && x.prefillEngine === undefined && x.engine !== 0)).to.equal(true);
+    const never = simulate(
+      reqs(20, () => 2000),
+      pdFleet(1, 2),
+      pdContender('never', { split: 'never' }),
+      { seed: 1 },
+    );
+    expect(never.records.every((x) => x.ok && x.prefillEngine === undefined)).to.equal(true);
+  });
+
+  it('the split costs the transfer: with a slow link the split request waits longer for its first token', () => {
+    const slowLink = pdFleet(1, 1).map((s) => ({ ...s, model: { ...s.model, kvTransferGBps: 0.1 } }));
+    const fast = simulate(
+      reqs(5, () => 2000),
+      pdFleet(1, 1),
+      pdContender('always', { split: 'always' }),
+      { seed: 1 },
+    );
+    const slow = simulate(
+      reqs(5, () => 2000),
+      slowLink,
+      pdContender('always', { split: 'always' }),
+      { seed: 1 },
+    );
+    expect(slow.summary.ttftP50Ms).to.be.greaterThan(fast.summary.ttftP50Ms + ((2000 * 131_072) / 0.1e6) * 0.9);
+  });
+
+  it('a dead prefill engine leaves requests to be served aggregated on a decode engine', () => {
+    const specs = pdFleet(1, 2).map((s, i) => (i === 0 ? { ...s, leaveAtMs: 1000 } : s));
+    const r = simulate(
+      reqs(20, () => 2000),
+      specs,
+      pdContender('auto', {}),
+      { seed: 1, discoveryDelayMs: 10_000 },
+    );
+    const late = r.records.filter((x) => Number(x.id.slice(1)) * 200 > 1200);
+    expect(late.length).to.be.greaterThan(10);
+    expect(late.every((x) => x.ok && x.prefillEngine === undefined && x.engine !== 0)).to.equal(true);
   });
 });
