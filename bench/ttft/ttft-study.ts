@@ -23,6 +23,7 @@ import { promptFromBlockIds } from '../../src/simulate/block-prompt.js';
 import type { EngineModelConfig } from '../../src/simulate/engine/batching-engine.js';
 import { ENGINE_MODEL_PROFILES } from '../../src/simulate/engine/profiles.js';
 import { simulate } from '../../src/simulate/fleet-simulator.js';
+import { contender } from '../../src/simulate/contenders.js';
 import { routerContender } from '../../src/simulate/router-policy.js';
 import type { Contender } from '../../src/simulate/policy.js';
 import type { RequestRecord, SimEngineSpec, SimRequest } from '../../src/simulate/types.js';
@@ -148,14 +149,14 @@ const EXT_PROC = 'ext-proc' as const;
  * A TTFT preset written out as its plugin graph, with the ttft-model told the engines'
  * --max-num-seqs (the simulator's gpu-like engines run 64; the parameter's default is vLLM's 256).
  */
-function ttftGraph(name: string, picker: string): Record<string, unknown> {
+function ttftGraph(name: string, picker: string, pickerParams: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     plugins: [
       { type: 'model-subset-filter' },
       { type: 'health-filter' },
       { type: 'prefix-cache' },
       { type: 'ttft-model', parameters: { maxNumSeqs: GPU.maxNumSeqs } },
-      { type: picker },
+      { type: picker, parameters: pickerParams },
       { type: 'index-calibration', parameters: { prefixPlugin: 'prefix-cache' } },
     ],
     schedulingProfiles: [
@@ -172,16 +173,19 @@ function ttftGraph(name: string, picker: string): Record<string, unknown> {
   };
 }
 
-const CONTENDERS: readonly Contender[] = [
-  routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' } }),
-  routerContender('cache-aware (responses via router)', { document: { strategy: 'cache-aware' }, responsePath: EXT_PROC }),
-  routerContender('predicted-ttft', { document: ttftGraph('predicted-ttft', 'predicted-ttft'), responsePath: EXT_PROC }),
-  routerContender('sticky-until-saturated', {
-    document: ttftGraph('sticky-until-saturated', 'sticky-until-saturated-picker'),
-    responsePath: EXT_PROC,
-  }),
-  routerContender('predicted-ttft (access log, priors only)', { document: ttftGraph('predicted-ttft', 'predicted-ttft') }),
-];
+/** The contenders; `pickerParams` override the predicted-ttft picker's parameters (for sweeps). */
+function contenders(pickerParams: Record<string, unknown>): Contender[] {
+  const ttft = ttftGraph('predicted-ttft', 'predicted-ttft', pickerParams);
+  return [
+    routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' } }),
+    routerContender('predicted-ttft (access log)', { document: ttft }),
+    routerContender('predicted-ttft (responses via router)', { document: ttft, responsePath: EXT_PROC }),
+    routerContender('sticky-until-saturated (access log)', {
+      document: ttftGraph('sticky-until-saturated', 'sticky-until-saturated-picker'),
+    }),
+    contender('oracle'),
+  ];
+}
 
 interface Scenario {
   readonly name: string;
@@ -236,7 +240,12 @@ function median(xs: readonly number[]): number {
 
 const ms = (v: number): string => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
 
-function render(rows: readonly RunRow[], meta: Record<string, unknown>, scen: readonly Scenario[]): string {
+function render(
+  rows: readonly RunRow[],
+  meta: Record<string, unknown>,
+  scen: readonly Scenario[],
+  CONTENDERS: readonly Contender[],
+): string {
   const lines = [
     '# Predicted TTFT on the fleet simulator',
     '',
@@ -272,9 +281,15 @@ function main(): void {
   const out = arg(args, '--out') ?? join('bench', 'results', 'ttft');
   const only = arg(args, '--scenario');
   const debug = args.includes('--debug-states');
-  const seeds = quick ? [1] : [1, 2, 3];
+  const seedArg = arg(args, '--seeds');
+  const seeds = seedArg !== undefined ? seedArg.split(',').map(Number) : quick ? [1] : [1, 2, 3];
   const scen = scenarios(quick).filter((s) => only === undefined || s.name === only);
+  const pickerParams = JSON.parse(arg(args, '--picker-params') ?? '{}') as Record<string, unknown>;
+  const onlyContenders = arg(args, '--contenders')?.split(',').map(Number);
+  const all = contenders(pickerParams);
+  const CONTENDERS = onlyContenders === undefined ? all : all.filter((_, i) => onlyContenders.includes(i));
   const rows: RunRow[] = [];
+  mkdirSync(out, { recursive: true });
   for (const sc of scen) {
     for (const seed of seeds) {
       const requests = sc.requests(seed);
@@ -288,6 +303,10 @@ function main(): void {
           ).schedulers?.[0]?.pluginStates();
           const m = states?.find((p) => p.name === 'ttft-model');
           if (m !== undefined) process.stderr.write(`${JSON.stringify((m.state as { engines: unknown[] }).engines.slice(0, 3))}\n`);
+        }
+        if (args.includes('--dump-records')) {
+          const slug = c.label.replace(/[^a-z0-9]+/gi, '-');
+          writeFileSync(join(out, `records-${sc.name}-${seed}-${slug}.json`), JSON.stringify(r.records));
         }
         const row: RunRow = {
           scenario: sc.name,
@@ -310,10 +329,18 @@ function main(): void {
   }
   const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
   const dirty = gitOutput(['status', '--porcelain', '--', 'src', 'bench']) !== '';
-  const meta = { kind: 'cacheroute-ttft-study', commit, dirty, seeds, quick, scenarios: scen.map((s) => ({ ...s, requests: undefined })) };
+  const meta = {
+    kind: 'cacheroute-ttft-study',
+    commit,
+    dirty,
+    seeds,
+    quick,
+    pickerParams,
+    scenarios: scen.map((s) => ({ ...s, requests: undefined })),
+  };
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'study.json'), `${JSON.stringify({ ...meta, rows }, null, 1)}\n`);
-  writeFileSync(join(out, 'study.md'), `${render(rows, meta, scen)}\n`);
+  writeFileSync(join(out, 'study.md'), `${render(rows, meta, scen, CONTENDERS)}\n`);
   process.stderr.write(`wrote ${join(out, 'study.md')}\n`);
 }
 

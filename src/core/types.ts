@@ -205,4 +205,10 @@ export interface RequestOutcome {
   readonly servedBy?: string;
   /** Response body bytes sent to the client, when the edge knows them (Envoy's access log). */
   readonly responseBytes?: number;
+  /**
+   * Milliseconds from the request's first byte sent to the engine to the first byte of the
+   * engine's response body, as Envoy measured it (access log custom tag
+   * `cacheroute.first_body_us`); for a streamed answer that is its first token.
+   */
+  readonly firstBodyMs?: number;
 }

@@ -24,7 +24,7 @@ import { accessLogServiceDefinition } from './access-log-proto.js';
 import type { GrpcServiceBinding } from './ext-proc-server.js';
 import type { PendingResponses } from './pending-responses.js';
 import { ticketOwner } from './pending-responses.js';
-import { CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } from './response-builders.js';
+import { CACHEROUTE_FIRST_BODY_TAG, CACHEROUTE_METADATA_NAMESPACE, CACHEROUTE_TICKET_KEY } from './response-builders.js';
 import { formatHostPort } from '../util/host-port.js';
 
 type LogCall = grpc.ServerReadableStream<StreamAccessLogsMessage__Output, Record<string, never>>;
@@ -157,10 +157,23 @@ export function outcomeOf(entry: HTTPAccessLogEntry__Output): RequestOutcome {
       : undefined;
   // The decoder fills an absent field with "0": an empty body and no report both read as none.
   const bodyBytes = Number(entry.response?.response_body_bytes ?? Number.NaN);
+  const firstBodyMs = firstBodyMsOf(common?.custom_tags?.[CACHEROUTE_FIRST_BODY_TAG]);
   return {
     aborted,
     ...(status !== undefined ? { status } : {}),
     ...(servedBy !== undefined ? { servedBy } : {}),
     ...(Number.isSafeInteger(bodyBytes) && bodyBytes > 0 ? { responseBytes: bodyBytes } : {}),
+    ...(firstBodyMs !== undefined ? { firstBodyMs } : {}),
   };
+}
+
+/**
+ * The first-body tag's value (whole microseconds) in ms. Envoy writes an empty string when a
+ * time point is missing (no body, no upstream): that, and anything not a plain non-negative
+ * integer below an hour, is no value.
+ */
+function firstBodyMsOf(v: string | undefined): number | undefined {
+  if (v === undefined || v.length === 0 || v.length > 12 || !/^[0-9]+$/.test(v)) return undefined;
+  const us = Number(v);
+  return us < 3_600_000_000 ? us / 1000 : undefined;
 }

@@ -32,6 +32,13 @@ export const CACHEROUTE_METADATA_NAMESPACE = 'cacheroute';
 export const CACHEROUTE_DESTINATION_KEY = 'destination';
 /** Under `cacheroute`: the key Envoy's access log entry names to end the request (pending-responses.ts). */
 export const CACHEROUTE_TICKET_KEY = 'ticket';
+/**
+ * Access log custom tag carrying the microseconds from the first byte sent upstream to the
+ * first upstream response body byte: `%COMMON_DURATION(US_TX_BEG:US_RX_BODY_BEG:us)%`.
+ * Why this and not the entry's time_to_first_upstream_rx_byte: a streaming vLLM server sends
+ * its response headers before prefill starts, so the first byte is not the first token.
+ */
+export const CACHEROUTE_FIRST_BODY_TAG = 'cacheroute.first_body_us';
 /** Under `cacheroute`: the decision summary, which Envoy copies into the response header. */
 export const CACHEROUTE_DECISION_KEY = 'decision';
 

@@ -7,7 +7,9 @@
  *    numbers are recorded in the data layer's signal store (what the poller writes into)
  *    `delayMs` after they were read, so the staleness rules see real ages;
  *  - completions: the ticket is finished as Envoy's access log reports it (status, served-by
- *    host, no usage), `completionDelayMs` after the response ended;
+ *    host, the time from the request going upstream to the first response body byte, i.e. the
+ *    first token — the `cacheroute.first_body_us` tag of envoy/*.yaml — and no usage),
+ *    `completionDelayMs` after the response ended;
  *  - membership: registry add/remove when an engine joins or leaves, after the discovery delay.
  * Nothing here decides anything: the choice is the Scheduler's.
  */
@@ -96,16 +98,26 @@ class RouterPolicy implements Policy {
     for (const f of d.fallbacks) engines.push(this.byId.get(f.id)!);
     const prefill = d.disagg?.prefill !== undefined ? this.byId.get(d.disagg.prefill.id) : undefined;
     return this.firstBytes
-      ? new StreamedRouterPlacement(ticket, engines, this, prefill)
-      : new RouterPlacement(ticket, engines, this, prefill);
+      ? new StreamedRouterPlacement(ticket, engines, this, now, prefill)
+      : new RouterPlacement(ticket, engines, this, now, prefill);
+  }
+
+  nowMs(): number {
+    return this.ctx.time.nowMs();
   }
 
   /** The access log's report of a finished request reaches the router after the flush delay. */
-  report(ticket: RouteTicket, ok: boolean, servedBy: number): void {
+  report(ticket: RouteTicket, ok: boolean, servedBy: number, firstBodyMs: number | undefined): void {
     const id = this.ctx.engines[servedBy]?.id;
-    this.ctx.time.schedule(this.completionDelayMs, () =>
-      ticket.finish(ok ? { status: 200, aborted: false, ...(id !== undefined ? { servedBy: id } : {}) } : { aborted: true }),
-    );
+    const outcome = ok
+      ? {
+          status: 200,
+          aborted: false,
+          ...(id !== undefined ? { servedBy: id } : {}),
+          ...(firstBodyMs !== undefined ? { firstBodyMs } : {}),
+        }
+      : { aborted: true };
+    this.ctx.time.schedule(this.completionDelayMs, () => ticket.finish(outcome));
   }
 
   membershipChanged(engine: SimEngine, joined: boolean): void {
@@ -164,23 +176,31 @@ class RouterPolicy implements Policy {
 
 class RouterPlacement implements Placement {
   private ended = false;
+  private firstBodyMs: number | undefined;
   constructor(
     protected readonly ticket: RouteTicket,
     readonly engines: readonly number[],
     private readonly owner: RouterPolicy,
+    private readonly routedAtMs: number,
     readonly prefill?: number,
   ) {}
+
+  /** The first token left the engine: Envoy's access log entry will carry this time. */
+  firstToken(): void {
+    if (this.firstBodyMs === undefined) this.firstBodyMs = this.owner.nowMs() - this.routedAtMs;
+  }
 
   done(ok: boolean, servedBy: number): void {
     if (this.ended) return;
     this.ended = true;
-    this.owner.report(this.ticket, ok, servedBy);
+    this.owner.report(this.ticket, ok, servedBy, this.firstBodyMs);
   }
 }
 
-/** A placement whose response passes through the router: it hears the first token. */
+/** A placement whose response passes through the router: it also hears the first token as it happens. */
 class StreamedRouterPlacement extends RouterPlacement {
-  firstToken(): void {
+  override firstToken(): void {
+    super.firstToken();
     this.ticket.firstByte?.();
   }
 }

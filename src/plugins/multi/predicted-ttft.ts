@@ -43,6 +43,7 @@ export function parseObjectiveMs(v: string | undefined): number | undefined {
 
 export interface PredictedTtftOptions {
   readonly sloHeader: string;
+  readonly prefillPenalty: number;
   readonly tieMs: number;
   readonly tieFraction: number;
   readonly spreadHalfLifeMs: number;
@@ -77,7 +78,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     const objective = parseObjectiveMs(state.request.headers?.get(this.header));
     let order: number[];
     if (objective === undefined) {
-      order = this.nearTieOrder(state, candidates, pred);
+      order = this.nearTieOrder(state, candidates, this.costs(state, candidates, pred));
     } else {
       const meets: number[] = [];
       const misses: number[] = [];
@@ -91,7 +92,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
             retryAfterMs: Math.max(this.opts.minRetryAfterMs, Math.ceil(excess)),
           });
         }
-        order = this.nearTieOrder(state, candidates, pred);
+        order = this.nearTieOrder(state, candidates, this.costs(state, candidates, pred));
       } else {
         // Least headroom first (largest prediction that still meets it).
         meets.sort((a, b) => pred[b]! - pred[a]!);
@@ -102,6 +103,22 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     const chosen = order[0]!;
     this.recent.add(candidates[chosen]!.endpoint.id, state.nowMs);
     return { order, reason: affinityReason(state, candidates, chosen) ?? 'load' };
+  }
+
+  /**
+   * What a placement costs the fleet: the request's own predicted TTFT plus `prefillPenalty` ×
+   * its uncached prefill time there (the delay that work puts on every request queued behind
+   * it on that engine). Without the second term the pick is greedy for this request alone.
+   */
+  private costs(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Float64Array {
+    const w = this.opts.prefillPenalty;
+    if (w === 0) return pred;
+    const f = this.model.features(state, candidates);
+    const out = new Float64Array(pred.length);
+    for (let i = 0; i < pred.length; i++) {
+      out[i] = pred[i]! + (w * f[i]!.uncachedTokens) / this.model.model.prefillTokensPerMs(candidates[i]!.endpoint.id);
+    }
+    return out;
   }
 
   /** Ascending by prediction; the near-ties of the best by fewest recent placements, then seeded random. */
@@ -135,6 +152,11 @@ export const predictedTtft = definePlugin({
   parameters: section({
     model: str({ nonEmpty: true }).default(TTFT_MODEL_PLUGIN).describe('Name of the ttft-model instance (listed before this one).'),
     sloHeader: str({ nonEmpty: true }).default('x-slo-ttft-ms').describe('Request header carrying the TTFT objective in milliseconds.'),
+    prefillPenalty: num({ min: 0, max: 100 })
+      .default(0)
+      .describe(
+        "Weight of the request's own uncached prefill time added to its predicted TTFT when picking (the delay it puts on requests queued behind it).",
+      ),
     tieMs: num({ min: 0, max: 600_000 }).default(5).describe('Predictions within this many ms of the best are near-ties...'),
     tieFraction: num({ min: 0, max: 10 }).default(0.05).describe('...or within this fraction of the best, whichever is larger.'),
     spreadHalfLifeMs: int({ min: 1, max: 86_400_000 })
@@ -145,6 +167,7 @@ export const predictedTtft = definePlugin({
   create: (name, p, handle) =>
     new PredictedTtftPlugin(name, ttftModelPlugin(handle, p.model, `predicted-ttft "${name}"`), {
       sloHeader: p.sloHeader,
+      prefillPenalty: p.prefillPenalty,
       tieMs: p.tieMs,
       tieFraction: p.tieFraction,
       spreadHalfLifeMs: p.spreadHalfLifeMs,

@@ -3,25 +3,25 @@
  * would get its first token there, and learns each engine's coefficients from what the
  * engines then did (shared/ttft-cost-model.ts has the cost and the fit).
  *
- * What it keeps per engine (router-side, exact for the traffic this router sends): the
- * uncached prefill tokens of requests routed there that have not answered their first
- * byte (the work ahead of a new request), and the requests past it and not finished (the
- * decode batch). A request's uncached tokens on an engine are its prompt tokens minus what
+ * What it keeps per engine (router-side, for the traffic this router sends): the uncached
+ * prefill tokens of requests routed there and not yet prefilled, as a queue draining at the
+ * model's predicted rate and moved forward by every first token or end (shared/prefill-lanes.ts:
+ * the work ahead of a new request), and the requests past it and not finished (the decode batch). A request's uncached tokens on an engine are its prompt tokens minus what
  * the prefix plugin's index says that engine holds. Work the router did not send shows in
  * the engine's fresh `waiting` gauge and is added as that many average requests.
  *
- * Where the truth comes from: the edge's first-byte report of a streamed request
- * (`RouteTicket.firstByte`, the first SSE chunk; `server.responseCompletion: ext-proc`).
- * The TTFT observed from the decision to that byte is compared with the prediction made at
- * the decision (the online error, before the fit sees the value) and then fitted. Without
- * first bytes (the access-log completion path) the coefficients stay at their priors and a
- * request counts as prefilling until `expiryFactor` × its predicted TTFT has passed.
+ * Where the truth comes from, per streamed request, whichever comes first: the edge's
+ * first-byte report (`RouteTicket.firstByte`, the first SSE chunk; `server.responseCompletion:
+ * ext-proc`), or, on the default access-log path, Envoy's own measurement in the entry
+ * (`RequestOutcome.firstBodyMs`: first upstream response body byte after the request went
+ * upstream) when the request ends. The observed TTFT is compared with the prediction made at
+ * the decision (the online error, before the fit sees the value) and then fitted.
  *
  * Other plugins (predicted-ttft, sticky-until-saturated) read predictions through
  * `predictions(state, candidates)`, computed once per cycle.
  */
 import type { z } from 'zod';
-import type { Endpoint, RouteDecision, RouteRequest } from '../../core/types.js';
+import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../../core/types.js';
 import { getScratch, scratchKey, setScratch, type ScratchKey } from '../../framework/cycle-scratch.js';
 import { definePlugin, serviceKey, type PluginHandle } from '../../framework/plugin-api.js';
 import type { Candidate, CompletedHook, CycleState, EndpointsChangedHook, Plugin, RoutedHook, Scorer } from '../../framework/types.js';
@@ -29,6 +29,7 @@ import type { Clock } from '../../util/clock.js';
 import { RouterError } from '../../core/errors.js';
 import { int, num, optionalSection, section, str } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
+import { PrefillLanes, type LaneEntry } from '../shared/prefill-lanes.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import {
   DEFAULT_TTFT_MODEL,
@@ -58,7 +59,10 @@ interface Pending {
   readonly predictedMs: number;
   readonly routedAtMs: number;
   readonly stream: boolean;
+  readonly lane: LaneEntry;
   firstByte: boolean;
+  /** Its TTFT was observed (first byte or access log) and fitted. */
+  observed: boolean;
 }
 
 /** Per cycle: predictions and features by candidate position. */
@@ -111,7 +115,6 @@ export interface EngineTtftStats extends EngineModelState {
 export const TTFT_MODEL_STATS = serviceKey<{ stats(): EngineTtftStats[] }>('ttft-model-stats');
 
 export interface TtftModelPluginOptions {
-  readonly expiryFactor: number;
   readonly errorWindow: number;
   readonly maxMetricsAgeMs: number;
   /** Uncached tokens an unseen waiting request is assumed to bring, until learned. */
@@ -122,16 +125,11 @@ const MAX_TRACKED = 1_000_000;
 
 export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChangedHook {
   private readonly pending = new Map<string, Pending>();
-  /** Per endpoint id: uncached tokens not past their first byte, and the decode batch. */
-  private readonly ahead = new Map<string, number>();
-  private readonly batch = new Map<string, number>();
-  /** Per endpoint id: requests not past their first byte. */
-  private readonly queued = new Map<string, number>();
+  /** Per endpoint: the prefill queue the router sent, draining at the model's rate, and the decode batch. */
+  private readonly lanes: PrefillLanes;
   private readonly errors = new Map<string, ErrorWindow>();
   private readonly key: ScratchKey<CyclePredictions>;
   private meanUncached: number;
-  /** Earliest time a request without a first byte becomes overdue (no scan before it). */
-  private nextExpiryMs = Number.POSITIVE_INFINITY;
 
   constructor(
     readonly name: string,
@@ -141,6 +139,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     private readonly opts: TtftModelPluginOptions,
   ) {
     this.meanUncached = opts.priorRequestTokens;
+    this.lanes = new PrefillLanes((id, batch) => this.model.drainTokensPerMs(id, batch));
     this.key = scratchKey<CyclePredictions>(`ttft-model/${name}`);
   }
 
@@ -156,7 +155,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
 
   /** Uncached prefill tokens in flight on the endpoint (not yet past their first token). */
   aheadTokens(endpointId: string): number {
-    return this.expire(endpointId);
+    return this.lanes.ahead(endpointId, this.clock.nowMs());
   }
 
   private cycle(state: CycleState, candidates: readonly Candidate[]): CyclePredictions {
@@ -176,8 +175,8 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       const id = c.endpoint.id;
       const matchedBlocks = ev?.matchedByEndpoint[c.endpoint.index] ?? 0;
       const cachedTokens = Math.min(tokens, matchedBlocks * blockChars * charsToTokens);
-      let ahead = this.expire(id);
-      let batch = this.batch.get(id) ?? 0;
+      let ahead = this.lanes.ahead(id, state.nowMs);
+      let batch = this.lanes.decoding(id);
       const l = c.load;
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs) {
         // Work the router did not send (other replicas, direct clients): the engine's own queue.
@@ -185,7 +184,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
         if (l.waiting !== undefined && l.waiting > own) ahead += (l.waiting - own) * this.meanUncached;
         if (l.running !== undefined) batch = Math.max(batch, l.running - Math.min(own, l.running));
       }
-      let aheadRequests = this.queued.get(id) ?? 0;
+      let aheadRequests = this.lanes.queued(id);
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs && l.waiting !== undefined) aheadRequests = Math.max(aheadRequests, l.waiting);
       const f: TtftFeatures = { aheadTokens: ahead, uncachedTokens: tokens - cachedTokens, cachedTokens, batch, aheadRequests };
       features[i] = f;
@@ -215,26 +214,25 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       const tokens = Math.max(0, r.promptTokens);
       const hit = r.promptChars > 0 ? Math.min(1, (decision.matchedChars ?? 0) / r.promptChars) : 0;
       f = {
-        aheadTokens: this.expire(id),
+        aheadTokens: this.lanes.ahead(id, this.clock.nowMs()),
         uncachedTokens: tokens * (1 - hit),
         cachedTokens: tokens * hit,
-        batch: this.batch.get(id) ?? 0,
-        aheadRequests: this.queued.get(id) ?? 0,
+        batch: this.lanes.decoding(id),
+        aheadRequests: this.lanes.queued(id),
       };
       predictedMs = this.model.predict(id, f);
     }
+    const now = this.clock.nowMs();
     this.pending.set(r.requestId, {
       endpointId: id,
       features: f,
       predictedMs,
-      routedAtMs: this.clock.nowMs(),
+      routedAtMs: now,
       stream: r.stream,
+      lane: this.lanes.add(id, f.uncachedTokens, now),
       firstByte: false,
+      observed: false,
     });
-    this.ahead.set(id, (this.ahead.get(id) ?? 0) + f.uncachedTokens);
-    this.queued.set(id, (this.queued.get(id) ?? 0) + 1);
-    const due = this.clock.nowMs() + this.opts.expiryFactor * predictedMs;
-    if (due < this.nextExpiryMs) this.nextExpiryMs = due;
     this.meanUncached += 0.05 * (f.uncachedTokens - this.meanUncached);
   }
 
@@ -242,9 +240,27 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const p = this.pending.get(request.requestId);
     if (p === undefined || p.firstByte) return;
     const observedMs = this.clock.nowMs() - p.routedAtMs;
-    this.leavePrefill(p);
+    p.firstByte = true;
+    this.lanes.firstToken(p.endpointId, p.lane);
+    this.learn(p, observedMs);
+  }
+
+  onCompleted(request: RouteRequest, decision: RouteDecision, outcome: RequestOutcome): void {
+    const p = this.pending.get(request.requestId);
+    if (p === undefined) return;
+    this.pending.delete(request.requestId);
+    this.lanes.finish(p.endpointId, p.lane, this.clock.nowMs());
+    // The access log's first-body timing, unless the stream already reported the first byte or
+    // Envoy served it elsewhere (the features describe the chosen engine).
+    const served = outcome.servedBy === undefined || outcome.servedBy === decision.endpoint.id;
+    if (outcome.firstBodyMs !== undefined && !outcome.aborted && served) this.learn(p, outcome.firstBodyMs);
+  }
+
+  /** One observed TTFT of `p`: the online error (before the fit sees it), then the fit. At most once per request. */
+  private learn(p: Pending, observedMs: number): void {
     // Only a streamed response's first byte is its first token; a whole answer is not.
-    if (!p.stream || !(observedMs > 0)) return;
+    if (p.observed || !p.stream || !(observedMs > 0)) return;
+    p.observed = true;
     let w = this.errors.get(p.endpointId);
     if (w === undefined) {
       w = new ErrorWindow(this.opts.errorWindow);
@@ -254,57 +270,25 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     this.model.observe(p.endpointId, p.features, observedMs);
   }
 
-  onCompleted(request: RouteRequest): void {
-    const p = this.pending.get(request.requestId);
-    if (p === undefined) return;
-    this.pending.delete(request.requestId);
-    if (!p.firstByte) this.leavePrefill(p);
-    this.batch.set(p.endpointId, Math.max(0, (this.batch.get(p.endpointId) ?? 0) - 1));
-  }
-
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {
     const keep = new Set(endpoints.map((e) => e.id));
     this.model.retain(keep);
     for (const [id, p] of this.pending) if (!keep.has(p.endpointId)) this.pending.delete(id);
-    for (const m of [this.ahead, this.batch, this.queued, this.errors]) for (const id of [...m.keys()]) if (!keep.has(id)) m.delete(id);
-  }
-
-  /** The request's prefill is over (first byte, expiry or end): its tokens leave the queue, it joins the batch. */
-  private leavePrefill(p: Pending): void {
-    p.firstByte = true;
-    this.ahead.set(p.endpointId, Math.max(0, (this.ahead.get(p.endpointId) ?? 0) - p.features.uncachedTokens));
-    this.queued.set(p.endpointId, Math.max(0, (this.queued.get(p.endpointId) ?? 0) - 1));
-    this.batch.set(p.endpointId, (this.batch.get(p.endpointId) ?? 0) + 1);
-  }
-
-  /** The endpoint's queued uncached tokens, after overdue requests (no first byte seen) left the queue. */
-  private expire(endpointId: string): number {
-    const now = this.clock.nowMs();
-    if (now >= this.nextExpiryMs) {
-      // One pass over the tracked requests, only when the earliest deadline has passed.
-      const k = this.opts.expiryFactor;
-      let next = Number.POSITIVE_INFINITY;
-      for (const p of this.pending.values()) {
-        if (p.firstByte) continue;
-        const due = p.routedAtMs + k * p.predictedMs;
-        if (now > due) this.leavePrefill(p);
-        else if (due < next) next = due;
-      }
-      this.nextExpiryMs = next;
-    }
-    return this.ahead.get(endpointId) ?? 0;
+    this.lanes.retain(keep);
+    for (const id of [...this.errors.keys()]) if (!keep.has(id)) this.errors.delete(id);
   }
 
   stats(): EngineTtftStats[] {
-    const ids = new Set([...this.model.engines(), ...this.ahead.keys()]);
+    const now = this.clock.nowMs();
+    const ids = new Set([...this.model.engines(), ...this.lanes.engines()]);
     return [...ids].sort().map((id) => {
       const w = this.errors.get(id);
       const med = w?.median();
       return {
         endpointId: id,
         ...this.model.state(id),
-        aheadTokens: Math.round(this.ahead.get(id) ?? 0),
-        batch: this.batch.get(id) ?? 0,
+        aheadTokens: Math.round(this.lanes.ahead(id, now)),
+        batch: this.lanes.decoding(id),
         observations: w?.observations ?? 0,
         ...(med !== undefined ? { medianAbsPctError: Number(med.toPrecision(3)) } : {}),
         sumAbsPctError: w?.sumAbsPctError ?? 0,
@@ -334,7 +318,7 @@ const priorParams = Object.fromEntries(
 export const ttftModel = definePlugin({
   type: TTFT_MODEL_PLUGIN,
   description:
-    "Predicts each candidate engine's time to first token (prefill queued ahead + this request's uncached prefill + step and decode-batch overhead) with per-engine coefficients learned online (recursive least squares, priors, bounds) from streamed first bytes; reports its coefficients and online prediction error.",
+    "Predicts each candidate engine's time to first token (prefill queued ahead + this request's uncached prefill + step and decode-batch overhead) with per-engine coefficients learned online (recursive least squares, priors, bounds) from streamed first bytes or the access log's first-body timing; reports its coefficients and online prediction error.",
   parameters: section({
     prefixPlugin: str({ nonEmpty: true })
       .default('prefix-cache')
@@ -362,9 +346,6 @@ export const ttftModel = definePlugin({
     minSamples: int({ min: 1, max: 1_000_000 })
       .default(DEFAULT_TTFT_MODEL.minSamples)
       .describe("Observations before an engine's coefficients seed newcomers."),
-    expiryFactor: num({ min: 1, max: 1000 })
-      .default(2)
-      .describe('Without a first byte, a request stops counting as prefilling after this multiple of its predicted TTFT.'),
     errorWindow: int({ min: 1, max: 100_000 }).default(256).describe('Recent observations the median prediction error is taken over.'),
     priorRequestTokens: num({ min: 0, max: 10_000_000 })
       .default(512)
@@ -388,7 +369,6 @@ export const ttftModel = definePlugin({
       minSamples: p.minSamples,
     });
     const plugin = new TtftModelPlugin(name, model, affinity, handle.clock, {
-      expiryFactor: p.expiryFactor,
       errorWindow: p.errorWindow,
       maxMetricsAgeMs: staleAfter(p, handle),
       priorRequestTokens: p.priorRequestTokens,

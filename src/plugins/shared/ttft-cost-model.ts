@@ -187,6 +187,18 @@ export class TtftCostModel {
   }
 
   /**
+   * Uncached tokens per ms engine `id` prefills while `batch` sequences decode: each step of
+   * the engine carries the step cost and the batch, and up to chunkTokens − batch prefill tokens.
+   */
+  drainTokensPerMs(id: string, batch: number): number {
+    const t = this.active(id).theta;
+    const b = Math.max(0, batch);
+    const perStep = Math.max(this.opts.chunkTokens / 8, this.opts.chunkTokens - b);
+    const msPerToken = t[1]! + (t[2]! + t[3]! * b) / perStep;
+    return msPerToken > 0 ? 1 / msPerToken : 0;
+  }
+
+  /**
    * Learns from one observation: the request with features `f` (as they were when it was
    * routed) had its first token after `observedMs`. Non-finite or non-positive values are ignored.
    */

@@ -141,6 +141,16 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     const v6 = entry({ code: 200 });
     (v6.common_properties!.upstream_remote_address!.socket_address as { address: string }).address = 'fd00::1';
     expect(outcomeOf(v6).servedBy).to.equal('[fd00::1]:8000');
+    const tagged = (v: string): HTTPAccessLogEntry__Output => {
+      const e = entry({ code: 200 });
+      (e.common_properties as { custom_tags: Record<string, string> }).custom_tags = { 'cacheroute.first_body_us': v };
+      return e;
+    };
+    expect(outcomeOf(tagged('183250')).firstBodyMs, 'the first body byte after the request went upstream').to.equal(183.25);
+    for (const bad of ['', '-5', '1e9', '12.5', ' 7', '99999999999999']) {
+      expect(outcomeOf(tagged(bad)), `tag ${JSON.stringify(bad)}`).to.not.have.property('firstBodyMs');
+    }
+    expect(outcomeOf(entry({ code: 200 }))).to.not.have.property('firstBodyMs');
     const { routing, edge, receiver } = setup();
     const s = openScripted(edge);
     const key = ticketOf(s.feed(requestHeaders(FDS_NONE), requestBody(chatBody('q'), true))[0]!).ticket!;

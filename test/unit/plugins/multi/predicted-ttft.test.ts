@@ -97,6 +97,37 @@ describe('predicted-ttft preset', () => {
     expect(onFast).to.be.at.least(7);
   });
 
+  it("learns on the access-log path from the entry's first-body time, once per request, not from a request Envoy served elsewhere", () => {
+    const clock = new ManualClock();
+    const s = sched(2, 'predicted-ttft', clock);
+    const ids = s.endpoints().map((e) => e.id);
+    for (let i = 0; i < 60; i++) {
+      const t = s.route(req(2000 + i, 2000 + (i % 5) * 800, { subset: [ids[1]!] }));
+      const tokens = t.request.promptTokens;
+      // Engine 1 is 3x slower than the priors; no first byte reaches the router, only the log.
+      const ms = 3 * (10 + 0.106 * tokens + 12.4 + 0.112 * tokens * (tokens / 2000));
+      clock.advance(ms + 400);
+      t.finish({ aborted: false, status: 200, servedBy: ids[1]!, firstBodyMs: ms });
+    }
+    const of = (id: string) => engineStats(s).find((e) => e.endpointId === id)!;
+    const slow = of(ids[1]!);
+    expect(slow.samples).to.equal(60);
+    expect(slow.observations).to.equal(60);
+    expect(slow.medianAbsPctError).to.be.below(0.1);
+    expect(slow.prefillTokensPerMs).to.be.below(1 / 0.106 / 1.5);
+    // Both signals for one request: fitted once. Retried onto the other engine, or aborted: not at all.
+    const both = s.route(req(9000, 2000, { subset: [ids[0]!] }));
+    clock.advance(300);
+    both.firstByte?.();
+    both.finish({ aborted: false, status: 200, servedBy: ids[0]!, firstBodyMs: 300 });
+    const retried = s.route(req(9001, 2000, { subset: [ids[0]!] }));
+    retried.finish({ aborted: false, status: 200, servedBy: ids[1]!, firstBodyMs: 300 });
+    const cut = s.route(req(9002, 2000, { subset: [ids[0]!] }));
+    cut.finish({ aborted: true, status: 200, servedBy: ids[0]!, firstBodyMs: 300 });
+    expect(of(ids[0]!).observations).to.equal(1);
+    expect(of(ids[1]!).observations).to.equal(60);
+  });
+
   it('does not learn from a whole (non-streamed) answer', () => {
     const clock = new ManualClock();
     const s = sched(1, 'predicted-ttft', clock);

@@ -13,6 +13,7 @@ export interface AccessLogCommon {
   'upstream_cluster'?: (string);
   'response_flags'?: (_envoy_data_accesslog_v3_ResponseFlags | null);
   'metadata'?: (_envoy_config_core_v3_Metadata | null);
+  'custom_tags'?: ({[key: string]: string});
   'duration'?: (_google_protobuf_Duration | null);
   'upstream_request_attempt_count'?: (number);
   'access_log_type'?: (_envoy_data_accesslog_v3_AccessLogType);
@@ -25,6 +26,7 @@ export interface AccessLogCommon__Output {
   'upstream_cluster': (string);
   'response_flags': (_envoy_data_accesslog_v3_ResponseFlags__Output | null);
   'metadata': (_envoy_config_core_v3_Metadata__Output | null);
+  'custom_tags': ({[key: string]: string});
   'duration': (_google_protobuf_Duration__Output | null);
   'upstream_request_attempt_count': (number);
   'access_log_type': (_envoy_data_accesslog_v3_AccessLogType__Output);
