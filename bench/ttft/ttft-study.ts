@@ -1,16 +1,18 @@
 /**
  * The predicted-TTFT presets against the current default on the fleet simulator (virtual
  * time, the real router's plugin graph): agentic sessions, a hot prefix and mixed prompt
- * lengths at high load on 16 engines (and 64), plus a heterogeneous fleet where one engine
- * is twice as slow. Every contender sees the same requests and engines per seed; the ratios
- * to the default (cache-aware on the shipped access-log path) are the comparison.
+ * lengths at high load on 16 engines (and 64), a heterogeneous fleet where one engine is
+ * twice as slow, agentic with stale engine numbers, and the fleet seed table's 50% cell.
+ * Every contender sees the same requests and engines per seed; the ratios to the default
+ * (cache-aware on the shipped access-log path) are the comparison.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/ttft/ttft-study.js [--quick] [--out DIR]
+ *   npx tsc -p tsconfig.json && node dist/bench/ttft/ttft-study.js [--quick] [--seeds 1,2] [--scenario NAME]
+ *     [--contenders 0,1] [--picker-params JSON] [--model-params JSON] [--dump-records] [--out DIR]
  *
- * Contenders: cache-aware (access log: the shipped default), cache-aware with responses
- * through the router (the same response path as the TTFT presets, so the path is not what
- * differs), predicted-ttft and sticky-until-saturated (responses through the router: their
- * model learns from first tokens), predicted-ttft on the access log (priors only, no learning).
+ * Contenders: cache-aware on the access log (the shipped default); predicted-ttft on the
+ * access log (it learns from the entry's first-token time) and with responses through the
+ * router (it also hears first tokens as they happen); sticky-until-saturated on the access
+ * log; the simulator's oracle (exact engine caches and queues, least predicted TTFT, greedy).
  * Engines: the simulator's `gpu-like` profile, whose costs differ from the TTFT model's
  * priors (the CPU engine), so the model has to learn them; the TTFT presets are written out
  * as their graphs with ttft-model's maxNumSeqs set to the engines' 64.
@@ -26,7 +28,11 @@ import { simulate } from '../../src/simulate/fleet-simulator.js';
 import { contender } from '../../src/simulate/contenders.js';
 import { routerContender } from '../../src/simulate/router-policy.js';
 import type { Contender } from '../../src/simulate/policy.js';
-import type { RequestRecord, SimEngineSpec, SimRequest } from '../../src/simulate/types.js';
+import type { RequestRecord, ScrapeModel, SimEngineSpec, SimRequest } from '../../src/simulate/types.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
+import { simRequests } from '../fleet/sim-requests.js';
+import { kvBlocksFor } from '../presets/building-blocks.js';
+import { buildWorkload, type ScenarioSpec } from '../workloads/scenario.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { arg } from '../micro/cli-arg.js';
 import { gitOutput } from '../micro/git-output.js';
@@ -136,26 +142,52 @@ function slower(m: EngineModelConfig, factor: number): EngineModelConfig {
   };
 }
 
-function fleet(n: number, slowOne = false): SimEngineSpec[] {
+function fleet(n: number, slowOne = false, kvBlocks?: number): SimEngineSpec[] {
+  const base = kvBlocks === undefined ? GPU : { ...GPU, kvCacheBlocks: kvBlocks };
   return Array.from({ length: n }, (_, i) => ({
-    model: slowOne && i === 0 ? slower(GPU, 2) : GPU,
+    model: slowOne && i === 0 ? slower(base, 2) : base,
     profile: slowOne && i === 0 ? 'gpu-like x2 slow' : 'gpu-like',
   }));
 }
 
 const EXT_PROC = 'ext-proc' as const;
 
+/** The fleet seed table's KV size (bench/fleet/studies.ts: 1.25 × an engine's share of the groups + 4 running prompts). */
+const SEED_KV_BLOCKS = kvBlocksFor({ hotSetTokens: 8 * 1536, engines: 1, factor: 1.25, inflightTokens: 4 * 1536 });
+
+/** One cell of the fleet seed table (bench/fleet/studies.ts `sharing`): `ratio` of every 1,536-token prompt shared by one of 8 groups per engine. */
+function seedTableCell(ratio: number, engines: number, seed: number): SimRequest[] {
+  const spec: ScenarioSpec = {
+    kind: 'sharing-ratio',
+    label: `sharing-${Math.round(ratio * 100)}`,
+    ratio,
+    promptTokens: 1536,
+    groups: 8 * engines,
+    requests: Math.max(240, 60 * engines),
+    outputTokens: 32,
+    warmupPerGroup: 1,
+    warmupQps: 3 * engines,
+    arrival: { kind: 'poisson', qps: 1.5 * engines },
+  };
+  return simRequests(buildWorkload(spec, seed, REPO_ROOT));
+}
+
 /**
  * A TTFT preset written out as its plugin graph, with the ttft-model told the engines'
  * --max-num-seqs (the simulator's gpu-like engines run 64; the parameter's default is vLLM's 256).
  */
-function ttftGraph(name: string, picker: string, pickerParams: Record<string, unknown> = {}): Record<string, unknown> {
+function ttftGraph(
+  name: string,
+  picker: string,
+  pickerParams: Record<string, unknown> = {},
+  modelParams: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     plugins: [
       { type: 'model-subset-filter' },
       { type: 'health-filter' },
       { type: 'prefix-cache' },
-      { type: 'ttft-model', parameters: { maxNumSeqs: GPU.maxNumSeqs } },
+      { type: 'ttft-model', parameters: { maxNumSeqs: GPU.maxNumSeqs, ...modelParams } },
       { type: picker, parameters: pickerParams },
       { type: 'index-calibration', parameters: { prefixPlugin: 'prefix-cache' } },
     ],
@@ -174,8 +206,8 @@ function ttftGraph(name: string, picker: string, pickerParams: Record<string, un
 }
 
 /** The contenders; `pickerParams` override the predicted-ttft picker's parameters (for sweeps). */
-function contenders(pickerParams: Record<string, unknown>): Contender[] {
-  const ttft = ttftGraph('predicted-ttft', 'predicted-ttft', pickerParams);
+function contenders(pickerParams: Record<string, unknown>, modelParams: Record<string, unknown>): Contender[] {
+  const ttft = ttftGraph('predicted-ttft', 'predicted-ttft', pickerParams, modelParams);
   return [
     routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' } }),
     routerContender('predicted-ttft (access log)', { document: ttft }),
@@ -191,6 +223,10 @@ interface Scenario {
   readonly name: string;
   readonly engines: number;
   readonly slowOne: boolean;
+  /** KV blocks per engine (default the gpu-like profile's 4,096). */
+  readonly kvBlocks?: number;
+  /** Scrape model (default every 100 ms, fresh). */
+  readonly scrape?: ScrapeModel;
   readonly requests: (seed: number) => SimRequest[];
   readonly load: string;
 }
@@ -203,6 +239,22 @@ function scenarios(quick: boolean): Scenario[] {
     { name: 'hot-prefix-16', engines: 16, slowOne: false, load: '40 req/s', requests: (s) => hotPrefix(s, n(3000), 40) },
     { name: 'mixed-lengths-16', engines: 16, slowOne: false, load: '30 req/s', requests: (s) => mixedLengths(s, n(3000), 30) },
     { name: 'agentic-16-one-2x-slow', engines: 16, slowOne: true, load: '40 sessions/s', requests: (s) => agentic(s, n(1600), 40) },
+    {
+      name: 'agentic-16-stale-metrics',
+      engines: 16,
+      slowOne: false,
+      load: '40 sessions/s, scrapes every 2 s and 1 s old',
+      scrape: { intervalMs: 2000, delayMs: 1000 },
+      requests: (s) => agentic(s, n(1600), 40),
+    },
+    {
+      name: 'sharing-50-16',
+      engines: 16,
+      slowOne: false,
+      kvBlocks: SEED_KV_BLOCKS,
+      load: 'the fleet seed table 50% cell: 1.5 req/s per engine',
+      requests: (s) => seedTableCell(0.5, 16, s),
+    },
     { name: 'agentic-64', engines: 64, slowOne: false, load: '160 sessions/s', requests: (s) => agentic(s, n(4000), 160) },
   ];
 }
@@ -286,7 +338,8 @@ function main(): void {
   const scen = scenarios(quick).filter((s) => only === undefined || s.name === only);
   const pickerParams = JSON.parse(arg(args, '--picker-params') ?? '{}') as Record<string, unknown>;
   const onlyContenders = arg(args, '--contenders')?.split(',').map(Number);
-  const all = contenders(pickerParams);
+  const modelParams = JSON.parse(arg(args, '--model-params') ?? '{}') as Record<string, unknown>;
+  const all = contenders(pickerParams, modelParams);
   const CONTENDERS = onlyContenders === undefined ? all : all.filter((_, i) => onlyContenders.includes(i));
   const rows: RunRow[] = [];
   mkdirSync(out, { recursive: true });
@@ -296,7 +349,7 @@ function main(): void {
       for (const c0 of CONTENDERS) {
         let policy: unknown;
         const c: Contender = { ...c0, create: (ctx, replicas) => (policy = c0.create(ctx, replicas)) as ReturnType<Contender['create']> };
-        const r = simulate(requests, fleet(sc.engines, sc.slowOne), c, { seed, scrape: { intervalMs: 100 } });
+        const r = simulate(requests, fleet(sc.engines, sc.slowOne, sc.kvBlocks), c, { seed, scrape: sc.scrape ?? { intervalMs: 100 } });
         if (debug) {
           const states = (
             policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }
@@ -336,6 +389,7 @@ function main(): void {
     seeds,
     quick,
     pickerParams,
+    modelParams,
     scenarios: scen.map((s) => ({ ...s, requests: undefined })),
   };
   mkdirSync(out, { recursive: true });
