@@ -301,7 +301,8 @@ function render(
   const lines = [
     '# Predicted TTFT on the fleet simulator',
     '',
-    `- commit \`${String(meta['commit'])}\`${meta['dirty'] === true ? ' (uncommitted changes)' : ''}, seeds ${(meta['seeds'] as number[]).join(', ')}; \`node dist/bench/ttft/ttft-study.js${meta['quick'] === true ? ' --quick' : ''}\``,
+    ...(meta['partial'] === true ? ['**Partial**: the run was cut short; the scenarios below are complete.', ''] : []),
+    `- commit \`${String(meta['commit'])}\`${meta['dirty'] === true ? ' (uncommitted changes)' : ''}, seeds ${(meta['seeds'] as number[]).join(', ')}; \`node dist/bench/ttft/ttft-study.js${meta['quick'] === true ? ' --quick' : ''} --seeds ${(meta['seeds'] as number[]).join(',')}\``,
     "- engines: the simulator's `gpu-like` profile (not the TTFT model's CPU-engine priors); virtual time, the real router graph.",
     '- ratios: median over seeds of (contender ÷ the default, cache-aware on the access log) per seed; p50 / p99 are medians over seeds.',
     '',
@@ -343,7 +344,25 @@ function main(): void {
   const CONTENDERS = onlyContenders === undefined ? all : all.filter((_, i) => onlyContenders.includes(i));
   const rows: RunRow[] = [];
   mkdirSync(out, { recursive: true });
-  for (const sc of scen) {
+  const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
+  const dirty = gitOutput(['status', '--porcelain', '--', 'src', 'bench']) !== '';
+  /** Written after every scenario, so a run cut short keeps what it measured (`partial`). */
+  const write = (done: readonly Scenario[], partial: boolean): void => {
+    const meta = {
+      kind: 'cacheroute-ttft-study',
+      commit,
+      dirty,
+      partial,
+      seeds,
+      quick,
+      pickerParams,
+      modelParams,
+      scenarios: done.map((s) => ({ ...s, requests: undefined })),
+    };
+    writeFileSync(join(out, 'study.json'), `${JSON.stringify({ ...meta, rows }, null, 1)}\n`);
+    writeFileSync(join(out, 'study.md'), `${render(rows, meta, done, CONTENDERS)}\n`);
+  };
+  for (const [k, sc] of scen.entries()) {
     for (const seed of seeds) {
       const requests = sc.requests(seed);
       for (const c0 of CONTENDERS) {
@@ -379,22 +398,8 @@ function main(): void {
         );
       }
     }
+    write(scen.slice(0, k + 1), k + 1 < scen.length);
   }
-  const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
-  const dirty = gitOutput(['status', '--porcelain', '--', 'src', 'bench']) !== '';
-  const meta = {
-    kind: 'cacheroute-ttft-study',
-    commit,
-    dirty,
-    seeds,
-    quick,
-    pickerParams,
-    modelParams,
-    scenarios: scen.map((s) => ({ ...s, requests: undefined })),
-  };
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'study.json'), `${JSON.stringify({ ...meta, rows }, null, 1)}\n`);
-  writeFileSync(join(out, 'study.md'), `${render(rows, meta, scen, CONTENDERS)}\n`);
   process.stderr.write(`wrote ${join(out, 'study.md')}\n`);
 }
 
