@@ -121,27 +121,52 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     return out;
   }
 
-  /** Ascending by prediction; the near-ties of the best by fewest recent placements, then seeded random. */
+  /** Per-candidate tie keys, reused across decisions (grown as needed). */
+  private count = new Float64Array(64);
+  private key = new Float64Array(64);
+
+  /**
+   * Ascending by prediction; the near-ties of the best by fewest recent placements, then
+   * seeded random. Insertion sorts over the reused key buffers: no allocation but the order.
+   */
   private nearTieOrder(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): number[] {
     const n = candidates.length;
-    const order = Array.from({ length: n }, (_, i) => i);
-    order.sort((a, b) => pred[a]! - pred[b]!);
+    const order = new Array<number>(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    if (n > 32) order.sort((a, b) => pred[a]! - pred[b]!);
+    else sortBy(order, 0, n, (a, b) => pred[a]! - pred[b]!);
     if (n < 2) return order;
     const best = pred[order[0]!]!;
     const limit = best + Math.max(this.opts.tieMs, this.opts.tieFraction * best);
     let ties = 1;
     while (ties < n && pred[order[ties]!]! <= limit) ties++;
     if (ties === 1) return order;
-    const count = new Float64Array(n);
-    const key = new Float64Array(n);
+    if (this.count.length < n) {
+      this.count = new Float64Array(2 * n);
+      this.key = new Float64Array(2 * n);
+    }
+    const count = this.count;
+    const key = this.key;
     for (let k = 0; k < ties; k++) {
       const i = order[k]!;
       count[i] = this.recent.valueAt(candidates[i]!.endpoint.id, state.nowMs);
       key[i] = state.rng.next();
     }
-    const head = order.slice(0, ties).sort((a, b) => count[a]! - count[b]! || key[a]! - key[b]!);
-    for (let k = 0; k < ties; k++) order[k] = head[k]!;
+    sortBy(order, 0, ties, (a, b) => count[a]! - count[b]! || key[a]! - key[b]!);
     return order;
+  }
+}
+
+/** Stable insertion sort of `a[from, to)` (the orders here are short). */
+function sortBy(a: number[], from: number, to: number, cmp: (x: number, y: number) => number): void {
+  for (let i = from + 1; i < to; i++) {
+    const v = a[i]!;
+    let j = i - 1;
+    while (j >= from && cmp(a[j]!, v) > 0) {
+      a[j + 1] = a[j]!;
+      j--;
+    }
+    a[j + 1] = v;
   }
 }
 

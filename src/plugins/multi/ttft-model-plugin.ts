@@ -65,11 +65,20 @@ interface Pending {
   observed: boolean;
 }
 
-/** Per cycle: predictions and features by candidate position. */
+/** Per cycle: predictions and features by candidate position (FEATURES numbers per candidate, TtftFeatures' order). */
 interface CyclePredictions {
   readonly candidates: readonly Candidate[];
   readonly predictedMs: Float64Array;
-  readonly features: TtftFeatures[];
+  readonly values: Float64Array;
+  /** Built from `values` on first use (only the pickers that read features). */
+  features?: TtftFeatures[];
+}
+
+const FEATURES = 5;
+
+function featuresAt(v: Float64Array, i: number): TtftFeatures {
+  const o = i * FEATURES;
+  return { aheadTokens: v[o]!, uncachedTokens: v[o + 1]!, cachedTokens: v[o + 2]!, batch: v[o + 3]!, aheadRequests: v[o + 4]! };
 }
 
 /** Online accuracy of one engine's predictions (absolute percentage errors, most recent window). */
@@ -150,7 +159,9 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
 
   /** The features behind `predictions`, aligned by position. */
   features(state: CycleState, candidates: readonly Candidate[]): readonly TtftFeatures[] {
-    return this.cycle(state, candidates).features;
+    const c = this.cycle(state, candidates);
+    c.features ??= Array.from({ length: candidates.length }, (_, i) => featuresAt(c.values, i));
+    return c.features;
   }
 
   /** Uncached prefill tokens in flight on the endpoint (not yet past their first token). */
@@ -169,7 +180,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const blockChars = this.affinity.hasher.blockChars;
     const n = candidates.length;
     const predictedMs = new Float64Array(n);
-    const features = new Array<TtftFeatures>(n);
+    const values = new Float64Array(n * FEATURES);
     for (let i = 0; i < n; i++) {
       const c = candidates[i]!;
       const id = c.endpoint.id;
@@ -186,11 +197,15 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       }
       let aheadRequests = this.lanes.queued(id);
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs && l.waiting !== undefined) aheadRequests = Math.max(aheadRequests, l.waiting);
-      const f: TtftFeatures = { aheadTokens: ahead, uncachedTokens: tokens - cachedTokens, cachedTokens, batch, aheadRequests };
-      features[i] = f;
-      predictedMs[i] = this.model.predict(id, f);
+      const o = i * FEATURES;
+      values[o] = ahead;
+      values[o + 1] = tokens - cachedTokens;
+      values[o + 2] = cachedTokens;
+      values[o + 3] = batch;
+      values[o + 4] = aheadRequests;
+      predictedMs[i] = this.model.predictValues(id, ahead, tokens - cachedTokens, cachedTokens, batch, aheadRequests);
     }
-    const out = { candidates, predictedMs, features };
+    const out: CyclePredictions = { candidates, predictedMs, values };
     setScratch(state, this.key, out);
     return out;
   }
@@ -205,7 +220,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     if (cached !== undefined) {
       const pos = cached.candidates.findIndex((c) => c.endpoint.id === id);
       if (pos >= 0) {
-        f = cached.features[pos]!;
+        f = featuresAt(cached.values, pos);
         predictedMs = cached.predictedMs[pos]!;
       }
     }

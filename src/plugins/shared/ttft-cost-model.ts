@@ -111,17 +111,31 @@ export interface TtftFeatures {
 
 /** The feature vector of `f` into `out` (length 6). */
 export function featureVector(f: TtftFeatures, chunkTokens: number, maxNumSeqs: number, out: Float64Array): Float64Array {
-  const prefill = Math.max(0, f.aheadTokens) + Math.max(0, f.uncachedTokens);
-  const batch = Math.max(0, f.batch);
+  return featureValues(f.aheadTokens, f.uncachedTokens, f.cachedTokens, f.batch, f.aheadRequests ?? 0, chunkTokens, maxNumSeqs, out);
+}
+
+/** featureVector from the five numbers (no object: the per-candidate hot path). */
+function featureValues(
+  ahead: number,
+  uncached: number,
+  cached: number,
+  batchIn: number,
+  aheadRequests: number,
+  chunkTokens: number,
+  maxNumSeqs: number,
+  out: Float64Array,
+): Float64Array {
+  const u = Math.max(0, uncached);
+  const prefill = Math.max(0, ahead) + u;
+  const batch = Math.max(0, batchIn);
   const perStep = Math.max(chunkTokens / 8, chunkTokens - batch);
   const steps = Math.max(1, Math.ceil(prefill / perStep));
-  const u = Math.max(0, f.uncachedTokens);
   out[0] = 1;
   out[1] = prefill;
   out[2] = steps;
   out[3] = steps * batch;
-  out[4] = (u * (Math.max(0, f.cachedTokens) + u / 2)) / 1000;
-  out[5] = Math.max(0, batch + Math.max(0, f.aheadRequests ?? 0) + 1 - maxNumSeqs);
+  out[4] = (u * (Math.max(0, cached) + u / 2)) / 1000;
+  out[5] = Math.max(0, batch + Math.max(0, aheadRequests) + 1 - maxNumSeqs);
   return out;
 }
 
@@ -174,8 +188,13 @@ export class TtftCostModel {
 
   /** Predicted TTFT in ms of a request with features `f` on engine `id`. */
   predict(id: string, f: TtftFeatures): number {
+    return this.predictValues(id, f.aheadTokens, f.uncachedTokens, f.cachedTokens, f.batch, f.aheadRequests ?? 0);
+  }
+
+  /** `predict` from the feature numbers (TtftFeatures' fields, in order). */
+  predictValues(id: string, ahead: number, uncached: number, cached: number, batch: number, aheadRequests: number): number {
     const theta = this.active(id).theta;
-    const x = featureVector(f, this.opts.chunkTokens, this.opts.maxNumSeqs, this.x);
+    const x = featureValues(ahead, uncached, cached, batch, aheadRequests, this.opts.chunkTokens, this.opts.maxNumSeqs, this.x);
     let y = 0;
     for (let i = 0; i < D; i++) y += theta[i]! * x[i]!;
     return y;
