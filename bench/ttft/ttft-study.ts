@@ -206,18 +206,20 @@ function ttftGraph(
 }
 
 /** The contenders; `pickerParams` override the predicted-ttft picker's parameters (for sweeps). */
-function contenders(pickerParams: Record<string, unknown>, modelParams: Record<string, unknown>): Contender[] {
+function contenders(pickerParams: Record<string, unknown>, modelParams: Record<string, unknown>, scrape: ScrapeModel): Contender[] {
   const ttft = ttftGraph('predicted-ttft', 'predicted-ttft', pickerParams, modelParams);
+  const sticky = ttftGraph('sticky-until-saturated', 'sticky-until-saturated-picker', {}, modelParams);
   return [
-    routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' } }),
-    routerContender('predicted-ttft (access log)', { document: ttft }),
-    routerContender('predicted-ttft (responses via router)', { document: ttft, responsePath: EXT_PROC }),
-    routerContender('sticky-until-saturated (access log)', {
-      document: ttftGraph('sticky-until-saturated', 'sticky-until-saturated-picker'),
-    }),
+    routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' }, scrape }),
+    routerContender('predicted-ttft (access log)', { document: ttft, scrape }),
+    routerContender('predicted-ttft (responses via router)', { document: ttft, responsePath: EXT_PROC, scrape }),
+    routerContender('sticky-until-saturated (access log)', { document: sticky, scrape }),
     contender('oracle'),
   ];
 }
+
+/** Engine numbers as the seed table reads them: every 100 ms ± 10 %, 2 ms old. */
+const FRESH: ScrapeModel = { intervalMs: 100, jitterMs: 10, delayMs: 2 };
 
 interface Scenario {
   readonly name: string;
@@ -244,7 +246,7 @@ function scenarios(quick: boolean): Scenario[] {
       engines: 16,
       slowOne: false,
       load: '40 sessions/s, scrapes every 2 s and 1 s old',
-      scrape: { intervalMs: 2000, delayMs: 1000 },
+      scrape: { intervalMs: 2000, jitterMs: 200, delayMs: 1000 },
       requests: (s) => agentic(s, n(1600), 40),
     },
     {
@@ -340,8 +342,11 @@ function main(): void {
   const pickerParams = JSON.parse(arg(args, '--picker-params') ?? '{}') as Record<string, unknown>;
   const onlyContenders = arg(args, '--contenders')?.split(',').map(Number);
   const modelParams = JSON.parse(arg(args, '--model-params') ?? '{}') as Record<string, unknown>;
-  const all = contenders(pickerParams, modelParams);
-  const CONTENDERS = onlyContenders === undefined ? all : all.filter((_, i) => onlyContenders.includes(i));
+  const pick = (scrape: ScrapeModel): Contender[] => {
+    const all = contenders(pickerParams, modelParams, scrape);
+    return onlyContenders === undefined ? all : all.filter((_, i) => onlyContenders.includes(i));
+  };
+  const CONTENDERS = pick(FRESH);
   const rows: RunRow[] = [];
   mkdirSync(out, { recursive: true });
   const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
@@ -365,10 +370,10 @@ function main(): void {
   for (const [k, sc] of scen.entries()) {
     for (const seed of seeds) {
       const requests = sc.requests(seed);
-      for (const c0 of CONTENDERS) {
+      for (const c0 of pick(sc.scrape ?? FRESH)) {
         let policy: unknown;
         const c: Contender = { ...c0, create: (ctx, replicas) => (policy = c0.create(ctx, replicas)) as ReturnType<Contender['create']> };
-        const r = simulate(requests, fleet(sc.engines, sc.slowOne, sc.kvBlocks), c, { seed, scrape: sc.scrape ?? { intervalMs: 100 } });
+        const r = simulate(requests, fleet(sc.engines, sc.slowOne, sc.kvBlocks), c, { seed });
         if (debug) {
           const states = (
             policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }
