@@ -3,9 +3,10 @@
  * vLLM CPU engines, agentic sessions (the `real-vllm` agentic scenario), in interleaved
  * rounds (order rotated, seed + n − 1 in round n) so the noise between rounds is measured.
  *
- * predicted-ttft runs with responses through the router (`responsePath: ext-proc`): its
- * model learns from first tokens. So that the response path is not what differs,
- * cache-aware runs on both paths. After each run the harness reads the router's
+ * predicted-ttft runs on the default access-log path (its model learns from the entry's
+ * first-token time, the `cacheroute.first_body_us` tag of envoy/*.yaml) and with responses
+ * through the router (`responsePath: ext-proc`: it also hears each first token as it comes);
+ * cache-aware on the default path is the reference. After each run the harness reads the router's
  * `cacheroute_ttft_*` series: per engine, the first tokens observed and the online absolute
  * percentage error of the predictions (the accuracy bar: median ≤ 20 %).
  *
@@ -16,12 +17,12 @@ import type { ContenderSpec } from '../contenders/types.js';
 import type { PresetSpec } from './types.js';
 import { REAL_ENGINE_POLLING, REAL_VLLM, REAL_VLLM_ENGINES } from './real-vllm.js';
 
-const DEFAULT_ROUNDS = 2;
+const DEFAULT_ROUNDS = 3;
 
 const ROTATION: readonly ContenderSpec[] = [
   { kind: 'cacheroute', label: 'cacheroute-cache-aware', strategy: 'cache-aware' },
-  { kind: 'cacheroute', label: 'cacheroute-predicted-ttft', strategy: 'predicted-ttft', responsePath: 'ext-proc' },
-  { kind: 'cacheroute', label: 'cacheroute-cache-aware-via-router', strategy: 'cache-aware', responsePath: 'ext-proc' },
+  { kind: 'cacheroute', label: 'cacheroute-predicted-ttft', strategy: 'predicted-ttft' },
+  { kind: 'cacheroute', label: 'cacheroute-predicted-ttft-via-router', strategy: 'predicted-ttft', responsePath: 'ext-proc' },
 ];
 
 function round(n: number): ContenderSpec[] {
@@ -40,7 +41,7 @@ export function realVllmTtft(chosen: Readonly<Record<string, string>>): PresetSp
   const contenders = Array.from({ length: rounds }, (_, i) => round(i + 1)).flat();
   return {
     name: 'real-vllm-ttft',
-    description: `predicted-ttft vs cache-aware (access log, and responses via the router) on 2 real vLLM CPU engines (KV 96 blocks), agentic tool-calling sessions at 3 req/s, ${rounds} interleaved rounds (order rotated, seed + n − 1 in round n); per-engine TTFT prediction error from the router's metrics.`,
+    description: `predicted-ttft (access log, and responses via the router) vs cache-aware (access log) on 2 real vLLM CPU engines (KV 96 blocks), agentic tool-calling sessions at 3 req/s, ${rounds} interleaved rounds (order rotated, seed + n − 1 in round n); per-engine TTFT prediction error from the router's metrics.`,
     seed: 1,
     model: TINY_MODEL_NAME,
     estimatedMinutes: Math.ceil(contenders.length * 1.2 + 2),
