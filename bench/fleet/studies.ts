@@ -14,7 +14,8 @@ const GROUPS_PER_ENGINE = 8;
 const QPS_PER_ENGINE = 1.5;
 const KV = kvBlocksFor({ hotSetTokens: GROUPS_PER_ENGINE * PROMPT, engines: 1, factor: 1.25, inflightTokens: 4 * PROMPT });
 
-const fleet = (engines: number): FleetSpec => ({ engines, profile: 'gpu-like', model: { kvCacheBlocks: KV } });
+/** The studies' fleet: `engines` gpu-like engines with the seed table's KV size. */
+export const fleet = (engines: number): FleetSpec => ({ engines, profile: 'gpu-like', model: { kvCacheBlocks: KV } });
 
 /** Measured requests of a cell: enough for a p99 and for every engine to see ~30 requests. */
 const measured = (engines: number): number => Math.max(240, 30 * engines);
@@ -139,7 +140,8 @@ export const FLEET_STALENESS: FleetStudy = {
   cells: staleCells(),
 };
 
-const agentic = (engines: number, qpsPerEngine: number): ScenarioSpec => ({
+/** The agentic study's workload at a fleet size and load (session arrivals per s per engine). */
+export const agentic = (engines: number, qpsPerEngine: number): ScenarioSpec => ({
   kind: 'agentic',
   label: `agentic-${qpsPerEngine}`,
   api: 'chat',

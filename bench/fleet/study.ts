@@ -51,6 +51,8 @@ export interface FleetStudy {
   /** How to read the tables (goes into results.md). */
   readonly notes: readonly string[];
   readonly cells: readonly FleetCell[];
+  /** Study-specific sections of results.md (its own tables, after the generic ones) and its own bars' misses. */
+  readonly report?: (rows: readonly StudyRow[]) => { readonly sections: readonly string[]; readonly misses: readonly string[] };
 }
 
 export interface StudyRow {
@@ -201,11 +203,13 @@ export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly 
   const misses: string[] = [];
   for (const g of [...new Set(rows.map((r) => r.group))]) {
     out.push(`## ${g}`, '');
-    out.push(
-      '| cell | contender | hit rate | TTFT p50 ms | TTFT p99 ms | × oracle p50 | × oracle p99 | busiest engine | failed | decision p99 µs | wall s |',
-    );
-    out.push('|---|---|---|---|---|---|---|---|---|---|---|');
     const inGroup = rows.filter((r) => r.group === g);
+    // Follow-up turns' hit rate, for groups whose workload has them (multi-turn, agentic).
+    const fu = inGroup.some((r) => r.summary.followUps > 0);
+    out.push(
+      `| cell | contender | hit rate |${fu ? ' follow-up hit |' : ''} TTFT p50 ms | TTFT p99 ms | × oracle p50 | × oracle p99 | busiest engine | failed | decision p99 µs | wall s |`,
+    );
+    out.push(`|---|---|---|${fu ? '---|' : ''}---|---|---|---|---|---|---|---|`);
     for (const cell of [...new Set(inGroup.map((r) => r.cell))]) {
       const inCell = inGroup.filter((r) => r.cell === cell);
       const oracle = inCell.find((r) => r.contender === 'oracle')?.summary;
@@ -214,7 +218,7 @@ export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly 
         const x50 = oracle === undefined ? Number.NaN : s.ttftP50Ms / oracle.ttftP50Ms;
         const x99 = oracle === undefined ? Number.NaN : s.ttftP99Ms / oracle.ttftP99Ms;
         out.push(
-          `| ${cell} | ${r.contender} | ${fmt(s.hitRate * 100, 1)}% | ${fmt(s.ttftP50Ms)} | ${fmt(s.ttftP99Ms)} | ${fmt(x50, 2)} | ${fmt(x99, 2)} | ${fmt(s.busiestShare * 100, 1)}% | ${s.failed} | ${fmt(s.decisionP99Micros)} | ${fmt(s.wallMs / 1000, 1)} |`,
+          `| ${cell} | ${r.contender} | ${fmt(s.hitRate * 100, 1)}% |${fu ? ` ${fmt(s.followUpHitRate * 100, 1)}% |` : ''} ${fmt(s.ttftP50Ms)} | ${fmt(s.ttftP99Ms)} | ${fmt(x50, 2)} | ${fmt(x99, 2)} | ${fmt(s.busiestShare * 100, 1)}% | ${s.failed} | ${fmt(s.decisionP99Micros)} | ${fmt(s.wallMs / 1000, 1)} |`,
         );
       }
       misses.push(...barMisses(g, cell, inCell));
@@ -224,6 +228,11 @@ export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly 
       `![${g} TTFT p99](${g.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}-ttft-p99.svg) ![${g} hit rate](${g.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}-hit-rate.svg)`,
       '',
     );
+  }
+  if (study.report !== undefined) {
+    const own = study.report(rows);
+    out.push(...own.sections, '');
+    misses.push(...own.misses);
   }
   out.push('## Bars, as measured', '');
   out.push(misses.length === 0 ? 'Every bar this study checks is met in every cell.' : misses.map((m) => `- ${m}`).join('\n'));

@@ -11,6 +11,7 @@ import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
 import { SEED_TABLE } from './seed-table.js';
 import { TINY } from './tiny.js';
 import { FLEET_AGENTIC, FLEET_DECISION_COST, FLEET_HOT_PREFIX, FLEET_SEED_TABLE, FLEET_SPEED, FLEET_STALENESS } from '../fleet/studies.js';
+import { FLEET_REPLICAS } from '../fleet/replicas-study.js';
 import type { FleetStudy } from '../fleet/study.js';
 import type { PresetSpec } from './types.js';
 
@@ -43,4 +44,5 @@ export const FLEET_STUDIES: readonly FleetStudy[] = [
   FLEET_AGENTIC,
   FLEET_DECISION_COST,
   FLEET_SPEED,
+  FLEET_REPLICAS,
 ];

@@ -122,10 +122,28 @@ export class IndexShare {
 
   start(): void {
     if (this.unobserve !== undefined) return;
-    this.unobserve = this.opts.index.observe((d) => this.outbox.add(d));
+    this.observeLocal();
     this.flushTimer = setInterval(() => void this.flush(), this.opts.settings.flushIntervalMs);
     this.flushTimer.unref();
     this.consumerLoop = this.consume();
+  }
+
+  /** Starts collecting the index's local changes into the outbox (start() does it; a transport with its own clock calls it alone). */
+  observeLocal(): void {
+    this.unobserve ??= this.opts.index.observe((d) => this.outbox.add(d));
+  }
+
+  /**
+   * One flush without NATS, for a transport that keeps its own time and order (the fleet
+   * simulator's): hands every queued batch to `send`, oldest first, as `flush` publishes them.
+   */
+  flushTo(send: (bytes: Uint8Array) => void): void {
+    for (let b = this.outbox.peek(); b !== undefined; b = this.outbox.peek()) {
+      send(b.bytes);
+      this.outbox.shift();
+      this.batchesPublished++;
+      this.changesPublished += b.changes;
+    }
   }
 
   async stop(): Promise<void> {
@@ -302,13 +320,14 @@ export class IndexShare {
     const messages = await consumer.consume({ max_messages: 128 });
     this.messages = messages;
     for await (const m of messages) {
-      this.applyBatch(m.data);
+      this.receive(m.data);
       this.appliedSeq = m.seq;
       this.checkCaughtUp();
     }
   }
 
-  private applyBatch(data: Uint8Array): void {
+  /** Applies one batch read from the stream (in stream order; own batches too: see the header). */
+  receive(data: Uint8Array): void {
     const b = decodeIndexBatch(data);
     if (b === undefined) {
       this.dropped.malformed++;

@@ -66,18 +66,37 @@ export class LoadShare {
     this.sub?.unsubscribe();
     this.sub = nc.subscribe(this.opts.subject, {
       callback: (err, msg) => {
-        if (err !== null) return;
-        const r = decodeLoadReport(msg.data);
-        if (r === undefined) {
-          this.dropped++;
-          return;
-        }
-        if (r.replicaId === this.opts.replicaId) return;
-        this.received++;
-        this.opts.peers.ingest(r, this.opts.clock.nowMs());
+        if (err === null) this.receive(msg.data);
       },
     });
     this.publish();
+  }
+
+  /** Takes one received load report (from any transport): decoded, own echoes skipped, into the peer table. */
+  receive(data: Uint8Array): void {
+    const r = decodeLoadReport(data);
+    if (r === undefined) {
+      this.dropped++;
+      return;
+    }
+    if (r.replicaId === this.opts.replicaId) return;
+    this.received++;
+    this.opts.peers.ingest(r, this.opts.clock.nowMs());
+  }
+
+  /**
+   * One load interval's work without a timer or NATS (for a transport that keeps its own
+   * time, e.g. the fleet simulator's): drops silent peers, then returns the report to publish.
+   */
+  tickReport(): Uint8Array {
+    this.opts.peers.refresh(this.opts.clock.nowMs());
+    this.published++;
+    return this.report();
+  }
+
+  /** This replica's own contribution, encoded as it goes on the wire. */
+  report(): Uint8Array {
+    return encodeLoadReport({ replicaId: this.opts.replicaId, endpoints: this.ownShare() });
   }
 
   down(): void {
@@ -117,7 +136,7 @@ export class LoadShare {
     const nc = this.nc;
     if (nc === undefined || nc.isClosed()) return;
     try {
-      nc.publish(this.opts.subject, encodeLoadReport({ replicaId: this.opts.replicaId, endpoints: this.ownShare() }));
+      nc.publish(this.opts.subject, this.report());
       this.published++;
     } catch (err) {
       this.opts.logger.debug('replication: load report not published', { error: String(err) });

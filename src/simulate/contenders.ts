@@ -61,6 +61,8 @@ export const ROUTER_VARIANTS: Readonly<Record<string, RouterDocument>> = {
   'trust-stale': { engineMetrics: { staleAfterMs: 3_600_000 } },
   /** No scrapes: router-side accounting only. */
   'no-metrics': { engineMetrics: { enabled: false } },
+  /** Replicas share load and prefix-index state (replication.enabled; the hop is SimOptions.replicationDelayMs). */
+  replicated: { replication: { enabled: true } },
 };
 
 /** Every name `contender()` knows. */

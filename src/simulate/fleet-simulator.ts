@@ -3,7 +3,8 @@
  * completion on virtual time, deterministically from the seed.
  *
  * Per request: it arrives (at its time, or its dependency's end plus think time), goes to
- * router replica k (the proxy spreads requests over replicas in turn), the policy places it,
+ * router replica k (the proxy spreads requests over replicas in turn, or by session key),
+ * the policy places it,
  * it is submitted to the first live engine of the placement (a dead one is skipped, as a
  * proxy retrying on connect failure does), the engine's step loop computes its prefill and
  * decode, and the end is reported back to the policy. Engines join and leave at their
@@ -21,6 +22,7 @@
  * fails (engine dead or gone) leaves the request to be served aggregated on the decode
  * engine, as the sidecar does. TTFT runs from arrival to the decode engine's first token.
  */
+import { hashString32 } from '../prefix-cache/xxhash.js';
 import { BatchingEngine, type SequenceListener, type SequenceResult } from './engine/batching-engine.js';
 import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
 import { PreparedRequest } from './prepared-request.js';
@@ -54,8 +56,9 @@ export function simulate(
     alive: (spec.joinAtMs ?? 0) <= 0,
     ...(spec.role !== undefined ? { role: spec.role } : {}),
   }));
-  const ctx: PolicyContext = { time, engines, seed: options.seed };
+  const ctx: PolicyContext = { time, engines, seed: options.seed, replicationDelayMs: options.replicationDelayMs ?? 0 };
   const replicas = Math.max(1, Math.floor(options.replicas ?? 1));
+  const bySession = options.replicaSpread === 'session';
   const policy: Policy = contender.create(ctx, replicas);
   const model = options.model ?? 'sim-model';
   const discoveryMs = options.discoveryDelayMs ?? 1000;
@@ -108,7 +111,8 @@ export function simulate(
     const prepared = new PreparedRequest(r, r.model ?? model, EXTRACT);
     let placement: Placement;
     try {
-      placement = policy.route(prepared, r.id, nextReplica++ % replicas);
+      const replica = bySession && r.session !== undefined ? hashString32(r.session, 0x5e55) % replicas : nextReplica++ % replicas;
+      placement = policy.route(prepared, r.id, replica);
     } catch {
       finished(r, r.warmup ? undefined : failedRecord(r, -1, prepared.tokens.length));
       return;
@@ -218,6 +222,7 @@ function okRecord(r: SimRequest, engine: number, arrivedMs: number, res: Sequenc
   // The engine's times run from its submit: the router's arrival (no hop on virtual time), or the prefill leg's end.
   const offset = res.arrivalMs - arrivedMs;
   return {
+    ...(r.dependsOn !== undefined ? { followUp: true as const } : {}),
     id: r.id,
     engine,
     ok: true,
@@ -231,5 +236,14 @@ function okRecord(r: SimRequest, engine: number, arrivedMs: number, res: Sequenc
 }
 
 function failedRecord(r: SimRequest, engine: number, promptTokens: number): RequestRecord {
-  return { id: r.id, engine, ok: false, ttftMs: Number.NaN, e2eMs: Number.NaN, promptTokens, cachedTokens: 0 };
+  return {
+    ...(r.dependsOn !== undefined ? { followUp: true as const } : {}),
+    id: r.id,
+    engine,
+    ok: false,
+    ttftMs: Number.NaN,
+    e2eMs: Number.NaN,
+    promptTokens,
+    cachedTokens: 0,
+  };
 }

@@ -27,6 +27,8 @@ export interface PolicyContext {
   /** Every engine of the run by index, including those not yet joined (alive false). */
   readonly engines: readonly SimEngine[];
   readonly seed: number;
+  /** The replication hop between router replicas, ms (SimOptions.replicationDelayMs). */
+  readonly replicationDelayMs?: number;
 }
 
 /** Where a request goes and how the policy hears how it ended. */

@@ -10,7 +10,9 @@
  *    host, the time from the request going upstream to the first response body byte, i.e. the
  *    first token — the `cacheroute.first_body_us` tag of envoy/*.yaml — and no usage),
  *    `completionDelayMs` after the response ended;
- *  - membership: registry add/remove when an engine joins or leaves, after the discovery delay.
+ *  - membership: registry add/remove when an engine joins or leaves, after the discovery delay;
+ *  - other replicas (with `replication.enabled`): the replication layer's messages over a
+ *    delayed in-sim hop (replica-link.ts).
  * Nothing here decides anything: the choice is the Scheduler's.
  */
 import { parseConfig } from '../config/parse-config.js';
@@ -20,6 +22,7 @@ import type { Scheduler } from '../scheduling/scheduler.js';
 import { seededRng, type Rng } from '../util/rng.js';
 import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
 import type { PreparedRequest } from './prepared-request.js';
+import { ReplicaLink } from './replica-link.js';
 import type { ScrapeModel } from './types.js';
 
 /** A router document (YAML parsed to an object), without `endpoints`: the simulator adds the fleet. */
@@ -78,9 +81,18 @@ class RouterPolicy implements Policy {
     this.firstBytes = opts.responsePath === 'ext-proc';
     this.rng = seededRng(ctx.seed ^ 0x5c4a9e);
     for (const e of ctx.engines) this.byId.set(e.id, e.index);
+    let link: ReplicaLink | undefined;
     for (let r = 0; r < replicas; r++) {
       const config = parseConfig(routerDocument(opts.document, ctx.engines, ctx.seed + r));
-      const scheduler = createScheduler(config, { clock: ctx.time, rng: seededRng(ctx.seed * 31 + r) });
+      // `replication.enabled`: the replicas share load and index state over the in-sim hop, as over NATS.
+      if (config.replication.enabled) link ??= new ReplicaLink(ctx.time, config.replication, ctx.replicationDelayMs ?? 0);
+      const end = link?.newEnd();
+      const scheduler = createScheduler(config, {
+        clock: ctx.time,
+        rng: seededRng(ctx.seed * 31 + r),
+        ...(end !== undefined ? { fleetLoadSources: [end.peers] } : {}),
+      });
+      if (end !== undefined) link!.join(end, scheduler);
       this.schedulers.push(scheduler);
       const em = config.engineMetrics;
       if (em.enabled) this.startScrapes(scheduler, opts.scrape, em.pollIntervalMs);

@@ -12,6 +12,10 @@ export interface SimSummary {
   readonly failed: number;
   /** Prompt tokens served from the engines' prefix caches / prompt tokens (measured, ok requests). */
   readonly hitRate: number;
+  /** The same over follow-up turns only (requests sent after an earlier one finished; NaN without any). */
+  readonly followUpHitRate: number;
+  /** Measured follow-up turns. */
+  readonly followUps: number;
   readonly ttftP50Ms: number;
   readonly ttftP90Ms: number;
   readonly ttftP99Ms: number;
@@ -50,11 +54,19 @@ export function summarize(records: readonly RequestRecord[], facts: RunFacts): S
   const e2e: number[] = [];
   let prompt = 0;
   let cached = 0;
+  let followUps = 0;
+  let fuPrompt = 0;
+  let fuCached = 0;
   let sum = 0;
   const perEngine = new Map<number, number>();
   for (const r of records) {
     if (r.engine >= 0) perEngine.set(r.engine, (perEngine.get(r.engine) ?? 0) + 1);
+    if (r.followUp === true) followUps++;
     if (!r.ok) continue;
+    if (r.followUp === true) {
+      fuPrompt += r.promptTokens;
+      fuCached += r.cachedTokens;
+    }
     ttft.push(r.ttftMs);
     e2e.push(r.e2eMs);
     sum += r.ttftMs;
@@ -72,6 +84,8 @@ export function summarize(records: readonly RequestRecord[], facts: RunFacts): S
     ok: ttft.length,
     failed: records.length - ttft.length + Math.max(0, facts.requests - records.length),
     hitRate: prompt === 0 ? 0 : cached / prompt,
+    followUpHitRate: fuPrompt === 0 ? Number.NaN : fuCached / fuPrompt,
+    followUps,
     ttftP50Ms: quantile(ttft, 0.5),
     ttftP90Ms: quantile(ttft, 0.9),
     ttftP99Ms: quantile(ttft, 0.99),

@@ -64,8 +64,19 @@ export interface SimOptions {
   readonly completionDelayMs?: number;
   /** Delay between an engine joining or leaving and the routers' registries changing (discovery, default 1,000 ms). */
   readonly discoveryDelayMs?: number;
-  /** Router replicas behind the proxy; requests go to them in turn (default 1). */
+  /** Router replicas behind the proxy (default 1). */
   readonly replicas?: number;
+  /**
+   * How the proxy spreads requests over the replicas: `round-robin` (default: in turn, as a
+   * Kubernetes Service or Envoy's round-robin cluster does) or `session` (a request with a
+   * session key always goes to the same replica, by a hash of the key; others in turn).
+   */
+  readonly replicaSpread?: 'round-robin' | 'session';
+  /**
+   * One replication hop between replicas, ms (publish to delivery; load reports and index
+   * batches alike): only for routers whose config enables `replication` (default 0).
+   */
+  readonly replicationDelayMs?: number;
   /** Model name in request bodies (default `sim-model`). */
   readonly model?: string;
   /** Hard cap on virtual time, ms (default 1 h past the last arrival). */
@@ -99,4 +110,6 @@ export interface RequestRecord {
   /** Of `cachedTokens`, tokens whose KV came from the prefill engine, and the transfer time. */
   readonly transferredTokens?: number;
   readonly transferMs?: number;
+  /** A later turn of a session (sent after an earlier request of the workload finished). */
+  readonly followUp?: true;
 }
