@@ -12,8 +12,8 @@
  *     (TTFT p50 and p99) is the measured default.
  *  2. fleets (8, 16, 32, 64 engines × mixes): aggregated cacheroute (every engine `both`,
  *     strategy cache-aware) against the P/D fleet (a quarter prefill engines, the rest decode)
- *     under always-split, never-split, the decider with the shipped defaults and with the
- *     measured ones.
+ *     under always-split, never-split, the decider with its first (literature) defaults and
+ *     with the measured ones (now the shipped defaults).
  * Mixes: `short` (100–1,000-token prompts), `long` (2,000–8,000), `mixed` (75 % short chat
  * turns, 25 % long documents, half of those behind one of 20 shared 1,500-token prefixes).
  * Bounded: a fixed number of seeded-Poisson arrivals per run (30 per engine, 20 with --quick).
@@ -128,6 +128,8 @@ function facts(
 }
 
 const ALWAYS = 'P/D always-split';
+/** The decider's first defaults, from the literature (llm-d's examples, vllm-router PR #130's 256), before this study. */
+const LITERATURE: PdHandlerParams = { split: 'auto', minUncachedTokens: 256, minPromptTokens: 512, maxPrefillPendingTokens: 32_768 };
 const NEVER = 'P/D never-split';
 
 function handlerLabel(h: PdHandlerParams): string {
@@ -232,7 +234,7 @@ function main(): void {
     { c: routerContender('aggregated cache-aware', { document: { strategy: 'cache-aware' } }), pd: false },
     { c: pdContender(ALWAYS, { split: 'always' }), pd: true },
     { c: pdContender(NEVER, { split: 'never' }), pd: true },
-    { c: pdContender('P/D decider (shipped defaults)', { split: 'auto' }), pd: true },
+    { c: pdContender('P/D decider (literature: N=256 M=512 sat=32768)', LITERATURE), pd: true },
     { c: pdContender('P/D decider (measured)', chosen), pd: true },
   ];
   for (const engines of sizes) {

@@ -108,9 +108,10 @@ export const disaggProfileHandler = definePlugin({
     split: oneOf(SPLIT_MODES)
       .default('auto')
       .describe('auto: the decider rule; always: split whenever another prefill engine exists; never: serve aggregated.'),
-    minUncachedTokens: TOKENS.default(256).describe('Split only when at least this many prompt tokens are uncached on the decode engine.'),
+    // Defaults measured on the fleet simulator (bench/results/fleet-pd: the best worst-case ratio to always- and never-split).
+    minUncachedTokens: TOKENS.default(1024).describe('Split only when at least this many prompt tokens are uncached on the decode engine.'),
     minPromptTokens: TOKENS.default(512).describe('Split only prompts of at least this many tokens.'),
-    maxPrefillPendingTokens: TOKENS.default(32_768).describe(
+    maxPrefillPendingTokens: TOKENS.default(2048).describe(
       'The prefill pick is saturated (serve aggregated) when its in-flight prefill work reaches this many tokens.',
     ),
   }),

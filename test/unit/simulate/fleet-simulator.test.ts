@@ -120,7 +120,7 @@ describe('fleet simulator: prefill/decode fleets', () => {
     const r = simulate(
       reqs(20, () => 2000),
       pdFleet(1, 2),
-      pdContender('auto', {}),
+      pdContender('auto', { maxPrefillPendingTokens: 100_000 }),
       { seed: 1 },
     );
     expect(r.summary.ok).to.equal(20);
@@ -130,6 +130,18 @@ describe('fleet simulator: prefill/decode fleets', () => {
       expect(x.transferredTokens).to.be.greaterThan(1900);
       expect(x.transferMs).to.be.greaterThan(0);
     }
+  });
+
+  it('the default saturation bound keeps a busy prefill engine from taking every long prompt', () => {
+    const r = simulate(
+      reqs(20, () => 2000),
+      pdFleet(1, 2),
+      pdContender('auto', {}),
+      { seed: 1 },
+    );
+    const split = r.records.filter((x) => x.prefillEngine !== undefined).length;
+    expect(split).to.be.greaterThan(0);
+    expect(split).to.be.lessThan(20);
   });
 
   it('serves short prompts on the decode engines alone, and never splits with split: never', () => {
@@ -171,7 +183,7 @@ describe('fleet simulator: prefill/decode fleets', () => {
     const r = simulate(
       reqs(20, () => 2000),
       specs,
-      pdContender('auto', {}),
+      pdContender('auto', { maxPrefillPendingTokens: 100_000 }),
       { seed: 1, discoveryDelayMs: 10_000 },
     );
     const late = r.records.filter((x) => Number(x.id.slice(1)) * 200 > 1200);
