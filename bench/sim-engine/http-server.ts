@@ -39,7 +39,7 @@ import { chatPrompt, completionPrompt, isRecord, promptTokenIds } from '../../sr
 import { PROMETHEUS_CONTENT_TYPE, renderVllmMetrics } from './prometheus-text.js';
 import { timerStepScheduler, type StepScheduler } from '../../src/simulate/engine/step-scheduler.js';
 import { KvEventPublisher } from './kv-event-publisher.js';
-import { modelPromptTokenIds } from './model-prompt-tokens.js';
+import { modelPromptTokenIds } from '../../src/simulate/engine/model-prompt-tokens.js';
 import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
 import { outputLength, tokenText } from './text-generator.js';
 import { blockHashes } from '../../src/simulate/engine/block-hash.js';

@@ -1,20 +1,14 @@
 /**
- * The simulator's KV-event publisher: the same ZMQ PUB wire format as vLLM 0.32 (three
- * frames: topic, 8-byte big-endian sequence from 0, msgpack `[ts, [events], dp_rank]`;
- * events are maps tagged by `type`), so the router's subscriber reads either engine.
- *
- * Like vLLM, events of one engine step go out as one message: the publisher collects what
- * the block pool reports (blocks newly cached → one `BlockStored` per run of blocks with the
- * run's parent hash and token ids; each evicted block → one `BlockRemoved`; a cache reset →
- * `AllBlocksCleared`) and flushes it on the next turn of the event loop. Block hashes are
- * the simulator's own chained hashes (53-bit), published as integers as vLLM does.
+ * The simulator's KV-event publisher: the engine model's KV-event batcher
+ * (src/simulate/engine/kv-event-batcher.ts: vLLM 0.32's messages, one per engine step) sent
+ * on a ZMQ PUB socket, so the router's subscriber reads either engine.
  *
  * `pause()`/`resume()` stop and restart sending while sequence numbers keep counting (what a
  * subscriber sees as lost messages), for gap tests.
  */
 import { Publisher } from 'zeromq';
-import { encodeKvEventMessage, type WireEvent } from '../../src/kv-events/kv-event-wire.js';
-import type { BlockAllocation, KvBlockCache, KvCacheListener } from '../../src/simulate/engine/kv-block-cache.js';
+import { KvEventBatcher } from '../../src/simulate/engine/kv-event-batcher.js';
+import type { KvBlockCache } from '../../src/simulate/engine/kv-block-cache.js';
 
 export interface KvEventPublisherOptions {
   /** e.g. `tcp://127.0.0.1:5557` (bound). */
@@ -25,21 +19,39 @@ export interface KvEventPublisherOptions {
   readonly nowSeconds?: () => number;
 }
 
-export class KvEventPublisher implements KvCacheListener {
+export class KvEventPublisher {
   private readonly socket = new Publisher({ sendHighWaterMark: 100_000, linger: 0 });
-  private pending: WireEvent[] = [];
-  private seq = 0n;
-  private flushScheduled = false;
-  private paused = false;
+  private readonly batcher: KvEventBatcher;
   private closed = false;
   private sending: Promise<void> = Promise.resolve();
-  private readonly topic: string;
-  /** Messages sent and dropped while paused. */
+  /** Messages sent, and dropped (while paused, or refused by the socket). */
   sent = 0;
-  dropped = 0;
+  private sendFailures = 0;
 
   constructor(private readonly opts: KvEventPublisherOptions) {
-    this.topic = opts.topic ?? 'kv-events';
+    this.batcher = new KvEventBatcher({
+      blockSize: opts.blockSize,
+      ...(opts.topic !== undefined ? { topic: opts.topic } : {}),
+      defer: (fn) => setImmediate(fn),
+      nowSeconds: opts.nowSeconds ?? (() => Date.now() / 1000),
+      send: (frames) => {
+        // zeromq allows one send at a time per socket: chain them (order preserved).
+        this.sending = this.sending
+          .then(() => this.socket.send(frames))
+          .then(
+            () => {
+              this.sent++;
+            },
+            () => {
+              this.sendFailures++;
+            },
+          );
+      },
+    });
+  }
+
+  get dropped(): number {
+    return this.batcher.dropped + this.sendFailures;
   }
 
   /** Binds; a `:0` port picks a free one. Resolves with the bound endpoint. */
@@ -55,81 +67,27 @@ export class KvEventPublisher implements KvCacheListener {
 
   /** Observe `cache` from now on. */
   attach(cache: KvBlockCache): void {
-    cache.listener = this;
-  }
-
-  stored(alloc: BlockAllocation, from: number, to: number): void {
-    const tokens = alloc.tokens;
-    if (tokens === undefined || to <= from) return;
-    const bs = this.opts.blockSize;
-    this.push({
-      type: 'BlockStored',
-      blockHashes: alloc.blocks.slice(from, to).map((b) => BigInt(b.hash)),
-      parentBlockHash: from === 0 ? null : BigInt(alloc.blocks[from - 1]!.hash),
-      tokenIds: tokens.slice(from * bs, to * bs),
-      blockSize: bs,
-    });
-  }
-
-  removed(hash: number): void {
-    this.push({ type: 'BlockRemoved', blockHashes: [BigInt(hash)] });
-  }
-
-  cleared(): void {
-    this.push({ type: 'AllBlocksCleared' });
+    this.batcher.attach(cache);
   }
 
   pause(): void {
-    this.paused = true;
+    this.batcher.pause();
   }
 
   resume(): void {
-    this.paused = false;
+    this.batcher.resume();
   }
 
   /** Next sequence number to be used. */
   get nextSeq(): bigint {
-    return this.seq;
+    return this.batcher.nextSeq;
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
+    this.batcher.close();
     await this.sending.catch(() => {});
     this.socket.close();
-  }
-
-  private push(e: WireEvent): void {
-    if (this.closed) return;
-    this.pending.push(e);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
-  }
-
-  private flush(): void {
-    this.flushScheduled = false;
-    if (this.closed || this.pending.length === 0) return;
-    const events = this.pending;
-    this.pending = [];
-    const seq = this.seq;
-    this.seq += 1n;
-    if (this.paused) {
-      this.dropped++;
-      return;
-    }
-    const ts = this.opts.nowSeconds?.() ?? Date.now() / 1000;
-    const frames = encodeKvEventMessage(this.topic, seq, ts, events);
-    // zeromq allows one send at a time per socket: chain them (order preserved).
-    this.sending = this.sending
-      .then(() => this.socket.send(frames))
-      .then(
-        () => {
-          this.sent++;
-        },
-        () => {
-          this.dropped++;
-        },
-      );
   }
 }

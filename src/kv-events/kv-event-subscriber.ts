@@ -8,32 +8,24 @@
  *   handling. A queue that reaches `maxQueue` messages is dropped whole and the engine is
  *   resynced (its precise entries dropped): memory stays bounded and nothing stale survives.
  *   ZMQ's own receive high-water mark bounds what waits inside the socket.
- * - Sequence numbers (sequence-tracker.ts) and socket disconnects decide resyncs: a gap or a
- *   disconnect resyncs; a stream that starts at 0 is a fresh engine (empty cache), trusted.
- * - A malformed message is counted and resyncs the engine (its later events might depend on
- *   the one we could not read); it never throws into the event loop.
- * - Lag = router wall clock − the batch's engine timestamp (same machine or NTP-synced),
- *   reported as the last and the maximum value per engine.
+ * - What a message does (decode, sequence check, apply, lag) is kv-event-stream.ts, shared
+ *   with the fleet simulator's in-process feed; here, socket disconnects and a dropped queue
+ *   resync the engine too. A malformed message never throws into the event loop.
  *
  * Lifecycle: `setSources` opens and closes streams to match the list; `stop()` closes all.
  */
 import { Subscriber } from 'zeromq';
 import type { Clock } from '../util/clock.js';
-import type { HistogramCell, HotPathHistogram } from '../util/hot-path-histogram.js';
+import type { HotPathHistogram } from '../util/hot-path-histogram.js';
 import type { EventFedIndex } from '../precise-index/event-fed-index.js';
-import { decodeKvEventMessage, KvWireError, type KvEventBatch } from './kv-event-wire.js';
-import { SequenceTracker } from './sequence-tracker.js';
+import type { KvEventBatch } from './kv-event-wire.js';
+import { KvEventStream, type KvStreamTarget } from './kv-event-stream.js';
 
-export interface KvEventSource {
-  /** Dense endpoint index (Endpoint.index). */
-  readonly endpointIndex: number;
-  readonly endpointId: string;
+export interface KvEventSource extends KvStreamTarget {
   /** `tcp://host:port` of the engine's publisher. */
   readonly url: string;
   /** ZMQ topic prefix to subscribe to ('' = all). */
   readonly topic: string;
-  /** Model the engine serves (seeds the router's block keys). */
-  readonly model: string;
 }
 
 export interface KvEventSubscriberOptions {
@@ -73,28 +65,18 @@ export interface KvStreamStats {
 const DEFAULT_MAX_QUEUE = 10_000;
 const DEFAULT_BATCH_MAX = 256;
 
-class EngineStream {
-  readonly tracker = new SequenceTracker();
+class EngineSocket {
   readonly queue: Uint8Array[][] = [];
   connected = false;
-  messages = 0;
-  stored = 0;
-  removed = 0;
-  cleared = 0;
-  gaps = 0;
   disconnects = 0;
   overflows = 0;
   droppedMessages = 0;
-  decodeErrors = 0;
-  lagCell: HistogramCell | undefined;
-  lastSeq: bigint | undefined;
-  lagLast: number | undefined;
-  lagMax = 0;
   closed = false;
   readonly socket: Subscriber;
 
   constructor(
     readonly source: KvEventSource,
+    readonly stream: KvEventStream,
     reconnectMs: number,
   ) {
     this.socket = new Subscriber({ receiveHighWaterMark: 100_000, reconnectInterval: reconnectMs, linger: 0 });
@@ -102,11 +84,10 @@ class EngineStream {
 }
 
 export class KvEventSubscriber {
-  private readonly streams = new Map<number, EngineStream>();
+  private readonly streams = new Map<number, EngineSocket>();
   private readonly maxQueue: number;
   private readonly batchMax: number;
   private readonly reconnectMs: number;
-  private readonly wallMs: () => number;
   private drainScheduled = false;
   private stopped = false;
 
@@ -117,7 +98,6 @@ export class KvEventSubscriber {
     this.maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     this.batchMax = opts.batchMax ?? DEFAULT_BATCH_MAX;
     this.reconnectMs = opts.reconnectMs ?? 500;
-    this.wallMs = opts.wallMs ?? Date.now;
   }
 
   /** Opens streams for new sources, closes those no longer listed (or whose URL changed). */
@@ -136,22 +116,25 @@ export class KvEventSubscriber {
   }
 
   stats(): KvStreamStats[] {
-    return [...this.streams.values()].map((st) => ({
-      endpointId: st.source.endpointId,
-      url: st.source.url,
-      connected: st.connected,
-      messages: st.messages,
-      events: { stored: st.stored, removed: st.removed, cleared: st.cleared },
-      gaps: st.gaps,
-      disconnects: st.disconnects,
-      overflows: st.overflows,
-      droppedMessages: st.droppedMessages,
-      decodeErrors: st.decodeErrors,
-      queued: st.queue.length,
-      ...(st.lastSeq !== undefined ? { lastSeq: st.lastSeq.toString() } : {}),
-      ...(st.lagLast !== undefined ? { lagMsLast: st.lagLast } : {}),
-      lagMsMax: st.lagMax,
-    }));
+    return [...this.streams.values()].map((st) => {
+      const s = st.stream;
+      return {
+        endpointId: st.source.endpointId,
+        url: st.source.url,
+        connected: st.connected,
+        messages: s.messages,
+        events: { stored: s.stored, removed: s.removed, cleared: s.cleared },
+        gaps: s.gaps,
+        disconnects: st.disconnects,
+        overflows: st.overflows,
+        droppedMessages: st.droppedMessages,
+        decodeErrors: s.decodeErrors,
+        queued: st.queue.length,
+        ...(s.lastSeq !== undefined ? { lastSeq: s.lastSeq.toString() } : {}),
+        ...(s.lagLast !== undefined ? { lagMsLast: s.lagLast } : {}),
+        lagMsMax: s.lagMax,
+      };
+    });
   }
 
   stop(): void {
@@ -161,8 +144,14 @@ export class KvEventSubscriber {
   }
 
   private open(source: KvEventSource): void {
-    const st = new EngineStream(source, this.reconnectMs);
-    st.lagCell = this.opts.lagSeconds?.cell(source.endpointId);
+    const o = this.opts;
+    const stream = new KvEventStream(this.target, source, {
+      clock: o.clock,
+      ...(o.wallMs !== undefined ? { wallMs: o.wallMs } : {}),
+      ...(o.lagSeconds !== undefined ? { lagSeconds: o.lagSeconds } : {}),
+      ...(o.onApplied !== undefined ? { onApplied: o.onApplied } : {}),
+    });
+    const st = new EngineSocket(source, stream, this.reconnectMs);
     this.streams.set(source.endpointIndex, st);
     st.socket.events.on('connect', () => {
       st.connected = true;
@@ -174,15 +163,14 @@ export class KvEventSubscriber {
       // Events published while we are away are lost: what we know may go stale.
       st.droppedMessages += st.queue.length;
       st.queue.length = 0;
-      st.tracker.reset();
-      this.target.resync(source.endpointIndex, this.opts.clock.nowMs());
+      st.stream.interrupted();
     });
     st.socket.connect(source.url);
     st.socket.subscribe(source.topic);
     void this.receive(st);
   }
 
-  private async receive(st: EngineStream): Promise<void> {
+  private async receive(st: EngineSocket): Promise<void> {
     try {
       for await (const frames of st.socket) {
         if (st.closed) break;
@@ -190,8 +178,7 @@ export class KvEventSubscriber {
           st.overflows++;
           st.droppedMessages += st.queue.length + 1;
           st.queue.length = 0;
-          st.tracker.reset();
-          this.target.resync(st.source.endpointIndex, this.opts.clock.nowMs());
+          st.stream.interrupted();
           continue; // this message is dropped too: the next one is judged as a first
         }
         st.queue.push(frames);
@@ -199,7 +186,7 @@ export class KvEventSubscriber {
       }
     } catch {
       // Closing the socket ends the iterator with an error; anything else is unexpected.
-      if (!st.closed) st.decodeErrors++;
+      if (!st.closed) st.stream.decodeErrors++;
     }
   }
 
@@ -217,48 +204,14 @@ export class KvEventSubscriber {
       while (budget > 0 && st.queue.length > 0) {
         const frames = st.queue.shift()!;
         budget--;
-        this.applyOne(st, frames);
+        st.stream.receive(frames);
       }
       if (st.queue.length > 0) more = true;
     }
     if (more && !this.stopped) this.scheduleDrain();
   }
 
-  private applyOne(st: EngineStream, frames: Uint8Array[]): void {
-    const e = st.source.endpointIndex;
-    const now = this.opts.clock.nowMs();
-    let batch: KvEventBatch;
-    try {
-      batch = decodeKvEventMessage(frames);
-    } catch (err) {
-      if (!(err instanceof KvWireError)) throw err;
-      st.decodeErrors++;
-      st.tracker.reset();
-      this.target.resync(e, now);
-      return;
-    }
-    st.messages++;
-    st.lastSeq = batch.seq;
-    const verdict = st.tracker.observe(batch.seq);
-    if (verdict === 'fresh') this.target.markFresh(e);
-    else if (verdict === 'gap') {
-      st.gaps++;
-      this.target.resync(e, now);
-    }
-    for (const ev of batch.events) {
-      if (ev.type === 'BlockStored') st.stored++;
-      else if (ev.type === 'BlockRemoved') st.removed++;
-      else st.cleared++;
-    }
-    this.target.apply(e, st.source.model, batch.events, now);
-    const lag = Math.max(0, this.wallMs() - batch.ts * 1000);
-    st.lagLast = lag;
-    if (lag > st.lagMax) st.lagMax = lag;
-    if (st.lagCell !== undefined) this.opts.lagSeconds!.observe(st.lagCell, lag / 1000);
-    this.opts.onApplied?.(e, batch);
-  }
-
-  private close(st: EngineStream): void {
+  private close(st: EngineSocket): void {
     st.closed = true;
     st.queue.length = 0;
     try {

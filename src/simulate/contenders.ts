@@ -16,6 +16,34 @@ export interface ContenderOptions {
   readonly completionDelayMs?: number;
   /** Merged under every cacheroute contender's document (e.g. engineMetrics settings). */
   readonly routerDefaults?: RouterDocument;
+  /**
+   * What the `kv-events` and `kv-hybrid` variants key KV events with: the tokenizer the
+   * engines run with (SimOptions.engineTokenizer, same directory) and their block size.
+   */
+  readonly kvEvents?: { readonly tokenizerDir: string; readonly blockSize: number; readonly model?: string };
+}
+
+/** Variants that read the engines' KV events: the precise-prefix-cache plugin in this index mode. */
+const KV_VARIANTS: Readonly<Record<string, 'precise' | 'hybrid'>> = {
+  /** Affinity from KV events only (approximate where an engine's stream is not in sync). */
+  'kv-events': 'precise',
+  /** KV events plus a speculative entry per routing (a burst co-locates before the events arrive). */
+  'kv-hybrid': 'hybrid',
+};
+
+function kvVariant(mode: 'precise' | 'hybrid', opts: ContenderOptions): RouterDocument {
+  const kv = opts.kvEvents;
+  if (kv === undefined)
+    throw new Error(`the ${mode === 'precise' ? 'kv-events' : 'kv-hybrid'} variant needs ContenderOptions.kvEvents (tokenizer)`);
+  return {
+    cacheAware: {
+      preciseIndex: {
+        mode,
+        models: [{ name: kv.model ?? 'sim-model', tokenizerDir: kv.tokenizerDir, blockSize: kv.blockSize }],
+        kvEvents: { discover: false },
+      },
+    },
+  };
 }
 
 /** llm-d's default weighted profile (Helm chart: queue 2, kv-cache-utilization 2, prefix-cache 3, max-score picker) as a cacheroute plugin graph. */
@@ -83,6 +111,7 @@ export function contender(name: string, opts: ContenderOptions = {}): Contender 
         document: deepMerge(opts.routerDefaults ?? {}, doc),
         ...(opts.scrape !== undefined ? { scrape: opts.scrape } : {}),
         ...(opts.completionDelayMs !== undefined ? { completionDelayMs: opts.completionDelayMs } : {}),
+        ...(opts.kvEvents?.model !== undefined ? { model: opts.kvEvents.model } : {}),
       },
       source,
     );
@@ -92,8 +121,10 @@ export function contender(name: string, opts: ContenderOptions = {}): Contender 
       throw new Error(`unknown cacheroute preset '${s}' (known: ${STRATEGIES.join(', ')})`);
     let doc: RouterDocument = { strategy: s };
     for (const v of variants) {
-      const over = ROUTER_VARIANTS[v];
-      if (over === undefined) throw new Error(`unknown variant '${v}' (known: ${Object.keys(ROUTER_VARIANTS).join(', ')})`);
+      const kvMode = KV_VARIANTS[v];
+      const over = kvMode !== undefined ? kvVariant(kvMode, opts) : ROUTER_VARIANTS[v];
+      if (over === undefined)
+        throw new Error(`unknown variant '${v}' (known: ${[...Object.keys(ROUTER_VARIANTS), ...Object.keys(KV_VARIANTS)].join(', ')})`);
       doc = deepMerge(doc, over);
     }
     return router(name, doc, `cacheroute preset ${s}${variants.map((v) => ` + ${v}`).join('')}`);

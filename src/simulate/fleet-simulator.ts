@@ -21,11 +21,14 @@
  * loads at its transfer cost (kv-transfer.ts) before prefilling the rest. A prefill leg that
  * fails (engine dead or gone) leaves the request to be served aggregated on the decode
  * engine, as the sidecar does. TTFT runs from arrival to the decode engine's first token.
+ * router's decisions are synchronous already (scheduler.ts). Only set-up may be
+ * asynchronous (a precise index loads its tokenizer): `simulateAsync` awaits it first.
  */
 import { hashString32 } from '../prefix-cache/xxhash.js';
 import { BatchingEngine, type SequenceListener, type SequenceResult } from './engine/batching-engine.js';
 import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
 import { PreparedRequest } from './prepared-request.js';
+import { KvEventFeed } from './kv-event-feed.js';
 import { engineAddress } from './router-policy.js';
 import { summarize, type SimSummary } from './summary.js';
 import type { RequestRecord, SimEngineSpec, SimOptions, SimRequest } from './types.js';
@@ -40,14 +43,36 @@ export interface SimRunResult {
 /** Characters per token the router estimates with, and its prefix bound, as parseConfig's defaults. */
 const EXTRACT = { maxPrefixChars: 65_536, charsPerToken: 4 };
 
+/** Runs the workload (synchronously). Refuses a contender with asynchronous set-up: use `simulateAsync`. */
 export function simulate(
   requests: readonly SimRequest[],
   fleet: readonly SimEngineSpec[],
   contender: Contender,
   options: SimOptions,
 ): SimRunResult {
-  const wall0 = performance.now();
-  const cpu0 = process.cpuUsage();
+  const run = setUp(requests, fleet, contender, options);
+  if (run.policy.prepare !== undefined) throw new Error(`contender ${contender.label} sets up asynchronously: use simulateAsync`);
+  return run.run();
+}
+
+/** Runs the workload after the policy's asynchronous set-up (e.g. a precise index's tokenizer). */
+export async function simulateAsync(
+  requests: readonly SimRequest[],
+  fleet: readonly SimEngineSpec[],
+  contender: Contender,
+  options: SimOptions,
+): Promise<SimRunResult> {
+  const run = setUp(requests, fleet, contender, options);
+  await run.policy.prepare?.();
+  return run.run();
+}
+
+function setUp(
+  requests: readonly SimRequest[],
+  fleet: readonly SimEngineSpec[],
+  contender: Contender,
+  options: SimOptions,
+): { readonly policy: Policy; run(): SimRunResult } {
   const time = new VirtualTime();
   const engines: SimEngine[] = fleet.map((spec, index) => ({
     index,
@@ -56,10 +81,26 @@ export function simulate(
     alive: (spec.joinAtMs ?? 0) <= 0,
     ...(spec.role !== undefined ? { role: spec.role } : {}),
   }));
-  const ctx: PolicyContext = { time, engines, seed: options.seed, replicationDelayMs: options.replicationDelayMs ?? 0 };
+  const kvEvents = new KvEventFeed(time, engines, options.kvEvents ?? {}, options.seed);
+  const ctx: PolicyContext = { time, engines, seed: options.seed, replicationDelayMs: options.replicationDelayMs ?? 0, kvEvents };
   const replicas = Math.max(1, Math.floor(options.replicas ?? 1));
-  const bySession = options.replicaSpread === 'session';
   const policy: Policy = contender.create(ctx, replicas);
+  return { policy, run: () => runLoop(requests, fleet, contender, options, time, engines, policy, replicas) };
+}
+
+function runLoop(
+  requests: readonly SimRequest[],
+  fleet: readonly SimEngineSpec[],
+  contender: Contender,
+  options: SimOptions,
+  time: VirtualTime,
+  engines: readonly SimEngine[],
+  policy: Policy,
+  replicas: number,
+): SimRunResult {
+  const wall0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const bySession = options.replicaSpread === 'session';
   const model = options.model ?? 'sim-model';
   const discoveryMs = options.discoveryDelayMs ?? 1000;
 
@@ -108,7 +149,7 @@ export function simulate(
 
   const arrive = (r: SimRequest): void => {
     const arrivedMs = time.nowMs();
-    const prepared = new PreparedRequest(r, r.model ?? model, EXTRACT);
+    const prepared = new PreparedRequest(r, r.model ?? model, EXTRACT, options.engineTokenizer);
     let placement: Placement;
     try {
       const replica = bySession && r.session !== undefined ? hashString32(r.session, 0x5e55) % replicas : nextReplica++ % replicas;

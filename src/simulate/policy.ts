@@ -6,6 +6,7 @@
  */
 import type { EngineRole } from '../core/types.js';
 import type { BatchingEngine } from './engine/batching-engine.js';
+import type { KvEventFeed } from './kv-event-feed.js';
 import type { PreparedRequest } from './prepared-request.js';
 import type { VirtualTime } from './virtual-time.js';
 
@@ -29,6 +30,8 @@ export interface PolicyContext {
   readonly seed: number;
   /** The replication hop between router replicas, ms (SimOptions.replicationDelayMs). */
   readonly replicationDelayMs?: number;
+  /** The engines' KV events (subscribe to an engine to receive its messages). */
+  readonly kvEvents: KvEventFeed;
 }
 
 /** Where a request goes and how the policy hears how it ended. */
@@ -56,6 +59,11 @@ export interface Policy {
   route(request: PreparedRequest, requestId: string, replica: number): Placement;
   /** An engine joined or left (after the discovery delay). */
   membershipChanged?(engine: SimEngine, joined: boolean): void;
+  /**
+   * Asynchronous set-up before the first request (a precise index loads its tokenizer);
+   * `simulate` refuses a policy that has one, `simulateAsync` awaits it.
+   */
+  prepare?(): Promise<void>;
   /** Wall-clock decision times, µs, of every decision so far (for the decision cost). */
   decisionMicros?(): readonly number[];
 }

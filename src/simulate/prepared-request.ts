@@ -2,11 +2,14 @@
  * A workload request in the two forms the simulation needs: the RouteRequest the router's
  * edge would build from the HTTP body (the real extractor, on the JSON bytes a client would
  * send), and the prompt token ids the engine model computes on (the HTTP simulator's
- * template and tokenizer, so the same text gives the same KV blocks in both simulators).
+ * template and tokenizer, or the model tokenizer it runs with `--tokenizer`, so the same text
+ * gives the same KV blocks in both simulators).
  */
 import type { RouteRequest } from '../core/types.js';
 import { extractPrompt, type ExtractOptions } from '../request/extract-prompt.js';
+import type { ModelTokenizer } from '../tokenization/model-tokenizer.js';
 import { blockHashes } from './engine/block-hash.js';
+import { modelPromptTokenIds } from './engine/model-prompt-tokens.js';
 import { renderChat } from './engine/prompt-template.js';
 import { tokenize } from './engine/tokenizer.js';
 import type { SimRequest } from './types.js';
@@ -23,6 +26,8 @@ export class PreparedRequest {
     readonly source: SimRequest,
     model: string,
     extract: ExtractOptions,
+    /** The engines' tokenizer, when they tokenize as a real model does (else the fixed-chunk one). */
+    tokenizer?: ModelTokenizer,
   ) {
     const r = source;
     const body =
@@ -30,7 +35,12 @@ export class PreparedRequest {
         ? { model, messages: r.messages ?? [], max_tokens: r.outputTokens, stream: true, ignore_eos: true }
         : { model, prompt: r.prompt ?? '', max_tokens: r.outputTokens, stream: true, ignore_eos: true };
     const path = r.api === 'chat' ? '/v1/chat/completions' : '/v1/completions';
-    this.extracted = extractPrompt(path, Buffer.from(JSON.stringify(body)), extract);
+    const raw = JSON.stringify(body);
+    this.extracted = extractPrompt(path, Buffer.from(raw), extract);
+    if (tokenizer !== undefined) {
+      this.tokens = modelPromptTokenIds(tokenizer, raw);
+      return;
+    }
     const text = r.api === 'chat' ? renderChat(r.messages ?? []) : (r.prompt ?? '');
     const ids = tokenize(text, ENGINE_CHARS_PER_TOKEN);
     this.tokens = ids.length > 0 ? ids : [0];

@@ -13,11 +13,20 @@
  *  - membership: registry add/remove when an engine joins or leaves, after the discovery delay;
  *  - other replicas (with `replication.enabled`): the replication layer's messages over a
  *    delayed in-sim hop (replica-link.ts).
+ *    host, no usage), `completionDelayMs` after the response ended;
+ *  - membership: registry add/remove when an engine joins or leaves, after the discovery delay;
+ *  - KV events, for a graph with a precise index (precise-prefix-cache in a precise or hybrid
+ *    mode): the plugin starts as in `serve` (loads its tokenizer and hasher: `prepare()`),
+ *    and each engine's messages reach its index through the router's own per-stream
+ *    handling (KvEventStream) from the run's feed, with the feed's lag and loss, in place of
+ *    a ZMQ socket.
  * Nothing here decides anything: the choice is the Scheduler's.
  */
 import { parseConfig } from '../config/parse-config.js';
 import { createScheduler } from '../compose/create-scheduler.js';
 import type { RouteTicket } from '../core/routing-service.js';
+import { KvEventStream } from '../kv-events/kv-event-stream.js';
+import { PRECISE_PREFIX_CACHE_PLUGIN, PrecisePrefixCachePlugin } from '../plugins/multi/precise-prefix-cache-plugin.js';
 import type { Scheduler } from '../scheduling/scheduler.js';
 import { seededRng, type Rng } from '../util/rng.js';
 import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './policy.js';
@@ -38,6 +47,8 @@ export interface RouterPolicyOptions {
    * `access-log`: it hears only the end.
    */
   readonly responsePath?: 'access-log' | 'ext-proc';
+  /** Model name the requests carry (default `sim-model`): the model a precise index keys events with. */
+  readonly model?: string;
 }
 
 /** Loopback address of engine `i` (engines may use 127.0.0.2 and up). */
@@ -69,6 +80,9 @@ class RouterPolicy implements Policy {
   private readonly completionDelayMs: number;
   private readonly rng: Rng;
   private readonly firstBytes: boolean;
+  /** Precise-index plugins per replica (they read KV events). */
+  private readonly precise: PrecisePrefixCachePlugin[][] = [];
+  private readonly model: string;
 
   constructor(
     label: string,
@@ -80,6 +94,7 @@ class RouterPolicy implements Policy {
     this.completionDelayMs = opts.completionDelayMs ?? 5;
     this.firstBytes = opts.responsePath === 'ext-proc';
     this.rng = seededRng(ctx.seed ^ 0x5c4a9e);
+    this.model = opts.model ?? 'sim-model';
     for (const e of ctx.engines) this.byId.set(e.id, e.index);
     let link: ReplicaLink | undefined;
     for (let r = 0; r < replicas; r++) {
@@ -94,9 +109,43 @@ class RouterPolicy implements Policy {
       });
       if (end !== undefined) link!.join(end, scheduler);
       this.schedulers.push(scheduler);
+      this.precise.push(preciseIndexes(scheduler));
       const em = config.engineMetrics;
       if (em.enabled) this.startScrapes(scheduler, opts.scrape, em.pollIntervalMs);
     }
+    this.prepare = this.precise.some((ps) => ps.length > 0) ? () => this.startPrecise() : undefined;
+  }
+
+  /** Present only when some replica reads KV events (simulateAsync awaits it). */
+  readonly prepare: (() => Promise<void>) | undefined;
+
+  /** Starts each precise plugin as `serve` does, then feeds every engine's events to it. */
+  private async startPrecise(): Promise<void> {
+    for (let r = 0; r < this.schedulers.length; r++) {
+      for (const p of this.precise[r]!) {
+        p.start();
+        await p.ready;
+        if (p.loadFailure !== undefined) throw new Error(`precise index ${p.name} did not load: ${p.loadFailure.message}`);
+        for (const e of this.ctx.engines) if (e.alive) this.subscribe(r, p, e);
+      }
+    }
+  }
+
+  private subscribe(replica: number, p: PrecisePrefixCachePlugin, e: SimEngine): void {
+    const scheduler = this.schedulers[replica]!;
+    const index = scheduler.registry.byId(e.id)?.index;
+    const a = p.preciseAffinity;
+    if (index === undefined || a === undefined) return;
+    const time = this.ctx.time;
+    const stream = new KvEventStream(
+      a.events,
+      { endpointIndex: index, endpointId: e.id, model: this.model },
+      { clock: time, wallMs: () => time.nowMs() },
+    );
+    this.ctx.kvEvents.subscribe(e.index, (frames) => {
+      // A removed endpoint's stream is closed (the subscriber forgets it); an engine that joins again publishes anew.
+      if (scheduler.registry.byId(e.id)?.index === index) stream.receive(frames);
+    });
   }
 
   route(request: PreparedRequest, requestId: string, replica: number): Placement {
@@ -133,7 +182,7 @@ class RouterPolicy implements Policy {
   }
 
   membershipChanged(engine: SimEngine, joined: boolean): void {
-    for (const s of this.schedulers) {
+    for (const [r, s] of this.schedulers.entries()) {
       if (joined) {
         s.registry.add({
           id: engine.id,
@@ -143,7 +192,13 @@ class RouterPolicy implements Policy {
           models: [],
           ...(engine.role !== undefined ? { role: engine.role } : {}),
         });
-      } else s.registry.remove(engine.id);
+        for (const p of this.precise[r]!) this.subscribe(r, p, engine);
+      } else {
+        const index = s.registry.byId(engine.id)?.index;
+        s.registry.remove(engine.id);
+        // As the ZMQ subscriber does when a source leaves: its precise entries go.
+        if (index !== undefined) for (const p of this.precise[r]!) p.preciseAffinity?.events.forget(index);
+      }
     }
   }
 
@@ -215,6 +270,17 @@ class StreamedRouterPlacement extends RouterPlacement {
     super.firstToken();
     this.ticket.firstByte?.();
   }
+}
+
+/** The graph's precise-prefix-cache instances that read KV events (a precise or hybrid index). */
+function preciseIndexes(scheduler: Scheduler): PrecisePrefixCachePlugin[] {
+  const out: PrecisePrefixCachePlugin[] = [];
+  for (const st of scheduler.pluginStates()) {
+    if (st.type !== PRECISE_PREFIX_CACHE_PLUGIN) continue;
+    const p = scheduler.plugin(st.name);
+    if (p instanceof PrecisePrefixCachePlugin && p.indexMode !== 'approximate') out.push(p);
+  }
+  return out;
 }
 
 /** A contender running the real router with this document (a preset name, overrides, or a whole plugin graph). */

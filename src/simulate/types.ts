@@ -5,6 +5,7 @@
  * and the per-request records and summary of a run.
  */
 import type { EngineRole } from '../core/types.js';
+import type { ModelTokenizer } from '../tokenization/model-tokenizer.js';
 import type { EngineModelConfig } from './engine/batching-engine.js';
 
 export interface SimChatMessage {
@@ -57,9 +58,27 @@ export interface ScrapeModel {
   readonly delayMs?: number;
 }
 
+/** How the engines' KV events reach each router replica whose plugin graph reads them (the precise index). */
+export interface KvEventModel {
+  /** Engine step → router applying the message, ms (default 0). */
+  readonly lagMs?: number;
+  /** Each message's lag is drawn from lag ± jitter (default 0); messages stay in order. */
+  readonly jitterMs?: number;
+  /** Probability that a message never reaches a subscriber (default 0): the router sees a sequence gap. */
+  readonly loss?: number;
+}
+
 export interface SimOptions {
   readonly seed: number;
   readonly scrape?: ScrapeModel;
+  /** KV-event lag and loss (used only by routers whose graph has a precise index). */
+  readonly kvEvents?: KvEventModel;
+  /**
+   * The engines tokenize with this model's tokenizer, as the HTTP simulator's `--tokenizer`
+   * does (default: its fixed-chunk tokenizer). A precise index needs it: the router keys KV
+   * events by the token ids it computes itself with the same model's tokenizer.
+   */
+  readonly engineTokenizer?: ModelTokenizer;
   /** Delay between a response's end and the router hearing of it (Envoy's access-log flush, default 5 ms). */
   readonly completionDelayMs?: number;
   /** Delay between an engine joining or leaving and the routers' registries changing (discovery, default 1,000 ms). */

@@ -5,8 +5,8 @@
  * tokenized with the tokenizer's special tokens. Without it the simulator keeps its own
  * fixed-chunk tokenizer (tokenizer.ts).
  */
-import type { ChatMessageInput, ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
-import { isRecord, PromptError } from '../../src/simulate/engine/prompt-template.js';
+import type { ChatMessageInput, ModelTokenizer } from '../../tokenization/model-tokenizer.js';
+import { isRecord, PromptError } from './prompt-template.js';
 
 export function modelPromptTokenIds(tokenizer: ModelTokenizer, rawBody: string): number[] {
   const body: unknown = JSON.parse(rawBody);
