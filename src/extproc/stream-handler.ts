@@ -13,8 +13,9 @@
  *
  * Delegated: mapping the request (request-mapping.ts), body joining (body-chunks.ts), getting
  * the ticket through admission control (ticket-request.ts), what was seen of the response
- * (response-record.ts), what its end means for the ticket (completion-mode.ts), and the
- * server-wide context (edge-context.ts: idle sweep, rate-limited logs).
+ * (response-record.ts), what its end means for the ticket (completion-mode.ts), the phases and
+ * their idle limits (stream-phase.ts), and the server-wide context (edge-context.ts: idle sweep,
+ * rate-limited logs).
  *
  * Accounting: the completion hears exactly once how the response ended — when it completes,
  * or when the stream ends in any other way (Envoy's CANCELLED at the end of every request,
@@ -38,22 +39,9 @@ import { ResponseRecord } from './response-record.js';
 import { HeldRequest, requestTicket, routedLogFields } from './ticket-request.js';
 import * as answer from './response-builders.js';
 import type { OpenStream, ProcessStream, StreamEnv, StreamIdleTimeouts } from './stream-env.js';
+import { phaseIdleLimitMs, type StreamPhase } from './stream-phase.js';
 
-export type StreamPhase =
-  /** Waiting for the request headers. */
-  | 'headers'
-  /** Inference request, FULL_DUPLEX_STREAMED: collecting the body, headers answer held. */
-  | 'collecting-body'
-  /** Inference request, BUFFERED: headers answered, waiting for the one body message. */
-  | 'awaiting-buffered-body'
-  /** Inference request held by admission control; the request-side answer is pending. */
-  | 'admitting'
-  /** Request side answered (decision or pass-through); answering whatever follows. */
-  | 'forwarded'
-  /** A local reply was sent; Envoy stops processing, later messages are ignored. */
-  | 'rejected'
-  /** Stream over (half-close, cancel, transport error, or ended by us). */
-  | 'closed';
+export type { StreamPhase } from './stream-phase.js';
 
 export class StreamHandler implements OpenStream {
   private phase: StreamPhase = 'headers';
@@ -97,15 +85,7 @@ export class StreamHandler implements OpenStream {
 
   /** How long this stream may stay silent in its phase; undefined = no limit now. */
   idleLimitMs(idle: StreamIdleTimeouts): number | undefined {
-    switch (this.phase) {
-      case 'closed':
-      case 'admitting': // admission control bounds this wait with its own deadline
-        return undefined;
-      case 'forwarded':
-        return idle.responseMs;
-      default:
-        return idle.requestMs;
-    }
+    return phaseIdleLimitMs(this.phase, idle);
   }
 
   /** The idle timeout fired: release everything and end the stream with DEADLINE_EXCEEDED. */
