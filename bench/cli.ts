@@ -77,7 +77,6 @@ function runTool(name: string, args: readonly string[]): Promise<number> | numbe
   if (tool === undefined) return 2;
   setUp(tool.needs, REPO_ROOT);
   if (name === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars([...args]));
-  if (name === 'response-path') return import('./bars/response-path.js').then((m) => m.runResponsePath([...args]));
   const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'bench', tool.script), ...args], { cwd: REPO_ROOT, stdio: 'inherit' });
   const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
   process.on('SIGINT', forward);

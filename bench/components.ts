@@ -17,7 +17,7 @@ export function presetNeeds(preset: PresetSpec): Component[] {
     if (b.engines.kind === 'vllm' || b.engines.tinyModelTokenizer === true) needs.add('vllm');
     for (const c of b.contenders) {
       if (c.kind === 'cacheroute' && c.replication === 'nats') needs.add('nats');
-      if (c.kind === 'sglang-router' || c.kind === 'vllm-router' || c.kind === 'null-hop') needs.add('peers');
+      if (c.kind === 'sglang-router' || c.kind === 'vllm-router') needs.add('peers');
     }
   }
   return [...needs].sort();

@@ -46,43 +46,6 @@ export const TOOLS: readonly BenchTool[] = [
     needs: [],
   },
   {
-    name: 'response-path',
-    description: "Router CPU per request with responses through the router vs Envoy's access log (--reps, --qps).",
-    estimatedMinutes: 3,
-    script: 'bars/response-path.js',
-    needs: [],
-  },
-  {
-    name: 'fleet-health',
-    description:
-      'Engine health and admission scenarios: SIGKILL of an engine, overload, tenant fairness, abandoned streams (--main <other build> side by side).',
-    estimatedMinutes: 4,
-    script: 'fleet-health/run.js',
-    needs: [],
-  },
-  {
-    name: 'discovery-kube',
-    description: 'Kubernetes discovery: engines join and leave an InferencePool on a real kube-apiserver under load (--rounds).',
-    estimatedMinutes: 3,
-    script: 'discovery/run-kube-membership.js',
-    needs: ['kube'],
-  },
-  {
-    name: 'kv-accuracy',
-    description:
-      'Predicted-hit accuracy of the precise (KV events), approximate and calibrated indexes against the engines’ cached_tokens (--engines sim|vllm).',
-    estimatedMinutes: 2,
-    script: 'kv-events/accuracy-bench.js',
-    needs: [],
-  },
-  {
-    name: 'kv-accuracy-vllm',
-    description: 'kv-accuracy against real vLLM engines it starts and stops (--count, --blocks; accuracy-bench arguments after --).',
-    estimatedMinutes: 4,
-    script: 'kv-events/with-vllm.js',
-    needs: ['vllm'],
-  },
-  {
     name: 'engine-costs',
     description:
       "One real vLLM CPU engine's costs (prefill, hits, decode, scrapes) for fitting the simulator; --sim <profile> measures a simulated one.",

@@ -6,7 +6,6 @@
  * renderer, so the benchmark measures exactly what the demo and e2e tests run.
  */
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startEnvoy } from '../../test/kit/envoy-process.js';
 import { isHttpOk } from '../../test/kit/http-client.js';
 import { freePort, startProcess } from '../../test/kit/managed-process.js';
@@ -16,9 +15,6 @@ import type { ContenderContext, ContenderSpec, PeerSpec, RunningContender } from
 
 export const PYTHON_BIN = join(REPO_ROOT, '.venv', 'bin', 'python');
 export const VLLM_ROUTER_BIN = join(REPO_ROOT, '.venv', 'bin', 'vllm-router');
-
-/** The do-nothing ext_proc processor of the `null-hop` control, built next to this file. */
-export const NULL_PROCESSOR_MAIN = fileURLToPath(new URL('./null-processor.js', import.meta.url));
 
 let configCounter = 0;
 
@@ -103,35 +99,5 @@ export async function startContender(spec: ContenderSpec, ctx: ContenderContext)
     case 'sglang-router':
     case 'vllm-router':
       return startPeer(spec, ctx);
-    case 'null-hop':
-      return startNullHop(spec, ctx);
-  }
-}
-
-/**
- * The peer router first, then Envoy + the do-nothing processor with the peer as the one
- * "engine" (Envoy's override-host cluster lists it; the processor always names it).
- */
-async function startNullHop(spec: Extract<ContenderSpec, { kind: 'null-hop' }>, ctx: ContenderContext): Promise<RunningContender> {
-  const peer = await startPeer({ ...spec.inner, label: `${spec.label}-inner` }, ctx);
-  try {
-    const url = new URL(peer.baseUrl);
-    const port = Number(url.port);
-    const hop = await startRouterReplicas(
-      { kind: 'cacheroute', label: spec.label, strategy: 'cache-aware', routerMain: NULL_PROCESSOR_MAIN },
-      { ...ctx, engines: [{ id: `${spec.inner.kind}:${port}`, url: peer.baseUrl, port, address: `${url.hostname}:${port}` }] },
-      () => ++configCounter,
-    );
-    return {
-      label: spec.label,
-      baseUrl: hop.baseUrl,
-      ...(peer.routerMetricsUrl !== undefined ? { routerMetricsUrl: peer.routerMetricsUrl } : {}),
-      notes: [...peer.notes, ...hop.notes],
-      pids: [...peer.pids, ...hop.pids],
-      stop: () => stopAll([peer, hop]),
-    };
-  } catch (err) {
-    await peer.stop().catch(() => undefined);
-    throw err;
   }
 }

@@ -53,19 +53,7 @@ export type ContenderSpec =
       readonly requestBodyMode?: 'FULL_DUPLEX_STREAMED' | 'BUFFERED';
     }
   | { readonly kind: 'envoy-only'; readonly label: string; readonly lb: 'round-robin' | 'least-request' }
-  | PeerSpec
-  | {
-      /**
-       * A control, not a router: a peer router with the ext_proc hop put in front of it. Envoy
-       * (the shipped override-host config) consults the do-nothing processor
-       * (null-processor.ts) on every request, then forwards to the peer router, which routes
-       * as it always does. Against the bare peer this measures what the ext_proc hop alone
-       * costs in the same workload with the same placement.
-       */
-      readonly kind: 'null-hop';
-      readonly label: string;
-      readonly inner: PeerSpec;
-    };
+  | PeerSpec;
 
 export interface PeerSpec {
   readonly kind: 'sglang-router' | 'vllm-router';
@@ -126,8 +114,6 @@ export function contenderDescription(spec: ContenderSpec): string {
       return `sglang-router 0.3.2, policy ${spec.policy}`;
     case 'vllm-router':
       return `vllm-router 0.1.17, policy ${spec.policy}`;
-    case 'null-hop':
-      return `${contenderDescription(spec.inner)} behind Envoy override-host with a do-nothing ext_proc processor (bench/contenders/null-processor.ts)`;
   }
 }
 
@@ -140,7 +126,5 @@ export function contenderStrategy(spec: ContenderSpec): string {
     case 'sglang-router':
     case 'vllm-router':
       return spec.policy;
-    case 'null-hop':
-      return spec.inner.policy;
   }
 }

@@ -11,7 +11,6 @@ import type { EngineHandle } from '../contenders/types.js';
 import type { EngineFlags, EngineSetup } from '../presets/types.js';
 import { countersFromSamples, type EngineCounters } from '../stats/engine-counters.js';
 import { parsePrometheusText } from '../../test/kit/prometheus-text.js';
-import { pinRoutingTier } from '../../test/kit/cpu-affinity.js';
 
 export interface EngineFleet {
   readonly engines: readonly EngineHandle[];
@@ -52,43 +51,6 @@ export function httpText(url: string, method: 'GET' | 'POST', timeoutMs = 5000, 
 }
 
 export async function startEngineFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
-  if (setup?.routingTierCore === undefined) return startFleet(count, flags, model, setup);
-  checkSplit(setup);
-  // The harness (and whatever it starts from now on) on its core until the fleet stops.
-  const unpin = pinRoutingTier(setup.routingTierCore);
-  try {
-    const fleet = await startFleet(count, flags, model, setup);
-    return {
-      ...fleet,
-      stop: async () => {
-        try {
-          await fleet.stop();
-        } finally {
-          unpin();
-        }
-      },
-    };
-  } catch (err) {
-    unpin();
-    throw err;
-  }
-}
-
-/** A routing-tier core only makes sense beside real engines pinned to another core. */
-export function checkSplit(setup: EngineSetup): void {
-  const tier = setup.routingTierCore;
-  if (tier === undefined) return;
-  if (setup.kind !== 'vllm')
-    throw new Error(
-      'routingTierCore is for real engines (kind vllm): simulated engines are processes of the harness and would share its core',
-    );
-  const engines = setup.vllm?.sharedCore;
-  if (engines === undefined)
-    throw new Error("routingTierCore needs vllm.sharedCore: otherwise the engines inherit the routing tier's core");
-  if (engines === tier) throw new Error(`routingTierCore and vllm.sharedCore are both core ${tier}`);
-}
-
-async function startFleet(count: number, flags: EngineFlags, model: string, setup?: EngineSetup): Promise<EngineFleet> {
   if (setup?.kind === 'vllm') {
     // A shared 2-core machine can take minutes to import vLLM twice at once: wait up to 10 min.
     const real = await startVllmEngines({ count, startTimeoutMs: 600_000, ...(setup.vllm ?? {}), modelName: model });

@@ -4,7 +4,6 @@ import { KV_INDEX_SIM, KV_INDEX_VLLM } from './kv-index.js';
 import { LONG_PRESETS } from './long-sweeps.js';
 import { PEERS } from './peers.js';
 import { REAL_VLLM } from './real-vllm.js';
-import { REAL_VLLM_LOW_LOAD } from './real-vllm-low-load.js';
 import { REAL_VLLM_SIM } from './real-vllm-sim.js';
 import { REAL_VLLM_TTFT } from './real-vllm-ttft.js';
 import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
@@ -26,7 +25,6 @@ export const PRESETS: readonly PresetSpec[] = [
   ...LONG_PRESETS,
   REAL_VLLM,
   REAL_VLLM_SIM,
-  REAL_VLLM_LOW_LOAD,
   REAL_VLLM_TTFT,
   KV_INDEX_VLLM,
   KV_INDEX_SIM,

@@ -19,23 +19,16 @@ export interface EngineSetup {
   /**
    * Real-engine options (kind `vllm`): KV blocks override, KV cache GiB, max model length, and
    * the engines' scheduling niceness (`nice`, 0–19: the routers' wake-ups then preempt them),
-   * one core for every engine process (`sharedCore`; see `routingTierCore`), and the model
-   * worker inside the engine-core process (`inProcessWorker`: no busy-polling worker apart).
+   * and the model worker inside the engine-core process (`inProcessWorker`: no busy-polling
+   * worker apart).
    */
   readonly vllm?: {
     readonly numGpuBlocks?: number;
     readonly kvCacheGiB?: number;
     readonly maxModelLen?: number;
     readonly nice?: number;
-    readonly sharedCore?: number;
     readonly inProcessWorker?: boolean;
   };
-  /**
-   * Pin the harness to this core while the block runs: Envoy, every router, peer router and
-   * processor it starts, and the load generator (test/kit/cpu-affinity.ts). With
-   * `vllm.sharedCore` on another core, the routing tier and the engines no longer share a core.
-   */
-  readonly routingTierCore?: number;
   /** Simulator flags (without `--`), e.g. { 'kv-cache-blocks': 1600, 'time-scale': 2 }. */
   readonly flags: EngineFlags;
   /**

@@ -1,13 +1,12 @@
 /**
  * Interleaved rounds, pooled. At low load on real engines one run of a few dozen requests
  * cannot tell two routers apart: the same build's TTFT p50 moved 116 → 181 ms between two
- * runs (bench/results/real-vllm-low-load/notes.md). A preset that runs each contender
+ * runs (decision 0208). A preset that runs each contender
  * several times in interleaved order (labels `name#1`, `name#2`, …) is read here as one
  * sample per contender:
  *
  * - pooled percentiles over every round's successful requests;
- * - each cacheroute contender (and each `null-hop` control: a peer router behind Envoy and a
- *   do-nothing ext_proc processor) against the best peer router (lowest pooled p50 among
+ * - each cacheroute contender against the best peer router (lowest pooled p50 among
  *   sglang-router and vllm-router) by three estimators: the ratio of pooled p50s with
  *   90% bootstrap intervals (requests resampled within each round; and whole rounds
  *   resampled, which also covers run-to-run spread; seeded), the median of
@@ -32,8 +31,8 @@ import { quantileSorted } from '../../test/kit/percentiles.js';
 import { fmtMs, fmtPct, fmtRatio, mdTable } from './format.js';
 
 const PEER_KINDS = new Set(['sglang-router', 'vllm-router']);
-/** Compared with the best peer: cacheroute, and the ext_proc-hop control. */
-const COMPARED_KINDS = new Set(['cacheroute', 'null-hop']);
+/** Compared with the best peer. */
+const COMPARED_KINDS = new Set(['cacheroute']);
 
 export interface RoundRun {
   readonly block: string;

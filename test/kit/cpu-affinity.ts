@@ -1,11 +1,6 @@
 /**
- * CPU affinity for benchmark blocks that split the machine between the engines and the
- * routing tier. On this 2-core machine every vLLM CPU engine's worker busy-polls its queue
- * for a second after each step, so at low load both cores stay busy and every process a
- * request crosses (Envoy, a router, the load generator) must wait for one. A block whose
- * engines share one core (`vllm.sharedCore`) can put the harness on the other
- * (`routingTierCore`): every process the harness starts afterwards (Envoy, routers, peer
- * routers, processors) inherits it, as the load generator in this process does. Linux only
+ * CPU affinity of a process: the vLLM launcher binds an in-process model worker's engine to
+ * its core (vLLM binds the OMP thread only in a worker process of its own). Linux only
  * (`/proc`, `taskset` from util-linux).
  */
 import { execFileSync } from 'node:child_process';
@@ -39,14 +34,4 @@ export function setAffinity(pid: number, cpuList: string): string {
     );
   }
   return before;
-}
-
-/**
- * Pins this process (every thread) to `core` until the returned function is called, which
- * gives back the CPUs it had.
- */
-export function pinRoutingTier(core: number): () => void {
-  checkCore(core, 'routingTierCore');
-  const before = setAffinity(process.pid, String(core));
-  return () => void setAffinity(process.pid, before);
 }

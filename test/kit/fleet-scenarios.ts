@@ -11,8 +11,9 @@
  *  - abandoned: ext_proc streams opened and left; router accounting over time; log lines
  *    of a flood of bad streams.
  *
- * Used by bench/fleet-health/run.ts (committed results) and by the e2e tests (assertions).
- * `routerMain` runs another checkout's router build (side-by-side with main).
+ * Used by the e2e tests (assertions); the `fleet-health` tool that repeated them side by side
+ * with another build for decision 0300 is in the tree at b6a651d.
+ * `routerMain` runs another checkout's router build.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { chatRequest, systemPrompt } from './chat-requests.js';

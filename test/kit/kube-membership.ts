@@ -12,8 +12,8 @@
  *   4. restart the API server: failed requests during the outage, then time until a pod added
  *      after the restart serves traffic.
  *
- * Used by test/e2e/kube-discovery.test.ts (asserts the bounds) and by
- * bench/discovery/run-kube-membership.ts (repeats it and commits the numbers).
+ * Used by test/e2e/kube-discovery.test.ts (asserts the bounds); the tool that repeated it for
+ * decision 0310 (bench/discovery/run-kube-membership.ts) is in the tree at b6a651d.
  */
 import { chatRequest, servedBy, CHAT_PATH } from './chat-requests.js';
 import { startEnvoy, type EnvoyProcess } from './envoy-process.js';

@@ -25,7 +25,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { checkCore, setAffinity } from './cpu-affinity.js';
+import { setAffinity } from './cpu-affinity.js';
 import { ensureTinyModel } from './tiny-model.js';
 import { REPO_ROOT, TINY_MODEL_NAME, VLLM_BIN, VLLM_PYTHON, VLLM_RUN_ROOT, vllmUnavailableReason } from './vllm-paths.js';
 
@@ -50,15 +50,6 @@ export interface StartVllmEnginesOptions {
    * busy threads, as when engines run on hardware of their own. Default 0.
    */
   readonly nice?: number;
-  /**
-   * Put every engine process on this one core (`taskset -c`, which its engine core and worker
-   * inherit; the OMP threads bind to it too) instead of engine i's OMP threads on core i and
-   * the rest wherever the scheduler puts them. With the routing tier pinned to the other
-   * cores (test/kit/cpu-affinity.ts), the engines' busy-polling workers no longer share a
-   * core with Envoy, the routers and the load generator: the machine then looks like a
-   * deployment whose engines run on hardware of their own. Default: unset.
-   */
-  readonly sharedCore?: number;
   /**
    * Run the model worker inside the engine-core process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`:
    * vLLM's uniprocess executor) instead of in a process of its own behind a shared-memory
@@ -270,9 +261,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
   const modelName = opts.modelName ?? TINY_MODEL_NAME;
   const cores = availableParallelism();
   const hostOf = opts.host ?? ((i: number) => `127.0.0.${2 + i}`);
-  const shared = opts.sharedCore;
-  if (shared !== undefined) checkCore(shared, 'sharedCore');
-  const coreOf = shared !== undefined ? () => shared : (opts.core ?? ((i: number) => i % cores));
+  const coreOf = opts.core ?? ((i: number) => i % cores);
   const timeoutMs = opts.startTimeoutMs ?? 240_000;
   const runId = `${Date.now().toString(36)}-${process.pid}-${randomBytes(2).toString('hex')}`;
   installExitHook();
@@ -329,10 +318,8 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const log = createWriteStream(logFile, { flags: 'a' });
       log.write(`# ${VLLM_BIN} ${args.join(' ')}\n`);
       const python = [VLLM_PYTHON, PDEATHSIG_EXEC, VLLM_BIN, ...args];
-      // `taskset` and `nice` exec what they start: the engine keeps this pid and its children
-      // inherit the core and the niceness.
-      const pinned = shared !== undefined ? ['taskset', '-c', String(shared)] : [];
-      const [command, ...argv] = [...pinned, ...(nice > 0 ? ['nice', '-n', String(nice)] : []), ...python];
+      // `nice` execs what it starts: the engine keeps this pid and its children inherit the niceness.
+      const [command, ...argv] = [...(nice > 0 ? ['nice', '-n', String(nice)] : []), ...python];
       const child = spawn(command as string, argv, {
         cwd: dir,
         env: engineEnv(dir, host, core, kvCacheGiB, tag, opts.inProcessWorker === true),
@@ -362,7 +349,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
     }
     await Promise.all(launched.map((l) => waitHealthy(l, timeoutMs)));
     // vLLM binds the OMP thread only in a worker process of its own: bind the in-process one.
-    if (opts.inProcessWorker === true && shared === undefined) for (const l of launched) pinEngineCore(l);
+    if (opts.inProcessWorker === true) for (const l of launched) pinEngineCore(l);
     if (opts.kvEvents !== false) {
       for (const l of launched) {
         const endpoint = await kvEventsEndpoint(l.info);

@@ -27,7 +27,7 @@ describe('bench/components: what a preset or tool sets up before it runs', () =>
     expect(new Set(TOOLS.map((t) => t.name)).size).to.equal(TOOLS.length);
     for (const t of TOOLS) expect(t.script, t.name).to.match(/^[a-z-]+\/[a-z-]+\.js$/);
     expect(findTool('bars')?.script).to.equal('bars/run-bars.js');
-    expect(findTool('discovery-kube')?.needs).to.deep.equal(['kube']);
+    expect(findTool('engine-costs')?.needs).to.deep.equal(['vllm']);
     expect(findTool('--preset')).to.equal(undefined);
   });
 });

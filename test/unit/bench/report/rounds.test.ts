@@ -1,8 +1,4 @@
 import { expect } from 'chai';
-import { lowLoadRound, REAL_VLLM_LOW_LOAD } from '../../../../bench/presets/real-vllm-low-load.js';
-import { applyOptions } from '../../../../bench/presets/options.js';
-import type { ContenderSpec } from '../../../../bench/contenders/types.js';
-import { expandPreset } from '../../../../bench/presets/expand.js';
 import { aloneRequests, poolRounds, roundsMarkdown, type RoundRun } from '../../../../bench/report/rounds.js';
 import type { RequestRecord } from '../../../../bench/harness/driver.js';
 import { parseRoundLabel } from '../../../../bench/presets/round-label.js';
@@ -69,21 +65,6 @@ describe('bench/report/rounds', () => {
     expect(hi).to.be.at.least(c.p50Ratio!);
     expect(c.tokenHitPoints).to.be.closeTo(0, 1e-9);
     expect(c.p50RatioRoundInterval).to.equal(null); // 2 paired rounds: too few to resample
-  });
-
-  it('compares the null-hop control with the best peer as it does cacheroute, and never takes the control for a peer', () => {
-    const runs = [
-      run('cr', 'cacheroute', 1, [120, 130, 140]),
-      // Faster than the real peer: still not a peer (it is the peer plus a hop).
-      run('hop', 'null-hop', 1, [80, 90, 100]),
-      run('sg', 'sglang-router', 1, [100, 110, 120]),
-    ];
-    const [g] = poolRounds(runs, { bootstrapSamples: 50, seed: 3 });
-    expect(g!.comparisons.map((c) => [c.contender, c.peer])).to.deep.equal([
-      ['cr', 'sg'],
-      ['hop', 'sg'],
-    ]);
-    expect(g!.comparisons[1]!.p50Ratio).to.be.closeTo(90 / 110, 1e-9);
   });
 
   it('resamples whole rounds for the round interval, which covers the spread between rounds', () => {
@@ -156,29 +137,6 @@ describe('bench/report/rounds', () => {
     const md = roundsMarkdown(poolRounds(runs, { bootstrapSamples: 10 }));
     expect(md).to.include('## b / s @ 1.5 req/s');
     expect(md).to.include('| cr ÷ sg | 1.13× |');
-  });
-
-  it('the low-load preset rotates the order so each contender runs once in each position', () => {
-    const rotation = ['a', 'b', 'c'].map((label): ContenderSpec => ({ kind: 'cacheroute', label, strategy: 'cache-aware' }));
-    const positions = [1, 2, 3].map((n) => lowLoadRound(n, rotation).map((c) => parseRoundLabel(c.label).base));
-    for (let p = 0; p < 3; p++) expect(new Set(positions.map((r) => r[p])).size).to.equal(3);
-    const ids = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => e.id);
-    expect(ids[0]).to.equal('shared-prefix/groups8@1.5/envoy-round-robin');
-    expect(ids.filter((id) => id.startsWith('agentic/') && id.includes('cacheroute'))).to.have.length(4);
-    // Round n draws the workload with seed + n − 1 for every contender of the round; the lead-in run keeps the seed.
-    const offsets = expandPreset(REAL_VLLM_LOW_LOAD).map((e) => [parseRoundLabel(e.contender.label).round, e.seedOffset]);
-    for (const [round, offset] of offsets) expect(offset).to.equal((round as number) - 1);
-    // The quiet control: agentic only, Envoy first, then 3 rounds of 4 contenders, the quiet router with no scrapes or health checks.
-    const quiet = expandPreset(applyOptions(REAL_VLLM_LOW_LOAD, ['workloads=agentic', 'controls=quiet', 'rounds=3']));
-    expect(quiet).to.have.length(13);
-    expect(quiet.every((e) => e.block === 'agentic')).to.equal(true);
-    const q = quiet.find((e) => e.contender.label === 'cacheroute-cache-aware-quiet#2')!;
-    expect(q.seedOffset).to.equal(1);
-    const over = (q.contender.kind === 'cacheroute' ? q.contender.routerOverrides : undefined) as
-      | { engineMetrics?: { enabled?: boolean }; health?: { enabled?: boolean } }
-      | undefined;
-    expect(over?.engineMetrics?.enabled).to.equal(false);
-    expect(over?.health?.enabled).to.equal(false);
   });
 });
 
