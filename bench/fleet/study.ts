@@ -15,7 +15,7 @@ import { engineModelProfile } from '../../src/simulate/engine/profiles.js';
 import { simulate } from '../../src/simulate/fleet-simulator.js';
 import type { SimSummary } from '../../src/simulate/summary.js';
 import type { SimEngineSpec, SimOptions } from '../../src/simulate/types.js';
-import { writeJson, writeJsonRuns } from '../report/result-files.js';
+import { writeJsonRuns } from '../report/result-files.js';
 import { collectRunInfo } from '../report/run-info.js';
 import { barChart } from '../report/svg-chart.js';
 import { buildWorkload, type ScenarioSpec } from '../workloads/scenario.js';
@@ -127,7 +127,9 @@ function writeOutputs(
 ): void {
   const { study, outDir, repoRoot } = opts;
   writeJsonRuns(join(outDir, 'results.json'), { study: study.name, seed, partial }, 'rows', rows, repoRoot);
-  writeJson(
+  // The study's cells one per line, after the rest of its spec.
+  const { cells: specCells, ...spec } = study;
+  writeJsonRuns(
     join(outDir, 'run.json'),
     {
       study: study.name,
@@ -137,8 +139,10 @@ function writeOutputs(
       finishedAt: new Date().toISOString(),
       partial,
       info,
-      spec: study,
+      spec,
     },
+    'cells',
+    specCells,
     repoRoot,
   );
   writeFileSync(join(outDir, 'results.md'), resultsMarkdown(study, seed, rows, partial));

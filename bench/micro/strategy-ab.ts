@@ -13,6 +13,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Distribution } from '../../test/kit/percentiles.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
+import { writeJsonRuns } from '../report/result-files.js';
 import { arg } from './cli-arg.js';
 import { gitOutput } from './git-output.js';
 
@@ -76,9 +78,12 @@ function main(): void {
     );
   }
   mkdirSync(out, { recursive: true });
-  writeFileSync(
+  writeJsonRuns(
     join(out, 'strategy-ab.json'),
-    `${JSON.stringify({ kind: 'cacheroute-strategy-ab', strategies, rounds, loadavgAtStart: load, runs }, null, 1)}\n`,
+    { kind: 'cacheroute-strategy-ab', strategies, rounds, loadavgAtStart: load },
+    'runs',
+    runs,
+    REPO_ROOT,
   );
   writeFileSync(join(out, 'strategy-ab.md'), `${lines.join('\n')}\n`);
   process.stderr.write(`wrote ${join(out, 'strategy-ab.md')}\n`);

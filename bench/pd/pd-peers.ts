@@ -29,6 +29,7 @@ import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { streamRequest, type StreamedRequest, type StreamResult } from '../../test/kit/sse-request.js';
 import { VLLM_ROUTER_BIN } from '../contenders/start-contender.js';
 import { arg } from '../micro/cli-arg.js';
+import { writeJson } from '../report/result-files.js';
 import { collectRunInfo } from '../report/run-info.js';
 
 const MODEL = 'sim-model';
@@ -283,11 +284,12 @@ async function main(): Promise<void> {
   };
   const command = `node dist/bench/pd/pd-peers.js --rounds ${rounds} --seconds ${seconds} --rate ${rate}`;
   mkdirSync(out, { recursive: true });
-  writeFileSync(
+  writeJson(
     join(out, 'run.json'),
-    `${JSON.stringify({ kind: 'cacheroute-pd-peers', command, engines: { prefill: 2, decode: 2, flags: ENGINE_FLAGS }, rounds, seconds, rate, ...info }, null, 1)}\n`,
+    { kind: 'cacheroute-pd-peers', command, engines: { prefill: 2, decode: 2, flags: ENGINE_FLAGS }, rounds, seconds, rate, ...info },
+    REPO_ROOT,
   );
-  writeFileSync(join(out, 'results.json'), `${JSON.stringify({ table, ratios }, null, 1)}\n`);
+  writeJson(join(out, 'results.json'), { table, ratios }, REPO_ROOT);
   const ms = (v: number): string => `${Math.round(v)} ms`;
   const md = [
     '# P/D side by side on the same simulated engines (real time)',

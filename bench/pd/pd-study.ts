@@ -29,7 +29,9 @@ import { routerContender } from '../../src/simulate/router-policy.js';
 import type { RequestRecord, SimEngineSpec, SimRequest } from '../../src/simulate/types.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { arg } from '../micro/cli-arg.js';
-import { gitOutput } from '../micro/git-output.js';
+import { collectRunInfo } from '../report/run-info.js';
+import { writeJson, writeJsonRuns } from '../report/result-files.js';
+import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 
 const BLOCK = 16;
 const GPU = ENGINE_MODEL_PROFILES['gpu-like']!;
@@ -246,12 +248,11 @@ function main(): void {
     }
   }
 
-  const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
-  const dirty = gitOutput(['status', '--porcelain', '--', 'src', 'bench']) !== '';
+  const info = collectRunInfo(REPO_ROOT);
   const meta = {
     kind: 'cacheroute-pd-study',
-    commit,
-    dirty,
+    commit: (info.gitCommit ?? '').slice(0, 7),
+    dirty: info.gitDirty.length > 0,
     command: `nice -n 19 node dist/bench/pd/pd-study.js${quick ? ' --quick' : ''}`,
     seeds,
     requestsPerEngine: perEngine,
@@ -263,7 +264,8 @@ function main(): void {
     ranking: ranked.map((r) => ({ ...r.h, worstRatio: r.worst })),
   };
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'study.json'), `${JSON.stringify({ ...meta, rows }, null, 1)}\n`);
+  writeJson(join(out, 'run.json'), { ...meta, info }, REPO_ROOT);
+  writeJsonRuns(join(out, 'results.json'), { kind: meta.kind, commit: meta.commit }, 'rows', rows, REPO_ROOT);
   writeFileSync(
     join(out, 'study.md'),
     `${render(

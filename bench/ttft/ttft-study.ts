@@ -35,7 +35,8 @@ import { kvBlocksFor } from '../presets/building-blocks.js';
 import { buildWorkload, type ScenarioSpec } from '../workloads/scenario.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { arg } from '../micro/cli-arg.js';
-import { gitOutput } from '../micro/git-output.js';
+import { collectRunInfo } from '../report/run-info.js';
+import { writeJson, writeJsonRuns } from '../report/result-files.js';
 
 const BLOCK = 16;
 const GPU = ENGINE_MODEL_PROFILES['gpu-like']!;
@@ -349,8 +350,9 @@ function main(): void {
   const CONTENDERS = pick(FRESH);
   const rows: RunRow[] = [];
   mkdirSync(out, { recursive: true });
-  const commit = gitOutput(['rev-parse', '--short', 'HEAD']);
-  const dirty = gitOutput(['status', '--porcelain', '--', 'src', 'bench']) !== '';
+  const info = collectRunInfo(REPO_ROOT);
+  const commit = (info.gitCommit ?? '').slice(0, 7);
+  const dirty = info.gitDirty.length > 0;
   /** Written after every scenario, so a run cut short keeps what it measured (`partial`). */
   const write = (done: readonly Scenario[], partial: boolean): void => {
     const meta = {
@@ -364,7 +366,8 @@ function main(): void {
       modelParams,
       scenarios: done.map((s) => ({ ...s, requests: undefined })),
     };
-    writeFileSync(join(out, 'study.json'), `${JSON.stringify({ ...meta, rows }, null, 1)}\n`);
+    writeJson(join(out, 'run.json'), { ...meta, info }, REPO_ROOT);
+    writeJsonRuns(join(out, 'results.json'), { kind: meta.kind, commit, partial }, 'rows', rows, REPO_ROOT);
     writeFileSync(join(out, 'study.md'), `${render(rows, meta, done, CONTENDERS)}\n`);
   };
   for (const [k, sc] of scen.entries()) {
