@@ -44,14 +44,16 @@ async function startEnvoyOnly(spec: Extract<ContenderSpec, { kind: 'envoy-only' 
  * waits are shortened (check every 1 s instead of 30 s), Prometheus goes to a free port
  * (both default to 29000 and would collide), everything else is the policy's default.
  */
-async function startPeer(spec: PeerSpec, ctx: ContenderContext): Promise<RunningContender> {
+export async function startPeer(spec: PeerSpec, ctx: ContenderContext): Promise<RunningContender> {
   const port = await freePort();
   const promPort = await freePort();
   const [command, prefix] = spec.kind === 'sglang-router' ? [PYTHON_BIN, ['-m', 'sglang_router.launch_router']] : [VLLM_ROUTER_BIN, []];
+  const workers = spec.pd
+    ? ['--vllm-pd-disaggregation', ...spec.pd.prefill.flatMap((u) => ['--prefill', u]), ...spec.pd.decode.flatMap((u) => ['--decode', u])]
+    : ['--worker-urls', ...ctx.engines.map((e) => e.url)];
   const args = [
     ...prefix,
-    '--worker-urls',
-    ...ctx.engines.map((e) => e.url),
+    ...workers,
     '--policy',
     spec.policy,
     '--host',
@@ -76,8 +78,8 @@ async function startPeer(spec: PeerSpec, ctx: ContenderContext): Promise<Running
     command,
     args,
     readyTimeoutMs: 60_000,
-    // Ready once the proxy answers a model listing through a registered worker.
-    readyProbe: () => isHttpOk(`${baseUrl}/v1/models`, 1000),
+    // Ready once the proxy answers a model listing through a registered worker (P/D mode: its health).
+    readyProbe: () => isHttpOk(`${baseUrl}${spec.pd ? '/health' : '/v1/models'}`, 1000),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
   return {

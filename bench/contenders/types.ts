@@ -61,6 +61,11 @@ export interface PeerSpec {
   readonly policy: string;
   /** Extra CLI flags appended verbatim. */
   readonly extraArgs?: readonly string[];
+  /**
+   * vllm-router's P/D mode (`--vllm-pd-disaggregation`): these prefill and decode engines
+   * instead of the context's engines as workers.
+   */
+  readonly pd?: { readonly prefill: readonly string[]; readonly decode: readonly string[] };
 }
 
 export interface ContenderContext {

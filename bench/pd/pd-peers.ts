@@ -21,13 +21,12 @@ import { join } from 'node:path';
 import { promptFromBlockIds } from '../../src/simulate/block-prompt.js';
 import { seededRng } from '../../src/util/rng.js';
 import { startEnvoy } from '../../test/kit/envoy-process.js';
-import { httpRequest, isHttpOk, postJson } from '../../test/kit/http-client.js';
-import { freePort, startProcess, type ManagedProcess } from '../../test/kit/managed-process.js';
+import { httpRequest, postJson } from '../../test/kit/http-client.js';
 import { startPdStack } from '../../test/kit/pd-stack.js';
 import { routerConfigDoc, startEngines, startRouter } from '../../test/kit/processes.js';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { streamRequest, type StreamedRequest, type StreamResult } from '../../test/kit/sse-request.js';
-import { VLLM_ROUTER_BIN } from '../contenders/start-contender.js';
+import { startPeer } from '../contenders/start-contender.js';
 import { arg } from '../micro/cli-arg.js';
 import { writeJson } from '../report/result-files.js';
 import { collectRunInfo } from '../report/run-info.js';
@@ -146,41 +145,12 @@ function figures(rows: readonly Row[]): Figures {
   };
 }
 
-async function startVllmRouterPd(prefill: readonly string[], decode: readonly string[]): Promise<Running & { proc: ManagedProcess }> {
-  const port = await freePort();
-  const prom = await freePort();
-  const args = [
-    '--vllm-pd-disaggregation',
-    ...prefill.flatMap((u) => ['--prefill', u]),
-    ...decode.flatMap((u) => ['--decode', u]),
-    '--policy',
-    'cache_aware',
-    '--kv-connector',
-    'nixl',
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--prometheus-host',
-    '127.0.0.1',
-    '--prometheus-port',
-    String(prom),
-    '--worker-startup-check-interval',
-    '1',
-    '--worker-startup-timeout-secs',
-    '60',
-    '--log-level',
-    'warning',
-  ];
-  const url = `http://127.0.0.1:${port}`;
-  const proc = await startProcess({
-    name: 'vllm-router-pd',
-    command: VLLM_ROUTER_BIN,
-    args,
-    readyTimeoutMs: 60_000,
-    readyProbe: () => isHttpOk(`${url}/health`, 1000),
-  });
-  return { url, proc, stop: () => proc.stop().then(() => undefined) };
+async function startVllmRouterPd(prefill: readonly string[], decode: readonly string[]): Promise<Running> {
+  const peer = await startPeer(
+    { kind: 'vllm-router', label: 'pd', policy: 'cache_aware', pd: { prefill, decode }, extraArgs: ['--kv-connector', 'nixl'] },
+    { engines: [], model: MODEL, seed: 0 },
+  );
+  return { url: peer.baseUrl, stop: peer.stop };
 }
 
 async function main(): Promise<void> {
