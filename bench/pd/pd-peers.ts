@@ -26,6 +26,7 @@ import { startPdStack } from '../../test/kit/pd-stack.js';
 import { routerConfigDoc, startEngines, startRouter } from '../../test/kit/processes.js';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { streamRequest, type StreamedRequest, type StreamResult } from '../../test/kit/sse-request.js';
+import { quantile } from '../../src/simulate/summary.js';
 import { startPeer } from '../contenders/start-contender.js';
 import { arg } from '../micro/cli-arg.js';
 import { writeJson } from '../report/result-files.js';
@@ -94,10 +95,12 @@ async function drive(
   return { results, wallMs: performance.now() - t0 };
 }
 
+/** The simulator's nearest-rank quantile, so these figures read like the fleet study's. */
 function q(xs: number[], p: number): number {
-  if (xs.length === 0) return Number.NaN;
-  xs.sort((a, b) => a - b);
-  return xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(p * xs.length) - 1))]!;
+  return quantile(
+    xs.sort((a, b) => a - b),
+    p,
+  );
 }
 
 interface Figures {

@@ -27,6 +27,7 @@ import { pdContender, type PdHandlerParams } from '../../src/simulate/pd-contend
 import type { Contender } from '../../src/simulate/policy.js';
 import { routerContender } from '../../src/simulate/router-policy.js';
 import type { RequestRecord, SimEngineSpec, SimRequest } from '../../src/simulate/types.js';
+import { quantile } from '../../src/simulate/summary.js';
 import { seededRng, type Rng } from '../../src/util/rng.js';
 import { arg } from '../micro/cli-arg.js';
 import { collectRunInfo } from '../report/run-info.js';
@@ -101,10 +102,12 @@ interface Row {
   readonly wallMs: number;
 }
 
-function quantile(xs: number[], q: number): number {
-  if (xs.length === 0) return Number.NaN;
-  xs.sort((a, b) => a - b);
-  return xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))]!;
+/** The simulator's nearest-rank quantile of unsorted values (sorts them in place). */
+function quantileOf(xs: number[], q: number): number {
+  return quantile(
+    xs.sort((a, b) => a - b),
+    q,
+  );
 }
 
 function facts(
@@ -122,8 +125,8 @@ function facts(
     if (r.prefillEngine !== undefined) split++;
   }
   return {
-    itlP50Ms: quantile([...itl], 0.5),
-    itlP99Ms: quantile([...itl], 0.99),
+    itlP50Ms: quantileOf([...itl], 0.5),
+    itlP99Ms: quantileOf([...itl], 0.99),
     outputTokensPerS: virtualMs > 0 ? tokens / (virtualMs / 1000) : 0,
     splitShare: records.length > 0 ? split / records.length : 0,
   };
