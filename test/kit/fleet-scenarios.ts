@@ -5,15 +5,12 @@
  *  - sigkill: an engine SIGKILLed under load; how long the router keeps picking it, which
  *    requests fail, how fast a restarted engine is re-admitted and what the index still
  *    claims for it.
- *  - overload: an unsaturated phase, then a step to a multiple of the saturation rate;
- *    TTFT of admitted requests, 429s, timeouts.
- *  - fairness: a light tenant alone, then beside a tenant sending ten times as much.
  *  - abandoned: ext_proc streams opened and left; router accounting over time; log lines
  *    of a flood of bad streams.
  *
- * Used by the e2e tests (assertions); the `fleet-health` tool that repeated them side by side
- * with another build for decision 0300 is in the tree at b6a651d.
- * `routerMain` runs another checkout's router build.
+ * Used by the e2e tests (assertions). The `fleet-health` tool that repeated them side by side
+ * with another build for decision 0300, with its overload and fairness scenarios, is in the
+ * tree at b6a651d.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { chatRequest, systemPrompt } from './chat-requests.js';
@@ -31,8 +28,7 @@ import {
   type SimEngineFleet,
 } from './processes.js';
 import { AbandoningClient } from './abandoning-client.js';
-import { distribution, type Distribution } from './percentiles.js';
-import { runSseLoad, type SseRecord } from './sse-load.js';
+import { runSseLoad } from './sse-load.js';
 
 export interface StackOptions {
   readonly engines: number;
@@ -40,7 +36,6 @@ export interface StackOptions {
   readonly timeScale: number;
   /** Router config overrides (merged over the harness base). */
   readonly router?: ConfigDoc;
-  readonly routerMain?: string;
   readonly name: string;
   readonly engineFlags?: Record<string, string | number | boolean>;
 }
@@ -61,7 +56,6 @@ export async function startFleetStack(o: StackOptions): Promise<FleetStack> {
   const router = await startRouter({
     name: `${o.name}-router`,
     config: routerConfigDoc(addresses, { telemetry: { logLevel: 'info', decisionHeader: true }, ...o.router }),
-    ...(o.routerMain !== undefined ? { main: o.routerMain } : {}),
   });
   const envoy = await startEnvoy({
     variant: 'override-host',
@@ -236,178 +230,6 @@ export async function runSigkill(o: SigkillOptions): Promise<SigkillResult> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Overload and fairness
-
-export interface PhaseStats {
-  readonly label: string;
-  readonly ratePerSec: number;
-  readonly sent: number;
-  readonly ok: number;
-  readonly tooMany: number;
-  readonly withRetryAfter: number;
-  /** Client timeouts and other failures (not 429). */
-  readonly failed: number;
-  /** TTFT of successful requests (ms). */
-  readonly ttft: Distribution;
-  /** Throughput of successful requests (req/s over the phase). */
-  readonly goodput: number;
-}
-
-function phaseStats(label: string, ratePerSec: number, durationMs: number, rs: readonly SseRecord[]): PhaseStats {
-  const ok = rs.filter((r) => r.complete);
-  const tooMany = rs.filter((r) => r.status === 429);
-  return {
-    label,
-    ratePerSec,
-    sent: rs.length,
-    ok: ok.length,
-    tooMany: tooMany.length,
-    withRetryAfter: tooMany.filter((r) => r.retryAfter !== undefined && Number(r.retryAfter) >= 1).length,
-    failed: rs.length - ok.length - tooMany.length,
-    ttft: distribution(ok.map((r) => r.ttftMs ?? r.totalMs)),
-    goodput: ok.length / (durationMs / 1000),
-  };
-}
-
-export interface OverloadOptions {
-  readonly stack: Omit<StackOptions, 'engines'>;
-  readonly engines: number;
-  /** Calibration: closed-loop concurrency and duration to find the saturation rate. */
-  readonly calibrateConcurrency: number;
-  readonly calibrateMs: number;
-  readonly phaseMs: number;
-  /** Unsaturated phase at this multiple of the saturation rate, overload at `overloadFactor`. */
-  readonly unsaturatedFactor: number;
-  readonly overloadFactor: number;
-  readonly timeoutMs: number;
-  /** Prompt length of every request (default 800 tokens). */
-  readonly promptTokens?: number;
-}
-
-export interface OverloadResult {
-  readonly saturationRate: number;
-  readonly unsaturated: PhaseStats;
-  readonly overload: PhaseStats;
-}
-
-/** Overload/fairness prompts: unique (no shared prefix), so every request costs a full prefill. */
-let promptTokens = 800;
-const OVERLOAD_BODY = (i: number) => chat(i, Number.MAX_SAFE_INTEGER, promptTokens, 8, 'unique');
-
-/** Completed requests per second with `concurrency` requests always in flight (the fleet's capacity). */
-export async function measureCapacity(url: string, concurrency: number, durationMs: number): Promise<number> {
-  const rs = await runSseLoad({
-    url,
-    ratePerSec: 1000,
-    durationMs,
-    maxInflight: concurrency,
-    timeoutMs: 30_000,
-    body: (i) => OVERLOAD_BODY(i + 500_000),
-  });
-  const done = rs.filter((r) => r.complete);
-  const span = Math.max(...done.map((r) => r.sentMs + r.totalMs)) - Math.min(...done.map((r) => r.sentMs));
-  return done.length / (span / 1000);
-}
-
-export async function runOverload(o: OverloadOptions, saturationRate?: number): Promise<OverloadResult> {
-  promptTokens = o.promptTokens ?? 800;
-  const stack = await startFleetStack({ ...o.stack, engines: o.engines });
-  try {
-    const url = `${stack.envoy.url}/v1/chat/completions`;
-    const rate = saturationRate ?? (await measureCapacity(url, o.calibrateConcurrency, o.calibrateMs));
-    await sleep(500);
-    const lo = rate * o.unsaturatedFactor;
-    const hi = rate * o.overloadFactor;
-    const a = await runSseLoad({
-      url,
-      ratePerSec: lo,
-      durationMs: o.phaseMs,
-      maxInflight: 2048,
-      timeoutMs: o.timeoutMs,
-      body: OVERLOAD_BODY,
-    });
-    await sleep(500);
-    const b = await runSseLoad({
-      url,
-      ratePerSec: hi,
-      durationMs: o.phaseMs,
-      maxInflight: 2048,
-      timeoutMs: o.timeoutMs,
-      body: (i) => OVERLOAD_BODY(i + 1_000_000),
-    });
-    return {
-      saturationRate: rate,
-      unsaturated: phaseStats('unsaturated', lo, o.phaseMs, a),
-      overload: phaseStats('overload', hi, o.phaseMs, b),
-    };
-  } finally {
-    await stack.stop();
-  }
-}
-
-export interface FairnessOptions extends Omit<OverloadOptions, 'unsaturatedFactor' | 'overloadFactor'> {
-  /** Light tenant's rate as a multiple of the saturation rate; the heavy one sends 10x that. */
-  readonly lightFactor: number;
-}
-
-export interface FairnessResult {
-  readonly saturationRate: number;
-  readonly lightSolo: PhaseStats;
-  readonly lightShared: PhaseStats;
-  readonly heavyShared: PhaseStats;
-}
-
-export async function runFairness(o: FairnessOptions, saturationRate?: number): Promise<FairnessResult> {
-  promptTokens = o.promptTokens ?? 800;
-  const stack = await startFleetStack({ ...o.stack, engines: o.engines });
-  try {
-    const url = `${stack.envoy.url}/v1/chat/completions`;
-    const rate = saturationRate ?? (await measureCapacity(url, o.calibrateConcurrency, o.calibrateMs));
-    const light = rate * o.lightFactor;
-    const tenantHeaders = (t: string) => () => ({ 'x-tenant': t });
-    await sleep(500);
-    const solo = await runSseLoad({
-      url,
-      ratePerSec: light,
-      durationMs: o.phaseMs,
-      maxInflight: 2048,
-      timeoutMs: o.timeoutMs,
-      headers: tenantHeaders('light'),
-      body: OVERLOAD_BODY,
-    });
-    await sleep(500);
-    const [l, h] = await Promise.all([
-      runSseLoad({
-        url,
-        ratePerSec: light,
-        durationMs: o.phaseMs,
-        maxInflight: 2048,
-        timeoutMs: o.timeoutMs,
-        headers: tenantHeaders('light'),
-        body: (i) => OVERLOAD_BODY(i + 2_000_000),
-      }),
-      runSseLoad({
-        url,
-        ratePerSec: light * 10,
-        durationMs: o.phaseMs,
-        maxInflight: 4096,
-        timeoutMs: o.timeoutMs,
-        headers: tenantHeaders('heavy'),
-        body: (i) => OVERLOAD_BODY(i + 3_000_000),
-      }),
-    ]);
-    return {
-      saturationRate: rate,
-      lightSolo: phaseStats('light alone', light, o.phaseMs, solo),
-      lightShared: phaseStats('light beside heavy', light, o.phaseMs, l),
-      heavyShared: phaseStats('heavy (10x light)', light * 10, o.phaseMs, h),
-    };
-  } finally {
-    await stack.stop();
-  }
-}
-
-// ---------------------------------------------------------------------------------------
 // Abandoned streams and log volume
 
 export interface AbandonedOptions {
@@ -449,7 +271,6 @@ export async function runAbandoned(o: AbandonedOptions): Promise<AbandonedResult
   const router = await startRouter({
     name: `${o.stack.name}-router`,
     config: routerConfigDoc(addresses, { telemetry: { logLevel: 'info' }, ...o.stack.router }),
-    ...(o.stack.routerMain !== undefined ? { main: o.stack.routerMain } : {}),
   });
   const client = new AbandoningClient(router.grpcAddress);
   try {
