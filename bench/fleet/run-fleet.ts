@@ -6,7 +6,7 @@ import { FLEET_STUDIES } from '../presets/index.js';
 import { runFidelity } from './fidelity.js';
 import { runStudy } from './study.js';
 
-export function runFleet(argv: readonly string[]): number {
+export async function runFleet(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'fidelity') return runFidelity(argv.slice(1), REPO_ROOT, (m) => void process.stderr.write(`${m}\n`));
   const { values, positionals } = parseArgs({
     args: [...argv],
@@ -29,7 +29,7 @@ export function runFleet(argv: readonly string[]): number {
   }
   const outDir = resolve(values.out ?? resolve(REPO_ROOT, 'bench', 'results', `fleet-${study.name}`));
   process.stderr.write(`fleet study ${study.name} (~${study.estimatedMinutes} min), writing ${outDir}\n`);
-  runStudy({
+  await runStudy({
     study,
     repoRoot: REPO_ROOT,
     outDir,
@@ -41,4 +41,4 @@ export function runFleet(argv: readonly string[]): number {
   return 0;
 }
 
-process.exitCode = runFleet(process.argv.slice(2));
+process.exitCode = await runFleet(process.argv.slice(2));

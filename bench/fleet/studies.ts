@@ -17,9 +17,6 @@ const KV = kvBlocksFor({ hotSetTokens: GROUPS_PER_ENGINE * PROMPT, engines: 1, f
 /** The studies' fleet: `engines` gpu-like engines with the seed table's KV size. */
 export const fleet = (engines: number): FleetSpec => ({ engines, profile: 'gpu-like', model: { kvCacheBlocks: KV } });
 
-/** Measured requests of a cell: enough for a p99 and for every engine to see ~30 requests. */
-const measured = (engines: number): number => Math.max(240, 30 * engines);
-
 const sharing = (ratio: number, engines: number, perEngine = 30): ScenarioSpec => ({
   kind: 'sharing-ratio',
   label: `sharing-${Math.round(ratio * 100)}`,
@@ -67,6 +64,20 @@ export const FLEET_SEED_TABLE: FleetStudy = {
   cells: seedCells(),
 };
 
+/** One system prompt takes 60% of the traffic (1,024-token prefix + 512-token question), the rest 8 groups per engine. */
+const hotPrefix = (engines: number, perEngine = 30): ScenarioSpec => ({
+  kind: 'hot-prefix',
+  label: 'hot-60',
+  groups: GROUPS_PER_ENGINE * engines,
+  hotShare: 0.6,
+  requests: Math.max(240, perEngine * engines),
+  systemPromptTokens: 1024,
+  questionTokens: 512,
+  outputTokens: 32,
+  warmupPerGroup: 1,
+  arrival: { kind: 'poisson', qps: QPS_PER_ENGINE * engines },
+});
+
 export const FLEET_HOT_PREFIX: FleetStudy = {
   name: 'hot-prefix',
   description:
@@ -78,50 +89,87 @@ export const FLEET_HOT_PREFIX: FleetStudy = {
     group: 'hot prefix 60%',
     label: `${engines} engines`,
     fleet: fleet(engines),
-    scenario: {
-      kind: 'hot-prefix',
-      label: 'hot-60',
-      groups: GROUPS_PER_ENGINE * engines,
-      hotShare: 0.6,
-      requests: measured(engines),
-      systemPromptTokens: 1024,
-      questionTokens: 512,
-      outputTokens: 32,
-      warmupPerGroup: 1,
-      arrival: { kind: 'poisson', qps: QPS_PER_ENGINE * engines },
-    },
+    scenario: hotPrefix(engines),
     contenders: [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'],
   })),
 };
 
 const STALE_SCRAPES = [50, 100, 250, 500, 1000, 2000, 5000];
+const STALE_CONTENDERS = ['round-robin', 'cacheroute:cache-aware', 'cacheroute:cache-aware+trust-stale', 'llm-d-weighted', 'oracle'];
+const KV_CONTENDERS = [
+  'round-robin',
+  'cacheroute:cache-aware',
+  'cacheroute:cache-aware+kv-events',
+  'cacheroute:cache-aware+kv-hybrid',
+  'oracle',
+];
+
+/**
+ * The scrapes the ROUTER sees (ContenderOptions.scrape: SimOptions.scrape is not the
+ * router's) arrive every `intervalMs`, `delayMs` old; the router's document stays the
+ * default (pollIntervalMs 100, staleAfterMs 1 s), as when scrapes are slower than
+ * configured (an expensive /metrics page, timeouts): the staleness rules are what is tested.
+ */
+const scraped = (intervalMs: number, delayMs: number) => ({ contenderOptions: { scrape: { intervalMs, delayMs } } });
 
 function staleCells(): FleetCell[] {
   const cells: FleetCell[] = [];
   for (const engines of [16, 256]) {
-    for (const ms of engines >= 256 ? [50, 500, 5000] : STALE_SCRAPES) {
+    const big = engines >= 256;
+    const workload = sharing(0.9, engines, big ? 8 : 30);
+    for (const ms of big ? [50, 500, 1000, 5000] : STALE_SCRAPES) {
       cells.push({
         group: `scrape interval, ${engines} engines`,
         label: `${ms} ms`,
         fleet: fleet(engines),
-        scenario: sharing(0.9, engines, engines >= 256 ? 8 : 30),
-        contenders: ['round-robin', 'cacheroute:cache-aware', 'cacheroute:cache-aware+trust-stale', 'oracle'],
-        sim: { scrape: { intervalMs: ms, delayMs: 2 } },
-        contenderOptions: {
-          routerDefaults: { engineMetrics: { pollIntervalMs: Math.min(ms, 60_000), staleAfterMs: Math.max(1000, 2 * ms) } },
-        },
+        scenario: workload,
+        contenders: STALE_CONTENDERS,
+        ...scraped(ms, 2),
       });
     }
-    for (const lag of engines >= 256 ? [0, 2000] : [0, 250, 1000, 2000]) {
+    // Where load, not affinity, decides: one prefix takes 60% of the traffic.
+    for (const ms of big ? [100, 5000] : [50, 100, 500, 1000, 5000]) {
+      cells.push({
+        group: `scrape interval, hot prefix, ${engines} engines`,
+        label: `${ms} ms`,
+        fleet: fleet(engines),
+        scenario: hotPrefix(engines, big ? 8 : 30),
+        contenders: STALE_CONTENDERS,
+        ...scraped(ms, 2),
+      });
+    }
+    for (const age of big ? [2, 2000] : [2, 250, 1000, 2000]) {
       cells.push({
         group: `scrape age, ${engines} engines`,
-        label: `${lag} ms old`,
+        label: `${age} ms old`,
         fleet: fleet(engines),
-        scenario: sharing(0.9, engines, engines >= 256 ? 8 : 30),
-        contenders: ['round-robin', 'cacheroute:cache-aware', 'cacheroute:cache-aware+trust-stale', 'oracle'],
-        sim: { scrape: { intervalMs: 100, delayMs: lag } },
+        scenario: workload,
+        contenders: STALE_CONTENDERS,
+        ...scraped(100, age),
       });
     }
+    for (const lagMs of big ? [0, 2000] : [0, 100, 500, 2000]) {
+      cells.push({
+        group: `KV-event lag, ${engines} engines`,
+        label: `${lagMs} ms`,
+        fleet: fleet(engines),
+        scenario: workload,
+        contenders: KV_CONTENDERS,
+        engineTokenizer: 'tiny-model',
+        sim: { kvEvents: { lagMs, jitterMs: lagMs / 10 } },
+      });
+    }
+  }
+  for (const loss of [0.001, 0.01]) {
+    cells.push({
+      group: 'KV-event loss, 16 engines',
+      label: `${loss * 100}% lost`,
+      fleet: fleet(16),
+      scenario: sharing(0.9, 16, 30),
+      contenders: KV_CONTENDERS,
+      engineTokenizer: 'tiny-model',
+      sim: { kvEvents: { lagMs: 10, loss } },
+    });
   }
   return cells;
 }
@@ -129,13 +177,13 @@ function staleCells(): FleetCell[] {
 export const FLEET_STALENESS: FleetStudy = {
   name: 'staleness',
   description:
-    "How stale engine state hurts KV-aware routing: 90% sharing at 16 and 256 engines with the scrape interval from 50 ms to 5 s, and with scraped numbers from 0 to 2 s old (the lag of the router's view). `cache-aware` is the default (staleness rules: numbers older than staleAfterMs are replaced by the router's own accounting); `cache-aware+trust-stale` trusts any age (staleAfterMs 1 h).",
+    "How stale engine state hurts KV-aware routing: 90% sharing (and a 60% hot prefix, where load decides) at 16 and 256 engines with the router's scrapes from every 50 ms to every 5 s, scraped numbers 2 ms to 2 s old, and KV events 0 to 2 s late (and 0.1% / 1% lost). `cache-aware` is the default (numbers older than staleAfterMs 1 s, or frozen while requests complete, give way to the router's own accounting); `+trust-stale` trusts any age; `llm-d-weighted` is llm-d's default profile (queue and KV-usage scorers on the scraped numbers); `+kv-events` routes on the engines' KV events (precise index), `+kv-hybrid` on events plus its own routings.",
   seed: 1,
   estimatedMinutes: 25,
   notes: [
-    'The default staleAfterMs is 1 s; for intervals above 500 ms it is set to twice the interval, or every reading would be stale.',
-    'At 256 engines three intervals, two ages and 8 measured requests per engine keep the study in minutes.',
-    'KV-event lag and loss are not modelled (the precise index needs a real tokenizer and the ZMQ feed): the scrape age is the lag studied here.',
+    "The router's document is the default in every cell; only the scrapes it receives change (ContenderOptions.scrape), as when the scrapes are slower or older than configured.",
+    "KV-event cells: engines and router tokenize with the tiny model's tokenizer (the router keys the events with the token ids it computes); the approximate default does not read events, so it is the lag-free reference.",
+    'At 256 engines fewer cells and 8 measured requests per engine keep the study in minutes.',
   ],
   cells: staleCells(),
 };

@@ -12,9 +12,11 @@ import { join } from 'node:path';
 import { contender as contenderByName, type ContenderOptions } from '../../src/simulate/contenders.js';
 import type { EngineModelConfig } from '../../src/simulate/engine/batching-engine.js';
 import { engineModelProfile } from '../../src/simulate/engine/profiles.js';
-import { simulate } from '../../src/simulate/fleet-simulator.js';
+import { simulateAsync } from '../../src/simulate/fleet-simulator.js';
 import type { SimSummary } from '../../src/simulate/summary.js';
 import type { SimEngineSpec, SimOptions } from '../../src/simulate/types.js';
+import { ModelTokenizer } from '../../src/tokenization/model-tokenizer.js';
+import { ensureTinyModel } from '../../test/kit/tiny-model.js';
 import { writeJsonRuns } from '../report/result-files.js';
 import { collectRunInfo } from '../report/run-info.js';
 import { barChart } from '../report/svg-chart.js';
@@ -39,8 +41,15 @@ export interface FleetCell {
   readonly fleet: FleetSpec;
   readonly scenario: ScenarioSpec;
   readonly contenders: readonly string[];
-  readonly sim?: Omit<SimOptions, 'seed' | 'onProgress'>;
-  readonly contenderOptions?: ContenderOptions;
+  readonly sim?: Omit<SimOptions, 'seed' | 'onProgress' | 'engineTokenizer'>;
+  /** Must not name machine paths (it goes into run.json): the KV-event tokenizer is `engineTokenizer`. */
+  readonly contenderOptions?: Omit<ContenderOptions, 'kvEvents'>;
+  /**
+   * `tiny-model`: the engines tokenize with the project's tiny model's tokenizer
+   * (test/kit/tiny-model.ts) and the `+kv-events` / `+kv-hybrid` contenders key the engines'
+   * KV events with the same one, as a precise index in `serve` does.
+   */
+  readonly engineTokenizer?: 'tiny-model';
 }
 
 export interface FleetStudy {
@@ -83,7 +92,17 @@ export interface RunStudyOptions {
   readonly log: (msg: string) => void;
 }
 
-export function runStudy(opts: RunStudyOptions): StudyRow[] {
+/** The tiny model's tokenizer, loaded once per process (cells that name it share it). */
+let tinyTokenizer: Promise<{ readonly dir: string; readonly tokenizer: ModelTokenizer }> | undefined;
+function tinyModelTokenizer(): Promise<{ readonly dir: string; readonly tokenizer: ModelTokenizer }> {
+  tinyTokenizer ??= (async () => {
+    const { dir } = ensureTinyModel();
+    return { dir, tokenizer: await ModelTokenizer.fromDirectory(dir) };
+  })();
+  return tinyTokenizer;
+}
+
+export async function runStudy(opts: RunStudyOptions): Promise<StudyRow[]> {
   const { study, log } = opts;
   const seed = opts.seed ?? study.seed;
   const info = collectRunInfo(opts.repoRoot);
@@ -95,11 +114,17 @@ export function runStudy(opts: RunStudyOptions): StudyRow[] {
     const workload = buildWorkload(cell.scenario, seed, opts.repoRoot);
     const requests = simRequests(workload);
     const fleet = fleetOf(cell.fleet);
+    const tok = cell.engineTokenizer === 'tiny-model' ? await tinyModelTokenizer() : undefined;
+    const contenderOptions: ContenderOptions = {
+      ...cell.contenderOptions,
+      ...(tok !== undefined ? { kvEvents: { tokenizerDir: tok.dir, blockSize: fleet[0]!.model.blockSize } } : {}),
+    };
     for (const name of cell.contenders) {
-      const c = contenderByName(name, cell.contenderOptions);
+      const c = contenderByName(name, contenderOptions);
       log(`[${k + 1}/${cells.length}] ${cell.group} / ${cell.label} / ${name}: ${requests.length} requests, ${fleet.length} engines`);
-      const r = simulate(requests, fleet, c, {
+      const r = await simulateAsync(requests, fleet, c, {
         ...cell.sim,
+        ...(tok !== undefined ? { engineTokenizer: tok.tokenizer } : {}),
         seed,
         progressEvery: Math.max(5000, Math.floor(requests.length / 4)),
         onProgress: (p) =>
