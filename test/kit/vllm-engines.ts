@@ -65,12 +65,54 @@ export interface StartVllmEnginesOptions {
   readonly inProcessWorker?: boolean;
   /** More `vllm serve` arguments, appended. */
   readonly extraArgs?: readonly string[];
+  /**
+   * The KV connector of engine i (`--kv-transfer-config`), undefined for none. Prefill/decode
+   * disaggregation gives the prefill engines one role and the decode engines another, which a
+   * shared `extraArgs` cannot say (see `exampleConnector`).
+   */
+  readonly kvTransfer?: (index: number) => VllmKvTransfer | undefined;
   /** Max wait for every engine's /health (default 240 s: ~40 s each, slower on a busy machine). */
   readonly startTimeoutMs?: number;
   /** Model directory (default: the tiny model, made on first use). */
   readonly modelDir?: string;
   /** Served model name (default tiny-llama). */
   readonly modelName?: string;
+}
+
+/** One engine's vLLM `kv_transfer_config` (vLLM 0.32's field names in kvTransferConfig). */
+export interface VllmKvTransfer {
+  /** A connector vLLM registers, e.g. `ExampleConnector`, `NixlConnector`. */
+  readonly connector: string;
+  /** Required by vLLM with a connector; ExampleConnector itself ignores it (the scheduler does not). */
+  readonly role: 'kv_producer' | 'kv_consumer' | 'kv_both';
+  /** Where the connector stages KV (`kv_buffer_device`; vLLM's default on this build: cpu). */
+  readonly bufferDevice?: string;
+  /** `kv_connector_extra_config`, e.g. ExampleConnector's `shared_storage_path`. */
+  readonly extraConfig?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * vLLM's ExampleConnector on a shared local directory: an engine writes the KV of every prompt
+ * it computes there and loads a prompt whose whole blocks it finds (matched by the tokens), so
+ * no `kv_transfer_params` exchange is needed. Verified on this CPU build (docs/real-vllm.md).
+ * It stores only what a request's first engine step computed, under the whole prompt's name:
+ * a prompt longer than `max_num_batched_tokens` (2,048) is chunked, stored truncated, and the
+ * engine that loads it dies (`shape mismatch: value tensor of shape [2048, 4, 128] ...`). So
+ * engines with this connector get `--max-num-batched-tokens` = `--max-model-len` (one step
+ * prefills any prompt).
+ */
+export function exampleConnector(dir: string, role: VllmKvTransfer['role']): VllmKvTransfer {
+  return { connector: 'ExampleConnector', role, extraConfig: { shared_storage_path: dir } };
+}
+
+/** The `--kv-transfer-config` JSON of a connector. */
+export function kvTransferConfig(kv: VllmKvTransfer): string {
+  return JSON.stringify({
+    kv_connector: kv.connector,
+    kv_role: kv.role,
+    ...(kv.bufferDevice !== undefined ? { kv_buffer_device: kv.bufferDevice } : {}),
+    ...(kv.extraConfig !== undefined ? { kv_connector_extra_config: kv.extraConfig } : {}),
+  });
 }
 
 export interface VllmEngineInfo {
@@ -85,6 +127,8 @@ export interface VllmEngineInfo {
   readonly kvEvents?: { readonly endpoint: string; readonly port: number; readonly topic: string };
   readonly core: number;
   readonly logFile: string;
+  /** The engine's KV connector, when it was started with one. */
+  readonly kvTransfer?: VllmKvTransfer;
 }
 
 export interface VllmEngineFleet {
@@ -313,6 +357,11 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
         );
       }
       if (opts.numGpuBlocks !== undefined) args.push('--num-gpu-blocks-override', String(opts.numGpuBlocks));
+      const kvTransfer = opts.kvTransfer?.(i);
+      if (kvTransfer !== undefined) {
+        args.push('--kv-transfer-config', kvTransferConfig(kvTransfer));
+        if (kvTransfer.connector === 'ExampleConnector') args.push('--max-num-batched-tokens', String(opts.maxModelLen ?? 8192));
+      }
       args.push(...(opts.extraArgs ?? []));
       const logFile = join(dir, 'vllm.log');
       const log = createWriteStream(logFile, { flags: 'a' });
@@ -344,6 +393,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
           ...(opts.kvEvents !== false ? { kvEvents: { endpoint: '', port: 0, topic: KV_EVENTS_TOPIC } } : {}),
           core,
           logFile,
+          ...(kvTransfer !== undefined ? { kvTransfer } : {}),
         },
       });
     }
