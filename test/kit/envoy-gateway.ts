@@ -9,9 +9,11 @@
  *   await postJson(`${gw.url}/v1/chat/completions`, body);
  *   await gw.stop();
  *
- * Fixed by Envoy Gateway, not by us: its xDS server listens on 0.0.0.0:18000 (so one instance
- * per machine at a time) and the Gateway's listener binds 0.0.0.0:<listenerPort>; the tests
- * only ever connect to 127.0.0.1.
+ * Fixed by Envoy Gateway v1.9.1, not by us (constants in its source, no config knob): its xDS
+ * server listens on 0.0.0.0:18000, the file provider's health probe on :8081 (so one instance
+ * per machine at a time), and the Gateway's listener binds 0.0.0.0:<listenerPort>. Its own
+ * metrics server (0.0.0.0:19001) is the one that has a knob: turned off below. The tests only
+ * ever connect to 127.0.0.1.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -109,6 +111,8 @@ export async function startEnvoyGateway(opts: StartEnvoyGatewayOptions): Promise
         },
       },
       admin: { address: { host: '127.0.0.1', port: await freePort() } },
+      // Its metrics server would bind 0.0.0.0:19001.
+      telemetry: { metrics: { prometheus: { disable: true } } },
       logging: { level: { default: 'info' } },
       extensionApis: { enableBackend: true },
     }),
