@@ -8,13 +8,17 @@
  *     publisher = `<replicaId>/<incarnation>` (one per router process)
  *     kind 0 = insert, 1 = remove, 2 = clear; keys = 8 bytes per block (lo, hi int32 LE).
  *   forwarded completions (core NATS, `<prefix>.completions.<owner>`, one per access-log batch):
- *     { v: 1, r: sender, c: [[ticketKey, aborted 0|1, status|nil, servedBy|nil, prompt|nil, cached|nil, completion|nil], …] }
+ *     { v: 1, r: sender, c: [[ticketKey, aborted 0|1, status|nil, servedBy|nil, prompt|nil, cached|nil, completion|nil], …],
+ *       t?: [firstBodyMs|nil, …] }   (one per row of c; absent when no row has one)
  *
  * Why this shape: a block key is a 64-bit hash of the prompt text, so no prompt text is
  * ever on the wire; the keys travel as one binary blob per change (8 bytes a block, no
  * per-key framing), and the only strings are replica and endpoint ids. Decoding validates
  * everything and returns undefined for anything malformed or oversized: a bad message is
- * dropped and counted, never applied halfway.
+ * dropped and counted, never applied halfway. The first-body times (what the TTFT model
+ * learns from) ride in their own optional field rather than an eighth row column, so the
+ * versions interoperate during a rolling upgrade: an older replica reads the rows and ignores
+ * `t`, a newer one reads an older message as having no first-body times.
  */
 import { decode, encode } from '@msgpack/msgpack';
 import type { BlockHashes } from '../prefix-cache/block-hasher.js';
@@ -53,6 +57,8 @@ export const WIRE_LIMITS = {
   maxChanges: 10_000,
   maxKeysPerChange: 65_536,
   maxIdChars: 256,
+  /** A first-body time beyond an hour is no measurement (the access-log receiver's own bound). */
+  maxFirstBodyMs: 3_600_000,
 } as const;
 
 const KINDS = ['insert', 'remove', 'clear'] as const;
@@ -153,9 +159,11 @@ export interface CompletionBatch {
 }
 
 export function encodeCompletions(replicaId: string, completions: readonly ForwardedCompletion[]): Uint8Array {
+  const timed = completions.some((c) => c.outcome.firstBodyMs !== undefined);
   return encode({
     v: WIRE_VERSION,
     r: replicaId,
+    ...(timed ? { t: completions.map((c) => c.outcome.firstBodyMs ?? null) } : {}),
     c: completions.map(({ key, outcome: o }) => [
       key,
       o.aborted ? 1 : 0,
@@ -171,9 +179,13 @@ export function encodeCompletions(replicaId: string, completions: readonly Forwa
 export function decodeCompletions(bytes: Uint8Array): CompletionBatch | undefined {
   const env = decodeEnvelope(bytes, 'c', WIRE_LIMITS.maxChanges);
   if (env === undefined) return undefined;
+  const times = env.fields['t'];
+  if (times !== undefined && (!Array.isArray(times) || times.length !== env.rows.length)) return undefined;
   const completions: ForwardedCompletion[] = [];
-  for (const row of env.rows) {
+  for (const [i, row] of env.rows.entries()) {
     if (!Array.isArray(row) || row.length !== 7) return undefined;
+    const firstBody: unknown = times?.[i] ?? null;
+    if (!(firstBody === null || (isAmount(firstBody) && firstBody < WIRE_LIMITS.maxFirstBodyMs))) return undefined;
     const [key, aborted, status, servedBy, prompt, cached, completion] = row as unknown[];
     if (!isId(key) || (aborted !== 0 && aborted !== 1)) return undefined;
     if (!(status === null || (isCount(status) && status >= 100 && status <= 999))) return undefined;
@@ -186,6 +198,7 @@ export function decodeCompletions(bytes: Uint8Array): CompletionBatch | undefine
       ...(prompt !== null ? { promptTokens: prompt as number } : {}),
       ...(cached !== null ? { cachedTokens: cached as number } : {}),
       ...(completion !== null ? { completionTokens: completion as number } : {}),
+      ...(firstBody !== null ? { firstBodyMs: firstBody } : {}),
     };
     completions.push({ key, outcome });
   }

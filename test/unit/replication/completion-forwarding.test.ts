@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import { encode } from '@msgpack/msgpack';
+import { decode, encode } from '@msgpack/msgpack';
 import type { NatsConnection } from 'nats';
 import { PendingResponses, ticketOwner } from '../../../src/extproc/pending-responses.js';
 import { AccessLogReceiver } from '../../../src/extproc/access-log-receiver.js';
 import type { HTTPAccessLogEntry__Output, StreamAccessLogsMessage__Output } from '../../../src/extproc/access-log-proto.js';
 import { CompletionForwarding, ownerTagOf } from '../../../src/replication/completion-forwarding.js';
 import { decodeCompletions, encodeCompletions } from '../../../src/replication/wire-codec.js';
+import { CACHEROUTE_FIRST_BODY_TAG } from '../../../src/extproc/response-builders.js';
 import { ManualClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/logging/logger.js';
 import { FakeRoutingService } from '../../kit/fake-routing-service.js';
@@ -86,12 +87,13 @@ function hold(r: Replica): string {
   return r.pending.hold(ticket);
 }
 
-function entry(key: string, code = 200): HTTPAccessLogEntry__Output {
+function entry(key: string, code = 200, firstBodyUs?: string): HTTPAccessLogEntry__Output {
   return {
     common_properties: {
       upstream_remote_address: { socket_address: { address: '10.0.0.2', port_value: 8000 } },
       metadata: { filter_metadata: { cacheroute: { fields: { ticket: { stringValue: key } } } } },
       access_log_type: 'DownstreamEnd',
+      ...(firstBodyUs !== undefined ? { custom_tags: { [CACHEROUTE_FIRST_BODY_TAG]: firstBodyUs } } : {}),
     },
     response: { response_code: { value: code } },
   } as unknown as HTTPAccessLogEntry__Output;
@@ -161,6 +163,21 @@ describe('replication: completions forwarded to the ticket owner', () => {
     expect(a.forwarding.stats().dropped['unknown-ticket']).to.equal(1);
     // Both late copies (C's forwarded one and A's own) name a finished ticket.
     expect(a.pending.snapshot()).to.deep.include({ pending: 0, completed: 3, unknown: 2 });
+  });
+
+  it("forwards the first-body time, so the owner's TTFT model learns from completions another replica logged", () => {
+    const clock = new ManualClock();
+    const bus = new FakeBus();
+    const a = replica('router-a', clock);
+    const b = replica('router-b', clock);
+    for (const r of [a, b]) r.forwarding.up(bus.connection(), true);
+    const [k1, k2] = [hold(a), hold(a)];
+    b.receiver.onMessage({
+      identifier: null,
+      log_entries: 'http_logs',
+      http_logs: { log_entry: [entry(k1, 200, '183250'), entry(k2)] },
+    } as StreamAccessLogsMessage__Output);
+    expect(a.routing.finished.map((f) => f.outcome.firstBodyMs)).to.deep.equal([183.25, undefined]);
   });
 
   it('keeps completions in a bounded outbox while NATS is away and sends them when it is back', () => {
@@ -276,5 +293,31 @@ describe('replication: completions forwarded to the ticket owner', () => {
       ],
     });
     expect(bytes.length).to.be.below(80);
+    // No first-body time on any row: the message is exactly the older shape (no `t`).
+    expect(Object.keys(decode(bytes) as object)).to.deep.equal(['v', 'r', 'c']);
+  });
+
+  it('first-body times ride beside the rows, so older and newer replicas read each other', () => {
+    const timed = { aborted: false, status: 200, firstBodyMs: 412.5 };
+    const bytes = encodeCompletions('router-b', [
+      { key: 'abc.1.ff', outcome: timed },
+      { key: 'abc.2.ee', outcome: { aborted: true } },
+    ]);
+    expect(decodeCompletions(bytes)?.completions).to.deep.equal([
+      { key: 'abc.1.ff', outcome: timed },
+      { key: 'abc.2.ee', outcome: { aborted: true } },
+    ]);
+    // An older decoder checks the rows only: they keep their seven columns.
+    const raw = decode(bytes) as { c: unknown[][]; t: unknown[] };
+    expect(raw.c.map((row) => row.length)).to.deep.equal([7, 7]);
+    expect(raw.t).to.deep.equal([412.5, null]);
+    // An older sender's message (no `t`) decodes with no first-body times.
+    const old = decodeCompletions(encode({ v: 1, r: 'x', c: [['abc.3.dd', 0, 200, null, null, null, null]] }));
+    expect(old?.completions).to.deep.equal([{ key: 'abc.3.dd', outcome: { aborted: false, status: 200 } }]);
+    // A malformed `t` drops the whole message.
+    const row = ['abc.3.dd', 0, 200, null, null, null, null];
+    for (const t of [[], [1, 2], ['5'], [-1], [Number.NaN], [3_600_000], 'x']) {
+      expect(decodeCompletions(encode({ v: 1, r: 'x', c: [row], t })), JSON.stringify(t)).to.equal(undefined);
+    }
   });
 });
