@@ -233,6 +233,8 @@ describe('e2e: deploy/ mesh manifests', function () {
       const b = istioBootstrap(filter);
       const hcm = get(b, 'static_resources', 'listeners', 0, 'filter_chains', 0, 'filters', 0, 'typed_config') as Obj;
       expect((hcm['access_log'] as Obj[]).map((l) => l['name'])).to.deep.equal(['envoy.access_loggers.http_grpc']);
+      // ... with the first-body tag the TTFT model learns from, so validate checks its format string too.
+      expect(get(hcm, 'access_log', 0, 'typed_config', 'common_config', 'custom_tags', 0, 'tag')).to.equal('cacheroute.first_body_us');
     });
 
     it('the wrapping is strict enough to catch a broken filter (the check can fail)', async () => {
