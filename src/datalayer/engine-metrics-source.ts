@@ -16,10 +16,12 @@ import type { EngineMetricsPoller, PollerStats, ScrapeTarget } from '../endpoint
 import type { EngineSignalStore } from '../endpoints/engine-metrics-store.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from '../endpoints/load.js';
 import type { LoadSource } from '../endpoints/registry.js';
-import type { StalenessTracker } from '../endpoints/staleness.js';
+import { newMergedLoad, type StalenessTracker } from '../endpoints/staleness.js';
 import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../framework/types.js';
 
 export class EngineMetricsSource implements RoutedHook, CompletedHook, EndpointsChangedHook, LoadSource {
+  /** Reused by enrichInPlace (read immediately, never kept). */
+  private readonly scratch = newMergedLoad();
   readonly name = 'engine-metrics';
   private targets: ScrapeTarget[] = [];
 
@@ -83,7 +85,7 @@ export class EngineMetricsSource implements RoutedHook, CompletedHook, Endpoints
   }
 
   enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot): void {
-    const m = this.staleness.merge(endpoint.id, snap.inflightRequests);
+    const m = this.staleness.mergeInto(endpoint.id, snap.inflightRequests, this.scratch);
     if (m.fallback !== undefined && snap.metricsAgeMs === m.metricsAgeMs) return;
     snap.metricsAgeMs = m.metricsAgeMs;
     if (m.waiting !== undefined) snap.waiting = m.waiting;

@@ -66,6 +66,20 @@ export interface MergedEngineLoad {
   readonly fallback?: FallbackReason;
 }
 
+/** MergedEngineLoad as a reusable, fixed-shape object (every field present). */
+export interface MutableMergedLoad {
+  waiting: number | undefined;
+  running: number | undefined;
+  kvUsage: number | undefined;
+  metricsAgeMs: number;
+  fallback: FallbackReason | undefined;
+}
+
+/** A fresh MutableMergedLoad for `mergeInto`. */
+export function newMergedLoad(): MutableMergedLoad {
+  return { waiting: undefined, running: undefined, kvUsage: undefined, metricsAgeMs: Number.POSITIVE_INFINITY, fallback: undefined };
+}
+
 export interface StalenessStats {
   readonly fallbacks: Readonly<Record<FallbackReason, number>>;
   /** Endpoints currently judged frozen. */
@@ -164,8 +178,26 @@ export class StalenessTracker {
    * @param ownInflight the router's exact in-flight count for the endpoint.
    */
   merge(endpointId: string, ownInflight: number): MergedEngineLoad {
+    const out = this.mergeInto(endpointId, ownInflight, newMergedLoad());
+    const r: { -readonly [K in keyof MergedEngineLoad]: MergedEngineLoad[K] } = { metricsAgeMs: out.metricsAgeMs };
+    if (out.fallback !== undefined) r.fallback = out.fallback;
+    if (out.waiting !== undefined) r.waiting = out.waiting;
+    if (out.running !== undefined) r.running = out.running;
+    if (out.kvUsage !== undefined) r.kvUsage = out.kvUsage;
+    return r;
+  }
+
+  /**
+   * `merge` written into `out` (every field set; unset ones are undefined), for the decision
+   * path: one reused object per caller instead of one per endpoint per decision.
+   */
+  mergeInto(endpointId: string, ownInflight: number, out: MutableMergedLoad): MutableMergedLoad {
+    out.waiting = undefined;
+    out.running = undefined;
+    out.kvUsage = undefined;
+    out.fallback = undefined;
     const sample = this.store.get(endpointId);
-    if (sample === undefined) return this.fallback(endpointId, 'missing', Number.POSITIVE_INFINITY);
+    if (sample === undefined) return this.fallback(endpointId, 'missing', Number.POSITIVE_INFINITY, out);
     const m = this.mark(endpointId);
     const now = this.clock.nowMs();
     let ageMs = Math.max(0, now - sample.scrapedAtMs);
@@ -173,14 +205,14 @@ export class StalenessTracker {
     if (sample.changedAtMs < sample.scrapedAtMs && completedSinceChange >= this.frozenAfter) {
       ageMs = Math.max(ageMs, now - sample.changedAtMs);
       this.frozen.add(endpointId);
-      if (ageMs > this.opts.staleAfterMs) return this.fallback(endpointId, 'frozen', ageMs);
-    } else {
+      if (ageMs > this.opts.staleAfterMs) return this.fallback(endpointId, 'frozen', ageMs, out);
+    } else if (this.frozen.size > 0) {
       this.frozen.delete(endpointId);
     }
-    if (ageMs > this.opts.staleAfterMs) return this.fallback(endpointId, 'age', ageMs);
+    if (ageMs > this.opts.staleAfterMs) return this.fallback(endpointId, 'age', ageMs, out);
 
     const s = sample.signals;
-    const out: { -readonly [K in keyof MergedEngineLoad]: MergedEngineLoad[K] } = { metricsAgeMs: ageMs };
+    out.metricsAgeMs = ageMs;
     const trust = this.opts.staleAfterMs > 0 ? Math.max(0, 1 - ageMs / this.opts.staleAfterMs) : 1;
     const decay = 2 ** (-ageMs / this.halfLife);
     if (s.waiting !== undefined || s.running !== undefined) {
@@ -235,10 +267,12 @@ export class StalenessTracker {
     }
   }
 
-  private fallback(endpointId: string, reason: FallbackReason, ageMs: number): MergedEngineLoad {
+  private fallback(endpointId: string, reason: FallbackReason, ageMs: number, out: MutableMergedLoad): MutableMergedLoad {
     this.fallbacks[reason]++;
     this.opts.onFallback?.(endpointId, reason);
-    return { metricsAgeMs: ageMs, fallback: reason };
+    out.metricsAgeMs = ageMs;
+    out.fallback = reason;
+    return out;
   }
 
   private term(m: Marks, atMs: number): number {

@@ -136,6 +136,8 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
   private speculative = 0;
   private removed = 0;
   private endpoints: readonly Endpoint[] = [];
+  /** id → endpoint (first of `endpoints` with that id): a sample's lookup is O(1), not a scan of the fleet. */
+  private byId = new Map<string, Endpoint>();
   private unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -167,6 +169,8 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
 
   onEndpointsChanged(endpoints: readonly Endpoint[]): void {
     this.endpoints = endpoints;
+    this.byId = new Map();
+    for (const e of endpoints) if (!this.byId.has(e.id)) this.byId.set(e.id, e);
     const live = new Set(endpoints.map((e) => e.index));
     for (const i of [...this.eps.keys()]) if (!live.has(i)) this.eps.delete(i);
     for (let i = 0; i < this.index.endpointCount; i++) if (!live.has(i)) this.granularity?.forgetEndpoint(i);
@@ -268,7 +272,7 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
   private onSample(endpointId: string, sample: EngineSample): void {
     const { numBlocks, blockSizeTokens } = sample.signals;
     if (blockSizeTokens === undefined) return;
-    const endpoint = this.endpoints.find((e) => e.id === endpointId);
+    const endpoint = this.byId.get(endpointId);
     if (endpoint === undefined || endpoint.index >= this.index.endpointCount) return;
     this.granularity?.setEngineBlockTokens(endpoint.index, blockSizeTokens);
     if (numBlocks === undefined || !this.opts.sizeFromEngine) return;

@@ -55,15 +55,7 @@ const INSERTION_MAX = 16;
  */
 export function orderByDescending(state: CycleState, totals: ArrayLike<number>): number[] {
   const n = totals.length;
-  if (n > INSERTION_MAX) {
-    const keys = new Float64Array(n);
-    const order = new Array<number>(n);
-    for (let i = 0; i < n; i++) {
-      keys[i] = state.rng.next();
-      order[i] = i;
-    }
-    return order.sort((a, b) => totals[b]! - totals[a]! || keys[a]! - keys[b]! || a - b);
-  }
+  if (n > INSERTION_MAX) return mergeOrder(state, totals);
   const order = new Array<number>(n);
   const tie = new Array<number>(n);
   // Insertion sort by (total desc, random key asc, index asc).
@@ -82,6 +74,69 @@ export function orderByDescending(state: CycleState, totals: ArrayLike<number>):
     order[j] = i;
     tie[j] = k;
   }
+  return order;
+}
+
+/** Reused sort buffers (grown on demand): a decision allocates only the order it returns. */
+let keyBuf = new Float64Array(0);
+let totalBuf = new Float64Array(0);
+let idxA = new Int32Array(0);
+let idxB = new Int32Array(0);
+
+/**
+ * The large-n order: a bottom-up merge sort over index buffers with the comparison inlined
+ * (Array.prototype.sort with a comparator closure was most of a 256-endpoint decision's
+ * pick). The key (total desc, tie key asc, index asc) is a strict total order, so the result
+ * is the one any correct sort gives.
+ */
+function mergeOrder(state: CycleState, totals: ArrayLike<number>): number[] {
+  const n = totals.length;
+  if (keyBuf.length < n) {
+    const cap = Math.max(n, keyBuf.length * 2);
+    keyBuf = new Float64Array(cap);
+    totalBuf = new Float64Array(cap);
+    idxA = new Int32Array(cap);
+    idxB = new Int32Array(cap);
+  }
+  const keys = keyBuf;
+  const t = totalBuf;
+  for (let i = 0; i < n; i++) {
+    keys[i] = state.rng.next();
+    t[i] = totals[i]!;
+    idxA[i] = i;
+  }
+  let src = idxA;
+  let dst = idxB;
+  for (let width = 1; width < n; width *= 2) {
+    for (let lo = 0; lo < n; lo += 2 * width) {
+      const mid = Math.min(lo + width, n);
+      const hi = Math.min(lo + 2 * width, n);
+      let i = lo;
+      let j = mid;
+      let k = lo;
+      while (i < mid && j < hi) {
+        const a = src[i]!;
+        const b = src[j]!;
+        const ta = t[a]!;
+        const tb = t[b]!;
+        // a first when it ranks before b: higher total, then lower key, then lower index.
+        if (ta > tb || (ta === tb && (keys[a]! < keys[b]! || (keys[a] === keys[b] && a < b)))) {
+          dst[k++] = a;
+          i++;
+        } else {
+          dst[k++] = b;
+          j++;
+        }
+      }
+      while (i < mid) dst[k++] = src[i++]!;
+      while (j < hi) dst[k++] = src[j++]!;
+    }
+    const tmp = src;
+    src = dst;
+    dst = tmp;
+  }
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) order[i] = src[i]!;
   return order;
 }
 

@@ -28,7 +28,7 @@ describe('MaxScorePicker', () => {
   });
 
   it('orders a fleet-sized pool (sorted, not inserted) exactly as the rule says: total desc, then the seeded tie key', () => {
-    for (const n of [17, 64, 300]) {
+    for (const n of [17, 64, 300, 1024]) {
       for (let trial = 0; trial < 20; trial++) {
         const gen = seededRng(1000 * n + trial);
         // Few distinct values, so exact ties are common.
