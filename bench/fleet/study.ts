@@ -7,9 +7,9 @@
  * results.md (a table per group of cells with the distance to the oracle and the bars),
  * run.json (commit, command, seed, the study spec), charts (TTFT p99 and hit rate per cell).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contender as contenderByName, type ContenderOptions } from '../../src/simulate/contenders.js';
+import { contender as contenderByName, type ContenderOptions, presetOf } from '../../src/simulate/contenders.js';
 import type { EngineModelConfig } from '../../src/simulate/engine/batching-engine.js';
 import { engineModelProfile } from '../../src/simulate/engine/profiles.js';
 import { simulateAsync } from '../../src/simulate/fleet-simulator.js';
@@ -142,6 +142,40 @@ export async function runStudy(opts: RunStudyOptions): Promise<StudyRow[]> {
   return rows;
 }
 
+/**
+ * Writes results.md again from a committed results.json with this commit's tables and bars
+ * (`npm run bench -- fleet report <study>`): the figures are the run's, only how they are
+ * judged is current. Returns the bar misses.
+ */
+export function rewriteResults(study: FleetStudy, outDir: string, commit: string): string[] {
+  const file = JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as {
+    seed: number;
+    partial: boolean;
+    rows: StudyRow[];
+  };
+  // JSON has no NaN: a figure that was not a number comes back as null.
+  const rows = file.rows.map((r) => ({
+    ...r,
+    summary: Object.fromEntries(Object.entries(r.summary).map(([k, v]) => [k, v === null ? Number.NaN : v])) as unknown as SimSummary,
+  }));
+  const md = resultsMarkdown(
+    study,
+    file.seed,
+    rows,
+    file.partial,
+    `Tables and bars rewritten from results.json at ${commit} (\`npm run bench -- fleet report ${study.name}\`); the figures are the run's (run.json).`,
+  );
+  writeFileSync(join(outDir, 'results.md'), md);
+  return [...new Set(rows.map((r) => `${r.group}\u0000${r.cell}`))].flatMap((k) => {
+    const [g, c] = k.split('\u0000') as [string, string];
+    return barMisses(
+      g,
+      c,
+      rows.filter((r) => r.group === g && r.cell === c),
+    );
+  });
+}
+
 function writeOutputs(
   opts: RunStudyOptions,
   seed: number,
@@ -218,13 +252,13 @@ function fmt(v: number, d = 0): string {
 }
 
 /** The tables, the distance to the oracle and the bars, as measured. */
-export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly StudyRow[], partial: boolean): string {
+export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly StudyRow[], partial: boolean, provenance?: string): string {
   const out: string[] = [
     `# Fleet study \`${study.name}\`${partial ? ' (partial)' : ''}`,
     '',
     study.description,
     '',
-    `Seed ${seed}. Reproduce: \`npm run bench -- fleet ${study.name}\`.`,
+    `Seed ${seed}. Reproduce: \`npm run bench -- fleet ${study.name}\`.${provenance !== undefined ? ` ${provenance}` : ''}`,
     '',
   ];
   for (const n of study.notes) out.push(`- ${n}`);
@@ -269,7 +303,7 @@ export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly 
   return out.join('\n');
 }
 
-/** The issue's routing bars for one cell: default within 1.15× of the oracle, no worse than the best peer, auto within 1.05× of the best fixed preset. */
+/** The issue's routing bars for one cell: default within 1.15× of the oracle, no worse than the best peer, auto within 1.05× of the best fixed preset (any preset the cell runs, under its own or a peer's label). */
 export function barMisses(group: string, cell: string, inCell: readonly StudyRow[]): string[] {
   const out: string[] = [];
   const by = (n: string) => inCell.find((r) => r.contender === n)?.summary;
@@ -295,7 +329,11 @@ export function barMisses(group: string, cell: string, inCell: readonly StudyRow
     }
   }
   const auto = by('cacheroute:auto');
-  const fixed = inCell.filter((r) => r.contender.startsWith('cacheroute:') && r.contender !== 'cacheroute:auto');
+  // Every fixed preset in the cell, whatever its label (round-robin and prefix-hash are presets too).
+  const fixed = inCell.filter((r) => {
+    const p = presetOf(r.contender);
+    return p !== undefined && p !== 'auto';
+  });
   if (auto !== undefined && fixed.length > 0) {
     for (const q of ['ttftP50Ms', 'ttftP99Ms'] as const) {
       const best = fixed.reduce((m, r) => (r.summary[q] < m.summary[q] ? r : m));

@@ -93,6 +93,19 @@ export const ROUTER_VARIANTS: Readonly<Record<string, RouterDocument>> = {
   replicated: { replication: { enabled: true } },
 };
 
+/**
+ * The cacheroute preset a contender runs unchanged (`cacheroute:<preset>`, or a peer's
+ * policy that is one of the presets, e.g. `round-robin`), else undefined (variants, plugin
+ * graphs, peers' own policies, the bounds): what "the best fixed preset" compares among.
+ */
+export function presetOf(name: string): string | undefined {
+  if (name.startsWith('cacheroute:')) {
+    const s = name.slice('cacheroute:'.length);
+    return (STRATEGIES as readonly string[]).includes(s) ? s : undefined;
+  }
+  return PEER_PRESETS.find((p) => p[0] === name)?.[1];
+}
+
 /** Every name `contender()` knows. */
 export function contenderNames(): string[] {
   return [...STRATEGIES.map((s) => `cacheroute:${s}`), 'llm-d-weighted', ...PEER_PRESETS.map((p) => p[0]), ...Object.keys(PEERS)];

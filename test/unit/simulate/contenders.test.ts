@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { contender, contenderNames } from '../../../src/simulate/contenders.js';
+import { contender, contenderNames, presetOf } from '../../../src/simulate/contenders.js';
 import { GPU_LIKE_ENGINE_MODEL } from '../../../src/simulate/engine/batching-engine.js';
 import { simulate } from '../../../src/simulate/fleet-simulator.js';
 import type { SimRequest } from '../../../src/simulate/types.js';
@@ -44,5 +44,13 @@ describe('simulator contenders', () => {
     expect(() => contender('cacheroute:nope')).to.throw(/unknown cacheroute preset/);
     expect(() => contender('cacheroute:cache-aware+nope')).to.throw(/unknown variant/);
     expect(() => contender('nope')).to.throw(/unknown contender/);
+  });
+
+  it("says which fixed preset a contender runs, under its own label or a peer's", () => {
+    expect(presetOf('cacheroute:cache-aware')).to.equal('cache-aware');
+    expect(presetOf('round-robin')).to.equal('round-robin');
+    expect(presetOf('prefix-hash')).to.equal('prefix-hash');
+    for (const n of ['cacheroute:cache-aware+trust-stale', 'llm-d-weighted', 'sglang-cache-aware', 'oracle', 'cacheroute:nope'])
+      expect(presetOf(n), n).to.equal(undefined);
   });
 });
