@@ -7,7 +7,7 @@
  */
 import { kvBlocksFor } from '../presets/building-blocks.js';
 import type { ScenarioSpec } from '../workloads/scenario.js';
-import type { FleetCell, FleetSpec, FleetStudy } from './study.js';
+import type { FleetCell, FleetSpec, FleetStudy, StudyRow } from './study.js';
 
 const PROMPT = 1536;
 const GROUPS_PER_ENGINE = 8;
@@ -32,6 +32,9 @@ const sharing = (ratio: number, engines: number, perEngine = 30): ScenarioSpec =
 
 const PEERS = ['sglang-cache-aware', 'llm-d-weighted', 'llm-d-sticky', 'dynamo-kv', 'lmetric', 'least-request', 'power-of-two'];
 const SEED_CORE = ['round-robin', 'prefix-hash', 'cacheroute:cache-aware', 'oracle'];
+/** Every contender (fleets up to 64 engines), and the few that keep 256 engines in minutes. */
+const FULL = [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'];
+const BIG = [...SEED_CORE, 'cacheroute:auto', 'sglang-cache-aware', 'dynamo-kv'];
 
 function seedCells(): FleetCell[] {
   const cells: FleetCell[] = [];
@@ -174,6 +177,37 @@ function staleCells(): FleetCell[] {
   return cells;
 }
 
+/**
+ * The staleness study's own question: in which cells a router on stale state does worse
+ * than round-robin (which reads no state at all), at the median or the tail.
+ */
+function belowRoundRobin(rows: readonly StudyRow[]): { sections: string[]; misses: string[] } {
+  const lines = [
+    '## Below round-robin',
+    '',
+    'Cells where a contender that routes on engine state has a worse TTFT p50 or p99 than round-robin, which reads none:',
+    '',
+    '| group | cell | contender | TTFT p50 ms (× round-robin) | TTFT p99 ms (× round-robin) | hit rate |',
+    '|---|---|---|---|---|---|',
+  ];
+  let n = 0;
+  for (const key of [...new Set(rows.map((r) => `${r.group}\u0000${r.cell}`))]) {
+    const inCell = rows.filter((r) => `${r.group}\u0000${r.cell}` === key);
+    const rr = inCell.find((r) => r.contender === 'round-robin')?.summary;
+    if (rr === undefined) continue;
+    for (const r of inCell) {
+      const s = r.summary;
+      if (r.contender === 'round-robin' || !(s.ttftP50Ms > rr.ttftP50Ms || s.ttftP99Ms > rr.ttftP99Ms)) continue;
+      n++;
+      lines.push(
+        `| ${r.group} | ${r.cell} | ${r.contender} | ${s.ttftP50Ms.toFixed(0)} (${(s.ttftP50Ms / rr.ttftP50Ms).toFixed(2)}×) | ${s.ttftP99Ms.toFixed(0)} (${(s.ttftP99Ms / rr.ttftP99Ms).toFixed(2)}×) | ${(s.hitRate * 100).toFixed(1)}% |`,
+      );
+    }
+  }
+  if (n === 0) lines.push('| — | — | none | | | |');
+  return { sections: lines, misses: [] };
+}
+
 export const FLEET_STALENESS: FleetStudy = {
   name: 'staleness',
   description:
@@ -186,6 +220,7 @@ export const FLEET_STALENESS: FleetStudy = {
     'At 256 engines fewer cells and 8 measured requests per engine keep the study in minutes.',
   ],
   cells: staleCells(),
+  report: belowRoundRobin,
 };
 
 /** The agentic study's workload at a fleet size and load (session arrivals per s per engine). */
@@ -208,23 +243,54 @@ export const agentic = (engines: number, qpsPerEngine: number): ScenarioSpec => 
   arrival: { kind: 'poisson', qps: qpsPerEngine * engines },
 });
 
+/**
+ * A Mooncake-format conversation trace at fleet scale (the shipped trace's generator,
+ * bench/workloads/mooncake-trace.ts): 12 sessions per engine of 1-6 turns starting over
+ * a window that sets the load (`sessionsPerSecPerEngine`), every prompt opening with the
+ * trace's common block, half the sessions quoting one of 2 shared documents per engine;
+ * 512-token blocks scaled to 128 tokens, replies capped at 64 tokens.
+ */
+export const mooncakeFleet = (engines: number, sessionsPerSecPerEngine: number): ScenarioSpec => ({
+  kind: 'mooncake-synthetic',
+  label: `mooncake-${sessionsPerSecPerEngine}`,
+  trace: {
+    sessions: 12 * engines,
+    durationMs: Math.round((12 * 1000) / sessionsPerSecPerEngine),
+    maxTurns: 6,
+    sharedDocs: 2 * engines,
+    meanThinkMs: 3000,
+  },
+  tokenScale: 0.25,
+  maxOutputTokens: 64,
+});
+
 export const FLEET_AGENTIC: FleetStudy = {
   name: 'agentic',
   description:
-    'Multi-turn agentic sessions (Zipf tenants, 4 per engine, 1,500-token system prompts, 3 tool calls per session, 15% one-off prompts) at 16 and 64 engines (256 not run this turn: time) and three loads up to saturation (1, 2 and 3 session arrivals per s per engine).',
+    'Multi-turn agentic sessions (Zipf tenants, 4 per engine, 1,500-token system prompts, 3 tool calls per session, 15% one-off prompts; 1, 2 and 4 session arrivals per s per engine) and a Mooncake-format conversation trace (12 sessions per engine starting at 0.5, 2 and 8 per s per engine) at 16, 64 and 256 engines, up to saturation.',
   seed: 1,
-  estimatedMinutes: 25,
-  notes: ['Load is in arrivals per engine per second; each arrival is a session of four turns or a one-off.'],
-  cells: [16, 64].flatMap((engines) =>
-    [1, 2, 3].map((q) => ({
+  estimatedMinutes: 15,
+  notes: [
+    'Agentic load is in arrivals per engine per second; each arrival is a session of four turns (three after a tool result, 200 ms think time) or a one-off.',
+    "The trace is generated in Mooncake's format by the shipped trace's generator at fleet scale, not the public Mooncake trace (its data is not in the repository); every request starts with the trace's common block, as the public conversation trace's do.",
+    'At 256 engines 12 measured agentic requests per engine and fewer contenders keep the study in minutes.',
+  ],
+  cells: [16, 64, 256].flatMap((engines) => [
+    ...(engines >= 256 ? [2, 4] : [1, 2, 4]).map((q) => ({
       group: `agentic, ${engines} engines`,
       label: `${q} arrivals/s/engine`,
       fleet: fleet(engines),
       scenario: agentic(engines, q),
-      contenders:
-        engines <= 64 ? [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'] : [...SEED_CORE, 'sglang-cache-aware', 'dynamo-kv'],
+      contenders: engines <= 64 ? FULL : BIG,
     })),
-  ),
+    ...(engines >= 256 ? [2, 8] : [0.5, 2, 8]).map((q) => ({
+      group: `mooncake-format trace, ${engines} engines`,
+      label: `${q} sessions/s/engine`,
+      fleet: fleet(engines),
+      scenario: mooncakeFleet(engines, q),
+      contenders: engines <= 64 ? FULL : BIG,
+    })),
+  ]),
 };
 
 export const FLEET_DECISION_COST: FleetStudy = {

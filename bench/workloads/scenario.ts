@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { agenticWorkload, type AgenticParams } from './agentic-sessions.js';
 import { withQps, type ArrivalSpec } from './arrivals.js';
 import { hotPrefixWorkload, type HotPrefixParams } from './hot-prefix.js';
-import { mooncakeWorkload, parseMooncakeTrace } from './mooncake-trace.js';
+import { generateSyntheticMooncakeTrace, mooncakeWorkload, parseMooncakeTrace, type SyntheticTraceParams } from './mooncake-trace.js';
 import { multiTurnWorkload, type MultiTurnParams } from './multi-turn.js';
 import { sharedPrefixWorkload, sharingRatioWorkload, type SharedPrefixShape, type SharingRatioParams } from './shared-prefix.js';
 import type { ApiKind, Workload } from './types.js';
@@ -49,6 +49,19 @@ export type ScenarioSpec =
       readonly maxRequests?: number;
       readonly skip?: number;
       readonly maxOutputTokens?: number;
+    }
+  | {
+      /**
+       * A Mooncake-format conversation trace generated from the seed (the generator of the
+       * shipped trace, at any size: bench/workloads/mooncake-trace.ts), then replayed as
+       * `mooncake` replays a file.
+       */
+      readonly kind: 'mooncake-synthetic';
+      readonly label: string;
+      readonly api?: ApiKind;
+      readonly trace: Omit<SyntheticTraceParams, 'seed'>;
+      readonly tokenScale: number;
+      readonly maxOutputTokens?: number;
     };
 
 /** Default API: completions, because every contender routes on its full prompt text. */
@@ -56,12 +69,12 @@ export const DEFAULT_API: ApiKind = 'completions';
 
 /** Arrival rate of a scenario, if it has one (trace replays do not). */
 export function scenarioQps(spec: ScenarioSpec): number | undefined {
-  return spec.kind === 'mooncake' ? undefined : spec.arrival.qps;
+  return spec.kind === 'mooncake' || spec.kind === 'mooncake-synthetic' ? undefined : spec.arrival.qps;
 }
 
 /** The same scenario at another arrival rate (QPS sweeps); trace replays are returned unchanged. */
 export function scenarioAtQps(spec: ScenarioSpec, qps: number): ScenarioSpec {
-  if (spec.kind === 'mooncake') return spec;
+  if (spec.kind === 'mooncake' || spec.kind === 'mooncake-synthetic') return spec;
   return { ...spec, arrival: withQps(spec.arrival, qps) };
 }
 
@@ -109,5 +122,14 @@ export function buildWorkload(spec: ScenarioSpec, seed: number, repoRoot: string
         ...(spec.maxOutputTokens !== undefined ? { maxOutputTokens: spec.maxOutputTokens } : {}),
       });
     }
+    case 'mooncake-synthetic':
+      return mooncakeWorkload({
+        entries: generateSyntheticMooncakeTrace({ ...spec.trace, seed }),
+        tokenScale: spec.tokenScale,
+        timeScale: 1,
+        api,
+        seed,
+        ...(spec.maxOutputTokens !== undefined ? { maxOutputTokens: spec.maxOutputTokens } : {}),
+      });
   }
 }
