@@ -11,6 +11,7 @@ import {
 } from '../../../../bench/workloads/mooncake-trace.js';
 import { countTokens } from '../../../kit/synthetic-text.js';
 import type { BenchRequest } from '../../../../bench/workloads/types.js';
+import { buildWorkload } from '../../../../bench/workloads/scenario.js';
 
 // Lines in the exact shape of the FAST'25 files (plus one extra key some tools add).
 const REAL_FORMAT = `{"timestamp": 0, "input_length": 1300, "output_length": 12, "hash_ids": [0, 1, 2]}
@@ -96,5 +97,22 @@ describe('bench/workloads/mooncake-trace', () => {
     const w = replay(entries, { tokenScale: 0.125 });
     const reuse = w.requests.reduce((s, r) => s + r.reusableTokens, 0) / w.requests.reduce((s, r) => s + r.promptTokens, 0);
     expect(reuse).to.be.within(0.3, 0.9);
+  });
+
+  it('a mooncake-synthetic scenario is the generator replayed: same seed same requests, the window sets the arrival span', () => {
+    const spec = (durationMs: number) =>
+      ({
+        kind: 'mooncake-synthetic',
+        label: 'm',
+        trace: { sessions: 40, durationMs, maxTurns: 3, sharedDocs: 2, meanThinkMs: 1000 },
+        tokenScale: 0.25,
+        maxOutputTokens: 16,
+      }) as const;
+    const a = buildWorkload(spec(4000), 5, REPO_ROOT);
+    expect(a.requests.map((r) => r.prompt)).to.deep.equal(buildWorkload(spec(4000), 5, REPO_ROOT).requests.map((r) => r.prompt));
+    expect(a.requests.every((r) => r.maxTokens <= 16)).to.equal(true);
+    const starts = (w: typeof a) => w.requests.map((r) => r.atMs).sort((x, y) => x - y);
+    // Sessions start within the window; later turns follow by think time, so a 10x window stretches the replay.
+    expect(starts(buildWorkload(spec(40_000), 5, REPO_ROOT)).at(-1)!).to.be.greaterThan(2 * starts(a).at(-1)!);
   });
 });
