@@ -224,6 +224,14 @@ export const FLEET_STALENESS: FleetStudy = {
   ],
   cells: staleCells(),
   report: belowRoundRobin,
+  findings: [
+    "Affinity-bound traffic (90% sharing) does not care how stale the scrapes are: the default's TTFT is 32 / 56 ms (p50 / p99) at 16 engines and 32 / 60-61 ms at 256 in every scrape interval (50 ms-5 s) and age (2 ms-2 s) cell, the same as `+trust-stale` and the oracle: its decisions rest on its own prefix index and in-flight accounting, the scraped numbers only break near-ties. llm-d's weighted profile, whose queue and KV-usage scorers read the scrapes, moves between 52 and 62 ms at p99.",
+    'Load-bound traffic (one prefix takes 60%) is where stale state costs, and where the scrape-driven llm-d profile falls below round-robin: equal to it up to 500 ms scrapes (p99 240-255 ms vs 244), 1.48× at 1 s and 1.26× at 5 s at 16 engines, 1.94× at 5 s at 256.',
+    "The default misses every hot-prefix cell whatever the scrapes (p99 2.8-3.1× round-robin at 50 ms-1 s, 16 engines; 9.2× at 256): that is its hot-prefix policy, not staleness (the affinity keeps the hot group on too few engines; the fleet-hot-prefix study has the cause). Stale scrapes make it worse: 1,062 ms p99 at 5 s against 681 at 100 ms; there `+trust-stale` (705 ms) does better than the default's fallback to its own accounting, because the 5 s-old numbers still show which engines the hot group has piled onto.",
+    'KV events late: the precise index (`+kv-events`) matches the approximate default up to 500 ms of lag (hit 86.9%), and falls below round-robin at p99 at 2 s: 630 vs 423 ms at 16 engines, 479 vs 399 at 256, hit 87% → 75%: requests for a prefix routed in the last 2 s go elsewhere until the events arrive. `+kv-hybrid`, which also indexes its own routings, holds (389 ms / 90 ms, hit 87.1% / 89.7%). The approximate default reads no events and is the lag-free reference (336 ms / 90 ms).',
+    'KV events lost: each gap resyncs an engine for resyncWindowMs (30 s), so 0.1% loss costs the precise index 7 points of hit rate (p99 461 ms, 1.09× round-robin) and 1% loss 25 points (826 ms, 1.96×); hybrid 423 / 628 ms. The default is unaffected (336 ms).',
+    "The oracle is not a bound in the KV-event cells: at 16 engines the default's p99 (336 ms) is under the oracle's (391 ms), at 256 engines 90 vs 269 ms. The oracle picks the least predicted TTFT per request, so a queued group is copied onto another engine (hit 71.8% vs 87.3%) and the copies evict other groups: greedy per request is not optimal for the fleet. These cells tokenize with the tiny model (longer prompts than the 1,536-token text of the other cells: round-robin's p50 is 389 ms, not 238), so the KV size is tighter.",
+  ],
 };
 
 /** The agentic study's workload at a fleet size and load (session arrivals per s per engine). */

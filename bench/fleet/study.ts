@@ -60,6 +60,11 @@ export interface FleetStudy {
   /** How to read the tables (goes into results.md). */
   readonly notes: readonly string[];
   readonly cells: readonly FleetCell[];
+  /**
+   * What the run showed and why each bar misses, written after reading this seed's tables
+   * (the simulator is deterministic, so they hold for a rerun at the same commit).
+   */
+  readonly findings?: readonly string[];
   /** Study-specific sections of results.md (its own tables, after the generic ones) and its own bars' misses. */
   readonly report?: (rows: readonly StudyRow[]) => { readonly sections: readonly string[]; readonly misses: readonly string[] };
 }
@@ -296,6 +301,11 @@ export function resultsMarkdown(study: FleetStudy, seed: number, rows: readonly 
     const own = study.report(rows);
     out.push(...own.sections, '');
     misses.push(...own.misses);
+  }
+  if (study.findings !== undefined && study.findings.length > 0) {
+    out.push('## Findings and the reasons for the misses', '');
+    for (const f of study.findings) out.push(`- ${f}`);
+    out.push('');
   }
   out.push('## Bars, as measured', '');
   out.push(misses.length === 0 ? 'Every bar this study checks is met in every cell.' : misses.map((m) => `- ${m}`).join('\n'));
