@@ -22,6 +22,7 @@ import type { RouteTicket } from '../../src/core/routing-service.js';
 import type { DecisionReason } from '../../src/core/types.js';
 import { BlockHasher } from '../../src/prefix-cache/block-hasher.js';
 import { PREFIX_INDEX } from '../../src/plugins/multi/prefix-cache-plugin.js';
+import { instanceParameters } from '../../src/plugins/instance-parameters.js';
 import { createScheduler } from '../../src/compose/create-scheduler.js';
 import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
@@ -60,7 +61,7 @@ export const DEFAULT_DECISION_BENCH: DecisionBenchOptions = {
 
 export interface DecisionBenchResult {
   readonly options: DecisionBenchOptions;
-  readonly config: Pick<RouterConfig, 'strategy' | 'cacheAware' | 'fallbacks'>;
+  readonly config: Pick<RouterConfig, 'strategy' | 'plugins' | 'fallbacks'>;
   readonly indexBlocksAtStart: number;
   /** Decisions made while warming (index fill + warmRoutes): includes JIT warm-up in a fresh process. */
   readonly warmupDecisionMicros: Distribution;
@@ -87,9 +88,11 @@ export function decisionBenchConfig(o: DecisionBenchOptions): RouterConfig {
   // Per-endpoint capacity sized so the index stays near `warmBlocks` once warm (entries
   // exceed distinct blocks because hot system prompts live on several endpoints).
   return defaultConfig({
-    strategy: o.strategy ?? 'cache-aware',
     seed: o.seed,
-    cacheAware: { indexCapacityBlocks: Math.ceil((1.25 * o.warmBlocks) / o.endpoints) },
+    strategy: {
+      name: o.strategy ?? 'cache-aware',
+      plugins: { 'prefix-cache': { indexCapacityBlocks: Math.ceil((1.25 * o.warmBlocks) / o.endpoints) } },
+    },
     endpoints: Array.from({ length: o.endpoints }, (_, i) => ({ address: `10.0.${i >> 8}.${(i & 255) + 1}:8000` })),
   });
 }
@@ -164,7 +167,8 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
 
   // Hash and match alone, on the same kind of prompts. The galloping match and the walk it
   // replaced run on the same hashes, alternating which goes first; every answer is compared.
-  const hasher = new BlockHasher({ blockChars: config.cacheAware.blockChars, maxBlocks: config.cacheAware.maxPrefixBlocks });
+  const prefix = instanceParameters<{ blockChars: number; maxPrefixBlocks: number }>(config, 'prefix-cache');
+  const hasher = new BlockHasher({ blockChars: prefix.blockChars, maxBlocks: prefix.maxPrefixBlocks });
   const hashT: number[] = [];
   const matchT: number[] = [];
   const walkT: number[] = [];
@@ -189,7 +193,7 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
   const st = index.stats();
   return {
     options: o,
-    config: { strategy: config.strategy, cacheAware: config.cacheAware, fallbacks: config.fallbacks },
+    config: { strategy: config.strategy, plugins: config.plugins, fallbacks: config.fallbacks },
     indexBlocksAtStart,
     warmupDecisionMicros: distribution(warm),
     indexBlocksAtEnd: st.blocks,

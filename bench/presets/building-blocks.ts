@@ -51,12 +51,12 @@ export function cacheroute(strategy: StrategyName, label = `cacheroute-${strateg
   return { kind: 'cacheroute', label, strategy };
 }
 
-/** cache-aware with hot-prefix replication (`load.hotspot.enabled`, off by default) switched on. */
+/** cache-aware with hot-prefix replication (an optional plugin of the preset, off by default) switched on. */
 export const CACHE_AWARE_HOTSPOT_ON: ContenderSpec = {
   kind: 'cacheroute',
   label: 'cacheroute-cache-aware+hotspot',
   strategy: 'cache-aware',
-  routerOverrides: { load: { hotspot: { enabled: true } } },
+  routerOverrides: { strategy: { name: 'cache-aware', plugins: { 'hotspot-replication-filter': {} } } },
 };
 
 export const SGLANG_CACHE_AWARE: ContenderSpec = { kind: 'sglang-router', label: 'sglang-cache_aware', policy: 'cache_aware' };

@@ -22,19 +22,22 @@ import { PEERS } from './peers.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import type { PresetSpec } from './types.js';
 
-/** cache-aware with the precise-prefix-cache plugin in `mode`, tokenizing `model` with the tiny model's tokenizer. */
+/** precise-cache-aware (cache-aware with the precise-prefix-cache plugin) in `mode`, tokenizing `model` with the tiny model's tokenizer. */
 function preciseContender(mode: 'precise' | 'hybrid', model: string, blockSize: number): ContenderSpec {
   return {
     kind: 'cacheroute',
     label: `cacheroute-cache-aware-${mode}`,
-    strategy: 'cache-aware',
+    strategy: 'precise-cache-aware',
     routerOverrides: {
-      cacheAware: {
-        preciseIndex: {
-          mode,
-          models: [{ name: model, tokenizerDir: tinyModelDir(), blockSize }],
-          kvEvents: { discover: true },
-          resyncWindowMs: 0,
+      strategy: {
+        name: 'precise-cache-aware',
+        plugins: {
+          'prefix-cache': {
+            mode,
+            models: [{ name: model, tokenizerDir: tinyModelDir(), blockSize }],
+            kvEvents: { discover: true },
+            resyncWindowMs: 0,
+          },
         },
       },
     },

@@ -1,7 +1,7 @@
 /**
  * Builds the scheduling core from a validated RouterConfig: the endpoint registry, the data
  * layer (engine metrics, token load, traffic statistics) wired onto it, and the plugin graph
- * of the config (explicit, or what the strategy shorthand expanded to) from the catalog.
+ * of the config (explicit, or what the strategy preset expanded to) from the catalog.
  * Used by the composition root (src/compose/app.ts), tests and tools.
  */
 import type { RouterConfig } from '../config/types.js';
@@ -32,12 +32,12 @@ export interface SchedulerDeps {
   readonly graph?: GraphSpec;
 }
 
-/** The data layer's settings from the config sections. */
+/** The data layer's settings from the config sections (`engineMetrics:`, `dataLayer:`). */
 export function dataLayerOptions(config: RouterConfig): DataLayerOptions {
   return {
     engineMetrics: config.engineMetrics,
-    tokenLoad: { outputTokensPrior: config.load.outputTokensPrior, outputTokensAlpha: config.load.outputTokensAlpha },
-    traffic: { windowMs: config.load.trafficWindowMs, keyChars: config.load.hotspot.keyChars, minKeyChars: config.cacheAware.blockChars },
+    tokenLoad: config.dataLayer.tokenLoad,
+    traffic: config.dataLayer.traffic,
   };
 }
 

@@ -25,6 +25,7 @@ import type { ScrapeStatsLike, ScrapeStatsView } from '../telemetry/metrics.js';
 import { ProcessMetrics } from '../telemetry/process-metrics.js';
 import { RecentDecisions } from '../telemetry/recent-decisions.js';
 import type { Tracing } from '../telemetry/tracing.js';
+import { DEFAULT_BLOCK_CHARS } from '../plugins/shared/params.js';
 
 /** What telemetry reads from the scheduler; every part optional (structural, no import of Scheduler). */
 /** Prefix-index occupancy of an endpoint; `engineBlockTokens`/`hitUnitBlocks` once the engine reported its KV block. */
@@ -90,7 +91,7 @@ export class RouterTelemetry {
     this.scrapes = sources.scrapes;
     this.metrics = new RouterMetrics({
       endpointIds: sources.endpoints().map((e) => e.id),
-      blockChars: config.cacheAware.blockChars,
+      blockChars: DEFAULT_BLOCK_CHARS,
       charsPerToken: config.requests.charsPerToken,
       ...(opts.version !== undefined ? { version: opts.version } : {}),
       ...(sources.loadOf

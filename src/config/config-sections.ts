@@ -7,11 +7,11 @@
  * field-path errors like every other section.
  */
 import { admissionSchema } from '../admission/admission-config.js';
+import { dataLayerSchema } from '../datalayer/data-layer-config.js';
 import { engineMetricsSchema } from '../datalayer/engine-metrics-config.js';
 import { discoverySchema } from '../discovery/discovery-config.js';
 import { endpointsSchema } from '../endpoints/endpoint-config.js';
 import { healthSchema } from '../health/health-config.js';
-import { cacheAwareSchema, loadSchema } from '../plugins/presets/shorthand.js';
 import { replicationSchema } from '../replication/replication-config.js';
 import { requestsSchema } from '../request/requests-config.js';
 import { telemetrySchema } from '../telemetry/telemetry-config.js';
@@ -28,11 +28,10 @@ export const CONFIG_SECTIONS = [
   { key: 'endpoints', schema: endpointsSchema },
   { key: 'discovery', schema: discoverySchema },
   { key: 'engineMetrics', schema: engineMetricsSchema },
+  { key: 'dataLayer', schema: dataLayerSchema },
   { key: 'telemetry', schema: telemetrySchema },
   pluginsSection,
   schedulingProfilesSection,
-  { key: 'cacheAware', schema: cacheAwareSchema },
-  { key: 'load', schema: loadSchema },
   { key: 'health', schema: healthSchema },
   { key: 'admission', schema: admissionSchema },
   { key: 'replication', schema: replicationSchema },

@@ -5,6 +5,7 @@
  * once), engine-metrics polling off, and four loopback endpoints 127.0.0.1:8001-8004 (all
  * in pool `default`).
  */
+import type { StrategyInput } from '../plugins/presets/strategy.js';
 import type { RouterConfig } from './types.js';
 import { API_VERSION } from './defaults.js';
 import { parseConfig } from './parse-config.js';
@@ -16,10 +17,13 @@ export type DeepPartial<T> = T extends readonly (infer U)[]
     ? { -readonly [K in keyof T]?: DeepPartial<T[K]> }
     : T;
 
+/** Overrides of a config document: any part of the validated form, and `strategy:` as written (a name or `{name, weights, plugins}`). */
+export type ConfigOverrides = DeepPartial<Omit<RouterConfig, 'strategy'>> & { readonly strategy?: StrategyInput };
+
 export const TEST_ENDPOINT_ADDRESSES: readonly string[] = ['127.0.0.1:8001', '127.0.0.1:8002', '127.0.0.1:8003', '127.0.0.1:8004'];
 
 /** @throws RouterError BAD_CONFIG when the overrides are invalid. */
-export function defaultConfig(overrides: DeepPartial<RouterConfig> = {}): RouterConfig {
+export function defaultConfig(overrides: ConfigOverrides = {}): RouterConfig {
   const base = {
     apiVersion: API_VERSION,
     server: { grpcAddress: '127.0.0.1:0', adminAddress: '127.0.0.1:0', warmUpStreams: 0 },

@@ -4,11 +4,11 @@
  * unknown keys are rejected with a "did you mean" hint, defaults are applied.
  *
  * Then the plugin graph is resolved: explicit `plugins` + `schedulingProfiles`, or the
- * preset the `strategy` shorthand names (default cache-aware), and every plugin's
+ * preset `strategy` names (default cache-aware, adjusted by its `weights` / `plugins`), and every plugin's
  * `parameters` are checked against its type's own schema from the plugin catalog
  * (`plugins[2].parameters.weight: expected number ...`).
  */
-import { presetGraph, type StrategyName } from '../plugins/presets/presets.js';
+import { resolveStrategy } from '../plugins/presets/strategy.js';
 import { builtinCatalog } from '../plugins/register-builtins.js';
 import type { PluginCatalog } from '../framework/plugin-api.js';
 import { validateGraphParameters, type GraphSpec } from '../scheduling/plugin-graph.js';
@@ -17,6 +17,7 @@ import { CONFIG_SECTIONS } from './config-sections.js';
 import { DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, DEFAULT_STRATEGY, GRPC_FRAMING_HEADROOM_BYTES } from './defaults.js';
 import { applyEnvOverrides, type Env } from './env-overrides.js';
 import { isHostNameEntry } from '../util/host-port.js';
+import { movedKeys } from './moved-keys.js';
 import type { ParsedSections, RouterConfig } from './types.js';
 
 export interface ParseOptions {
@@ -46,11 +47,16 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
     sources = applied.sources;
   }
   if (doc === undefined || doc === null) throw configError(['(document): empty']);
-  const clean = withoutNulls(doc);
+  const moved = movedKeys(withoutNulls(doc));
+  const clean = moved.doc;
   const r = ROOT.safeParse(clean);
   const engines = enginesProblem(clean);
-  if (!r.success) throw configError([...formatIssues(r.error.issues, '', sources), ...(engines !== undefined ? [engines] : [])]);
-  if (engines !== undefined) throw configError([engines]);
+  const early = [
+    ...moved.problems,
+    ...(r.success ? [] : formatIssues(r.error.issues, '', sources)),
+    ...(engines !== undefined ? [engines] : []),
+  ];
+  if (!r.success || early.length > 0) throw configError(early);
   const parsed = r.data as unknown as ParsedSections;
 
   const problems: string[] = [];
@@ -79,7 +85,7 @@ export function parseConfig(input: unknown, options: ParseOptions = {}): RouterC
   if (problems.length > 0) throw configError(problems);
   const catalog = options.catalog ?? (defaultCatalog ??= builtinCatalog());
   const paramProblems = validateGraphParameters(graph.spec, catalog);
-  if (paramProblems.length > 0) throw configError(paramProblems);
+  if (paramProblems.length > 0) throw configError(graph.fromPreset ? paramProblems.map((l) => strategyPath(l, graph.spec)) : paramProblems);
 
   const config: RouterConfig = {
     ...parsed,
@@ -112,21 +118,31 @@ function resolveServer(p: ParsedSections, problems: string[]): RouterConfig['ser
   return { ...s, maxReceiveMessageBytes: s.maxReceiveMessageBytes ?? fitted };
 }
 
-/** The explicit graph, or the preset of the strategy shorthand. */
-function resolveGraph(p: ParsedSections, problems: string[]): { spec: GraphSpec; label: string } {
+/** The explicit graph, or the preset `strategy` names (with its adjustments). */
+function resolveGraph(p: ParsedSections, problems: string[]): { spec: GraphSpec; label: string; fromPreset: boolean } {
   const explicit = p.plugins !== undefined || p.schedulingProfiles !== undefined;
   if (!explicit) {
-    const strategy: StrategyName = p.strategy ?? DEFAULT_STRATEGY;
-    return { spec: presetGraph(strategy, { cacheAware: p.cacheAware, load: p.load, requests: p.requests }), label: strategy };
+    const choice = p.strategy ?? { name: DEFAULT_STRATEGY };
+    const resolved = resolveStrategy(choice);
+    problems.push(...resolved.problems);
+    return { spec: resolved.spec, label: choice.name, fromPreset: true };
   }
   if (p.strategy !== undefined) {
-    problems.push('strategy: a shorthand for plugins + schedulingProfiles; give one or the other, not both');
+    problems.push('strategy: a preset stands for plugins + schedulingProfiles; give one or the other, not both');
   }
   if (p.plugins === undefined) problems.push('plugins: required with schedulingProfiles');
   if (p.schedulingProfiles === undefined) problems.push('schedulingProfiles: required with plugins');
   const spec: GraphSpec = { plugins: p.plugins ?? [], schedulingProfiles: p.schedulingProfiles ?? [] };
   const profiles = spec.schedulingProfiles;
-  return { spec, label: profiles.length === 1 ? profiles[0]!.name : 'custom' };
+  return { spec, label: profiles.length === 1 ? profiles[0]!.name : 'custom', fromPreset: false };
+}
+
+/** A preset's `plugins[3].parameters.x: …` as the place the user can change it: `strategy.plugins.<name>.x: …`. */
+function strategyPath(line: string, spec: GraphSpec): string {
+  return line.replace(/^plugins\[(\d+)\]\.parameters/, (all, i: string) => {
+    const p = spec.plugins[Number(i)];
+    return p === undefined ? all : `strategy.plugins.${p.name ?? p.type}`;
+  });
 }
 
 function deepFreeze<T>(v: T): T {

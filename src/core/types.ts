@@ -61,7 +61,7 @@ export interface RouteRequest {
   readonly promptTokens: number;
   /** `max_tokens` / `max_completion_tokens` if the client set it. */
   readonly maxTokens?: number;
-  /** Value of the configured session header, if present. */
+  /** A session key given by a caller without headers (the fleet simulator, tests); the edge reads none (the session scorer reads its `header`). */
   readonly sessionKey?: string;
   /** Endpoint ids from Envoy's `envoy.lb.subset_hint`; when present only these are eligible. */
   readonly subset?: readonly string[];

@@ -90,7 +90,6 @@ export class EdgeContext implements StreamEnv {
       maxBodyBytes: options.requests.maxBodyBytes,
       maxPrefixChars: options.requests.maxPrefixChars,
       charsPerToken: options.requests.charsPerToken,
-      sessionHeader: options.requests.sessionHeader,
       tenantHeader: options.tenantHeader,
       priorityHeader: options.priorityHeader,
     });

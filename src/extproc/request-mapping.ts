@@ -7,8 +7,9 @@
  * Rules: the request id is the client's `x-request-id` or a fresh one; the trace context is
  * the ext_proc stream's own `traceparent` (Envoy's span) when present, else the request's;
  * the subset hint comes from `metadata_context` (an empty hint names no endpoint: 503); the
- * session key, tenant and priority come from the headers the config names (priority: an
- * integer clamped to ±MAX_PRIORITY, anything else 0); without a body (header-only routing)
+ * tenant and priority come from the headers the admission config names (priority: an
+ * integer clamped to ±MAX_PRIORITY, anything else 0); every header reaches the plugins (a
+ * plugin reads the one its parameters name); without a body (header-only routing)
  * the prompt is empty.
  */
 import { RouterError } from '../core/errors.js';
@@ -51,7 +52,6 @@ export interface RequestMapping {
   readonly maxBodyBytes: number;
   readonly extractOpts: { readonly maxPrefixChars: number; readonly charsPerToken: number };
   /** Lower-cased header names (absent: not read). */
-  readonly sessionHeader?: string;
   readonly tenantHeader?: string;
   readonly priorityHeader?: string;
 }
@@ -62,7 +62,6 @@ export function requestMapping(o: {
   maxBodyBytes: number;
   maxPrefixChars: number;
   charsPerToken: number;
-  sessionHeader?: string | undefined;
   tenantHeader?: string | undefined;
   priorityHeader?: string | undefined;
 }): RequestMapping {
@@ -70,7 +69,6 @@ export function requestMapping(o: {
     extract: o.extract,
     maxBodyBytes: o.maxBodyBytes,
     extractOpts: { maxPrefixChars: o.maxPrefixChars, charsPerToken: o.charsPerToken },
-    ...(o.sessionHeader !== undefined ? { sessionHeader: o.sessionHeader.toLowerCase() } : {}),
     ...(o.tenantHeader !== undefined ? { tenantHeader: o.tenantHeader.toLowerCase() } : {}),
     ...(o.priorityHeader !== undefined ? { priorityHeader: o.priorityHeader.toLowerCase() } : {}),
   };
@@ -124,7 +122,6 @@ export function toRouteRequest(facts: RequestFacts, headers: HeaderLookup, body:
     promptChars: prompt.promptChars,
     promptTokens: prompt.promptTokens,
     maxTokens: prompt.maxTokens,
-    sessionKey: m.sessionHeader !== undefined ? headers.get(m.sessionHeader) : undefined,
     subset: facts.subset,
     stream: prompt.stream,
     ...(tenant !== undefined && tenant !== '' ? { tenant } : {}),

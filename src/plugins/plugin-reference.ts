@@ -1,12 +1,13 @@
 /**
  * The YAML reference of every plugin type (docs/plugins.md), rendered from the plugins'
- * own parameter schemas (`z.toJSONSchema`: types, ranges, defaults, `.describe()` texts),
+ * own parameter schemas (and the presets' graphs from their data) (`z.toJSONSchema`: types, ranges, defaults, `.describe()` texts),
  * so the reference cannot drift from what the config accepts. A unit test fails when the
  * committed file differs from this rendering; `node dist/scripts/gen-plugin-docs.js`
  * rewrites it.
  */
 import { z } from 'zod';
 import type { PluginCatalog, PluginType } from '../framework/plugin-api.js';
+import { renderPresetReference } from './presets/preset-reference.js';
 
 interface JsonSchema {
   readonly type?: string;
@@ -33,9 +34,11 @@ export function renderPluginReference(catalog: PluginCatalog): string {
     '[scheduling.md](scheduling.md).',
     '',
     ...types.map((t) => `- [\`${t.type}\`](#${t.type})`),
+    '- [Presets](#presets): the graph each `strategy:` name stands for',
     '',
   ];
   for (const t of types) out.push(...renderType(t));
+  out.push(...renderPresetReference());
   return out.join('\n');
 }
 

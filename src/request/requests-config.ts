@@ -1,7 +1,7 @@
 /** `requests:` section: which requests are inference requests and how bodies are read. */
 import type { z } from 'zod';
 import { int, listOf, num, optionalSection, str } from '../util/schema.js';
-import { headerName, httpPath } from '../util/schema-checks.js';
+import { httpPath } from '../util/schema-checks.js';
 
 /** The two OpenAI-compatible inference endpoints vLLM-like engines serve. */
 export const DEFAULT_PATHS: readonly string[] = ['/v1/chat/completions', '/v1/completions'];
@@ -28,7 +28,6 @@ export const requestsSchema = optionalSection({
   maxPrefixChars: int({ min: 0, max: 16 * 1024 * 1024 })
     .default(DEFAULT_MAX_PREFIX_CHARS)
     .describe('At most this many prompt characters are used for affinity.'),
-  sessionHeader: headerName.optional().describe('Header whose value is a session key for stickiness.'),
   charsPerToken: num({ minExclusive: 0, max: 64 })
     .default(DEFAULT_CHARS_PER_TOKEN)
     .describe('Characters per token for estimates until calibrated.'),

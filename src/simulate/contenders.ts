@@ -31,16 +31,21 @@ const KV_VARIANTS: Readonly<Record<string, 'precise' | 'hybrid'>> = {
   'kv-hybrid': 'hybrid',
 };
 
-function kvVariant(mode: 'precise' | 'hybrid', opts: ContenderOptions): RouterDocument {
+function kvVariant(mode: 'precise' | 'hybrid', preset: string, opts: ContenderOptions): RouterDocument {
+  const variant = mode === 'precise' ? 'kv-events' : 'kv-hybrid';
+  if (preset !== 'cache-aware')
+    throw new Error(`the ${variant} variant applies to cache-aware only (it is the precise-cache-aware preset)`);
   const kv = opts.kvEvents;
-  if (kv === undefined)
-    throw new Error(`the ${mode === 'precise' ? 'kv-events' : 'kv-hybrid'} variant needs ContenderOptions.kvEvents (tokenizer)`);
+  if (kv === undefined) throw new Error(`the ${variant} variant needs ContenderOptions.kvEvents (tokenizer)`);
   return {
-    cacheAware: {
-      preciseIndex: {
-        mode,
-        models: [{ name: kv.model ?? 'sim-model', tokenizerDir: kv.tokenizerDir, blockSize: kv.blockSize }],
-        kvEvents: { discover: false },
+    strategy: {
+      name: 'precise-cache-aware',
+      plugins: {
+        'prefix-cache': {
+          mode,
+          models: [{ name: kv.model ?? 'sim-model', tokenizerDir: kv.tokenizerDir, blockSize: kv.blockSize }],
+          kvEvents: { discover: false },
+        },
       },
     },
   };
@@ -135,7 +140,7 @@ export function contender(name: string, opts: ContenderOptions = {}): Contender 
     let doc: RouterDocument = { strategy: s };
     for (const v of variants) {
       const kvMode = KV_VARIANTS[v];
-      const over = kvMode !== undefined ? kvVariant(kvMode, opts) : ROUTER_VARIANTS[v];
+      const over = kvMode !== undefined ? kvVariant(kvMode, s, opts) : ROUTER_VARIANTS[v];
       if (over === undefined)
         throw new Error(`unknown variant '${v}' (known: ${[...Object.keys(ROUTER_VARIANTS), ...Object.keys(KV_VARIANTS)].join(', ')})`);
       doc = deepMerge(doc, over);

@@ -33,6 +33,7 @@ import type { Contender, Placement, Policy, PolicyContext, SimEngine } from './p
 import type { PreparedRequest } from './prepared-request.js';
 import { ReplicaLink } from './replica-link.js';
 import type { ScrapeModel } from './types.js';
+import { deepMerge } from '../util/deep-merge.js';
 
 /** A router document (YAML parsed to an object), without `endpoints`: the simulator adds the fleet. */
 export type RouterDocument = Readonly<Record<string, unknown>>;
@@ -288,18 +289,4 @@ export function routerContender(label: string, opts: RouterPolicyOptions, source
   return { label, source, create: (ctx, replicas) => new RouterPolicy(label, ctx, replicas, opts) };
 }
 
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Recursive merge: nested objects merge, arrays and scalars from `over` replace. */
-export function deepMerge(base: Readonly<Obj>, over: Readonly<Obj>): Obj {
-  const out: Obj = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    const b = out[k];
-    out[k] = isObj(b) && isObj(v) ? deepMerge(b, v) : v;
-  }
-  return out;
-}
+export { deepMerge };

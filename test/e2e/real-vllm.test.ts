@@ -360,7 +360,9 @@ describe('e2e: real vLLM engines behind Envoy + cacheroute', function () {
     // without calibration it keeps predicting hits the engines evicted long ago.
     const calib = await startRouter({
       name: 'router-real-vllm-calibration',
-      config: routerConfig({ load: { calibration: { enabled: true, sizeFromEngine: false } } }),
+      config: routerConfig({
+        strategy: { name: 'cache-aware', plugins: { 'index-calibration': { enabled: true, sizeFromEngine: false } } },
+      }),
     });
     extra.push(calib);
     const calibEnvoy = await startEnvoy({

@@ -82,7 +82,10 @@ describe('e2e: router out of the response path (access-log completion)', functio
     engines = fleet.engines.map(engineAddress);
     router = await startRouter({
       name: 'router-response-path',
-      config: routerConfigDoc(engines, { requests: { sessionHeader: SESSION_HEADER }, server: { responseCompletion: RESPONSE_PATH } }),
+      config: routerConfigDoc(engines, {
+        strategy: { name: 'cache-aware', plugins: { 'session-affinity-scorer': { header: SESSION_HEADER } } },
+        server: { responseCompletion: RESPONSE_PATH },
+      }),
     });
     envoy = await startEnvoy({
       variant: 'override-host',

@@ -26,7 +26,14 @@ describe('e2e: routing through Envoy', function () {
       engines: { count: 4, flags: { profile: 'gpu-like', 'time-scale': 0.05 } },
       // The imbalance escape at 8 in-flight requests (the default is 32, sized for larger
       // fleets) so a burst of 32 concurrent requests crosses it on 4 engines.
-      router: { config: { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } } } },
+      router: {
+        config: {
+          strategy: {
+            name: 'cache-aware',
+            plugins: { 'imbalance-escape-filter': { absThreshold: 8, relThreshold: 1.5 }, 'queue-scorer': { softQueue: 8 } },
+          },
+        },
+      },
       envoys: VARIANTS.map((variant) => ({ variant })),
     });
   });

@@ -188,21 +188,23 @@ describe('kv events with the simulator (real ZMQ on loopback)', function () {
     expect(predictedTokens(1, sys, 'before restart')).to.equal(await chat(fresh, sys, 'before restart'));
   });
 
-  it('the cache-aware strategy with cacheAware.preciseIndex discovers the publishers and routes a sibling to the engine whose events hold its prefix', async () => {
+  it('the precise-cache-aware preset discovers the publishers and routes a sibling to the engine whose events hold its prefix', async () => {
     // A prompt sharing no block with what the engines cached before this router subscribed:
     // blocks extending an ancestry the router never saw cannot be keyed (docs/kv-events.md).
     const sys = 'A brand new system prompt for the router that joined late. '.repeat(8);
     const holder = engines[0]!;
     const config = defaultConfig({
-      strategy: 'cache-aware',
       endpoints: engines.map((e) => ({ address: `127.0.0.1:${e.port}`, models: [MODEL] })),
-      cacheAware: {
-        preciseIndex: {
-          mode: 'precise',
-          models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }],
-          // Publisher ports discovered from each engine's /kv_event_sources.
-          kvEvents: { discover: true },
-          resyncWindowMs: 0,
+      strategy: {
+        name: 'precise-cache-aware',
+        plugins: {
+          'prefix-cache': {
+            mode: 'precise',
+            models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }],
+            // Publisher ports discovered from each engine's /kv_event_sources.
+            kvEvents: { discover: true },
+            resyncWindowMs: 0,
+          },
         },
       },
     });
@@ -332,14 +334,16 @@ describe('precise-prefix-cache mode auto (real ZMQ on loopback)', function () {
     const all = [withEvents, noEvents, otherModel];
     await Promise.all(all.map((e) => e.start()));
     const config = defaultConfig({
-      strategy: 'cache-aware',
       endpoints: [
         { address: `127.0.0.1:${withEvents.port}`, models: [MODEL] },
         { address: `127.0.0.1:${noEvents.port}`, models: [MODEL] },
         { address: `127.0.0.1:${otherModel.port}`, models: ['untokenized'] },
       ],
       // No mode, no kvEvents: auto, publishers discovered.
-      cacheAware: { preciseIndex: { models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }], resyncWindowMs: 0 } },
+      strategy: {
+        name: 'precise-cache-aware',
+        plugins: { 'prefix-cache': { models: [{ name: MODEL, tokenizerDir: dir, blockSize: BS }], resyncWindowMs: 0 } },
+      },
     });
     const scheduler = createScheduler(config, { clock: systemClock, rng: seededRng(3) });
     scheduler.start();

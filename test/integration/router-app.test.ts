@@ -148,12 +148,14 @@ describe('integration: router app (config → scheduler → ext_proc → admin)'
     try {
       app = createRouterApp(
         defaultConfig({
-          strategy: 'cache-aware',
-          cacheAware: {
-            preciseIndex: {
-              mode: 'precise',
-              models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 2 }],
-              kvEvents: { urls: { [ep]: pub.lastEndpoint! } },
+          strategy: {
+            name: 'precise-cache-aware',
+            plugins: {
+              'prefix-cache': {
+                mode: 'precise',
+                models: [{ name: 'tiny', tokenizerDir: dir, blockSize: 2 }],
+                kvEvents: { urls: { [ep]: pub.lastEndpoint! } },
+              },
             },
           },
         }),

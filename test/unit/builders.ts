@@ -1,5 +1,5 @@
 /** The builders shared by the unit tests of scheduling, plugins, presets and the data layer. */
-import { defaultConfig, type DeepPartial } from '../../src/config/default-config.js';
+import { defaultConfig, type ConfigOverrides } from '../../src/config/default-config.js';
 import type { RouterConfig } from '../../src/config/types.js';
 import type { CandidateScore, Endpoint, RouteDecision, RouteRequest } from '../../src/core/types.js';
 import { IDLE_LOAD, type LoadSnapshot } from '../../src/endpoints/load.js';
@@ -64,7 +64,7 @@ export function addresses(n: number): string[] {
 }
 
 /** A validated config with `n` endpoints and the given overrides. */
-export function config(n: number, over: DeepPartial<RouterConfig> = {}): RouterConfig {
+export function config(n: number, over: ConfigOverrides = {}): RouterConfig {
   return defaultConfig({ endpoints: addresses(n).map((address) => ({ address })), ...over });
 }
 

@@ -36,7 +36,7 @@ import {
   type Placement,
 } from '../../framework/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
-import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
+import { AFFINITY_EVIDENCE, cycleSessionKey } from '../shared/cycle-keys.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import { decisionReason, orderByDescending } from '../picker/max-score-picker.js';
@@ -97,7 +97,7 @@ export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
   }
 
   private isCold(state: CycleState, candidates: readonly Candidate[]): boolean {
-    if (this.o.sessionsAreWarm && state.request.sessionKey !== undefined) return false;
+    if (this.o.sessionsAreWarm && cycleSessionKey(state) !== undefined) return false;
     const ev = getScratch(state, AFFINITY_EVIDENCE);
     if (ev === undefined) return false;
     const need = this.o.minMatch;

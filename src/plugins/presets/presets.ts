@@ -1,15 +1,19 @@
 /**
- * The shipped presets: what each `strategy:` shorthand expands to, as the same plugin graph
- * (plugins + schedulingProfiles) a config could state explicitly. The shorthand knobs
- * (`cacheAware:`, `load:`, `requests.sessionHeader`) become plugin parameters here and
- * nowhere else.
+ * The shipped presets, as data: each is the plugin graph (plugins + schedulingProfiles, the
+ * shape of an llm-d EndpointPickerConfig) that `strategy: <name>` stands for. A preset
+ * states only the parameters where it departs from a plugin's own defaults; everything else
+ * comes from the plugin's schema, so a plugin's defaults and docs live in one place.
+ * `strategy: {name, weights, plugins}` adjusts a preset (strategy.ts); docs/configuration.md
+ * prints every preset's graph.
  *
  * Every profile starts with the eligibility filters (model/subset, then health), so no
  * preset can route outside Envoy's subset hint or to an endpoint known to be down.
+ * `optional` instances are left out (with their profile references) unless the strategy
+ * names them in `plugins` or gives them a weight above 0.
  */
-import type { GraphSpec, PluginSpec, ProfilePluginRef, ProfileSpec } from '../../scheduling/plugin-graph.js';
-import type { CacheAwareConfig, LoadConfig } from './shorthand.js';
+import type { PluginSpec, ProfileSpec } from '../../scheduling/plugin-graph.js';
 
+/** The presets the fleet simulator and `cacheroute simulate` compare (every preset but precise-cache-aware). */
 export const STRATEGIES = [
   'round-robin',
   'random',
@@ -22,299 +26,196 @@ export const STRATEGIES = [
   'predicted-ttft',
   'sticky-until-saturated',
 ] as const;
-export type StrategyName = (typeof STRATEGIES)[number];
 
-/** What the presets read from the config document. */
-export interface PresetInput {
-  readonly cacheAware: CacheAwareConfig;
-  readonly load: LoadConfig;
-  readonly requests: { readonly sessionHeader?: string | undefined; readonly charsPerToken: number };
+/** Every preset `strategy:` accepts: the strategies, and cache-aware on engine KV events (needs the engines' events). */
+export const PRESET_NAMES = [...STRATEGIES, 'precise-cache-aware'] as const;
+export type StrategyName = (typeof PRESET_NAMES)[number];
+
+export interface PresetPlugin extends PluginSpec {
+  /** Left out unless the strategy names it in `plugins` or gives it a weight above 0. */
+  readonly optional?: true;
 }
 
-const ELIGIBILITY: readonly PluginSpec[] = [{ type: 'model-subset-filter' }, { type: 'health-filter' }];
-
-function refs(...names: (string | ProfilePluginRef | undefined | false)[]): ProfilePluginRef[] {
-  const out: ProfilePluginRef[] = [];
-  for (const n of names) {
-    if (n === undefined || n === false) continue;
-    out.push(typeof n === 'string' ? { pluginRef: n } : n);
-  }
-  return out;
+export interface Preset {
+  readonly description: string;
+  readonly plugins: readonly PresetPlugin[];
+  readonly schedulingProfiles: readonly ProfileSpec[];
 }
 
-function eligibilityRefs(): ProfilePluginRef[] {
-  return refs('model-subset-filter', 'health-filter');
+const ELIGIBILITY: readonly PresetPlugin[] = [{ type: 'model-subset-filter' }, { type: 'health-filter' }];
+const ELIGIBLE = [{ pluginRef: 'model-subset-filter' }, { pluginRef: 'health-filter' }] as const;
+
+/** Session stickiness, off until the strategy names it with its `header`; dominant over the cache-aware sum (3+2+2). */
+const SESSION: PresetPlugin = { type: 'session-affinity-scorer', optional: true };
+const SESSION_WEIGHT = 10;
+
+function single(name: string, description: string, plugins: readonly PresetPlugin[], refs: ProfileSpec['plugins']): Preset {
+  return { description, plugins: [...ELIGIBILITY, ...plugins], schedulingProfiles: [{ name, plugins: [...ELIGIBLE, ...refs] }] };
 }
 
-function unitOf(i: PresetInput): { unit: LoadConfig['unit']; tokensPerRequest: number } {
-  return { unit: i.load.unit, tokensPerRequest: i.load.tokensPerRequest };
-}
-
-function single(name: string, plugins: readonly PluginSpec[], profile: readonly ProfilePluginRef[]): GraphSpec {
-  return { plugins: [...ELIGIBILITY, ...plugins], schedulingProfiles: [{ name, plugins: [...eligibilityRefs(), ...profile] }] };
-}
-
-/** Session stickiness when a session header is configured (and its weight is above 0). */
-function sessionScorer(i: PresetInput): { spec: PluginSpec; ref: ProfilePluginRef } | undefined {
-  const s = i.load.session;
-  if (i.requests.sessionHeader === undefined || s.weight <= 0) return undefined;
-  return {
-    spec: {
-      type: 'session-affinity-scorer',
-      parameters: { ...unitOf(i), ttlMs: s.ttlMs, maxSessions: s.maxSessions, overloadAbs: s.overloadAbs, overloadRel: s.overloadRel },
-    },
-    ref: { pluginRef: 'session-affinity-scorer', weight: s.weight },
-  };
-}
-
-function prefixCacheSpec(i: PresetInput): PluginSpec {
-  const c = i.cacheAware;
-  return {
-    type: 'prefix-cache',
-    parameters: { blockChars: c.blockChars, maxPrefixBlocks: c.maxPrefixBlocks, indexCapacityBlocks: c.indexCapacityBlocks },
-  };
+/** A one-picker preset: the picker alone decides. */
+function pickerOnly(name: string, description: string, picker: PresetPlugin): Preset {
+  return single(name, description, [picker], [{ pluginRef: picker.name ?? picker.type }]);
 }
 
 /**
- * cache-aware's affinity scorer: `prefix-cache`, or `precise-prefix-cache` under the same
- * instance name when `cacheAware.preciseIndex` is set (its parameters, over the block geometry).
+ * cache-aware and precise-cache-aware: prefix affinity weighed against queue and KV usage
+ * (GIE/llm-d's default profile: 3/2/2), the imbalance escape first, cold requests placed on
+ * the shortest prefill queue (docs/decisions/0003), and the index sized from engine figures
+ * (index-calibration) when the index is the router's own approximation.
  */
-function affinitySpec(i: PresetInput): PluginSpec {
-  const precise = i.cacheAware.preciseIndex;
-  if (precise === undefined) return prefixCacheSpec(i);
-  const base = prefixCacheSpec(i);
-  return { type: 'precise-prefix-cache', name: 'prefix-cache', parameters: { ...base.parameters, ...precise } };
-}
-
-function hotspotSpec(i: PresetInput): PluginSpec {
-  const { enabled: _enabled, ...h } = i.load.hotspot;
-  return { type: 'hotspot-replication-filter', parameters: { ...h, minKeyChars: i.cacheAware.blockChars, ...unitOf(i) } };
-}
-
-function imbalanceSpec(i: PresetInput): PluginSpec {
-  const im = i.cacheAware.imbalance;
-  return { type: 'imbalance-escape-filter', parameters: { absThreshold: im.absThreshold, relThreshold: im.relThreshold, ...unitOf(i) } };
-}
-
-function calibrationSpec(i: PresetInput): PluginSpec {
-  const c = i.load.calibration;
-  return {
-    type: 'index-calibration',
-    parameters: {
-      prefixPlugin: 'prefix-cache',
-      enabled: c.enabled,
-      sizeFromEngine: c.sizeFromEngine,
-      adaptCapacity: c.adaptCapacity,
-      toleranceBlocks: c.toleranceBlocks,
-      accuracyWindow: c.accuracyWindow,
-      charsPerToken: i.requests.charsPerToken,
-      keyChars: i.load.hotspot.keyChars,
-    },
-  };
-}
-
-function blockGeometry(i: PresetInput): { blockChars: number; maxPrefixBlocks: number } {
-  return { blockChars: i.cacheAware.blockChars, maxPrefixBlocks: i.cacheAware.maxPrefixBlocks };
-}
-
-function roundRobin(): GraphSpec {
-  return single('round-robin', [{ type: 'round-robin-picker' }], refs('round-robin-picker'));
-}
-
-function random(): GraphSpec {
-  return single('random', [{ type: 'random-picker' }], refs('random-picker'));
-}
-
-/** Fewest router-side in-flight requests; ties broken at random. */
-function leastRequest(i: PresetInput): GraphSpec {
-  const session = sessionScorer(i);
+function cacheAware(name: string, description: string, affinity: PresetPlugin, calibrated: boolean): Preset {
   return single(
-    'least-request',
+    name,
+    description,
     [
-      { type: 'queue-scorer', parameters: { signal: 'inflight' } },
-      ...(session ? [session.spec] : []),
-      { type: 'max-score-picker', parameters: { reason: 'load' } },
+      // Opt-in (docs/decisions/0006): on conversation traffic it moves sessions away from their history.
+      { type: 'hotspot-replication-filter', optional: true },
+      { type: 'imbalance-escape-filter' },
+      affinity,
+      // softQueue at the imbalance escape's absThreshold (32): queue differences below it count little.
+      { type: 'queue-scorer', parameters: { softQueue: 32 } },
+      { type: 'kv-usage-scorer' },
+      SESSION,
+      { type: 'token-load-scorer', optional: true },
+      { type: 'cold-request-placement' },
+      { type: 'max-score-picker' },
+      ...(calibrated ? [{ type: 'index-calibration', parameters: { prefixPlugin: 'prefix-cache' } }] : []),
     ],
-    refs({ pluginRef: 'queue-scorer', weight: 1 }, session?.ref, 'max-score-picker'),
-  );
-}
-
-function prefixHash(i: PresetInput): GraphSpec {
-  return single('prefix-hash', [{ type: 'prefix-hash-picker', parameters: blockGeometry(i) }], refs('prefix-hash-picker'));
-}
-
-/** Prefix affinity weighed against queue and KV usage, with the imbalance escape and cold placement. */
-function cacheAware(i: PresetInput): GraphSpec {
-  const c = i.cacheAware;
-  const w = c.weights;
-  const hot = i.load.hotspot.enabled;
-  const session = sessionScorer(i);
-  const tokenLoad = i.load.tokenLoadWeight > 0;
-  const cold = c.coldRouting === 'prefill-queue';
-  const plugins: PluginSpec[] = [
-    ...(hot ? [hotspotSpec(i)] : []),
-    imbalanceSpec(i),
-    affinitySpec(i),
-    { type: 'queue-scorer', parameters: { softQueue: Math.max(1, c.imbalance.absThreshold), signal: c.queueSignal } },
-    { type: 'kv-usage-scorer' },
-    ...(session ? [session.spec] : []),
-    ...(tokenLoad ? [{ type: 'token-load-scorer' }] : []),
-    ...(cold ? [{ type: 'cold-request-placement', parameters: { spread: c.coldSpread } }] : []),
-    { type: 'max-score-picker' },
-    // Calibration sizes the approximate index from engine figures; the precise index has the engines' own events.
-    ...(c.preciseIndex === undefined ? [calibrationSpec(i)] : []),
-  ];
-  return single(
-    'cache-aware',
-    plugins,
-    refs(
-      hot && 'hotspot-replication-filter',
-      'imbalance-escape-filter',
-      { pluginRef: 'prefix-cache', weight: w.prefix },
-      { pluginRef: 'queue-scorer', weight: w.queue },
-      { pluginRef: 'kv-usage-scorer', weight: w.kvUsage },
-      session?.ref,
-      tokenLoad && { pluginRef: 'token-load-scorer', weight: i.load.tokenLoadWeight },
-      cold && 'cold-request-placement',
-      'max-score-picker',
-    ),
-  );
-}
-
-function boundedLoadHash(i: PresetInput): GraphSpec {
-  const b = i.load.boundedLoad;
-  return single(
-    'bounded-load-hash',
     [
-      {
-        type: 'bounded-load-hash-picker',
-        parameters: { epsilon: b.epsilon, keyChars: b.keyChars, minKeyChars: i.cacheAware.blockChars, ...unitOf(i) },
-      },
+      { pluginRef: 'hotspot-replication-filter' },
+      { pluginRef: 'imbalance-escape-filter' },
+      { pluginRef: 'prefix-cache', weight: 3 },
+      { pluginRef: 'queue-scorer', weight: 2 },
+      { pluginRef: 'kv-usage-scorer', weight: 2 },
+      { pluginRef: 'session-affinity-scorer', weight: SESSION_WEIGHT },
+      { pluginRef: 'token-load-scorer', weight: 1 },
+      { pluginRef: 'cold-request-placement' },
+      { pluginRef: 'max-score-picker' },
     ],
-    refs('bounded-load-hash-picker'),
   );
-}
-
-function powerOfTwo(i: PresetInput): GraphSpec {
-  return single('power-of-two', [{ type: 'power-of-two-picker', parameters: unitOf(i) }], refs('power-of-two-picker'));
 }
 
 /**
- * Four profiles and the auto handler choosing between them from the traffic statistics.
- * The prefix index, the imbalance escape and the scorers are one instance each, shared by
- * the profiles that reference them. Weight-0 scorers are left out of the profiles.
+ * auto: four profiles and the auto handler choosing between them from the traffic
+ * statistics. The prefix index, the imbalance escape and the scorers are one instance each,
+ * shared by the profiles that reference them. Weights per profile: `weights: {<profile>: {…}}`.
  */
-function auto(i: PresetInput): GraphSpec {
-  const a = i.load.auto;
-  const w = i.cacheAware.weights;
-  const hot = i.load.hotspot.enabled;
-  const roundRobinLoad = a.loadMode === 'round-robin';
-  const loadPicker = roundRobinLoad ? 'round-robin' : 'least-request';
-  const plugins: PluginSpec[] = [
+const AUTO: Preset = {
+  description:
+    'Chooses per request between a load profile (little prefix reuse), affinity or cache-aware (much reuse) and a learning profile until the traffic statistics are in (auto-profile-handler).',
+  plugins: [
     ...ELIGIBILITY,
-    ...(hot ? [{ ...hotspotSpec(i), name: 'hotspot' }] : []),
-    { ...imbalanceSpec(i), name: 'imbalance' },
-    prefixCacheSpec(i),
+    { type: 'hotspot-replication-filter', name: 'hotspot', optional: true },
+    { type: 'imbalance-escape-filter', name: 'imbalance' },
+    { type: 'prefix-cache' },
     { type: 'queue-scorer', name: 'queue' },
     { type: 'kv-usage-scorer', name: 'kv-usage' },
     { type: 'max-score-picker', name: 'max-score' },
-    ...(roundRobinLoad
-      ? [{ type: 'round-robin-picker', name: 'round-robin' }]
-      : [
-          { type: 'queue-scorer', name: 'least-loaded' },
-          { type: 'max-score-picker', name: 'least-request', parameters: { reason: 'load' } },
-        ]),
+    // The load profile balances round-robin: with no cache to win, the even spread is what counts.
+    { type: 'round-robin-picker', name: 'round-robin' },
     {
       type: 'cold-request-placement',
       name: 'learning-cold',
-      parameters: {
-        minMatch: a.learningMinMatch,
-        sessionsAreWarm: false,
-        order: 'picker',
-        picker: loadPicker,
-        note: 'auto: cold request balanced',
-      },
+      // A short shared template header (a quarter of the prompt or less) is not worth concentrating load for.
+      parameters: { minMatch: 0.25, sessionsAreWarm: false, order: 'picker', picker: 'round-robin', note: 'auto: cold request balanced' },
     },
+    { type: 'auto-profile-handler', name: 'auto' },
+    { type: 'index-calibration', parameters: { prefixPlugin: 'prefix-cache' } },
+  ],
+  schedulingProfiles: [
     {
-      type: 'auto-profile-handler',
-      name: 'auto',
-      parameters: {
-        lowReuse: a.lowReuse,
-        highReuse: a.highReuse,
-        fewEngines: a.fewEngines,
-        minRequests: a.minRequests,
-        minDwellMs: a.minDwellMs,
-        evaluateIntervalMs: a.evaluateIntervalMs,
-        initial: a.initial,
-      },
-    },
-    calibrationSpec(i),
-  ];
-  const weighted = (pluginRef: string, weight: number): ProfilePluginRef | undefined => (weight > 0 ? { pluginRef, weight } : undefined);
-  const affinityRefs = refs('imbalance', weighted('prefix-cache', 3), weighted('queue', 1));
-  const profiles: ProfileSpec[] = [
-    { name: 'learning', plugins: [...eligibilityRefs(), ...affinityRefs, { pluginRef: 'learning-cold' }, { pluginRef: 'max-score' }] },
-    {
-      name: 'load',
+      name: 'learning',
       plugins: [
-        ...eligibilityRefs(),
-        ...(roundRobinLoad ? refs('round-robin') : refs({ pluginRef: 'least-loaded', weight: 1 }, 'least-request')),
+        ...ELIGIBLE,
+        { pluginRef: 'imbalance' },
+        { pluginRef: 'prefix-cache', weight: 3 },
+        { pluginRef: 'queue', weight: 1 },
+        { pluginRef: 'learning-cold' },
+        { pluginRef: 'max-score' },
       ],
     },
-    { name: 'affinity', plugins: [...eligibilityRefs(), ...affinityRefs, { pluginRef: 'max-score' }] },
+    { name: 'load', plugins: [...ELIGIBLE, { pluginRef: 'round-robin' }] },
+    {
+      name: 'affinity',
+      plugins: [
+        ...ELIGIBLE,
+        { pluginRef: 'imbalance' },
+        { pluginRef: 'prefix-cache', weight: 3 },
+        { pluginRef: 'queue', weight: 1 },
+        { pluginRef: 'max-score' },
+      ],
+    },
     {
       name: 'cache-aware',
       plugins: [
-        ...eligibilityRefs(),
-        ...refs(
-          hot && 'hotspot',
-          'imbalance',
-          weighted('prefix-cache', w.prefix),
-          weighted('queue', w.queue),
-          weighted('kv-usage', w.kvUsage),
-          'max-score',
-        ),
+        ...ELIGIBLE,
+        { pluginRef: 'hotspot' },
+        { pluginRef: 'imbalance' },
+        { pluginRef: 'prefix-cache', weight: 3 },
+        { pluginRef: 'queue', weight: 2 },
+        { pluginRef: 'kv-usage', weight: 2 },
+        { pluginRef: 'max-score' },
       ],
     },
-  ];
-  return { plugins, schedulingProfiles: profiles };
-}
+  ],
+};
 
 /**
- * The prefix index and the TTFT model, then one picker over their predictions: the
- * predicted-ttft picker (smallest predicted time to first token) or sticky-until-saturated.
- * No imbalance escape or queue scorer: queued prefill is inside the prediction.
+ * predicted-ttft and sticky-until-saturated: the prefix index and the TTFT model, then one
+ * picker over their predictions. No imbalance escape or queue scorer: queued prefill is
+ * inside the prediction.
  */
-function ttftGraph(name: string, i: PresetInput, picker: PluginSpec): GraphSpec {
+function ttftPreset(name: string, description: string, picker: string): Preset {
   return single(
     name,
-    [prefixCacheSpec(i), { type: 'ttft-model' }, picker, calibrationSpec(i)],
-    refs({ pluginRef: 'prefix-cache', weight: 1 }, picker.type),
+    description,
+    [
+      { type: 'prefix-cache' },
+      { type: 'ttft-model' },
+      { type: picker },
+      { type: 'index-calibration', parameters: { prefixPlugin: 'prefix-cache' } },
+    ],
+    [{ pluginRef: 'prefix-cache', weight: 1 }, { pluginRef: picker }],
   );
 }
 
-function predictedTtft(i: PresetInput): GraphSpec {
-  return ttftGraph('predicted-ttft', i, { type: 'predicted-ttft' });
-}
-
-function stickyUntilSaturated(i: PresetInput): GraphSpec {
-  return ttftGraph('sticky-until-saturated', i, { type: 'sticky-until-saturated-picker' });
-}
-
-const PRESETS: Readonly<Record<StrategyName, (i: PresetInput) => GraphSpec>> = {
-  'round-robin': roundRobin,
-  random,
-  'least-request': leastRequest,
-  'prefix-hash': prefixHash,
-  'cache-aware': cacheAware,
-  'bounded-load-hash': boundedLoadHash,
-  'power-of-two': powerOfTwo,
-  auto,
-  'predicted-ttft': predictedTtft,
-  'sticky-until-saturated': stickyUntilSaturated,
+export const PRESETS: Readonly<Record<StrategyName, Preset>> = {
+  'round-robin': pickerOnly('round-robin', 'Each eligible endpoint in turn.', { type: 'round-robin-picker' }),
+  random: pickerOnly('random', 'A seeded random eligible endpoint.', { type: 'random-picker' }),
+  'least-request': single(
+    'least-request',
+    'Fewest router-side in-flight requests; ties broken at random.',
+    [{ type: 'queue-scorer', parameters: { signal: 'inflight' } }, SESSION, { type: 'max-score-picker', parameters: { reason: 'load' } }],
+    [
+      { pluginRef: 'queue-scorer', weight: 1 },
+      { pluginRef: 'session-affinity-scorer', weight: SESSION_WEIGHT },
+      { pluginRef: 'max-score-picker' },
+    ],
+  ),
+  'prefix-hash': pickerOnly('prefix-hash', 'Consistent hash of the prompt prefix.', { type: 'prefix-hash-picker' }),
+  'cache-aware': cacheAware(
+    'cache-aware',
+    'Prefix affinity from the router-side index weighed against queue and KV usage, with the imbalance escape and cold placement (the default).',
+    { type: 'prefix-cache' },
+    true,
+  ),
+  // Its profile is cache-aware's, with another affinity scorer: the profile keeps the name.
+  'precise-cache-aware': cacheAware(
+    'cache-aware',
+    "cache-aware with affinity from the engines' KV events and router-side tokenization (precise-prefix-cache under the name prefix-cache; docs/kv-events.md).",
+    { type: 'precise-prefix-cache', name: 'prefix-cache' },
+    false,
+  ),
+  'bounded-load-hash': pickerOnly('bounded-load-hash', 'Consistent hash of the prefix group with bounded load.', {
+    type: 'bounded-load-hash-picker',
+  }),
+  'power-of-two': pickerOnly('power-of-two', 'The less loaded of two seeded random endpoints.', { type: 'power-of-two-picker' }),
+  auto: AUTO,
+  'predicted-ttft': ttftPreset('predicted-ttft', 'Smallest predicted time to first token (ttft-model).', 'predicted-ttft'),
+  'sticky-until-saturated': ttftPreset(
+    'sticky-until-saturated',
+    'Stays on the best cached engine until its predicted TTFT is saturated (ttft-model).',
+    'sticky-until-saturated-picker',
+  ),
 };
-
-/** The plugin graph a `strategy:` shorthand stands for. */
-export function presetGraph(strategy: StrategyName, input: PresetInput): GraphSpec {
-  return PRESETS[strategy](input);
-}

@@ -1,7 +1,10 @@
 /**
- * Session stickiness by an explicit key (the `requests.sessionHeader` value): the engine a
- * session was last routed to scores 1, every other engine 0, so with a dominant weight the
- * session stays where its conversation's KV cache is — until that engine is overloaded.
+ * Session stickiness by an explicit key (the value of the request header named by the
+ * `header` parameter; a caller without headers, such as the fleet simulator, gives the key
+ * as `RouteRequest.sessionKey`): the engine a session was last routed to scores 1, every
+ * other engine 0, so with a dominant weight the session stays where its conversation's KV
+ * cache is — until that engine is overloaded. The key is published for the cycle
+ * (`cycleSessionKey`), so cold placement treats a session request as warm.
  *
  * Why explicit keys: multi-turn and agentic clients re-send a growing prefix; the prefix
  * index usually finds the same engine, but an explicit key survives index eviction, prompt
@@ -24,9 +27,14 @@ import { loadIn, type LoadMeasure } from '../../endpoints/load.js';
 import { definePlugin } from '../../framework/plugin-api.js';
 import type { Candidate, CycleState, EndpointsChangedHook, RoutedHook, Scorer } from '../../framework/types.js';
 import { int, num, section } from '../../util/schema.js';
+import { headerName } from '../../util/schema-checks.js';
+import { SESSION_KEY } from '../shared/cycle-keys.js';
+import { setScratch } from '../../framework/cycle-scratch.js';
 import { loadAwareParams, withLoadMeasure } from '../shared/params.js';
 
 export interface SessionAffinityOptions extends LoadMeasure {
+  /** Lower-case name of the header carrying the session key (absent: `RouteRequest.sessionKey` only). */
+  readonly header?: string | undefined;
   /** Idle time after which a binding expires (default 300 s, as llm-d's session_id mode). */
   readonly ttlMs: number;
   /** At most this many bindings (default 100 000). */
@@ -62,8 +70,9 @@ export class SessionAffinityScorer implements Scorer, RoutedHook, EndpointsChang
 
   score(state: CycleState, candidates: readonly Candidate[]): Float64Array {
     const out = new Float64Array(candidates.length);
-    const key = state.request.sessionKey;
+    const key = this.keyOf(state);
     if (key === undefined || key === '') return out;
+    setScratch(state, SESSION_KEY, key);
     const b = this.bindings.get(key);
     if (b === undefined) return out;
     if (b.expiresAtMs < state.nowMs) {
@@ -88,7 +97,7 @@ export class SessionAffinityScorer implements Scorer, RoutedHook, EndpointsChang
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
-    const key = state.request.sessionKey;
+    const key = this.keyOf(state);
     if (key === undefined || key === '') return;
     this.bindings.delete(key);
     this.bindings.set(key, { endpointId: decision.endpoint.id, expiresAtMs: state.nowMs + this.opts.ttlMs });
@@ -97,6 +106,11 @@ export class SessionAffinityScorer implements Scorer, RoutedHook, EndpointsChang
       if (oldest.done) break;
       this.bindings.delete(oldest.value);
     }
+  }
+
+  private keyOf(state: CycleState): string | undefined {
+    const h = this.opts.header;
+    return (h !== undefined ? state.request.headers?.get(h) : undefined) ?? state.request.sessionKey;
   }
 
   /** Bindings to engines that left are dropped (the session starts over elsewhere). */
@@ -127,8 +141,8 @@ export const DEFAULT_SESSION_MAX = 100_000;
 export const DEFAULT_SESSION_OVERLOAD_ABS = 8;
 export const DEFAULT_SESSION_OVERLOAD_REL = 1.5;
 
-/** The session knobs (also the `load.session` shorthand section, which adds `weight`). */
 export const SESSION_KNOBS = {
+  header: headerName.optional().describe('Request header whose value is the session key (any case; e.g. x-session-id).'),
   ttlMs: int({ min: 1, max: 86_400_000 }).default(DEFAULT_SESSION_TTL_MS).describe('Idle time after which a binding expires.'),
   maxSessions: int({ min: 1, max: 100_000_000 }).default(DEFAULT_SESSION_MAX).describe('At most this many bindings (LRU).'),
   overloadAbs: num({ min: 0, max: 1_000_000 })
@@ -140,7 +154,7 @@ export const SESSION_KNOBS = {
 export const sessionAffinityScorer = definePlugin({
   type: SESSION_AFFINITY_SCORER,
   description:
-    "Session stickiness by the request's session key (requests.sessionHeader): the engine the session last went to scores 1, others 0, until that engine is overloaded against the least loaded.",
+    "Session stickiness by the request's session key (the header named by `header`): the engine the session last went to scores 1, others 0, until that engine is overloaded against the least loaded.",
   parameters: section({
     ...SESSION_KNOBS,
     ...loadAwareParams,

@@ -1,5 +1,6 @@
 /**
  * Cycle-state entries the built-in plugins agree on: the prefix plugin's cache evidence,
+ * the session key the session scorer read,
  * the endpoints the imbalance escape dropped, and the request's block hashes (computed at
  * most once per cycle per hasher).
  */
@@ -19,6 +20,14 @@ export interface AffinityEvidence {
   readonly totalBlocks: number;
 }
 export const AFFINITY_EVIDENCE = scratchKey<AffinityEvidence>('affinity-evidence');
+
+/** The session key the session-affinity scorer read from the request this cycle. */
+export const SESSION_KEY = scratchKey<string>('session-key');
+
+/** The request's session key: the one a session scorer read from its header, or the caller's `sessionKey`. */
+export function cycleSessionKey(state: CycleState): string | undefined {
+  return getScratch(state, SESSION_KEY) ?? state.request.sessionKey;
+}
 
 /** Endpoints the imbalance escape filter removed this cycle. */
 export const IMBALANCE_DROPPED = scratchKey<readonly Endpoint[]>('imbalance-dropped');

@@ -112,7 +112,12 @@ describe('createScheduler strategies', () => {
   describe('cache-aware', () => {
     // The core profile (docs/scheduling.md): hot-prefix replication, a load-signal add-on
     // (opt-in), is switched off explicitly so the imbalance escape is tested on its own.
-    const over: Over = { cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } }, load: { hotspot: { enabled: false } } };
+    // The imbalance escape at 8 (the queue scorer's softQueue with it), cache-aware with adjustments.
+    const ESCAPE_8 = { 'imbalance-escape-filter': { absThreshold: 8, relThreshold: 1.5 }, 'queue-scorer': { softQueue: 8 } };
+    const tuned = (plugins: Record<string, unknown> = {}, weights: Record<string, number> = {}): Over => ({
+      strategy: { name: 'cache-aware', plugins: { ...ESCAPE_8, ...plugins } as Record<string, Record<string, unknown> | false>, weights },
+    });
+    const over: Over = tuned();
 
     it('routes a repeated prefix back to the endpoint that has it (affinity)', () => {
       const s = sched(4, 'cache-aware', over);
@@ -141,7 +146,7 @@ describe('createScheduler strategies', () => {
       expect(counts(s, seq)).to.deep.equal([10, 10, 10, 10]);
       expect(new Set(seq.slice(0, 4).map((t) => t.decision.endpoint.index)).size, 'the first four groups on four engines').to.equal(4);
       // Without cold spread the ties are broken at random: uneven, but never all on one.
-      const r = sched(4, 'cache-aware', { ...over, cacheAware: { ...over.cacheAware, coldSpread: false } });
+      const r = sched(4, 'cache-aware', tuned({ 'cold-request-placement': { spread: false } }));
       const rand = Array.from({ length: 40 }, (_, k) => {
         const t = r.route(request({ prefix: text(500 + k, 256) }));
         t.finish({ aborted: false });
@@ -199,7 +204,7 @@ describe('createScheduler strategies', () => {
     });
 
     it('with replication on, spills a hot prefix at high water, long before the imbalance escape', () => {
-      const s = sched(4, 'cache-aware', { load: { hotspot: { enabled: true } } });
+      const s = sched(4, 'cache-aware', { strategy: { name: 'cache-aware', plugins: { 'hotspot-replication-filter': {} } } });
       const system = text(33, 1024);
       const held: RouteTicket[] = [s.route(request({ prefix: system }))];
       const home = held[0]!.decision.endpoint.index;
@@ -217,7 +222,7 @@ describe('createScheduler strategies', () => {
     });
 
     it('labels "load" when queue weight outweighs a partial match', () => {
-      const s = sched(3, 'cache-aware', { ...over, cacheAware: { ...over.cacheAware, weights: { prefix: 1, queue: 2, kvUsage: 0 } } });
+      const s = sched(3, 'cache-aware', tuned({}, { 'prefix-cache': 1, 'queue-scorer': 2, 'kv-usage-scorer': 0 }));
       const shared = text(41, 256); // 4 of 16 blocks shared
       const a = s.route(request({ prefix: shared + text(42, 768) }));
       const held = s.route(request({ prefix: text(43, 64) })); // keep others comparable
@@ -234,7 +239,7 @@ describe('createScheduler strategies', () => {
         name: 'fake-metrics',
         enrich: (e, base) => ({ ...base, kvUsage: kv[e.index]!, metricsAgeMs: 10, healthy: e.index !== 1 }),
       };
-      const s = sched(4, 'cache-aware', { ...over, cacheAware: { ...over.cacheAware, coldRouting: 'scores' } }, 1, [metrics]);
+      const s = sched(4, 'cache-aware', tuned({ 'cold-request-placement': false }), 1, [metrics]);
       for (let k = 0; k < 10; k++) {
         const t = s.route(request({ prefix: text(700 + k, 256) }));
         expect(t.decision.endpoint.index).to.equal(3);

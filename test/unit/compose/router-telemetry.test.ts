@@ -15,6 +15,7 @@ import type { RouteRequest } from '../../../src/core/types.js';
 import type { AppParts } from '../../../src/compose/app.js';
 import { ATTR } from '../../../src/telemetry/decision-span.js';
 import { staticEndpointSpecs } from '../../../src/endpoints/endpoint-config.js';
+import { instanceParameters } from '../../../src/plugins/instance-parameters.js';
 
 const TID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SYSTEM = 'You are a meticulous assistant for the ACME-7734 fleet. '.repeat(12);
@@ -191,7 +192,9 @@ describe('router-telemetry', () => {
       expect(m.body).to.include('cacheroute_extproc_stream_errors_total{kind="no_endpoint"} 1');
       expect(m.body).to.match(/cacheroute_build_info\{version="\d+\.\d+\.\d+"\} 1/);
       const e = JSON.parse((await get(port, '/debug/endpoints')).body) as { endpoints: { prefixIndex?: { capacityBlocks: number } }[] };
-      expect(e.endpoints[0]!.prefixIndex?.capacityBlocks).to.equal(config.cacheAware.indexCapacityBlocks);
+      expect(e.endpoints[0]!.prefixIndex?.capacityBlocks).to.equal(
+        instanceParameters<{ indexCapacityBlocks: number }>(config, 'prefix-cache').indexCapacityBlocks,
+      );
       await inst.stop?.();
       scheduler.route(req(1, SYSTEM));
       expect(seen?.recent.length).to.equal(1);

@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import { defaultConfig, TEST_ENDPOINT_ADDRESSES } from '../../../src/config/default-config.js';
-import { DEFAULT_WEIGHTS } from '../../../src/plugins/presets/shorthand.js';
 import { problemsOf } from './config-helpers.js';
 
 describe('config/default-config', () => {
@@ -16,11 +15,11 @@ describe('config/default-config', () => {
   it('merges partial overrides deeply and replaces arrays', () => {
     const c = defaultConfig({
       strategy: 'random',
-      cacheAware: { weights: { queue: 5 } },
+      dataLayer: { traffic: { windowMs: 5000 } },
       endpoints: [{ address: '10.0.0.1:1', models: ['m'] }],
     });
     expect(c.strategy).to.equal('random');
-    expect(c.cacheAware.weights).to.deep.equal({ ...DEFAULT_WEIGHTS, queue: 5 });
+    expect(c.dataLayer.traffic).to.deep.equal({ windowMs: 5000, keyChars: 256, minKeyChars: 64 });
     expect(c.endpoints).to.deep.equal([{ address: '10.0.0.1:1', pool: 'default', models: ['m'] }]);
   });
 

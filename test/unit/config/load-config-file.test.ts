@@ -21,7 +21,7 @@ describe('config/load-config-file', () => {
     const c = loadConfigFile(exampleFile('router.yaml'), {});
     expect(c.endpoints.map((e) => e.address)).to.deep.equal(['127.0.0.1:8001', '127.0.0.1:8002', '127.0.0.1:8003', '127.0.0.1:8004']);
     expect(c.strategy).to.equal('cache-aware');
-    expect(c.requests.sessionHeader).to.equal('x-session-id');
+    expect(c.plugins.find((p) => p.type === 'session-affinity-scorer')?.parameters).to.include({ header: 'x-session-id' });
   });
 
   it('examples/router-minimal.yaml parses with defaults', () => {

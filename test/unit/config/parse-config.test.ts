@@ -8,11 +8,15 @@ import * as TL from '../../../src/telemetry/telemetry-config.js';
 
 /** Every default, wherever its section lives. */
 const D = { ...CD, ...DM, ...EP, ...RQ, ...TL };
-import * as S from '../../../src/plugins/presets/shorthand.js';
+import * as S from '../../../src/plugins/shared/params.js';
+import { DEFAULT_INDEX_CAPACITY_BLOCKS } from '../../../src/plugins/multi/prefix-cache-plugin.js';
+import { DEFAULT_IMBALANCE_ABS, DEFAULT_IMBALANCE_REL } from '../../../src/plugins/filter/imbalance-escape-filter.js';
 import { STRATEGIES } from '../../../src/config/types.js';
 import { MINIMAL, problemsOf } from './config-helpers.js';
 
 const doc = (extra: Record<string, unknown>): Record<string, unknown> => ({ ...MINIMAL, ...extra });
+/** cache-aware with these plugin parameters. */
+const ca = (plugins: Record<string, unknown>): Record<string, unknown> => ({ strategy: { name: 'cache-aware', plugins } });
 
 /** A minimal explicit graph: one random picker. */
 const GRAPH = {
@@ -50,15 +54,16 @@ describe('config/parse-config', () => {
       expect(c.strategy).to.equal(D.DEFAULT_STRATEGY);
       expect(c.fallbacks).to.equal(D.DEFAULT_FALLBACKS);
       expect(c.seed).to.equal(D.DEFAULT_SEED);
-      expect(c.cacheAware).to.deep.equal({
-        blockChars: S.DEFAULT_BLOCK_CHARS,
-        maxPrefixBlocks: S.DEFAULT_MAX_PREFIX_BLOCKS,
-        indexCapacityBlocks: S.DEFAULT_INDEX_CAPACITY_BLOCKS,
-        weights: S.DEFAULT_WEIGHTS,
-        imbalance: { absThreshold: S.DEFAULT_IMBALANCE_ABS, relThreshold: S.DEFAULT_IMBALANCE_REL },
-        queueSignal: S.DEFAULT_QUEUE_SIGNAL,
-        coldRouting: S.DEFAULT_COLD_ROUTING,
-        coldSpread: S.DEFAULT_COLD_SPREAD,
+      expect(c.dataLayer).to.deep.equal({
+        tokenLoad: { outputTokensPrior: 256, outputTokensAlpha: 0.1 },
+        traffic: { windowMs: 60_000, keyChars: 256, minKeyChars: S.DEFAULT_BLOCK_CHARS },
+      });
+      expect(
+        Object.fromEntries(c.schedulingProfiles[0]!.plugins.filter((r) => r.weight !== undefined).map((r) => [r.pluginRef, r.weight])),
+      ).to.deep.equal({
+        'prefix-cache': 3,
+        'queue-scorer': 2,
+        'kv-usage-scorer': 2,
       });
       expect(c.engineMetrics).to.deep.equal({
         enabled: D.DEFAULT_ENGINE_METRICS_ENABLED,
@@ -82,8 +87,8 @@ describe('config/parse-config', () => {
       expect(D.DEFAULT_GRPC_ADDRESS.endsWith(':9002')).to.equal(true);
       expect(D.DEFAULT_ADMIN_ADDRESS.endsWith(':9003')).to.equal(true);
       expect(S.DEFAULT_BLOCK_CHARS).to.equal(64);
-      expect(S.DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
-      expect([S.DEFAULT_IMBALANCE_ABS, S.DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
+      expect(DEFAULT_INDEX_CAPACITY_BLOCKS).to.equal(31_250);
+      expect([DEFAULT_IMBALANCE_ABS, DEFAULT_IMBALANCE_REL]).to.deep.equal([32, 1.5]);
       expect([D.DEFAULT_POLL_INTERVAL_MS, D.DEFAULT_STALE_AFTER_MS]).to.deep.equal([100, 1000]);
       expect(D.DEFAULT_FALLBACKS).to.equal(2);
       expect(D.DEFAULT_MAX_BODY_BYTES).to.equal(16 * 1024 * 1024);
@@ -92,9 +97,9 @@ describe('config/parse-config', () => {
     });
 
     it('null sections and fields count as unset', () => {
-      const c = parseConfig(doc({ server: null, cacheAware: { weights: null }, strategy: null }));
+      const c = parseConfig(doc({ server: null, dataLayer: { traffic: null }, strategy: null }));
       expect(c.server.grpcAddress).to.equal(D.DEFAULT_GRPC_ADDRESS);
-      expect(c.cacheAware.weights).to.deep.equal(S.DEFAULT_WEIGHTS);
+      expect(c.dataLayer.traffic.windowMs).to.equal(60_000);
       expect(c.strategy).to.equal(D.DEFAULT_STRATEGY);
     });
 
@@ -107,7 +112,8 @@ describe('config/parse-config', () => {
       const c = parseConfig(MINIMAL);
       expect(Object.isFrozen(c)).to.equal(true);
       expect(Object.isFrozen(c.endpoints[0])).to.equal(true);
-      expect(Object.isFrozen(c.cacheAware.weights)).to.equal(true);
+      expect(Object.isFrozen(c.dataLayer.traffic)).to.equal(true);
+      expect(Object.isFrozen(c.schedulingProfiles[0]!.plugins[0])).to.equal(true);
     });
 
     it('accepts every strategy name', () => {
@@ -138,8 +144,9 @@ describe('config/parse-config', () => {
       expect(explicit.endpoints[0]?.metricsUrl).to.equal('http://127.0.0.1:9/m');
     });
 
-    it('lower-cases the session header', () => {
-      expect(parseConfig(doc({ requests: { sessionHeader: 'X-Session-Id' } })).requests.sessionHeader).to.equal('x-session-id');
+    it("checks the session scorer's header (a plugin parameter now)", () => {
+      const c = parseConfig(doc({ strategy: { name: 'cache-aware', plugins: { 'session-affinity-scorer': { header: 'X-Session-Id' } } } }));
+      expect(c.plugins.map((p) => p.type)).to.include('session-affinity-scorer');
     });
   });
 
@@ -196,18 +203,36 @@ describe('config/parse-config', () => {
       ['tiny body limit', { requests: { maxBodyBytes: 10 } }, 'requests.maxBodyBytes'],
       ['prefix negative', { requests: { maxPrefixChars: -1 } }, 'requests.maxPrefixChars'],
       ['charsPerToken zero', { requests: { charsPerToken: 0 } }, 'requests.charsPerToken: expected number > 0'],
-      ['session pseudo-header', { requests: { sessionHeader: ':path' } }, 'requests.sessionHeader'],
-      ['blockChars zero', { cacheAware: { blockChars: 0 } }, 'cacheAware.blockChars'],
-      ['maxPrefixBlocks zero', { cacheAware: { maxPrefixBlocks: 0 } }, 'cacheAware.maxPrefixBlocks'],
-      ['index capacity', { cacheAware: { indexCapacityBlocks: 0 } }, 'cacheAware.indexCapacityBlocks'],
-      ['negative weight', { cacheAware: { weights: { queue: -1 } } }, 'cacheAware.weights.queue: expected number in [0, 1000]'],
-      ['all weights zero', { cacheAware: { weights: { prefix: 0, queue: 0, kvUsage: 0 } } }, 'cacheAware.weights: at least one weight'],
-      ['unknown weight', { cacheAware: { weights: { latency: 1 } } }, 'cacheAware.weights.latency: unknown field'],
-      ['abs threshold', { cacheAware: { imbalance: { absThreshold: -1 } } }, 'cacheAware.imbalance.absThreshold'],
-      ['rel threshold < 1', { cacheAware: { imbalance: { relThreshold: 0.5 } } }, 'cacheAware.imbalance.relThreshold'],
-      ['queue signal', { cacheAware: { queueSignal: 'tokens' } }, 'cacheAware.queueSignal: expected one of effective, prefill'],
-      ['cold routing', { cacheAware: { coldRouting: 'first' } }, 'cacheAware.coldRouting: expected one of scores, prefill-queue'],
-      ['cold spread not bool', { cacheAware: { coldSpread: 'yes' } }, 'cacheAware.coldSpread: expected true or false'],
+      ['session pseudo-header', ca({ 'session-affinity-scorer': { header: ':path' } }), 'strategy.plugins.session-affinity-scorer.header'],
+      ['blockChars zero', ca({ 'prefix-cache': { blockChars: 0 } }), 'strategy.plugins.prefix-cache.blockChars'],
+      ['maxPrefixBlocks zero', ca({ 'prefix-cache': { maxPrefixBlocks: 0 } }), 'strategy.plugins.prefix-cache.maxPrefixBlocks'],
+      ['index capacity', ca({ 'prefix-cache': { indexCapacityBlocks: 0 } }), 'strategy.plugins.prefix-cache.indexCapacityBlocks'],
+      [
+        'negative weight',
+        { strategy: { name: 'cache-aware', weights: { 'queue-scorer': -1 } } },
+        'strategy.weights.queue-scorer: expected a weight in [0, 1000]',
+      ],
+      [
+        'unknown weight',
+        { strategy: { name: 'cache-aware', weights: { latency: 1 } } },
+        'strategy.weights.latency: no plugin named "latency"',
+      ],
+      ['abs threshold', ca({ 'imbalance-escape-filter': { absThreshold: -1 } }), 'strategy.plugins.imbalance-escape-filter.absThreshold'],
+      [
+        'rel threshold < 1',
+        ca({ 'imbalance-escape-filter': { relThreshold: 0.5 } }),
+        'strategy.plugins.imbalance-escape-filter.relThreshold',
+      ],
+      [
+        'queue signal',
+        ca({ 'queue-scorer': { signal: 'tokens' } }),
+        'strategy.plugins.queue-scorer.signal: expected one of effective, inflight, prefill',
+      ],
+      [
+        'cold spread not bool',
+        ca({ 'cold-request-placement': { spread: 'yes' } }),
+        'strategy.plugins.cold-request-placement.spread: expected true or false',
+      ],
       ['enabled not bool', { engineMetrics: { enabled: 'yes' } }, 'engineMetrics.enabled: expected true or false'],
       ['stale <= poll', { engineMetrics: { pollIntervalMs: 500, staleAfterMs: 500 } }, 'engineMetrics.staleAfterMs: must be greater'],
       ['timeout > stale', { engineMetrics: { timeoutMs: 2000 } }, 'engineMetrics.timeoutMs: must not exceed'],
@@ -237,7 +262,7 @@ describe('config/parse-config', () => {
         { ...GRAPH, schedulingProfiles: [{ name: 'p', plugins: [{ pluginRef: 'random-picker', weight: -1 }] }] },
         'schedulingProfiles[0].plugins[0].weight',
       ],
-      ['strategy and plugins', { ...GRAPH, strategy: 'random' }, 'strategy: a shorthand for plugins + schedulingProfiles'],
+      ['strategy and plugins', { ...GRAPH, strategy: 'random' }, 'strategy: a preset stands for plugins + schedulingProfiles'],
       ['plugins without profiles', { plugins: GRAPH.plugins }, 'schedulingProfiles: required with plugins'],
     ];
     for (const [name, extra, expected] of table) {

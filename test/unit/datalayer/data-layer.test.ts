@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defaultConfig, type DeepPartial } from '../../../src/config/default-config.js';
+import { defaultConfig, type ConfigOverrides } from '../../../src/config/default-config.js';
 import type { RouterConfig, StrategyName } from '../../../src/config/types.js';
 import type { RouteTicket } from '../../../src/core/routing-service.js';
 import type { RouteRequest } from '../../../src/core/types.js';
@@ -25,7 +25,7 @@ import { request } from '../builders.js';
 
 const addr = (i: number): string => `127.0.0.1:${9001 + i}`;
 
-function cfg(n: number, over: DeepPartial<RouterConfig> = {}): RouterConfig {
+function cfg(n: number, over: ConfigOverrides = {}): RouterConfig {
   return defaultConfig({ endpoints: Array.from({ length: n }, (_, i) => ({ address: addr(i) })), ...over });
 }
 
@@ -42,7 +42,7 @@ function req(prefix: string, over: Partial<RouteRequest> = {}): RouteRequest {
   return request({ requestId: `r${++seq}`, prefix, ...over });
 }
 
-function sched(n: number, strategy: StrategyName, over: DeepPartial<RouterConfig> = {}, clock = new ManualClock()): Scheduler {
+function sched(n: number, strategy: StrategyName, over: ConfigOverrides = {}, clock = new ManualClock()): Scheduler {
   return createScheduler(cfg(n, { strategy, ...over }), { clock, rng: seededRng(3) });
 }
 
@@ -87,7 +87,9 @@ describe('data layer and load-aware plugins through createScheduler', () => {
     }
 
     it('cache-aware with hotspot replication spreads the burst one engine at a time', () => {
-      const s = sched(8, 'cache-aware', { load: { hotspot: { enabled: true, highWater: 4, lowWater: 1 } } });
+      const s = sched(8, 'cache-aware', {
+        strategy: { name: 'cache-aware', plugins: { 'hotspot-replication-filter': { highWater: 4, lowWater: 1 } } },
+      });
       const ts = Array.from({ length: 40 }, () => s.route(req(textOf(2, 2048))));
       const c = spread(s, ts);
       expect(Math.max(...c), c.join(',')).to.be.at.most(6);
@@ -166,7 +168,7 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
   describe('token load', () => {
     it('publishes pending tokens (uncached prefill + expected decode) and learns output length', () => {
-      const s = sched(1, 'cache-aware', { load: { outputTokensPrior: 100 } });
+      const s = sched(1, 'cache-aware', { dataLayer: { tokenLoad: { outputTokensPrior: 100 } } });
       const ep = s.endpoints()[0]!;
       const t = s.route(req('y'.repeat(4000), { maxTokens: 500 })); // 1000 prompt tokens, nothing cached
       expect(s.registry.loadOf(ep).pendingTokens).to.equal(1000 + 100);
@@ -184,8 +186,13 @@ describe('data layer and load-aware plugins through createScheduler', () => {
     it('the imbalance escape can count tokens: one huge prompt weighs more than several small ones', () => {
       // Replication off explicitly: this is about the escape's unit.
       const over = {
-        load: { unit: 'tokens' as const, tokensPerRequest: 100, hotspot: { enabled: false } },
-        cacheAware: { imbalance: { absThreshold: 8, relThreshold: 1.5 } },
+        strategy: {
+          name: 'cache-aware' as const,
+          plugins: {
+            'imbalance-escape-filter': { absThreshold: 8, relThreshold: 1.5, unit: 'tokens', tokensPerRequest: 100 },
+            'queue-scorer': { softQueue: 8 },
+          },
+        },
       };
       const s = sched(2, 'cache-aware', over);
       const sys = textOf(9, 256);
@@ -206,7 +213,7 @@ describe('data layer and load-aware plugins through createScheduler', () => {
     });
 
     it('removes unconfirmed blocks and shrinks capacity when the engine reports fewer cached tokens', () => {
-      const s = sched(2, 'cache-aware', { cacheAware: { indexCapacityBlocks: 5000 } });
+      const s = sched(2, 'cache-aware', { strategy: { name: 'cache-aware', plugins: { 'prefix-cache': { indexCapacityBlocks: 5000 } } } });
       const sys = textOf(20, 2048); // 32 blocks
       const a = s.route(req(sys));
       a.finish({ aborted: false, promptTokens: 512, cachedTokens: 0 }); // a sibling has completed here
@@ -243,19 +250,21 @@ describe('data layer and load-aware plugins through createScheduler', () => {
   describe('session affinity', () => {
     it('keeps a session on its engine until that engine is overloaded', () => {
       const s = sched(3, 'cache-aware', {
-        requests: { sessionHeader: 'x-session-id' },
-        load: { session: { overloadAbs: 3, overloadRel: 1.5 } },
+        strategy: {
+          name: 'cache-aware',
+          plugins: { 'session-affinity-scorer': { header: 'X-Session-Id', overloadAbs: 3, overloadRel: 1.5 } },
+        },
       });
-      const first = s.route(req(textOf(30, 300), { sessionKey: 'alice' }));
+      const first = s.route(req(textOf(30, 300), { headers: new Map([['x-session-id', 'alice']]) }));
       const home = first.decision.endpoint;
       first.finish({ aborted: false });
       for (let k = 0; k < 3; k++) {
-        const t = s.route(req(textOf(31 + k, 300), { sessionKey: 'alice' })); // unrelated prompts
+        const t = s.route(req(textOf(31 + k, 300), { headers: new Map([['x-session-id', 'alice']]) })); // unrelated prompts
         expect(t.decision.endpoint.id).to.equal(home.id);
         t.finish({ aborted: false });
       }
       const leases = Array.from({ length: 5 }, () => s.registry.inflight.acquire(home.index, 10));
-      const moved = s.route(req(textOf(40, 300), { sessionKey: 'alice' }));
+      const moved = s.route(req(textOf(40, 300), { headers: new Map([['x-session-id', 'alice']]) }));
       expect(moved.decision.endpoint.id).to.not.equal(home.id);
       expect(moved.decision.notes).to.include('session yielded to load');
       for (const l of leases) l.release();
@@ -267,7 +276,7 @@ describe('data layer and load-aware plugins through createScheduler', () => {
     it('a ticket reports its first byte once; the load snapshot and the prefill queue signal follow', () => {
       const s = sched(2, 'cache-aware', {
         engineMetrics: { enabled: false },
-        cacheAware: { queueSignal: 'prefill', weights: { kvUsage: 0 } },
+        strategy: { name: 'cache-aware', weights: { 'kv-usage-scorer': 0 }, plugins: { 'queue-scorer': { signal: 'prefill' } } },
       });
       const [e0, e1] = s.endpoints();
       // Three requests decoding on one engine, one still waiting for its first byte on the other.
@@ -303,7 +312,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
     it('learns per request before the first reading: cold requests rotate, warm ones follow their prefix', () => {
       const clock = new ManualClock(0);
-      const s = createScheduler(cfg(4, { strategy: 'auto', load: { auto: { minRequests: 1000 } } }), { clock, rng: seededRng(4) });
+      const s = createScheduler(cfg(4, { strategy: { name: 'auto', plugins: { auto: { minRequests: 1000 } } } }), {
+        clock,
+        rng: seededRng(4),
+      });
       const cold: number[] = [];
       for (let i = 0; i < 8; i++) {
         clock.advance(20);
@@ -330,7 +342,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
       const lines: string[] = [];
       const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
       const s = createScheduler(
-        cfg(8, { strategy: 'auto', load: { trafficWindowMs: 10_000, auto: { minDwellMs: 2000, minRequests: 20 } } }),
+        cfg(8, {
+          strategy: { name: 'auto', plugins: { auto: { minDwellMs: 2000, minRequests: 20 } } },
+          dataLayer: { traffic: { windowMs: 10_000 } },
+        }),
         { clock, rng: seededRng(4), logger },
       );
       drive(s, clock, true, 100);
@@ -347,7 +362,7 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
     it('load.auto.initial: load brings back the plain load-balancing start', () => {
       const clock = new ManualClock(0);
-      const s = createScheduler(cfg(4, { strategy: 'auto', load: { auto: { minRequests: 1000, initial: 'load' } } }), {
+      const s = createScheduler(cfg(4, { strategy: { name: 'auto', plugins: { auto: { minRequests: 1000, initial: 'load' } } } }), {
         clock,
         rng: seededRng(4),
       });
@@ -360,7 +375,10 @@ describe('data layer and load-aware plugins through createScheduler', () => {
 
     it('uses affinity on a small pool', () => {
       const clock = new ManualClock(0);
-      const s = createScheduler(cfg(3, { strategy: 'auto', load: { auto: { minRequests: 20 } } }), { clock, rng: seededRng(4) });
+      const s = createScheduler(cfg(3, { strategy: { name: 'auto', plugins: { auto: { minRequests: 20 } } } }), {
+        clock,
+        rng: seededRng(4),
+      });
       drive(s, clock, true, 60);
       expect(stats(s).auto?.mode).to.equal('affinity');
       const t = s.route(req(textOf(50, 1024) + 'tail'));

@@ -89,7 +89,6 @@ describe('extproc/request-mapping', () => {
       maxBodyBytes: 10,
       maxPrefixChars: 100,
       charsPerToken: 4,
-      sessionHeader: 'X-Session-Id',
       tenantHeader: 'X-Tenant',
       priorityHeader: 'X-Priority',
     });
@@ -102,7 +101,7 @@ describe('extproc/request-mapping', () => {
       absent?: (keyof RouteRequest)[];
     }[] = [
       {
-        name: 'maps a body to the extracted prompt, the facts and the session header (named in any case)',
+        name: 'maps a body to the extracted prompt and the facts; no session key is read at the edge (the session scorer reads its header)',
         headers: { 'x-session-id': 's1' },
         body: '{"a":1}',
         want: {
@@ -113,11 +112,10 @@ describe('extproc/request-mapping', () => {
           promptTokens: 1,
           maxTokens: 9,
           stream: true,
-          sessionKey: 's1',
           arrivalMs: 7,
           traceparent: 'tp',
         },
-        absent: ['tenant', 'priority', 'promptInput'],
+        absent: ['tenant', 'priority', 'promptInput', 'sessionKey'],
       },
       {
         name: 'maps no body (header-only routing) to an empty prompt',

@@ -618,12 +618,14 @@ describe('extproc/stream-handler', () => {
       expect(viaHeader.routing.requests[0]!.traceparent).to.equal('00-0123456789abcdef0123456789abcdef-0123456789abcdef-01');
     });
 
-    it('reads the session key from the configured header and generates a request id when absent', () => {
-      const config = defaultConfig({ requests: { sessionHeader: 'X-Session-Id' } });
+    it('hands the request headers to the plugins (the session scorer reads its own header) and generates a request id when absent', () => {
+      const config = defaultConfig({
+        strategy: { name: 'cache-aware', plugins: { 'session-affinity-scorer': { header: 'X-Session-Id' } } },
+      });
       const { edge, routing } = setup({}, config);
       const s = openScripted(edge);
       s.feed(requestHeaders({ ...FDS, headers: { 'x-session-id': 'sess-7' } }), requestBody(chatBody('x'), true));
-      expect(routing.requests[0]!.sessionKey).to.equal('sess-7');
+      expect(routing.requests[0]!.headers?.get('x-session-id')).to.equal('sess-7');
       expect(routing.requests[0]!.requestId).to.equal('generated-id');
     });
   });

@@ -110,7 +110,9 @@ describe('scheduler membership', () => {
   });
 
   it('session stickiness to a leaver is dropped', () => {
-    const s = sched(3, 'cache-aware', { requests: { sessionHeader: 'x-session' } });
+    const s = sched(3, 'cache-aware', {
+      strategy: { name: 'cache-aware', plugins: { 'session-affinity-scorer': { header: 'x-session' } } },
+    });
     const t = s.route(request({ prefix: text(9, 400), sessionKey: 'alice' }));
     t.finish({ aborted: false, status: 200 });
     const bound = t.decision.endpoint.id;

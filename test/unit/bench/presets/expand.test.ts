@@ -32,11 +32,11 @@ const preset: PresetSpec = {
       ],
       qpsSweep: [2, 4],
       contenders: [
-        { kind: 'cacheroute', label: 'ca', strategy: 'cache-aware', routerOverrides: { cacheAware: { weights: { prefix: 5 } } } },
+        { kind: 'cacheroute', label: 'ca', strategy: 'cache-aware', routerOverrides: { dataLayer: { traffic: { windowMs: 5000 } } } },
         { kind: 'envoy-only', label: 'env', lb: 'round-robin' },
       ],
       contenderMaxQps: { env: 2 },
-      routerOverrides: { engineMetrics: { enabled: false }, cacheAware: { weights: { prefix: 1, queue: 9 } } },
+      routerOverrides: { engineMetrics: { enabled: false }, dataLayer: { traffic: { windowMs: 1000, keyChars: 9 } } },
     },
   ],
 };
@@ -54,7 +54,7 @@ describe('bench/presets', () => {
     const c = expandPreset(preset)[0]?.contender;
     expect(c?.kind === 'cacheroute' ? c.routerOverrides : undefined).to.deep.equal({
       engineMetrics: { enabled: false },
-      cacheAware: { weights: { prefix: 5, queue: 9 } },
+      dataLayer: { traffic: { windowMs: 5000, keyChars: 9 } },
     });
   });
 

@@ -6,7 +6,6 @@
  */
 import { expect } from 'chai';
 import { defaultConfig } from '../../../../src/config/default-config.js';
-import type { LoadConfig } from '../../../../src/config/types.js';
 import type { RouteTicket } from '../../../../src/core/routing-service.js';
 import type { RouteRequest } from '../../../../src/core/types.js';
 import type { HotspotStats } from '../../../../src/plugins/filter/hotspot-replication.js';
@@ -34,12 +33,11 @@ const GROUPS = Array.from({ length: 48 }, (_, g) => `system prompt of group ${g}
  * lasting 1.6 s (≈ 8 in flight per engine, above high water 6). `hotShare` of the arrivals go
  * to group 0, the rest uniformly to the 48 groups.
  */
-function run(hotspot: Partial<LoadConfig['hotspot']>, hotShare: number): HotspotStats | undefined {
+function run(hotspot: Record<string, number>, hotShare: number): HotspotStats | undefined {
   const clock = new ManualClock(0);
   const cfg = defaultConfig({
     endpoints: Array.from({ length: 4 }, (_, i) => ({ address: `127.0.0.1:${9101 + i}` })),
-    strategy: 'cache-aware',
-    load: { hotspot: { enabled: true, ...hotspot } },
+    strategy: { name: 'cache-aware', plugins: { 'hotspot-replication-filter': hotspot } },
   });
   const s = createScheduler(cfg, { clock, rng: seededRng(7) });
   const rng = seededRng(8);

@@ -65,7 +65,8 @@ export function traceDecisions(config: RouterConfig, opts: TraceOptions = DEFAUL
       promptTokens: Math.ceil(prefix.length / 4),
       stream: true,
       arrivalMs: now,
-      ...(opts.sessions === true && wl.int(2) === 0 ? { sessionKey: `s-${g}` } : {}),
+      // The session key arrives in the header the session scorer names (as through the edge).
+      ...(opts.sessions === true && wl.int(2) === 0 ? { headers: new Map([['x-session', `s-${g}`]]) } : {}),
     };
     const ticket = scheduler.route(request);
     const d = ticket.decision;

@@ -1,18 +1,13 @@
 import { expect } from 'chai';
-import { presetGraph, STRATEGIES, type PresetInput } from '../../../../src/plugins/presets/presets.js';
+import { PRESET_NAMES, PRESETS } from '../../../../src/plugins/presets/presets.js';
+import { presetGraph } from '../../../../src/plugins/presets/strategy.js';
 import { builtinCatalog } from '../../../../src/plugins/register-builtins.js';
 import { validateGraphParameters } from '../../../../src/scheduling/plugin-graph.js';
-import { config } from '../../builders.js';
 
-function input(over: Parameters<typeof config>[1] = {}): PresetInput {
-  const c = config(2, over);
-  return { cacheAware: c.cacheAware, load: c.load, requests: c.requests };
-}
-
-describe('shipped presets', () => {
+describe('shipped presets (data)', () => {
   it('start every profile with the eligibility filters, and every parameter is valid for its plugin', () => {
-    for (const s of STRATEGIES) {
-      const g = presetGraph(s, input());
+    for (const s of PRESET_NAMES) {
+      const g = presetGraph(s);
       for (const p of g.schedulingProfiles) {
         expect(
           p.plugins.slice(0, 2).map((r) => r.pluginRef),
@@ -23,28 +18,35 @@ describe('shipped presets', () => {
     }
   });
 
-  it('weights the cache-aware scorers from the shorthand knobs', () => {
-    const g = presetGraph('cache-aware', input({ cacheAware: { weights: { prefix: 5, queue: 1, kvUsage: 0.5 } } }));
-    const refs = g.schedulingProfiles[0]!.plugins;
-    const w = Object.fromEntries(refs.filter((r) => r.weight !== undefined).map((r) => [r.pluginRef, r.weight]));
-    expect(w).to.deep.equal({ 'prefix-cache': 5, 'queue-scorer': 1, 'kv-usage-scorer': 0.5 });
-    expect(refs.map((r) => r.pluginRef)).to.include('imbalance-escape-filter');
-    expect(refs.map((r) => r.pluginRef)).to.include('cold-request-placement');
+  it('every plugin type is registered and every profile reference names an instance of the preset', () => {
+    const catalog = builtinCatalog();
+    for (const s of PRESET_NAMES) {
+      const p = PRESETS[s];
+      const names = p.plugins.map((x) => x.name ?? x.type);
+      for (const x of p.plugins) expect(catalog.has(x.type), `${s}: ${x.type}`).to.equal(true);
+      for (const prof of p.schedulingProfiles) for (const r of prof.plugins) expect(names, `${s}/${prof.name}`).to.include(r.pluginRef);
+      expect(p.description.length, s).to.be.greaterThan(10);
+    }
   });
 
-  it('turns optional knobs into plugins only when asked: hotspot, session, token load, cold placement', () => {
-    const types = (over: Parameters<typeof config>[1]) => presetGraph('cache-aware', input(over)).plugins.map((p) => p.type);
-    expect(types({})).to.not.include.members(['hotspot-replication-filter', 'session-affinity-scorer', 'token-load-scorer']);
-    expect(types({ load: { hotspot: { enabled: true } } })).to.include('hotspot-replication-filter');
-    expect(types({ requests: { sessionHeader: 'x-s' } })).to.include('session-affinity-scorer');
-    expect(types({ load: { tokenLoadWeight: 2 } })).to.include('token-load-scorer');
-    expect(types({ cacheAware: { coldRouting: 'scores' } })).to.not.include('cold-request-placement');
+  it('leaves the optional plugins out by default: hotspot, session, token load', () => {
+    const types = presetGraph('cache-aware').plugins.map((p) => p.type);
+    expect(types).to.not.include.members(['hotspot-replication-filter', 'session-affinity-scorer', 'token-load-scorer']);
+    expect(types).to.include.members(['imbalance-escape-filter', 'cold-request-placement', 'index-calibration']);
+    const refs = presetGraph('cache-aware').schedulingProfiles[0]!.plugins.map((r) => r.pluginRef);
+    expect(refs).to.not.include.members(['hotspot-replication-filter', 'session-affinity-scorer', 'token-load-scorer']);
   });
 
   it('auto: four profiles, one auto handler, shared instances', () => {
-    const g = presetGraph('auto', input());
+    const g = presetGraph('auto');
     expect(g.schedulingProfiles.map((p) => p.name)).to.deep.equal(['learning', 'load', 'affinity', 'cache-aware']);
     expect(g.plugins.filter((p) => p.type === 'auto-profile-handler')).to.have.length(1);
     expect(g.plugins.filter((p) => p.type === 'prefix-cache')).to.have.length(1);
+  });
+
+  it('precise-cache-aware: precise-prefix-cache under the name prefix-cache, without index-calibration', () => {
+    const g = presetGraph('precise-cache-aware');
+    expect(g.plugins.find((p) => p.name === 'prefix-cache')?.type).to.equal('precise-prefix-cache');
+    expect(g.plugins.map((p) => p.type)).to.not.include.members(['prefix-cache', 'index-calibration']);
   });
 });

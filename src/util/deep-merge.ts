@@ -1,0 +1,15 @@
+/** Recursive merge of config-like mappings: nested mappings merge key by key, lists and scalars from `over` replace. */
+export type Mapping = Record<string, unknown>;
+
+export function isMapping(v: unknown): v is Mapping {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function deepMerge(base: Readonly<Mapping>, over: Readonly<Mapping>): Mapping {
+  const out: Mapping = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    out[k] = isMapping(b) && isMapping(v) ? deepMerge(b, v) : v;
+  }
+  return out;
+}
