@@ -81,6 +81,13 @@ const hotPrefix = (engines: number, perEngine = 30): ScenarioSpec => ({
   arrival: { kind: 'poisson', qps: QPS_PER_ENGINE * engines },
 });
 
+const HOT_FINDINGS = [
+  "The default meets the oracle bar at 4 engines (p99 276 ms, 1.14×) and misses it at 16 (681 ms, 2.86×) and 64 (p50 175 ms, 2.02×; p99 1,672 ms, 7.01×), below round-robin (244 / 238 ms) and the load-aware peers (dynamo-kv, lmetric, llm-d-weighted: 238-265 ms). Why: a start-up transient. Split by arrival into quarters, the default's first quarter at 16 engines has p50 203 / p99 761 ms and its last two quarters 88 / 238 ms, the oracle's figures: the hot group piles onto 2-3 engines (109, 105, 74 of 608 requests) until the imbalance escape has spread it, and at 64 engines the spreading takes longer than the run (last quarter still p99 754 ms).",
+  '`+hotspot` (hot-prefix replication, off by default since decision 0006: it cost 1.32× p99 on conversation traffic) shortens the transient: p99 517 ms at 16 engines, 641 at 64 (p50 89-90 ms): still 2.2-2.7× the oracle.',
+  "`auto` misses its bar in every cell (p99 3.87× round-robin's at 16 engines, 8.91× at 64; 1.12× at 4): it starts on the affinity profile and moves to the load profile only after its reuse measurement (minRequests, minDwellMs), so its first quarter is worse than the default's (16 engines: p50 326 / p99 988 ms); from the third quarter on it is at round-robin's figures. Not changed this session: starting on the load profile would lose the early hits of the 90% seed-table cells, and judging that needs the seed table rerun.",
+  "prefix-hash and SGLang's cache_aware (no load escape below its imbalance thresholds) collapse from 16 engines on (p99 3.6-90 s): the hot group has one home.",
+];
+
 export const FLEET_HOT_PREFIX: FleetStudy = {
   name: 'hot-prefix',
   description:
@@ -93,8 +100,9 @@ export const FLEET_HOT_PREFIX: FleetStudy = {
     label: `${engines} engines`,
     fleet: fleet(engines),
     scenario: hotPrefix(engines),
-    contenders: [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'],
+    contenders: [...FULL, 'cacheroute:cache-aware+hotspot'],
   })),
+  findings: HOT_FINDINGS,
 };
 
 const STALE_SCRAPES = [50, 100, 250, 500, 1000, 2000, 5000];

@@ -94,6 +94,8 @@ export const ROUTER_VARIANTS: Readonly<Record<string, RouterDocument>> = {
   'trust-stale': { engineMetrics: { staleAfterMs: 3_600_000 } },
   /** No scrapes: router-side accounting only. */
   'no-metrics': { engineMetrics: { enabled: false } },
+  /** Hot-prefix replication on (load.hotspot.enabled; off by default, decision 0006). */
+  hotspot: { load: { hotspot: { enabled: true } } },
   /** Replicas share load and prefix-index state (replication.enabled; the hop is SimOptions.replicationDelayMs). */
   replicated: { replication: { enabled: true } },
 };
