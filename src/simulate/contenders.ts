@@ -51,6 +51,11 @@ function kvVariant(mode: 'precise' | 'hybrid', preset: string, opts: ContenderOp
   };
 }
 
+/** Hot-prefix replication on (off by default, decision 0006): naming the preset's hotspot plugin turns it on. */
+function hotspotVariant(preset: string): RouterDocument {
+  return { strategy: { name: preset, plugins: { [preset === 'auto' ? 'hotspot' : 'hotspot-replication-filter']: {} } } };
+}
+
 /** llm-d's default weighted profile (Helm chart: queue 2, kv-cache-utilization 2, prefix-cache 3, max-score picker) as a cacheroute plugin graph. */
 export const LLMD_WEIGHTED_GRAPH: RouterDocument = {
   plugins: [{ type: 'prefix-cache' }, { type: 'queue-scorer' }, { type: 'kv-usage-scorer' }, { type: 'max-score-picker' }],
@@ -94,8 +99,6 @@ export const ROUTER_VARIANTS: Readonly<Record<string, RouterDocument>> = {
   'trust-stale': { engineMetrics: { staleAfterMs: 3_600_000 } },
   /** No scrapes: router-side accounting only. */
   'no-metrics': { engineMetrics: { enabled: false } },
-  /** Hot-prefix replication on (load.hotspot.enabled; off by default, decision 0006). */
-  hotspot: { load: { hotspot: { enabled: true } } },
   /** Replicas share load and prefix-index state (replication.enabled; the hop is SimOptions.replicationDelayMs). */
   replicated: { replication: { enabled: true } },
 };
@@ -142,9 +145,11 @@ export function contender(name: string, opts: ContenderOptions = {}): Contender 
     let doc: RouterDocument = { strategy: s };
     for (const v of variants) {
       const kvMode = KV_VARIANTS[v];
-      const over = kvMode !== undefined ? kvVariant(kvMode, s, opts) : ROUTER_VARIANTS[v];
+      const over = kvMode !== undefined ? kvVariant(kvMode, s, opts) : v === 'hotspot' ? hotspotVariant(s) : ROUTER_VARIANTS[v];
       if (over === undefined)
-        throw new Error(`unknown variant '${v}' (known: ${[...Object.keys(ROUTER_VARIANTS), ...Object.keys(KV_VARIANTS)].join(', ')})`);
+        throw new Error(
+          `unknown variant '${v}' (known: ${[...Object.keys(ROUTER_VARIANTS), 'hotspot', ...Object.keys(KV_VARIANTS)].join(', ')})`,
+        );
       doc = deepMerge(doc, over);
     }
     return router(name, doc, `cacheroute preset ${s}${variants.map((v) => ` + ${v}`).join('')}`);

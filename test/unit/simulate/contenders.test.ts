@@ -39,6 +39,17 @@ describe('simulator contenders', () => {
     expect(oracle.ttftP99Ms).to.be.at.most(rr.ttftP99Ms);
   });
 
+  it('every settings variant builds a router that parses and serves (hot-prefix replication on cache-aware and auto too)', () => {
+    for (const name of [
+      'cacheroute:cache-aware+trust-stale',
+      'cacheroute:cache-aware+no-metrics',
+      'cacheroute:cache-aware+hotspot',
+      'cacheroute:auto+hotspot',
+      'cacheroute:cache-aware+hotspot+trust-stale',
+    ])
+      expect(run(name).ok, name).to.equal(300);
+  });
+
   it('names a variant of a preset and refuses unknown names', () => {
     expect(contender('cacheroute:cache-aware+trust-stale').source).to.contain('trust-stale');
     expect(() => contender('cacheroute:nope')).to.throw(/unknown cacheroute preset/);
