@@ -65,6 +65,11 @@ export const FLEET_SEED_TABLE: FleetStudy = {
     '60 measured requests per engine up to 64 engines; at 256 and 1,024 engines 15 and 10 and fewer contenders keep the study in minutes.',
   ],
   cells: seedCells(),
+  findings: [
+    "The default meets the oracle bar at 0% and 90% sharing at every size (p99 at most 1.02× the oracle's) and misses it at 50% sharing at 16-1,024 engines (p99 330-351 ms, 1.39-1.47×; p50 at the oracle's, 123 ms), where round-robin (238-246 ms) and dynamo-kv have a better p99. Why: not a transient (16 engines: p99 348 / 248 / 472 / 340 ms by arrival quarter) but a steady 2.5% of requests (24 of 960 over 300 ms, all with their 768 shared tokens cached) that wait behind another prefill on their group's home engine, where an idle engine would have prefilled the whole prompt sooner; the oracle trades hit rate for it (37-41% vs 47-50%). The default's queue term (prefix 3 : queue 1) does not weigh the wait against the saved prefill: a finding for the scorer weights or for predicted-ttft (whose study covers this cell).",
+    'The other misses are near-ties with one peer: 0%/64 engines p99 242 vs llm-d-weighted 238 ms, 90%/4 59 vs 54, 90%/16 60 vs lmetric 59.',
+    "auto (judged against every fixed preset in the cell: round-robin, least-request, prefix-hash count) misses at 50% sharing: 16 engines p99 301 vs round-robin's 246 ms (1.22×), 64 engines 320 vs least-request's 238 (1.34×). It is better than the default there (it switches part of the traffic to its load profile: hit 35-40% vs 48%) but not at the load-balancing presets' tail; at 0% and 90% sharing it equals the best preset.",
+  ],
 };
 
 /** One system prompt takes 60% of the traffic (1,024-token prefix + 512-token question), the rest 8 groups per engine. */
