@@ -29,6 +29,7 @@ import { int, num, section, str } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
 import { TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
+import { sortRange } from '../../util/sort-range.js';
 
 export const PREDICTED_TTFT = 'predicted-ttft';
 
@@ -134,7 +135,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     const order = new Array<number>(n);
     for (let i = 0; i < n; i++) order[i] = i;
     if (n > 32) order.sort((a, b) => pred[a]! - pred[b]!);
-    else sortBy(order, 0, n, (a, b) => pred[a]! - pred[b]!);
+    else sortRange(order, 0, n, (a, b) => pred[a]! - pred[b]!);
     if (n < 2) return order;
     const best = pred[order[0]!]!;
     const limit = best + Math.max(this.opts.tieMs, this.opts.tieFraction * best);
@@ -152,21 +153,8 @@ export class PredictedTtftPlugin implements Scorer, Picker {
       count[i] = this.recent.valueAt(candidates[i]!.endpoint.id, state.nowMs);
       key[i] = state.rng.next();
     }
-    sortBy(order, 0, ties, (a, b) => count[a]! - count[b]! || key[a]! - key[b]!);
+    sortRange(order, 0, ties, (a, b) => count[a]! - count[b]! || key[a]! - key[b]!);
     return order;
-  }
-}
-
-/** Stable insertion sort of `a[from, to)` (the orders here are short). */
-function sortBy(a: number[], from: number, to: number, cmp: (x: number, y: number) => number): void {
-  for (let i = from + 1; i < to; i++) {
-    const v = a[i]!;
-    let j = i - 1;
-    while (j >= from && cmp(a[j]!, v) > 0) {
-      a[j + 1] = a[j]!;
-      j--;
-    }
-    a[j + 1] = v;
   }
 }
 

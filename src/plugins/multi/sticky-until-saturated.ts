@@ -17,9 +17,10 @@ import { getScratch } from '../../framework/cycle-scratch.js';
 import { definePlugin } from '../../framework/plugin-api.js';
 import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
 import { num, section, str } from '../../util/schema.js';
+import { sortRange } from '../../util/sort-range.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
-import { TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
+import { FEATURE, TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
 
 export const STICKY_UNTIL_SATURATED = 'sticky-until-saturated-picker';
 
@@ -40,35 +41,52 @@ export class StickyUntilSaturatedPicker implements Picker {
     return this.model.model.prefillTokensPerMs(endpointId) * this.opts.maxTtftPenaltyMs;
   }
 
+  /** Per-candidate sort keys, reused across decisions (grown as needed). */
+  private key = new Float64Array(64);
+  private tie = new Float64Array(64);
+  private sticky = new Uint8Array(64);
+
+  /**
+   * One pass over the flat features (no objects), then an insertion sort of the order over
+   * the reused keys: the pick runs on every request, so it allocates only the order.
+   */
   pick(state: CycleState, candidates: readonly Candidate[]): PickResult {
-    const features = this.model.features(state, candidates);
+    const v = this.model.featureValues(state, candidates);
     const ev = getScratch(state, AFFINITY_EVIDENCE);
     const n = candidates.length;
-    const key = new Float64Array(n);
-    const sticky = new Uint8Array(n);
+    if (this.key.length < n) {
+      this.key = new Float64Array(2 * n);
+      this.tie = new Float64Array(2 * n);
+      this.sticky = new Uint8Array(2 * n);
+    }
+    const key = this.key;
+    const tie = this.tie;
+    const sticky = this.sticky;
+    const total = ev?.totalBlocks ?? 0;
     let anySticky = false;
+    let holders = 0;
     for (let i = 0; i < n; i++) {
       const c = candidates[i]!;
-      const f = features[i]!;
-      const share = ev !== undefined && ev.totalBlocks > 0 ? (ev.matchedByEndpoint[c.endpoint.index] ?? 0) / ev.totalBlocks : 0;
-      if (share >= this.opts.threshold && f.aheadTokens <= this.tau(c.endpoint.id)) {
-        sticky[i] = 1;
-        anySticky = true;
+      const o = i * FEATURE.stride;
+      const ahead = v[o + FEATURE.aheadTokens]!;
+      const share = total > 0 ? (ev!.matchedByEndpoint[c.endpoint.index] ?? 0) / total : 0;
+      // Sticky engines sort first, by prefill in flight; the rest after them by queue + own prefill.
+      sticky[i] = 0;
+      if (share >= this.opts.threshold) {
+        if (total > 0) holders++;
+        if (ahead <= this.tau(c.endpoint.id)) sticky[i] = 1;
       }
+      key[i] = sticky[i] === 1 ? ahead : ahead + v[o + FEATURE.uncachedTokens]!;
+      if (sticky[i] === 1) anySticky = true;
+      tie[i] = state.rng.next();
     }
-    for (let i = 0; i < n; i++) {
-      const f = features[i]!;
-      // Sticky engines first, by prefill in flight; the rest (or all, when none is sticky) by queue + own prefill.
-      key[i] = anySticky ? (sticky[i] === 1 ? f.aheadTokens : 1e15 + f.aheadTokens + f.uncachedTokens) : f.aheadTokens + f.uncachedTokens;
-    }
-    const tie = Float64Array.from({ length: n }, () => state.rng.next());
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => key[a]! - key[b]! || tie[a]! - tie[b]!);
+    const order = new Array<number>(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    const cmp = (a: number, b: number): number => sticky[b]! - sticky[a]! || key[a]! - key[b]! || tie[a]! - tie[b]!;
+    if (n > 32) order.sort(cmp);
+    else sortRange(order, 0, n, cmp);
     const chosen = order[0]!;
-    if (ev !== undefined && !anySticky && ev.totalBlocks > 0) {
-      let holders = 0;
-      for (const c of candidates) if ((ev.matchedByEndpoint[c.endpoint.index] ?? 0) / ev.totalBlocks >= this.opts.threshold) holders++;
-      if (holders > 0) state.notes.push('sticky: every holder saturated');
-    }
+    if (!anySticky && holders > 0) state.notes.push('sticky: every holder saturated');
     return { order, reason: affinityReason(state, candidates, chosen) ?? 'load' };
   }
 

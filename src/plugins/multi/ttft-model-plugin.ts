@@ -74,7 +74,9 @@ interface CyclePredictions {
   features?: TtftFeatures[];
 }
 
-const FEATURES = 5;
+/** Layout of `featureValues`: candidate i's feature f is at `i * FEATURE.stride + FEATURE[f]`. */
+export const FEATURE = { aheadTokens: 0, uncachedTokens: 1, cachedTokens: 2, batch: 3, aheadRequests: 4, stride: 5 } as const;
+const FEATURES = FEATURE.stride;
 
 function featuresAt(v: Float64Array, i: number): TtftFeatures {
   const o = i * FEATURES;
@@ -162,6 +164,11 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const c = this.cycle(state, candidates);
     c.features ??= Array.from({ length: candidates.length }, (_, i) => featuresAt(c.values, i));
     return c.features;
+  }
+
+  /** The same features as one flat array (layout `FEATURE`), for pickers on the hot path: no objects. */
+  featureValues(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+    return this.cycle(state, candidates).values;
   }
 
   /** Uncached prefill tokens in flight on the endpoint (not yet past their first token). */
