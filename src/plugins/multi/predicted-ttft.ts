@@ -28,7 +28,7 @@ import type { Candidate, CycleState, Picker, PickResult, Scorer } from '../../fr
 import { int, num, section, str } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
-import { TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
+import { FEATURE, TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
 import { sortRange } from '../../util/sort-range.js';
 
 export const PREDICTED_TTFT = 'predicted-ttft';
@@ -114,10 +114,11 @@ export class PredictedTtftPlugin implements Scorer, Picker {
   private costs(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Float64Array {
     const w = this.opts.prefillPenalty;
     if (w === 0) return pred;
-    const f = this.model.features(state, candidates);
+    const f = this.model.featureValues(state, candidates);
     const out = new Float64Array(pred.length);
     for (let i = 0; i < pred.length; i++) {
-      out[i] = pred[i]! + (w * f[i]!.uncachedTokens) / this.model.model.prefillTokensPerMs(candidates[i]!.endpoint.id);
+      const uncached = f[i * FEATURE.stride + FEATURE.uncachedTokens]!;
+      out[i] = pred[i]! + (w * uncached) / this.model.model.prefillTokensPerMs(candidates[i]!.endpoint.id);
     }
     return out;
   }

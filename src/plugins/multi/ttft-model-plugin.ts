@@ -70,8 +70,6 @@ interface CyclePredictions {
   readonly candidates: readonly Candidate[];
   readonly predictedMs: Float64Array;
   readonly values: Float64Array;
-  /** Built from `values` on first use (only the pickers that read features). */
-  features?: TtftFeatures[];
 }
 
 /** Layout of `featureValues`: candidate i's feature f is at `i * FEATURE.stride + FEATURE[f]`. */
@@ -159,14 +157,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     return this.cycle(state, candidates).predictedMs;
   }
 
-  /** The features behind `predictions`, aligned by position. */
-  features(state: CycleState, candidates: readonly Candidate[]): readonly TtftFeatures[] {
-    const c = this.cycle(state, candidates);
-    c.features ??= Array.from({ length: candidates.length }, (_, i) => featuresAt(c.values, i));
-    return c.features;
-  }
-
-  /** The same features as one flat array (layout `FEATURE`), for pickers on the hot path: no objects. */
+  /** The features behind `predictions` as one flat array (layout `FEATURE`), aligned by position: no objects on the hot path. */
   featureValues(state: CycleState, candidates: readonly Candidate[]): Float64Array {
     return this.cycle(state, candidates).values;
   }
