@@ -346,7 +346,10 @@ export const ttftModel = definePlugin({
     noise: num({ minExclusive: 0, max: 10 }).default(DEFAULT_TTFT_MODEL.noise).describe('Expected relative noise of one observed TTFT.'),
     forgetting: num({ minExclusive: 0, max: 1 })
       .default(DEFAULT_TTFT_MODEL.forgetting)
-      .describe('Forgetting factor per observation (1 = never forget).'),
+      .describe('Forgetting factor per observation (1 = never forget; drift is the stabler way to follow a changing engine).'),
+    drift: num({ min: 0, max: 1 })
+      .default(DEFAULT_TTFT_MODEL.drift)
+      .describe('Random-walk drift of each coefficient per observation, as a fraction of its prior (how a changing engine is followed).'),
     clipSigmas: num({ minExclusive: 0, max: 100 })
       .default(DEFAULT_TTFT_MODEL.clipSigmas)
       .describe('Residuals beyond this many noise widths are clipped.'),
@@ -376,6 +379,7 @@ export const ttftModel = definePlugin({
       priorSpread: p.priorSpread,
       noise: p.noise,
       forgetting: p.forgetting,
+      drift: p.drift,
       clipSigmas: p.clipSigmas,
       chunkTokens: p.chunkTokens,
       maxNumSeqs: p.maxNumSeqs,

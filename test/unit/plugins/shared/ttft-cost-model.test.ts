@@ -98,6 +98,81 @@ describe('ttft-cost-model', () => {
     expect(m.predict('noisy', f)).to.be.below(2 * truth(DEFAULT_TTFT_PRIORS, f));
   });
 
+  it('stays near the truth when a long run of alike requests ends (exponential forgetting does not)', () => {
+    // The fleet seed table's 50 % cell: 300 cold 1,536-token prompts during warm-up, then
+    // half-cached ones; a GPU-like engine (step 8 ms, 0.15 ms per prefill token, no overhead).
+    const gpu: TtftCoefficients = {
+      overheadMs: 0,
+      prefillMsPerToken: 0.15,
+      stepMs: 8,
+      decodeMsPerSeq: 0.4,
+      contextMsPerKToken: 0,
+      slotWaitMs: 30,
+    };
+    const run = (opts: Partial<typeof DEFAULT_TTFT_MODEL>): TtftCostModel => {
+      const m = new TtftCostModel({ ...DEFAULT_TTFT_MODEL, maxNumSeqs: 64, ...opts });
+      const rng = seededRng(11);
+      for (let i = 0; i < 300; i++) {
+        const f: TtftFeatures = { aheadTokens: 0, uncachedTokens: 1536, cachedTokens: 0, batch: rng.int(3) };
+        m.observe(`e${i % 16}`, f, truth(gpu, f));
+      }
+      for (let i = 0; i < 100; i++) {
+        const f: TtftFeatures = { aheadTokens: rng.int(2) * rng.int(800), uncachedTokens: 768, cachedTokens: 768, batch: rng.int(3) };
+        m.observe(`e${i % 16}`, f, truth(gpu, f));
+      }
+      return m;
+    };
+    const cold: TtftFeatures = { aheadTokens: 0, uncachedTokens: 1536, cachedTokens: 0, batch: 0 };
+    const hit: TtftFeatures = { aheadTokens: 0, uncachedTokens: 768, cachedTokens: 768, batch: 0 };
+    const drift = run({});
+    const forgetting = run({ forgetting: 0.995, drift: 0 });
+    for (const f of [cold, hit]) {
+      for (const id of ['e0', 'e5', 'new']) expect(Math.abs(drift.predict(id, f) / truth(gpu, f) - 1), id).to.be.below(0.15);
+    }
+    expect(drift.pooledState().coefficients.prefillMsPerToken).to.be.closeTo(0.15, 0.03);
+    expect(drift.pooledState().coefficients.overheadMs).to.be.below(DEFAULT_TTFT_PRIORS.overheadMs);
+    // The failure this guards against: the pooled fit (what new engines are predicted by, and
+    // start from) thrown towards its bounds, prefill over 4x the truth.
+    expect(forgetting.pooledState().coefficients.overheadMs).to.be.above(3 * DEFAULT_TTFT_PRIORS.overheadMs);
+    expect(forgetting.pooledState().coefficients.prefillMsPerToken).to.be.above(0.6);
+  });
+
+  it('follows an engine that slows down (the drift keeps the fit open)', () => {
+    const follow = (drift: number): number => {
+      const m = new TtftCostModel({ ...DEFAULT_TTFT_MODEL, drift });
+      const rng = seededRng(21);
+      for (let i = 0; i < 600; i++) {
+        const f = randomFeatures(rng);
+        m.observe('e', f, truth(DEFAULT_TTFT_PRIORS, f));
+      }
+      for (let i = 0; i < 150; i++) {
+        const f = randomFeatures(rng);
+        m.observe('e', f, truth(SLOW, f));
+      }
+      return mape(m, 'e', SLOW, seededRng(99), 200);
+    };
+    const withDrift = follow(DEFAULT_TTFT_MODEL.drift);
+    expect(withDrift).to.be.below(0.1);
+    expect(follow(0)).to.be.above(withDrift);
+  });
+
+  it('predicts the untrained engines by the fleet median as soon as an engine is trained (no herding onto it)', () => {
+    const m = new TtftCostModel();
+    const rng = seededRng(8);
+    // Another engine's few observations first, so the median is looked up (and cached) before 'a' is trained.
+    for (let i = 0; i < 5; i++) {
+      const f = randomFeatures(rng);
+      m.observe('b', f, truth(SLOW, f));
+    }
+    for (let i = 0; i < DEFAULT_TTFT_MODEL.minSamples; i++) {
+      const f = randomFeatures(rng);
+      m.observe('a', f, truth(SLOW, f));
+      m.predict('c', f);
+    }
+    expect(m.state('a').pooled).to.equal(false);
+    expect(m.state('c').coefficients).to.deep.equal(m.state('a').coefficients);
+  });
+
   it('predicts an engine with too few observations of its own by the pooled fit of all engines', () => {
     const m = new TtftCostModel();
     const rng = seededRng(5);
