@@ -28,6 +28,7 @@ import { systemClock } from '../../src/util/clock.js';
 import { seededRng } from '../../src/util/rng.js';
 import { distribution, type Distribution } from '../../test/kit/percentiles.js';
 import { ChatWorkload, type ChatWorkloadOptions } from './chat-workload.js';
+import { EngineSamples, serveDocumentConfig } from './engine-samples.js';
 
 export interface DecisionBenchOptions {
   /** The preset under test (default cache-aware). */
@@ -40,6 +41,12 @@ export interface DecisionBenchOptions {
   readonly inflightWindow: number;
   readonly seed: number;
   readonly workload: Omit<ChatWorkloadOptions, 'seed'>;
+  /**
+   * Build the router as `cacheroute serve` does from a document naming only the endpoints
+   * (engine metrics on, every default as shipped), and feed each endpoint scraped engine
+   * numbers (engine-samples.ts) instead of the test default (engine metrics off). Default false.
+   */
+  readonly serveDefaults?: boolean;
 }
 
 export const DEFAULT_DECISION_BENCH: DecisionBenchOptions = {
@@ -85,6 +92,7 @@ export interface DecisionBenchResult {
 
 /** The router config of the decision benchmarks (cache-aware, `o.endpoints` endpoints). */
 export function decisionBenchConfig(o: DecisionBenchOptions): RouterConfig {
+  if (o.serveDefaults === true) return serveDocumentConfig(o);
   // Per-endpoint capacity sized so the index stays near `warmBlocks` once warm (entries
   // exceed distinct blocks because hot system prompts live on several endpoints).
   return defaultConfig({
@@ -93,7 +101,7 @@ export function decisionBenchConfig(o: DecisionBenchOptions): RouterConfig {
       name: o.strategy ?? 'cache-aware',
       plugins: { 'prefix-cache': { indexCapacityBlocks: Math.ceil((1.25 * o.warmBlocks) / o.endpoints) } },
     },
-    endpoints: Array.from({ length: o.endpoints }, (_, i) => ({ address: `10.0.${i >> 8}.${(i & 255) + 1}:8000` })),
+    endpoints: Array.from({ length: o.endpoints }, (_, i) => ({ address: `10.1.${i >> 8}.${i & 255}:8000` })),
   });
 }
 
@@ -107,6 +115,7 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
   const config = decisionBenchConfig(o);
   const s = createScheduler(config, { clock: systemClock, rng: seededRng(o.seed) });
   const index = s.service(PREFIX_INDEX)!;
+  const scrapes = o.serveDefaults === true ? new EngineSamples(s, config, o.seed) : undefined;
   const wl = new ChatWorkload({ seed: o.seed, ...o.workload });
   const open: RouteTicket[] = [];
   let seq = 0;
@@ -121,6 +130,7 @@ export function runDecisionBench(o: DecisionBenchOptions = DEFAULT_DECISION_BENC
       arrivalMs: systemClock.nowMs(),
     });
     open.push(t);
+    scrapes?.tick();
     if (open.length > o.inflightWindow) open.splice(Math.floor(open.length / 3), 1)[0]!.finish({ aborted: false, status: 200 });
     return t;
   };

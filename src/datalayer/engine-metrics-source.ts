@@ -84,8 +84,8 @@ export class EngineMetricsSource implements RoutedHook, CompletedHook, Endpoints
     return out;
   }
 
-  enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot): void {
-    const m = this.staleness.mergeInto(endpoint.id, snap.inflightRequests, this.scratch);
+  enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot, nowMs: number): void {
+    const m = this.staleness.mergeInto(endpoint.id, snap.inflightRequests, this.scratch, nowMs);
     if (m.fallback !== undefined && snap.metricsAgeMs === m.metricsAgeMs) return;
     snap.metricsAgeMs = m.metricsAgeMs;
     if (m.waiting !== undefined) snap.waiting = m.waiting;

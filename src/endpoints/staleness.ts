@@ -190,8 +190,9 @@ export class StalenessTracker {
   /**
    * `merge` written into `out` (every field set; unset ones are undefined), for the decision
    * path: one reused object per caller instead of one per endpoint per decision.
+   * @param nowMs the decision's clock reading (one read per decision, not one per endpoint).
    */
-  mergeInto(endpointId: string, ownInflight: number, out: MutableMergedLoad): MutableMergedLoad {
+  mergeInto(endpointId: string, ownInflight: number, out: MutableMergedLoad, nowMs: number = this.clock.nowMs()): MutableMergedLoad {
     out.waiting = undefined;
     out.running = undefined;
     out.kvUsage = undefined;
@@ -199,7 +200,7 @@ export class StalenessTracker {
     const sample = this.store.get(endpointId);
     if (sample === undefined) return this.fallback(endpointId, 'missing', Number.POSITIVE_INFINITY, out);
     const m = this.mark(endpointId);
-    const now = this.clock.nowMs();
+    const now = nowMs;
     let ageMs = Math.max(0, now - sample.scrapedAtMs);
     const completedSinceChange = m.completed - m.completedAtChange;
     if (sample.changedAtMs < sample.scrapedAtMs && completedSinceChange >= this.frozenAfter) {
