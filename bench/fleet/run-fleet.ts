@@ -1,4 +1,5 @@
 /** `npm run bench -- fleet <study> [--seed n] [--only substring] [--out dir]`, `fleet report <study> [--out dir]` (results.md again from results.json with the current bars), `fleet fidelity [--real <results dir>]`, or `fleet --list` (a bench tool: bench/tools.ts). */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
@@ -31,6 +32,10 @@ export async function runFleet(argv: readonly string[]): Promise<number> {
   }
   const outDir = resolve(values.out ?? resolve(REPO_ROOT, 'bench', 'results', `fleet-${study.name}`));
   if (report) {
+    if (!existsSync(resolve(outDir, 'results.json'))) {
+      process.stderr.write(`no results.json in ${outDir}: run \`npm run bench -- fleet ${study.name}\` first\n`);
+      return 2;
+    }
     const misses = rewriteResults(study, outDir, (collectRunInfo(REPO_ROOT).gitCommit ?? 'an unknown commit').slice(0, 7));
     process.stderr.write(`rewrote ${outDir}/results.md: ${misses.length} bar misses\n${misses.map((m) => `  ${m}\n`).join('')}`);
     return 0;
