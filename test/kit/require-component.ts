@@ -6,14 +6,14 @@
  *
  *   before(function () { requireComponents(this, envoyBinary(), routerBuild()); });
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENVOY_GATEWAY_BIN } from './envoy-gateway.js';
 import { HELM_BIN } from './helm.js';
 import { ETCD_BIN, KUBE_APISERVER_BIN } from './kube-cluster.js';
 import { ENVOY_BIN, REPO_ROOT, ROUTER_MAIN } from './repo-paths.js';
 import { NATS_SERVER_BIN } from './nats-process.js';
-import { VLLM_BIN, vllmUnavailableReason } from './vllm-paths.js';
+import { VLLM_BIN, VLLM_VENV, vllmUnavailableReason } from './vllm-paths.js';
 
 export interface Component {
   /** What the test needs, e.g. "Envoy". */
@@ -67,6 +67,24 @@ export function compiled(name: string, ...segments: string[]): Component {
 export function vllmCpu(): Component {
   const missing = vllmUnavailableReason();
   return { name: 'vLLM CPU', path: VLLM_BIN, hint: missing ?? 'run bash scripts/setup-vllm.sh', present: missing === undefined };
+}
+
+/** NIXL's Python packages in the vLLM venv (vLLM's NixlConnector imports them). */
+export function nixlPackage(): Component {
+  const lib = join(VLLM_VENV, 'lib');
+  let python: string[] = [];
+  try {
+    python = readdirSync(lib).filter((d) => d.startsWith('python3'));
+  } catch {
+    // no venv: vllmCpu() says so
+  }
+  const dirs = python.map((d) => join(lib, d, 'site-packages', 'nixl_cu13'));
+  return {
+    name: 'nixl (NixlConnector)',
+    path: dirs[0] ?? join(lib, 'python3', 'site-packages', 'nixl_cu13'),
+    hint: 'run bash scripts/setup-vllm.sh',
+    present: dirs.some((d) => readable(d)),
+  };
 }
 
 /** kube-apiserver and etcd, built by scripts/setup-kube.sh (the Kubernetes discovery tests). */

@@ -363,6 +363,13 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
         if (kvTransfer.connector === 'ExampleConnector') args.push('--max-num-batched-tokens', String(opts.maxModelLen ?? 8192));
       }
       args.push(...(opts.extraArgs ?? []));
+      const env = engineEnv(dir, host, core, kvCacheGiB, tag, opts.inProcessWorker === true);
+      if (kvTransfer?.connector.startsWith('Nixl') === true) {
+        // NIXL's side channel (where the decode engine fetches the prefill engine's block
+        // layout) binds VLLM_NIXL_SIDE_CHANNEL_HOST:PORT, localhost:5600 by default: one per engine.
+        env['VLLM_NIXL_SIDE_CHANNEL_HOST'] = host;
+        env['VLLM_NIXL_SIDE_CHANNEL_PORT'] = String(await freePortOn(host));
+      }
       const logFile = join(dir, 'vllm.log');
       const log = createWriteStream(logFile, { flags: 'a' });
       log.write(`# ${VLLM_BIN} ${args.join(' ')}\n`);
@@ -371,7 +378,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const [command, ...argv] = [...(nice > 0 ? ['nice', '-n', String(nice)] : []), ...python];
       const child = spawn(command as string, argv, {
         cwd: dir,
-        env: engineEnv(dir, host, core, kvCacheGiB, tag, opts.inProcessWorker === true),
+        env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout?.pipe(log, { end: false });
