@@ -13,6 +13,8 @@
  *   npm run demo [-- --requests 120 --concurrency 8 --seed 42 --no-baseline]
  *   npm run demo -- --engines vllm     (2 vLLM engines, one core each, 40 KV blocks: ~1 min to
  *                                       start; the workload is scaled to them: 64 requests, 4 prompts)
+ *   npm run demo -- --engines vllm --pd [shared-store|nixl]
+ *                                      (prefill/decode disaggregation on 2 vLLM engines: scripts/demo-pd.ts)
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { seededRng, type Rng } from '../src/util/rng.js';
+import { PD_DEMO_CONNECTORS, runPdDemo, type PdDemoConnector } from './demo-pd.js';
 import { startVllmEngines } from '../test/kit/vllm-engines.js';
 import { TINY_MODEL_NAME, vllmUnavailableReason } from '../test/kit/vllm-paths.js';
 import { syntheticTokens } from '../test/kit/synthetic-text.js';
@@ -70,6 +73,8 @@ interface Options {
   readonly concurrency: number;
   readonly seed: number;
   readonly baseline: boolean;
+  /** Prefill/decode disaggregation instead of the routing comparison (`--pd`, real engines only). */
+  readonly pd?: PdDemoConnector;
 }
 
 function parseArgs(argv: readonly string[]): Options {
@@ -77,7 +82,13 @@ function parseArgs(argv: readonly string[]): Options {
   const engines = kindAt >= 0 ? argv[kindAt + 1] : 'sim';
   if (engines !== 'sim' && engines !== 'vllm') throw new Error(`--engines must be sim or vllm, got ${String(engines)}`);
   const shape = SHAPES[engines];
-  const opts = { engines: engines as EngineKind, requests: shape.requests, concurrency: shape.concurrency, seed: 42, baseline: true };
+  const opts: { -readonly [K in keyof Options]: Options[K] } = {
+    engines: engines as EngineKind,
+    requests: shape.requests,
+    concurrency: shape.concurrency,
+    seed: 42,
+    baseline: true,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = (): number => {
@@ -90,8 +101,16 @@ function parseArgs(argv: readonly string[]): Options {
     else if (a === '--seed') opts.seed = num();
     else if (a === '--no-baseline') opts.baseline = false;
     else if (a === '--engines') i++;
-    else throw new Error(`unknown argument ${a} (try --engines sim|vllm --requests N --concurrency N --seed N --no-baseline)`);
+    else if (a === '--pd') {
+      const next = argv[i + 1];
+      opts.pd = next !== undefined && !next.startsWith('--') ? (argv[++i] as PdDemoConnector) : 'shared-store';
+      if (!PD_DEMO_CONNECTORS.includes(opts.pd)) throw new Error(`--pd must be ${PD_DEMO_CONNECTORS.join(' or ')}, got ${opts.pd}`);
+    } else
+      throw new Error(
+        `unknown argument ${a} (try --engines sim|vllm --requests N --concurrency N --seed N --no-baseline --pd [shared-store|nixl])`,
+      );
   }
+  if (opts.pd !== undefined && opts.engines !== 'vllm') throw new Error('--pd runs on real engines: add --engines vllm');
   return opts;
 }
 
@@ -330,9 +349,8 @@ async function startSimFleet(fixed: boolean, model: string): Promise<DemoFleet> 
 /** KV blocks per real engine (128 tokens each): room for two of the four shared prompts, so placement matters. */
 const VLLM_DEMO_BLOCKS = 40;
 
-/** Two vLLM CPU engines (test/kit/vllm-engines.ts), one core each, on 127.0.0.2 and .3. */
-async function startVllmFleet(): Promise<DemoFleet> {
-  // `npm run demo` sets up only what the simulated demo runs; vLLM has its own setup (idempotent).
+/** `npm run demo` sets up only what the simulated demo runs; vLLM has its own setup (idempotent). */
+function ensureVllm(): void {
   if (vllmUnavailableReason() !== undefined) {
     log('setting up vLLM CPU (scripts/setup-vllm.sh; minutes on a fresh machine)');
     execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-vllm.sh')], {
@@ -342,6 +360,11 @@ async function startVllmFleet(): Promise<DemoFleet> {
   }
   const missing = vllmUnavailableReason();
   if (missing !== undefined) throw new Error(`--engines vllm: ${missing}`);
+}
+
+/** Two vLLM CPU engines (test/kit/vllm-engines.ts), one core each, on 127.0.0.2 and .3. */
+async function startVllmFleet(): Promise<DemoFleet> {
+  ensureVllm();
   log('starting 2 vLLM CPU engines (about a minute)');
   const real = await startVllmEngines({ count: 2, numGpuBlocks: VLLM_DEMO_BLOCKS, maxModelLen: 4096 });
   const engines = real.engines.map((e) => ({ address: e.id, url: e.url }));
@@ -359,6 +382,10 @@ async function startVllmFleet(): Promise<DemoFleet> {
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.pd !== undefined) {
+    ensureVllm();
+    return runPdDemo(opts.pd, opts.seed, log);
+  }
   const shape = { ...SHAPES[opts.engines], concurrency: opts.concurrency };
   // Real engines get free ports on 127.0.0.2/.3, so Envoy is always rendered with them.
   const enginePorts =
