@@ -13,7 +13,8 @@
  *    the decode engine, which streams the tokens to the client;
  *  - a short prompt, and a prompt the decode engine already holds, skip the prefill leg;
  *  - `Prefer: if-available` gets 412 when a prefill leg would be needed;
- *  - a client's own x-prefiller-host-port never reaches the sidecar.
+ *  - a client's own x-prefiller-host-port never reaches the sidecar;
+ *  - a prefill engine that is gone: the prompt is served aggregated on the decode engine.
  * Both engines start in parallel (~40–60 s). Without vLLM the suite skips with the reason,
  * except under CI=true where it fails (install: bash scripts/setup-vllm.sh).
  */
@@ -22,9 +23,9 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseDecisionSummary } from '../../src/extproc/decision-header.js';
 import { sseEvents } from '../kit/chat-requests.js';
-import { postJson, type HttpResult } from '../kit/http-client.js';
+import { isHttpOk, postJson, type HttpResult } from '../kit/http-client.js';
 import { startPdStack, type PdStack } from '../kit/pd-stack.js';
-import { runDir } from '../kit/processes.js';
+import { runDir, sleep } from '../kit/processes.js';
 import { envoyBinary, nixlPackage, requireComponents, routerBuild, vllmCpu, type Component } from '../kit/require-component.js';
 import { syntheticTokens } from '../kit/synthetic-text.js';
 import { promptTokensBySource, sourceDelta, sourceTotal, type PromptTokensBySource } from '../kit/vllm-prompt-sources.js';
@@ -217,5 +218,18 @@ for (const form of FORMS)
       expect(long.header('x-cacheroute-pd')).to.equal('split');
       expect(decision(long)['prefill']).to.equal(prefill.id);
       expect(delta(p0, await bySource(prefill)).local_compute).to.equal(usage(long).prompt_tokens);
+    });
+
+    it('serves a long prompt aggregated on the decode engine once the prefill engine is gone (last: stops it)', async () => {
+      process.kill(prefill.pid, 'SIGTERM');
+      for (let i = 0; i < 100 && (await isHttpOk(`${prefill.url}/health`, 500)); i++) await sleep(100);
+      const d0 = await bySource(decode);
+      const r = await complete(syntheticTokens('pdreal-dead-prefill', LONG));
+      expect(r.status, r.text()).to.equal(200);
+      // The router may not have seen it go (the sidecar's leg fails on connect) or may have (no split).
+      expect(r.header('x-cacheroute-pd')).to.be.oneOf(['aggregated-prefill-failed', 'passthrough']);
+      const u = usage(r);
+      expect(u.completion_tokens).to.equal(8);
+      expect(delta(d0, await bySource(decode)).local_compute, 'the decode engine computed the prompt itself').to.equal(u.prompt_tokens);
     });
   });
