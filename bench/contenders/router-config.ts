@@ -6,10 +6,8 @@
  */
 import { stringify } from 'yaml';
 import type { StrategyName } from '../../src/config/types.js';
-import { deepMerge } from '../../src/simulate/router-policy.js';
+import { deepMerge } from '../../src/util/deep-merge.js';
 import type { EngineHandle, RouterOverrides } from './types.js';
-
-export { deepMerge };
 
 type Obj = Record<string, unknown>;
 

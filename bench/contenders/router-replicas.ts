@@ -11,7 +11,8 @@ import { startEnvoy, type EnvoyProcess } from '../../test/kit/envoy-process.js';
 import { freePort, runDir, startProcess, type ManagedProcess } from '../../test/kit/managed-process.js';
 import { startNatsServer, type NatsServer } from '../../test/kit/nats-process.js';
 import { ROUTER_MAIN } from '../../test/kit/repo-paths.js';
-import { deepMerge, renderRouterConfig } from './router-config.js';
+import { deepMerge } from '../../src/util/deep-merge.js';
+import { renderRouterConfig } from './router-config.js';
 import type { ContenderContext, ContenderSpec, ReplicaSet, RouterOverrides, RunningContender } from './types.js';
 
 type CacherouteSpec = Extract<ContenderSpec, { kind: 'cacheroute' }>;

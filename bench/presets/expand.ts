@@ -3,7 +3,7 @@
  * then rate, then contender, so contenders of one scenario run back to back (closest in
  * time, least exposed to drift in background load on a shared machine).
  */
-import { deepMerge } from '../contenders/router-config.js';
+import { deepMerge } from '../../src/util/deep-merge.js';
 import type { ContenderSpec } from '../contenders/types.js';
 import { scenarioAtQps, scenarioQps } from '../workloads/scenario.js';
 import { parseRoundLabel } from './round-label.js';

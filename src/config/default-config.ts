@@ -6,6 +6,7 @@
  * in pool `default`).
  */
 import type { StrategyInput } from '../plugins/presets/strategy.js';
+import { deepMerge, type Mapping } from '../util/deep-merge.js';
 import type { RouterConfig } from './types.js';
 import { API_VERSION } from './defaults.js';
 import { parseConfig } from './parse-config.js';
@@ -30,17 +31,5 @@ export function defaultConfig(overrides: ConfigOverrides = {}): RouterConfig {
     endpoints: TEST_ENDPOINT_ADDRESSES.map((address) => ({ address })),
     engineMetrics: { enabled: false },
   };
-  return parseConfig(merge(base, overrides));
-}
-
-function isMapping(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function merge(base: unknown, over: unknown): unknown {
-  if (over === undefined) return base;
-  if (!isMapping(base) || !isMapping(over)) return over;
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(over)) out[k] = merge(base[k], v);
-  return out;
+  return parseConfig(deepMerge(base, overrides as Mapping));
 }

@@ -6,6 +6,7 @@
  * Why not translate them: a translation is a second schema of every plugin's knobs, the
  * drift this move removes.
  */
+import { isMapping } from '../util/deep-merge.js';
 
 /** Where a key went, by its old path; the longest listed prefix of a key's path applies. */
 const MOVED: Readonly<Record<string, (leaf: string) => string>> = {
@@ -48,10 +49,6 @@ const MOVED: Readonly<Record<string, (leaf: string) => string>> = {
 /** `.key`, or nothing for the section itself. */
 function sub(k: string): string {
   return k === '' ? '' : `.${k}`;
-}
-
-function isMapping(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -8,7 +8,8 @@ import { STRATEGIES } from '../plugins/presets/presets.js';
 import { clairvoyantContender, oracleContender } from './oracle.js';
 import { dynamoKvCost, llmdSticky, lmetric, sglangCacheAware } from './peer-policies.js';
 import type { Contender } from './policy.js';
-import { deepMerge, routerContender, type RouterDocument } from './router-policy.js';
+import { deepMerge } from '../util/deep-merge.js';
+import { routerContender, type RouterDocument } from './router-policy.js';
 import type { ScrapeModel } from './types.js';
 
 export interface ContenderOptions {

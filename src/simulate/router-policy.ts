@@ -288,5 +288,3 @@ function preciseIndexes(scheduler: Scheduler): PrecisePrefixCachePlugin[] {
 export function routerContender(label: string, opts: RouterPolicyOptions, source = 'cacheroute'): Contender {
   return { label, source, create: (ctx, replicas) => new RouterPolicy(label, ctx, replicas, opts) };
 }
-
-export { deepMerge };

@@ -20,12 +20,11 @@
  */
 import { z } from 'zod';
 import type { GraphSpec, PluginSpec, ProfileSpec } from '../../scheduling/plugin-graph.js';
-import { deepMerge } from '../../util/deep-merge.js';
+import { deepMerge, isMapping } from '../../util/deep-merge.js';
 import { checked, expecting, oneOf, section } from '../../util/schema.js';
 import { PRESET_NAMES, PRESETS, type StrategyName } from './presets.js';
 
 const isWeight = (v: unknown): v is number => typeof v === 'number' && v >= 0 && v <= 1000;
-const isPlainMapping = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const strategyObject = section({
   name: oneOf(PRESET_NAMES).describe('The preset (docs/configuration.md#presets).'),
@@ -33,7 +32,7 @@ const strategyObject = section({
     .record(
       z.string(),
       checked<number | Record<string, number>>('a weight in [0, 1000], or a mapping of scorer weights in [0, 1000]', (v) =>
-        isWeight(v) || (isPlainMapping(v) && Object.values(v).every(isWeight)) ? (v as number | Record<string, number>) : undefined,
+        isWeight(v) || (isMapping(v) && Object.values(v).every(isWeight)) ? (v as number | Record<string, number>) : undefined,
       ),
       { error: expecting('a mapping') },
     )
@@ -42,9 +41,7 @@ const strategyObject = section({
   plugins: z
     .record(
       z.string(),
-      checked<Record<string, unknown> | false>('a mapping of parameters, or false', (v) =>
-        v === false || isPlainMapping(v) ? v : undefined,
-      ),
+      checked<Record<string, unknown> | false>('a mapping of parameters, or false', (v) => (v === false || isMapping(v) ? v : undefined)),
       { error: expecting('a mapping') },
     )
     .optional()

@@ -13,6 +13,7 @@ import { join, relative } from 'node:path';
 import { expect } from 'chai';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { parseConfig } from '../../../src/config/parse-config.js';
+import { isMapping } from '../../../src/util/deep-merge.js';
 import { REPO_ROOT } from '../../kit/repo-paths.js';
 import { MINIMAL } from './config-helpers.js';
 
@@ -32,8 +33,6 @@ function yamlFiles(dir: string): string[] {
     return /\.ya?ml$/.test(e.name) ? [p] : [];
   });
 }
-
-const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Router configs in one parsed YAML value: the value itself, or string values (ConfigMap data) that parse to one. */
 function routerConfigsIn(v: unknown, at: string): Shipped[] {
