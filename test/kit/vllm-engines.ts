@@ -39,7 +39,7 @@ export interface StartVllmEnginesOptions {
   readonly kvCacheGiB?: number;
   /** Shrinks the KV cache to this many blocks (--num-gpu-blocks-override) to force evictions. */
   readonly numGpuBlocks?: number;
-  /** --max-model-len (default 8192). */
+  /** --max-model-len (default DEFAULT_MAX_MODEL_LEN). */
   readonly maxModelLen?: number;
   /** Publish KV events over ZMQ (default true). */
   readonly kvEvents?: boolean;
@@ -78,6 +78,9 @@ export interface StartVllmEnginesOptions {
   /** Served model name (default tiny-llama). */
   readonly modelName?: string;
 }
+
+/** The engines' context length unless `maxModelLen` says otherwise. */
+export const DEFAULT_MAX_MODEL_LEN = 8192;
 
 /** One engine's vLLM `kv_transfer_config` (vLLM 0.32's field names in kvTransferConfig). */
 export interface VllmKvTransfer {
@@ -326,6 +329,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const tag = `${runId}-${i}`;
       const dir = join(VLLM_RUN_ROOT, 'runs', runId, `e${i}`);
       for (const sub of ['cache', 'config', 'rpc', 'tmp', 'hf', 'xdg-cache']) mkdirSync(join(dir, sub), { recursive: true });
+      const maxModelLen = opts.maxModelLen ?? DEFAULT_MAX_MODEL_LEN;
       const args = [
         'serve',
         modelDir,
@@ -338,7 +342,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
         '--dtype',
         'float32',
         '--max-model-len',
-        String(opts.maxModelLen ?? 8192),
+        String(maxModelLen),
         '--host',
         host,
         '--port',
@@ -360,7 +364,7 @@ export async function startVllmEngines(opts: StartVllmEnginesOptions): Promise<V
       const kvTransfer = opts.kvTransfer?.(i);
       if (kvTransfer !== undefined) {
         args.push('--kv-transfer-config', kvTransferConfig(kvTransfer));
-        if (kvTransfer.connector === 'ExampleConnector') args.push('--max-num-batched-tokens', String(opts.maxModelLen ?? 8192));
+        if (kvTransfer.connector === 'ExampleConnector') args.push('--max-num-batched-tokens', String(maxModelLen));
       }
       args.push(...(opts.extraArgs ?? []));
       const env = engineEnv(dir, host, core, kvCacheGiB, tag, opts.inProcessWorker === true);
