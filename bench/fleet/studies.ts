@@ -322,31 +322,6 @@ export const FLEET_AGENTIC: FleetStudy = {
   ]),
 };
 
-export const FLEET_DECISION_COST: FleetStudy = {
-  name: 'decision-cost',
-  description:
-    "Decision cost of the real router (cache-aware default) at 16, 256 and 1,024 endpoints on 32 KB prompts (8,192 tokens, 90% shared), measured around Scheduler.route in the simulator's process (wall clock, µs).",
-  seed: 1,
-  estimatedMinutes: 5,
-  notes: ['Run on a quiet machine: the figures are wall-clock time of real code; the routing figures are not affected by load.'],
-  cells: [16, 256, 1024].map((engines) => ({
-    group: 'decision cost, 32 KB prompts',
-    label: `${engines} endpoints`,
-    fleet: { engines, profile: 'gpu-like', model: { kvCacheBlocks: 8192 } },
-    scenario: {
-      kind: 'sharing-ratio',
-      label: 'sharing-90-32k',
-      ratio: 0.9,
-      promptTokens: 8192,
-      groups: Math.max(8, engines),
-      requests: 2000,
-      outputTokens: 4,
-      arrival: { kind: 'poisson', qps: Math.max(4, engines / 4) },
-    },
-    contenders: ['cacheroute:cache-aware'],
-  })),
-};
-
 export const FLEET_SPEED: FleetStudy = {
   name: 'speed',
   description:

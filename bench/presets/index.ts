@@ -9,7 +9,7 @@ import { REAL_VLLM_TTFT } from './real-vllm-ttft.js';
 import { REPLICAS, REPLICAS_SMOKE } from './replicas.js';
 import { SEED_TABLE } from './seed-table.js';
 import { TINY } from './tiny.js';
-import { FLEET_AGENTIC, FLEET_DECISION_COST, FLEET_HOT_PREFIX, FLEET_SEED_TABLE, FLEET_SPEED, FLEET_STALENESS } from '../fleet/studies.js';
+import { FLEET_AGENTIC, FLEET_HOT_PREFIX, FLEET_SEED_TABLE, FLEET_SPEED, FLEET_STALENESS } from '../fleet/studies.js';
 import { FLEET_REPLICAS } from '../fleet/replicas-study.js';
 import type { FleetStudy } from '../fleet/study.js';
 import type { PresetSpec } from './types.js';
@@ -40,7 +40,6 @@ export const FLEET_STUDIES: readonly FleetStudy[] = [
   FLEET_STALENESS,
   FLEET_HOT_PREFIX,
   FLEET_AGENTIC,
-  FLEET_DECISION_COST,
   FLEET_SPEED,
   FLEET_REPLICAS,
 ];
