@@ -15,8 +15,8 @@ import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../c
 import type { EngineMetricsPoller, PollerStats, ScrapeTarget } from '../endpoints/engine-metrics-poller.js';
 import type { EngineSignalStore } from '../endpoints/engine-metrics-store.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from '../endpoints/load.js';
-import type { LoadSource } from '../endpoints/registry.js';
-import { newMergedLoad, type StalenessTracker } from '../endpoints/staleness.js';
+import type { LoadSlot, LoadSource } from '../endpoints/registry.js';
+import { newMergedLoad, type MutableMergedLoad, type StalenessMarks, type StalenessTracker } from '../endpoints/staleness.js';
 import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../framework/types.js';
 
 export class EngineMetricsSource implements RoutedHook, CompletedHook, EndpointsChangedHook, LoadSource {
@@ -24,6 +24,8 @@ export class EngineMetricsSource implements RoutedHook, CompletedHook, Endpoints
   private readonly scratch = newMergedLoad();
   readonly name = 'engine-metrics';
   private targets: ScrapeTarget[] = [];
+  /** Staleness state per endpoint index (enrichAllInPlace), re-read when the id or liveness changed. */
+  private marks: (StalenessMarks | undefined)[] = [];
 
   constructor(
     readonly store: EngineSignalStore,
@@ -85,11 +87,28 @@ export class EngineMetricsSource implements RoutedHook, CompletedHook, Endpoints
   }
 
   enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot, nowMs: number): void {
-    const m = this.staleness.mergeInto(endpoint.id, snap.inflightRequests, this.scratch, nowMs);
-    if (m.fallback !== undefined && snap.metricsAgeMs === m.metricsAgeMs) return;
-    snap.metricsAgeMs = m.metricsAgeMs;
-    if (m.waiting !== undefined) snap.waiting = m.waiting;
-    if (m.running !== undefined) snap.running = m.running;
-    if (m.kvUsage !== undefined) snap.kvUsage = m.kvUsage;
+    apply(this.staleness.mergeInto(endpoint.id, snap.inflightRequests, this.scratch, nowMs), snap);
   }
+
+  /** enrichInPlace over every slot, with the staleness state kept per endpoint index (no lookup by id). */
+  enrichAllInPlace(slots: readonly LoadSlot[], nowMs: number): void {
+    const marks = this.marks;
+    const staleness = this.staleness;
+    const scratch = this.scratch;
+    for (let k = 0; k < slots.length; k++) {
+      const { endpoint, load } = slots[k]!;
+      let m = marks[endpoint.index];
+      if (m === undefined || !m.live || m.id !== endpoint.id) m = marks[endpoint.index] = staleness.marksOf(endpoint.id);
+      apply(staleness.mergeMarksInto(m, load.inflightRequests, scratch, nowMs), load);
+    }
+  }
+}
+
+/** The merged engine load written into the snapshot (a fallback that changes nothing leaves it). */
+function apply(m: MutableMergedLoad, snap: MutableLoadSnapshot): void {
+  if (m.fallback !== undefined && snap.metricsAgeMs === m.metricsAgeMs) return;
+  snap.metricsAgeMs = m.metricsAgeMs;
+  if (m.waiting !== undefined) snap.waiting = m.waiting;
+  if (m.running !== undefined) snap.running = m.running;
+  if (m.kvUsage !== undefined) snap.kvUsage = m.kvUsage;
 }

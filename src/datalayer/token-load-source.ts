@@ -11,7 +11,7 @@
  */
 import type { Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { LoadSnapshot, MutableLoadSnapshot } from '../endpoints/load.js';
-import type { LoadSource } from '../endpoints/registry.js';
+import type { LoadSlot, LoadSource } from '../endpoints/registry.js';
 import type { CompletedHook, CycleState, EndpointsChangedHook, RoutedHook } from '../framework/types.js';
 import type { TokenLoadModel } from './token-load-model.js';
 
@@ -62,5 +62,13 @@ export class TokenLoadSource implements RoutedHook, CompletedHook, EndpointsChan
 
   enrichInPlace(endpoint: Endpoint, snap: MutableLoadSnapshot): void {
     snap.pendingTokens = this.model.pendingTokens(endpoint.id);
+  }
+
+  enrichAllInPlace(slots: readonly LoadSlot[]): void {
+    const model = this.model;
+    for (let k = 0; k < slots.length; k++) {
+      const s = slots[k]!;
+      s.load.pendingTokens = model.pendingTokens(s.endpoint.id);
+    }
   }
 }

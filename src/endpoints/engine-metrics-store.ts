@@ -37,8 +37,19 @@ export interface ScrapeStats {
 
 export type SampleListener = (endpointId: string, sample: EngineSample) => void;
 
+/**
+ * One endpoint's latest sample as a stable handle (`entryOf`): a hot path that reads the same
+ * endpoint on every decision keeps the handle instead of looking the id up each time. `live`
+ * turns false when the endpoint is forgotten (`retain`); look the id up again then.
+ */
+export interface SampleEntry {
+  readonly sample?: EngineSample;
+  readonly live: boolean;
+}
+
 interface Entry {
   sample?: EngineSample;
+  live: boolean;
   scrapes: number;
   errors: number;
   consecutiveErrors: number;
@@ -93,6 +104,11 @@ export class EngineSignalStore {
     return this.entries.get(endpointId)?.sample;
   }
 
+  /** The endpoint's entry handle (see SampleEntry), undefined before its first scrape. */
+  entryOf(endpointId: string): SampleEntry | undefined {
+    return this.entries.get(endpointId);
+  }
+
   ageMs(endpointId: string): number {
     const s = this.get(endpointId);
     return s === undefined ? Number.POSITIVE_INFINITY : Math.max(0, this.clock.nowMs() - s.scrapedAtMs);
@@ -105,7 +121,11 @@ export class EngineSignalStore {
   /** Forgets endpoints that are no longer in the registry. */
   retain(endpointIds: Iterable<string>): void {
     const keep = new Set(endpointIds);
-    for (const id of [...this.entries.keys()]) if (!keep.has(id)) this.entries.delete(id);
+    for (const [id, e] of [...this.entries]) {
+      if (keep.has(id)) continue;
+      e.live = false;
+      this.entries.delete(id);
+    }
   }
 
   subscribe(listener: SampleListener): () => void {
@@ -134,7 +154,7 @@ export class EngineSignalStore {
   private entry(id: string): Entry {
     let e = this.entries.get(id);
     if (e === undefined) {
-      e = { scrapes: 0, errors: 0, consecutiveErrors: 0 };
+      e = { sample: undefined, live: true, scrapes: 0, errors: 0, consecutiveErrors: 0 };
       this.entries.set(id, e);
     }
     return e;

@@ -36,6 +36,18 @@ export interface LoadSource {
    * object. Must leave `snap` exactly as `enrich` would have returned it.
    */
   enrichInPlace?(endpoint: Endpoint, snap: MutableLoadSnapshot, nowMs: number): void;
+  /**
+   * Optional batch form of `enrichInPlace` (`loadAllInto`): the same refinement of every slot's
+   * snapshot, in one call per decision instead of one per endpoint. A source's result for one
+   * endpoint must not depend on the others'.
+   */
+  enrichAllInPlace?(slots: readonly LoadSlot[], nowMs: number): void;
+}
+
+/** An endpoint with the snapshot object its load is written into (`loadAllInto`). */
+export interface LoadSlot {
+  readonly endpoint: Endpoint;
+  readonly load: MutableLoadSnapshot;
 }
 
 /** Parsed form of an `ip:port` / `[ipv6]:port` endpoint address. */
@@ -299,17 +311,7 @@ export class EndpointRegistry {
    * is copied into `out`. Returns `out`, valid until the next `loadInto` on it.
    */
   loadInto(endpoint: Endpoint, nowMs: number, out: MutableLoadSnapshot): LoadSnapshot {
-    const i = endpoint.index;
-    const tokens = this.inflight.promptTokens(i);
-    out.inflightRequests = this.inflight.requests(i);
-    out.inflightPromptTokens = tokens;
-    out.prefillingRequests = this.inflight.prefillingRequests(i);
-    out.pendingTokens = tokens;
-    out.waiting = undefined;
-    out.running = undefined;
-    out.kvUsage = undefined;
-    out.metricsAgeMs = Number.POSITIVE_INFINITY;
-    out.healthy = true;
+    this.ownLoadInto(endpoint.index, out);
     for (const s of this.sources) {
       if (s.enrichInPlace !== undefined) {
         s.enrichInPlace(endpoint, out, nowMs);
@@ -319,6 +321,49 @@ export class EndpointRegistry {
       if (r !== out) copyLoad(r, out);
     }
     return out;
+  }
+
+  /**
+   * `loadInto` for every slot (the scheduler's candidates, one reused snapshot each): the
+   * router's own accounting first, then each load source over all slots in registration
+   * order, batched where the source can (`enrichAllInPlace`). Each snapshot ends as
+   * `loadInto` would leave it: a source refines an endpoint from that endpoint's snapshot so far.
+   */
+  loadAllInto(slots: readonly LoadSlot[], nowMs: number): void {
+    for (let k = 0; k < slots.length; k++) {
+      const slot = slots[k]!;
+      this.ownLoadInto(slot.endpoint.index, slot.load);
+    }
+    for (const s of this.sources) {
+      if (s.enrichAllInPlace !== undefined) {
+        s.enrichAllInPlace(slots, nowMs);
+        continue;
+      }
+      for (let k = 0; k < slots.length; k++) {
+        const { endpoint, load: out } = slots[k]!;
+        if (s.enrichInPlace !== undefined) {
+          s.enrichInPlace(endpoint, out, nowMs);
+          continue;
+        }
+        const r = s.enrich(endpoint, out, nowMs);
+        if (r !== out) copyLoad(r, out);
+      }
+    }
+  }
+
+  /** The router's own accounting of endpoint `i`, every engine-side field reset. */
+  private ownLoadInto(i: number, out: MutableLoadSnapshot): void {
+    const inflight = this.inflight;
+    const tokens = inflight.promptTokens(i);
+    out.inflightRequests = inflight.requests(i);
+    out.inflightPromptTokens = tokens;
+    out.prefillingRequests = inflight.prefillingRequests(i);
+    out.pendingTokens = tokens;
+    out.waiting = undefined;
+    out.running = undefined;
+    out.kvUsage = undefined;
+    out.metricsAgeMs = Number.POSITIVE_INFINITY;
+    out.healthy = true;
   }
 }
 

@@ -36,7 +36,7 @@
  *     exporter, e.g. the sim engine's /admin/freeze-metrics.)
  */
 import type { Clock } from '../util/clock.js';
-import type { EngineSample, EngineSignalStore } from './engine-metrics-store.js';
+import type { EngineSample, EngineSignalStore, SampleEntry } from './engine-metrics-store.js';
 
 export type FallbackReason = 'missing' | 'age' | 'frozen';
 export const FALLBACK_REASONS: readonly FallbackReason[] = ['missing', 'age', 'frozen'];
@@ -88,7 +88,19 @@ export interface StalenessStats {
   readonly observedCompletionShare: number;
 }
 
-interface Marks {
+/**
+ * One endpoint's staleness state. Callers on the decision path may keep it per endpoint
+ * (`marksOf`, `mergeMarksInto`) while `live`; it turns false when `retain` forgets the endpoint.
+ */
+export interface StalenessMarks {
+  readonly id: string;
+  readonly live: boolean;
+}
+
+interface Marks extends StalenessMarks {
+  live: boolean;
+  /** The store's entry for this id (re-read when undefined or no longer live). */
+  entry: SampleEntry | undefined;
   routed: number;
   completed: number;
   routedAtScrape: number;
@@ -193,13 +205,26 @@ export class StalenessTracker {
    * @param nowMs the decision's clock reading (one read per decision, not one per endpoint).
    */
   mergeInto(endpointId: string, ownInflight: number, out: MutableMergedLoad, nowMs: number = this.clock.nowMs()): MutableMergedLoad {
+    return this.mergeMarksInto(this.mark(endpointId), ownInflight, out, nowMs);
+  }
+
+  /** The endpoint's state handle for `mergeMarksInto` (valid while `live`). */
+  marksOf(endpointId: string): StalenessMarks {
+    return this.mark(endpointId);
+  }
+
+  /** `mergeInto` for the endpoint of `marks` (from `marksOf`, still live): no lookup by id. */
+  mergeMarksInto(marks: StalenessMarks, ownInflight: number, out: MutableMergedLoad, nowMs: number): MutableMergedLoad {
+    const m = marks as Marks;
+    const endpointId = m.id;
     out.waiting = undefined;
     out.running = undefined;
     out.kvUsage = undefined;
     out.fallback = undefined;
-    const sample = this.store.get(endpointId);
+    let entry = m.entry;
+    if (entry === undefined || !entry.live) entry = m.entry = this.store.entryOf(endpointId);
+    const sample = entry?.sample;
     if (sample === undefined) return this.fallback(endpointId, 'missing', Number.POSITIVE_INFINITY, out);
-    const m = this.mark(endpointId);
     const now = nowMs;
     let ageMs = Math.max(0, now - sample.scrapedAtMs);
     const completedSinceChange = m.completed - m.completedAtChange;
@@ -242,7 +267,11 @@ export class StalenessTracker {
   /** Forgets endpoints no longer in the registry. */
   retain(endpointIds: Iterable<string>): void {
     const keep = new Set(endpointIds);
-    for (const id of [...this.marks.keys()]) if (!keep.has(id)) this.marks.delete(id);
+    for (const [id, m] of [...this.marks]) {
+      if (keep.has(id)) continue;
+      m.live = false;
+      this.marks.delete(id);
+    }
     for (const id of [...this.frozen]) if (!keep.has(id)) this.frozen.delete(id);
   }
 
@@ -290,6 +319,9 @@ export class StalenessTracker {
     let m = this.marks.get(id);
     if (m === undefined) {
       m = {
+        id,
+        live: true,
+        entry: undefined,
         routed: 0,
         completed: 0,
         routedAtScrape: 0,

@@ -15,8 +15,8 @@ import type { RoutingService, RouteTicket } from '../core/routing-service.js';
 import type { DisaggDecision, Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../core/types.js';
 import type { DataLayer } from '../datalayer/data-layer.js';
 import type { InflightLease } from '../endpoints/inflight.js';
-import { newLoadScratch, type MutableLoadSnapshot } from '../endpoints/load.js';
-import type { EndpointRegistry, MembershipChange } from '../endpoints/registry.js';
+import { newLoadScratch } from '../endpoints/load.js';
+import type { EndpointRegistry, LoadSlot, MembershipChange } from '../endpoints/registry.js';
 import type { Logger } from '../logging/logger.js';
 import type { Clock } from '../util/clock.js';
 import type { Rng } from '../util/rng.js';
@@ -95,7 +95,7 @@ export class Scheduler implements RoutingService {
   /** True when the handler is a configured plugin (its call is timed and reported). */
   private readonly handlerIsPlugin: boolean;
   /** One Candidate per endpoint, reused by every cycle (see snapshotCandidates). */
-  private pool: { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[] = [];
+  private pool: LoadSlot[] = [];
   private state: State = 'new';
 
   constructor(opts: SchedulerOptions) {
@@ -350,8 +350,8 @@ export class Scheduler implements RoutingService {
 
   /**
    * The candidates of this cycle: one reused Candidate per endpoint whose load is refilled
-   * in place (valid for this cycle only; the decision keeps nothing but their endpoints), in
-   * a fresh array (filters and the score report may keep it).
+   * in place, all in one registry call (valid for this cycle only; the decision keeps nothing
+   * but their endpoints), in a fresh array (filters and the score report may keep it).
    */
   private snapshotCandidates(nowMs: number): Candidate[] {
     const all = this.registry.all();
@@ -359,13 +359,8 @@ export class Scheduler implements RoutingService {
     if (!samePool(pool, all)) {
       pool = this.pool = all.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
     }
-    const input = new Array<Candidate>(pool.length);
-    for (let i = 0; i < pool.length; i++) {
-      const c = pool[i]!;
-      this.registry.loadInto(c.endpoint, nowMs, c.load);
-      input[i] = c;
-    }
-    return input;
+    this.registry.loadAllInto(pool, nowMs);
+    return pool.slice();
   }
 }
 

@@ -10,7 +10,7 @@ import { defaultConfig, type ConfigOverrides } from '../../../src/config/default
 import type { RouterConfig, StrategyName } from '../../../src/config/types.js';
 import type { RouteTicket } from '../../../src/core/routing-service.js';
 import type { RouteRequest } from '../../../src/core/types.js';
-import { effectiveQueue } from '../../../src/endpoints/load.js';
+import { effectiveQueue, newLoadScratch, type LoadSnapshot } from '../../../src/endpoints/load.js';
 import type { HotspotStats } from '../../../src/plugins/filter/hotspot-replication.js';
 import type { AutoMode } from '../../../src/plugins/handler/auto-mode.js';
 import type { CalibrationStats } from '../../../src/plugins/multi/index-calibration.js';
@@ -35,6 +35,11 @@ function textOf(seed: number, len: number): string {
   let s = '';
   for (let i = 0; i < len; i++) s += a[rng.int(a.length)];
   return s;
+}
+
+/** A snapshot as the fixed-shape scratch holds it (optional fields present, undefined when unset). */
+function withEveryField(l: LoadSnapshot): LoadSnapshot {
+  return { ...newLoadScratch(), ...l };
 }
 
 let seq = 0;
@@ -137,6 +142,44 @@ describe('data layer and load-aware plugins through createScheduler', () => {
       p.dataLayer!.store!.recordSuccess(pb!.id, { engine: 'vllm', waiting: 0, running: 0 });
       const pt = Array.from({ length: 20 }, () => p.route(req(textOf(seq, 300))));
       expect(pt.every((t) => t.decision.endpoint.id === pb!.id)).to.equal(true);
+    });
+
+    it('fills the batched snapshot (loadAllInto) exactly as loadOf, also for an endpoint that left and came back', () => {
+      const clock = new ManualClock(0);
+      // Round robin: every endpoint gets requests, so each has routed-since counts and KV added since its scrape.
+      const s = sched(3, 'round-robin', { engineMetrics: { enabled: true, staleAfterMs: 1000 } }, clock);
+      const store = s.dataLayer!.store!;
+      const same = (step: string): void => {
+        const batch = s.endpoints().map((endpoint) => ({ endpoint, load: newLoadScratch() }));
+        s.registry.loadAllInto(batch, clock.nowMs());
+        for (const { endpoint, load } of batch)
+          expect(load, `${step} ${endpoint.id}`).to.deep.equal(withEveryField(s.registry.loadOf(endpoint)));
+      };
+      const kv = { engine: 'vllm', kvUsage: 0.5, numBlocks: 100, blockSizeTokens: 16 } as const;
+      const [a, b, c] = s.endpoints();
+      store.recordSuccess(a!.id, { ...kv, waiting: 4, running: 2 });
+      store.recordSuccess(b!.id, { engine: 'vllm', waiting: 0, running: 7 });
+      store.recordSuccess(c!.id, { ...kv, waiting: 9, running: 9 });
+      same('scraped');
+      const open = Array.from({ length: 6 }, (_, k) => s.route(req(textOf(k, 400))));
+      clock.advance(300);
+      same('routed');
+      // c leaves with nothing in flight (its index is free again) and comes back: its old state must not return.
+      for (const t of open) if (t.decision.endpoint.id === c!.id) t.finish({ aborted: false, status: 200 });
+      s.registry.remove(c!.id);
+      same('c gone');
+      const { index: _left, ...spec } = c!;
+      s.registry.add(spec);
+      expect(s.registry.byId(c!.id)!.index).to.equal(c!.index);
+      same('c back, no sample');
+      expect(s.registry.loadOf(s.registry.byId(c!.id)!).waiting).to.equal(undefined);
+      store.recordSuccess(c!.id, { ...kv, waiting: 1, running: 1 });
+      same('c scraped again');
+      for (const t of open) t.finish({ aborted: false, status: 200 });
+      clock.advance(800);
+      same('aged, finished');
+      clock.advance(500);
+      same('past staleAfterMs');
     });
 
     it('starts and stops the poller with the scheduler, leaving no timers behind', async () => {
