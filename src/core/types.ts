@@ -103,7 +103,7 @@ export type DisaggReason =
   | 'split' // the decider approved and a prefill engine was chosen
   | 'short-prompt' // the prompt is shorter than the decider's minimum
   | 'cached' // the decode engine already holds enough of the prompt
-  | 'prefill-saturated' // the chosen prefill engine has too much prefill work queued
+  | 'prefill-saturated' // the prefill pick has more prefill queued (with this prompt) than the decode engine, or over the bound
   | 'no-prefill-engine' // no engine in the prefill pool (after filters)
   | 'same-engine' // the prefill pick is the decode engine itself (a `both` engine)
   | 'never'; // splitting is turned off (split: never)

@@ -14,6 +14,7 @@ export interface PdHandlerParams {
   readonly minUncachedTokens?: number;
   readonly minPromptTokens?: number;
   readonly maxPrefillPendingTokens?: number;
+  readonly prefillTokensPerSecond?: number;
 }
 
 /** The P/D plugin graph with these handler parameters (a router document without endpoints). */

@@ -8,7 +8,8 @@
  *      are refused here (PRECONDITION_FAILED, 412) so the caller can run it itself;
  *   3. the `prefill` profile picks the prefill engine (prefix affinity and prefill-token
  *      load), unless the pool is empty, the pick is the decode engine itself, or the pick is
- *      saturated — then the request is served aggregated on the decode engine.
+ *      saturated (pd-decider.ts: its queued prefill against the decode engine's) — then the
+ *      request is served aggregated on the decode engine.
  * The decision's `disagg` part names the prefill engine and why prefill was or was not split
  * off; the edge puts the prefill engine in `x-prefiller-host-port` for the decode-side sidecar.
  *
@@ -17,24 +18,46 @@
  * prefill leg is worth a second request and a KV transfer.
  */
 import { RouterError } from '../../core/errors.js';
-import type { DisaggDecision, DisaggReason } from '../../core/types.js';
+import type { DisaggDecision, DisaggReason, Endpoint, RequestOutcome, RouteDecision, RouteRequest } from '../../core/types.js';
 import { definePlugin } from '../../framework/plugin-api.js';
-import type { CycleState, Profile, ProfileHandler, StagePick, StageRunner } from '../../framework/types.js';
-import { int, oneOf, section, str } from '../../util/schema.js';
-import { beforePrefillPick, needsPrefill, prefillSaturated, SPLIT_MODES, type DeciderParams } from './pd-decider.js';
+import type {
+  CompletedHook,
+  CycleState,
+  EndpointsChangedHook,
+  Profile,
+  ProfileHandler,
+  RoutedHook,
+  StagePick,
+  StageRunner,
+} from '../../framework/types.js';
+import type { Clock } from '../../util/clock.js';
+import { section, str } from '../../util/schema.js';
+import {
+  beforePrefillPick,
+  DECIDER_PARAMETERS,
+  needsPrefill,
+  PrefillQueueLedger,
+  prefillSaturated,
+  type DeciderParams,
+} from './pd-decider.js';
 
 export const DISAGG_PROFILE_HANDLER = 'disagg-profile-handler';
 
-export class DisaggProfileHandler implements ProfileHandler {
+export class DisaggProfileHandler implements ProfileHandler, RoutedHook, CompletedHook, EndpointsChangedHook {
   private decode: Profile | undefined;
   private prefill: Profile | undefined;
+  /** Each engine's queued prefill, for the saturation rule. */
+  readonly queues: PrefillQueueLedger;
 
   constructor(
     readonly name: string,
     private readonly decodeProfile: string,
     private readonly prefillProfile: string,
     readonly decider: DeciderParams,
-  ) {}
+    private readonly clock: Clock,
+  ) {
+    this.queues = new PrefillQueueLedger(decider.prefillTokensPerSecond);
+  }
 
   get requiredProfiles(): readonly string[] {
     return [this.decodeProfile, this.prefillProfile];
@@ -73,8 +96,30 @@ export class DisaggProfileHandler implements ProfileHandler {
     if (chosen.endpoint.id === first.chosen.endpoint.id) return this.note(state, { ...base, why: 'same-engine' });
     const prefillCachedTokens = Math.min(promptTokens, Math.round((pick.annotation.matchedChars ?? 0) * tokensPerChar));
     const about = { ...base, prefillCachedTokens, prefillReason: pick.reason };
-    if (prefillSaturated(this.decider, chosen.load.pendingTokens)) return this.note(state, { ...about, why: 'prefill-saturated' });
+    const queues = {
+      prefillAhead: this.queues.ahead(chosen.endpoint.id, state.nowMs),
+      prefillUncached: promptTokens - prefillCachedTokens,
+      decodeAhead: this.queues.ahead(first.chosen.endpoint.id, state.nowMs),
+      decodeUncached: uncachedTokens,
+    };
+    if (prefillSaturated(this.decider, queues)) return this.note(state, { ...about, why: 'prefill-saturated' });
     return this.note(state, { ...about, why: 'split', prefill: chosen.endpoint });
+  }
+
+  onRouted(state: CycleState, decision: RouteDecision): void {
+    this.queues.routed(state.request.requestId, decision, state.nowMs);
+  }
+
+  onFirstByte(request: RouteRequest): void {
+    this.queues.firstByte(request.requestId);
+  }
+
+  onCompleted(request: RouteRequest, _decision: RouteDecision, _outcome: RequestOutcome): void {
+    this.queues.completed(request.requestId, this.clock.nowMs());
+  }
+
+  onEndpointsChanged(endpoints: readonly Endpoint[]): void {
+    this.queues.retain(endpoints);
   }
 
   private note(state: CycleState, d: DisaggDecision & { why: DisaggReason }): DisaggDecision {
@@ -85,7 +130,7 @@ export class DisaggProfileHandler implements ProfileHandler {
   }
 
   debugState(): unknown {
-    return { decodeProfile: this.decodeProfile, prefillProfile: this.prefillProfile, ...this.decider };
+    return { decodeProfile: this.decodeProfile, prefillProfile: this.prefillProfile, ...this.decider, trackedRequests: this.queues.size };
   }
 }
 
@@ -96,30 +141,28 @@ function need(profiles: ReadonlyMap<string, Profile>, name: string, handler: str
 }
 
 const PROFILE = str({ nonEmpty: true });
-const TOKENS = int({ min: 0, max: 10_000_000 });
 
 export const disaggProfileHandler = definePlugin({
   type: DISAGG_PROFILE_HANDLER,
   description:
-    'Prefill/decode disaggregation, decode first: the decode profile picks the destination; when the prompt is long enough, the decode engine lacks enough of it and the prefill pick is not saturated, the prefill profile picks a prefill engine (sent to the decode-side sidecar in x-prefiller-host-port). `Prefer: if-available` requests that would need a prefill leg get 412.',
+    "Prefill/decode disaggregation, decode first: the decode profile picks the destination; when the prompt is long enough, the decode engine lacks enough of it and the prefill pick's queued prefill is not more than the decode engine's, the prefill profile picks a prefill engine (sent to the decode-side sidecar in x-prefiller-host-port). `Prefer: if-available` requests that would need a prefill leg get 412.",
   parameters: section({
     decodeProfile: PROFILE.default('decode').describe('Profile that picks the decode engine (the destination).'),
     prefillProfile: PROFILE.default('prefill').describe('Profile that picks the prefill engine.'),
-    split: oneOf(SPLIT_MODES)
-      .default('auto')
-      .describe('auto: the decider rule; always: split whenever another prefill engine exists; never: serve aggregated.'),
-    // Defaults measured on the fleet simulator (bench/results/fleet-pd: the best worst-case ratio to always- and never-split).
-    minUncachedTokens: TOKENS.default(1024).describe('Split only when at least this many prompt tokens are uncached on the decode engine.'),
-    minPromptTokens: TOKENS.default(512).describe('Split only prompts of at least this many tokens.'),
-    maxPrefillPendingTokens: TOKENS.default(2048).describe(
-      'The prefill pick is saturated (serve aggregated) when its in-flight prefill work reaches this many tokens.',
-    ),
+    ...DECIDER_PARAMETERS,
   }),
-  create: (name, p) =>
-    new DisaggProfileHandler(name, p.decodeProfile, p.prefillProfile, {
-      split: p.split,
-      minUncachedTokens: p.minUncachedTokens,
-      minPromptTokens: p.minPromptTokens,
-      maxPrefillPendingTokens: p.maxPrefillPendingTokens,
-    }),
+  create: (name, p, handle) =>
+    new DisaggProfileHandler(
+      name,
+      p.decodeProfile,
+      p.prefillProfile,
+      {
+        split: p.split,
+        minUncachedTokens: p.minUncachedTokens,
+        minPromptTokens: p.minPromptTokens,
+        maxPrefillPendingTokens: p.maxPrefillPendingTokens,
+        prefillTokensPerSecond: p.prefillTokensPerSecond,
+      },
+      handle.clock,
+    ),
 });

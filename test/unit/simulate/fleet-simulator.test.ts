@@ -120,7 +120,7 @@ describe('fleet simulator: prefill/decode fleets', () => {
     const r = simulate(
       reqs(20, () => 2000),
       pdFleet(1, 2),
-      pdContender('auto', { maxPrefillPendingTokens: 100_000 }),
+      pdContender('always', { split: 'always' }),
       { seed: 1 },
     );
     expect(r.summary.ok).to.equal(20);
@@ -132,7 +132,7 @@ describe('fleet simulator: prefill/decode fleets', () => {
     }
   });
 
-  it('the default saturation bound keeps a busy prefill engine from taking every long prompt', () => {
+  it('the saturation rule keeps a busy prefill engine (2,000-token prompts every 200 ms, 308 ms each) from taking every long prompt', () => {
     const r = simulate(
       reqs(20, () => 2000),
       pdFleet(1, 2),

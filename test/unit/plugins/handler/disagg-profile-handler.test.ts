@@ -10,7 +10,6 @@ import { loadConfigFile } from '../../../../src/config/load-config-file.js';
 import type { RouterConfig } from '../../../../src/config/types.js';
 import { RouterError } from '../../../../src/core/errors.js';
 import type { RouteRequest } from '../../../../src/core/types.js';
-import { beforePrefillPick, needsPrefill, prefillSaturated } from '../../../../src/plugins/handler/pd-decider.js';
 import type { Scheduler } from '../../../../src/scheduling/scheduler.js';
 import { ATTR, decisionSpanAttributes } from '../../../../src/telemetry/decision-span.js';
 import { formatDecisionSummary, parseDecisionSummary } from '../../../../src/extproc/decision-header.js';
@@ -104,19 +103,33 @@ describe('disagg-profile-handler', () => {
     expect(d.disagg?.prefill).to.equal(undefined);
   });
 
-  it('a saturated prefill pick serves the request aggregated; the prefill claim ends at the first byte', () => {
-    const s = scheduler({ maxPrefillPendingTokens: 2000 });
+  it('a prefill pick with more prefill queued than the decode engine serves the request aggregated; the prefill claim ends at the first byte', () => {
+    const s = scheduler();
     const held = [s.route(prompt(10, 2000)), s.route(prompt(11, 2000))];
     expect(held.map((t) => t.decision.disagg?.why)).to.deep.equal(['split', 'split']);
     expect(new Set(held.map((t) => t.decision.disagg?.prefill?.id)).size).to.equal(2, 'token load spreads prefill');
     const third = s.route(prompt(12, 2000));
-    expect(third.decision.disagg?.why).to.equal('prefill-saturated');
+    expect(third.decision.disagg?.why, '2,000 queued + 2,000 on the prefill pick against 0 + 2,000 on decode').to.equal(
+      'prefill-saturated',
+    );
     const p = s.registry.byId(held[0]!.decision.disagg!.prefill!.id)!;
     expect(s.registry.inflight.promptTokens(p.index)).to.equal(2000);
     expect(s.registry.inflight.promptTokens(held[0]!.decision.endpoint.index), 'decode engine does not prefill').to.be.at.most(2000);
     held[0]!.firstByte!();
     expect(s.registry.inflight.promptTokens(p.index)).to.equal(0);
     expect(s.route(prompt(13, 2000)).decision.disagg?.why).to.equal('split');
+  });
+
+  it('once the decode engines have as much prefill queued as the prefill pool, long prompts are split again (no clock: nothing drains)', () => {
+    const s = scheduler();
+    const whys = [10, 11, 12, 13, 14].map((i) => s.route(prompt(40 + i, 2000)).decision.disagg?.why);
+    expect(whys).to.deep.equal(['split', 'split', 'prefill-saturated', 'prefill-saturated', 'split']);
+  });
+
+  it('the absolute bound saturates a prefill pick however busy the decode engine is', () => {
+    const s = scheduler({ maxPrefillPendingTokens: 1000 });
+    const whys = [1, 2, 3, 4, 5].map((i) => s.route(prompt(60 + i, 2000)).decision.disagg?.why);
+    expect(whys).to.deep.equal(['split', 'split', 'prefill-saturated', 'prefill-saturated', 'prefill-saturated']);
   });
 
   it('Prefer: if-available gets PRECONDITION_FAILED when the decode engine lacks the prompt, and is served when it holds it', () => {
@@ -151,21 +164,5 @@ describe('disagg-profile-handler', () => {
     expect(attrs[ATTR.pdPrefillEndpoint]).to.equal(d.disagg!.prefill!.id);
     const json = JSON.parse(JSON.stringify(d)) as { disagg: { why: string } };
     expect(json.disagg.why).to.equal('split');
-  });
-});
-
-describe('pd-decider', () => {
-  const p = { split: 'auto', minUncachedTokens: 256, minPromptTokens: 512, maxPrefillPendingTokens: 1000 } as const;
-  it('splits only long prompts whose uncached part is large; saturation only counts in auto mode', () => {
-    expect(beforePrefillPick(p, 511, 511)).to.equal('short-prompt');
-    expect(beforePrefillPick(p, 512, 255)).to.equal('cached');
-    expect(beforePrefillPick(p, 512, 256)).to.equal(undefined);
-    expect(beforePrefillPick({ ...p, split: 'never' }, 5000, 5000)).to.equal('never');
-    expect(beforePrefillPick({ ...p, split: 'always' }, 1, 0)).to.equal(undefined);
-    expect(needsPrefill(p, 512, 256)).to.equal(true);
-    expect(needsPrefill(p, 512, 255)).to.equal(false);
-    expect(prefillSaturated(p, 1000)).to.equal(true);
-    expect(prefillSaturated(p, 999)).to.equal(false);
-    expect(prefillSaturated({ ...p, split: 'always' }, 1e9)).to.equal(false);
   });
 });
