@@ -89,8 +89,9 @@ export function runProfileTimed(
     }
     const clamped = new Array<number>(n);
     for (let i = 0; i < n; i++) {
-      const v = raw[i];
-      const s = v === undefined || Number.isNaN(v) ? 0 : v < 0 ? 0 : Math.min(v, 1);
+      const v = raw[i]!;
+      // Missing and NaN fail `v >= 0` (→ 0); above 1 → 1.
+      const s = v >= 0 ? Math.min(v, 1) : 0;
       clamped[i] = s;
       totals[i] = totals[i]! + s * weight;
     }

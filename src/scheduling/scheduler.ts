@@ -96,6 +96,8 @@ export class Scheduler implements RoutingService {
   private readonly handlerIsPlugin: boolean;
   /** One Candidate per endpoint, reused by every cycle (see snapshotCandidates). */
   private pool: LoadSlot[] = [];
+  /** The member list `pool` was last checked against. */
+  private poolOf: readonly Endpoint[] | undefined;
   private state: State = 'new';
 
   constructor(opts: SchedulerOptions) {
@@ -356,8 +358,10 @@ export class Scheduler implements RoutingService {
   private snapshotCandidates(nowMs: number): Candidate[] {
     const all = this.registry.all();
     let pool = this.pool;
-    if (!samePool(pool, all)) {
-      pool = this.pool = all.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
+    // The registry's member list is a new frozen array on every change: same array, same pool.
+    if (all !== this.poolOf) {
+      if (!samePool(pool, all)) pool = this.pool = all.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
+      this.poolOf = all;
     }
     this.registry.loadAllInto(pool, nowMs);
     return pool.slice();

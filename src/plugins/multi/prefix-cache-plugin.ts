@@ -84,14 +84,19 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
     if (total === 0) {
       out.fill(0);
       if (this.zeros.length !== this.index.endpointCount) this.zeros = new Uint32Array(this.index.endpointCount);
-      this.publish(state, { matchedByEndpoint: this.zeros, totalBlocks: 0 });
+      this.publish(state, { matchedByEndpoint: this.zeros, totalBlocks: 0, bestOver: candidates, bestMatched: 0 });
       return out;
     }
     let matched = this.index.match(hashes);
     if (this.aligned.length !== matched.length) this.aligned = new Uint32Array(matched.length);
     matched = this.granularity.alignAll(matched, this.aligned);
-    this.publish(state, { matchedByEndpoint: matched, totalBlocks: total });
-    for (let i = 0; i < candidates.length; i++) out[i] = (matched[candidates[i]!.endpoint.index] ?? 0) / total;
+    let best = 0;
+    for (let i = 0; i < candidates.length; i++) {
+      const m = matched[candidates[i]!.endpoint.index] ?? 0;
+      if (m > best) best = m;
+      out[i] = m / total;
+    }
+    this.publish(state, { matchedByEndpoint: matched, totalBlocks: total, bestOver: candidates, bestMatched: best });
     return out;
   }
 

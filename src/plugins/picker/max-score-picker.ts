@@ -77,6 +77,9 @@ export function orderByDescending(state: CycleState, totals: ArrayLike<number>):
   return order;
 }
 
+/** Length of the insertion-sorted runs mergeOrder starts merging from. */
+const MERGE_RUN = 16;
+
 /** Reused sort buffers (grown on demand): a decision allocates only the order it returns. */
 let keyBuf = new Float64Array(0);
 let totalBuf = new Float64Array(0);
@@ -86,7 +89,7 @@ let idxB = new Int32Array(0);
 /**
  * The large-n order: a bottom-up merge sort over index buffers with the comparison inlined
  * (Array.prototype.sort with a comparator closure was most of a 256-endpoint decision's
- * pick). The key (total desc, tie key asc, index asc) is a strict total order, so the result
+ * pick), from insertion-sorted runs. The key (total desc, tie key asc, index asc) is a strict total order, so the result
  * is the one any correct sort gives.
  */
 function mergeOrder(state: CycleState, totals: ArrayLike<number>): number[] {
@@ -107,7 +110,24 @@ function mergeOrder(state: CycleState, totals: ArrayLike<number>): number[] {
   }
   let src = idxA;
   let dst = idxB;
-  for (let width = 1; width < n; width *= 2) {
+  // Runs of MERGE_RUN sorted by insertion first: four merge passes fewer over the fleet.
+  for (let lo = 0; lo < n; lo += MERGE_RUN) {
+    const hi = Math.min(lo + MERGE_RUN, n);
+    for (let i = lo + 1; i < hi; i++) {
+      const a = src[i]!;
+      const ta = t[a]!;
+      const ka = keys[a]!;
+      let j = i - 1;
+      for (; j >= lo; j--) {
+        const b = src[j]!;
+        const tb = t[b]!;
+        if (tb > ta || (tb === ta && (keys[b]! < ka || (keys[b] === ka && b < a)))) break;
+        src[j + 1] = b;
+      }
+      src[j + 1] = a;
+    }
+  }
+  for (let width = MERGE_RUN; width < n; width *= 2) {
     for (let lo = 0; lo < n; lo += 2 * width) {
       const mid = Math.min(lo + width, n);
       const hi = Math.min(lo + 2 * width, n);

@@ -36,7 +36,7 @@ import {
   type Placement,
 } from '../../framework/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
-import { AFFINITY_EVIDENCE, cycleSessionKey } from '../shared/cycle-keys.js';
+import { AFFINITY_EVIDENCE, bestMatched, cycleSessionKey } from '../shared/cycle-keys.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import { decisionReason, orderByDescending } from '../picker/max-score-picker.js';
@@ -101,14 +101,10 @@ export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
     const ev = getScratch(state, AFFINITY_EVIDENCE);
     if (ev === undefined) return false;
     const need = this.o.minMatch;
-    if (need <= 0) {
-      for (const c of candidates) if ((ev.matchedByEndpoint[c.endpoint.index] ?? 0) > 0) return false;
-      return true;
-    }
+    if (need <= 0) return bestMatched(ev, candidates) <= 0;
     if (ev.totalBlocks === 0) return true;
-    let best = 0;
-    for (const c of candidates) best = Math.max(best, (ev.matchedByEndpoint[c.endpoint.index] ?? 0) / ev.totalBlocks);
-    return best < need;
+    // The best share is the best count ÷ total (one divisor for every candidate).
+    return bestMatched(ev, candidates) / ev.totalBlocks < need;
   }
 }
 

@@ -11,15 +11,14 @@
 import type { DecisionReason } from '../../core/types.js';
 import { getScratch } from '../../framework/cycle-scratch.js';
 import type { Candidate, CycleState } from '../../framework/types.js';
-import { AFFINITY_EVIDENCE, IMBALANCE_DROPPED } from './cycle-keys.js';
+import { AFFINITY_EVIDENCE, bestMatched, IMBALANCE_DROPPED } from './cycle-keys.js';
 
 /** Returns undefined when no affinity scorer published evidence this cycle. */
 export function affinityReason(state: CycleState, candidates: readonly Candidate[], chosen: number): DecisionReason | undefined {
   const ev = getScratch(state, AFFINITY_EVIDENCE);
   if (ev === undefined) return undefined;
   const m = ev.matchedByEndpoint;
-  let best = 0;
-  for (const c of candidates) best = Math.max(best, m[c.endpoint.index] ?? 0);
+  const best = bestMatched(ev, candidates);
   const dropped = getScratch(state, IMBALANCE_DROPPED);
   if (dropped !== undefined) {
     for (const e of dropped) if ((m[e.index] ?? 0) > best) return 'imbalance';

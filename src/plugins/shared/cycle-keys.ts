@@ -7,7 +7,7 @@
 import type { Endpoint } from '../../core/types.js';
 import type { BlockHashes, BlockHasher } from '../../prefix-cache/block-hasher.js';
 import { getScratch, scratchKey, setScratch } from '../../framework/cycle-scratch.js';
-import type { CycleState } from '../../framework/types.js';
+import type { Candidate, CycleState } from '../../framework/types.js';
 
 /**
  * Cache evidence published by an affinity scorer: how many leading prefix blocks each
@@ -18,6 +18,22 @@ export interface AffinityEvidence {
   /** Indexed by `Endpoint.index`. Valid only during the cycle. */
   readonly matchedByEndpoint: ArrayLike<number>;
   readonly totalBlocks: number;
+  /**
+   * The most blocks any of `bestOver` holds (0 when none holds any), when the publisher
+   * computed it while scoring those candidates: readers over the same candidate array
+   * (placement, picker) skip their own pass over every endpoint.
+   */
+  readonly bestOver?: readonly Candidate[];
+  readonly bestMatched?: number;
+}
+
+/** The most blocks any candidate holds per the evidence (`bestMatched` when it was computed over these candidates). */
+export function bestMatched(ev: AffinityEvidence, candidates: readonly Candidate[]): number {
+  if (ev.bestOver === candidates && ev.bestMatched !== undefined) return ev.bestMatched;
+  const m = ev.matchedByEndpoint;
+  let best = 0;
+  for (let i = 0; i < candidates.length; i++) best = Math.max(best, m[candidates[i]!.endpoint.index] ?? 0);
+  return best;
 }
 export const AFFINITY_EVIDENCE = scratchKey<AffinityEvidence>('affinity-evidence');
 
