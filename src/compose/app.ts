@@ -40,6 +40,7 @@ import { ownerTagOf } from '../replication/completion-forwarding.js';
 import { registerReplicationRoutes } from '../replication/replication-routes.js';
 import { PREFIX_INDEX } from '../plugins/multi/prefix-cache-plugin.js';
 import { PREFIX_INDEX_REPLICA } from '../plugins/multi/prefix-index-replica.js';
+import { TTFT_MODEL_STATS } from '../plugins/multi/ttft-model-plugin.js';
 import { formatHostPort } from '../util/host-port.js';
 import { warmUpRequestPath } from './warm-up.js';
 import type { AppParts, AppScheduler, Instrumentation } from './app-types.js';
@@ -220,7 +221,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterAppDeps = {}):
         })
       : undefined;
 
-  const accessLog = pending !== undefined ? new AccessLogReceiver(pending, logger, replication?.completions) : undefined;
+  // A ttft-model learns first-token times from the log's first-body tag: its absence is worth a warning.
+  const timingWanted = built?.service(TTFT_MODEL_STATS) !== undefined;
+  const accessLog = pending !== undefined ? new AccessLogReceiver(pending, logger, replication?.completions, timingWanted) : undefined;
   const edge = new EdgeContext({
     routing,
     extract: deps.extract ?? extractPrompt,

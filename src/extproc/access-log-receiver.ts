@@ -15,6 +15,12 @@
  * when every replica gets its own copy of the log (one access logger per replica), a leak
  * bounded only by the route timeout when the log stream is load-balanced across replicas,
  * so the first such entry is logged as a warning. Envoy never expects an answer here.
+ *
+ * A routed entry without the first-body tag (`cacheroute.first_body_us`) comes from a logger
+ * not configured with it (Envoy Gateway's ALS sink cannot add custom tags; docs/deploy.md):
+ * the request still completes, but a TTFT model learns no first-token time from it. Those are
+ * counted (`untimed`), and with `timingWanted` (a ttft-model is configured) the first one is
+ * logged as a warning.
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { RequestOutcome } from '../core/types.js';
@@ -38,6 +44,8 @@ export interface AccessLogReceiverStats {
   readonly forwarded: number;
   /** Entries naming another replica's ticket with no forwarder (ignored). */
   readonly foreign: number;
+  /** Routed entries (any owner) whose logger sets no first-body tag: no first-token time. */
+  readonly untimed: number;
 }
 
 /** Where completions of other replicas' tickets go (the NATS forwarder). */
@@ -51,6 +59,7 @@ export class AccessLogReceiver {
   private unrouted = 0;
   private forwarded = 0;
   private foreign = 0;
+  private untimed = 0;
   /** Per-batch grouping of other owners' completions (reused). */
   private readonly others = new Map<string, { key: string; outcome: RequestOutcome }[]>();
 
@@ -58,6 +67,8 @@ export class AccessLogReceiver {
     private readonly pending: PendingResponses,
     private readonly logger: Logger,
     private readonly forwarder?: CompletionForwarder,
+    /** A TTFT model learns from the first-body tag: warn once when entries carry none. */
+    private readonly timingWanted = false,
   ) {}
 
   /** The service to add to the router's gRPC server. */
@@ -71,7 +82,14 @@ export class AccessLogReceiver {
   }
 
   snapshot(): AccessLogReceiverStats {
-    return { streams: this.streams, entries: this.entries, unrouted: this.unrouted, forwarded: this.forwarded, foreign: this.foreign };
+    return {
+      streams: this.streams,
+      entries: this.entries,
+      unrouted: this.unrouted,
+      forwarded: this.forwarded,
+      foreign: this.foreign,
+      untimed: this.untimed,
+    };
   }
 
   /** Handles one batch (exported for unit tests through the class). */
@@ -112,6 +130,11 @@ export class AccessLogReceiver {
     if (typeof key !== 'string' || key === '') {
       this.unrouted++;
       return;
+    }
+    if (common?.custom_tags?.[CACHEROUTE_FIRST_BODY_TAG] === undefined && this.untimed++ === 0 && this.timingWanted) {
+      this.logger.warn(
+        `access log: entries carry no ${CACHEROUTE_FIRST_BODY_TAG} tag, so the ttft-model learns no first-token times from them and keeps its priors (add the tag to the access logger as envoy/override-host.yaml does; Envoy Gateway: docs/deploy.md)`,
+      );
     }
     const owner = ticketOwner(key);
     if (owner === undefined || owner === this.pending.owner) {

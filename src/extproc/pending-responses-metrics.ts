@@ -8,6 +8,8 @@
  *   cacheroute_completion_path_lossy                   1 while completions cannot reach this replica (NATS away)
  *   cacheroute_access_log_entries_total{kind}          unrouted | forwarded (another replica's ticket, sent to it)
  *                                                      | foreign (another replica's ticket, no replication: ignored)
+ *   cacheroute_access_log_untimed_total                routed entries without the first-body tag (no first-token time
+ *                                                      for a TTFT model: the logger is not configured with it)
  *
  * `foreign` > 0 flags a load-balanced access log stream without completion forwarding:
  * those requests stay in flight on their owner until server.responseIdleTimeoutMs.
@@ -90,6 +92,16 @@ export function registerPendingResponseMetrics(registry: Registry, view: Pending
       this.inc({ kind: 'unrouted' }, a.unrouted);
       this.inc({ kind: 'forwarded' }, a.forwarded);
       this.inc({ kind: 'foreign' }, a.foreign);
+    },
+  });
+  new Counter({
+    name: 'cacheroute_access_log_untimed_total',
+    help: 'Routed access log entries without the cacheroute.first_body_us tag: the logger is not configured with it, so a TTFT model learns no first-token time from them.',
+    registers,
+    collect() {
+      this.reset();
+      const a = view.accessLog?.();
+      if (a !== undefined) this.inc(a.untimed);
     },
   });
 }

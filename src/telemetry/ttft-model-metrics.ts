@@ -7,6 +7,7 @@
  *   cacheroute_ttft_prediction_ape_sum_total{endpoint}          sum of absolute percentage errors (÷ observations = mean)
  *   cacheroute_ttft_prediction_ape_median{endpoint}             median absolute percentage error of the recent window
  *   cacheroute_ttft_model_ahead_tokens{endpoint}                uncached prefill tokens in flight (not past first token)
+ *   cacheroute_ttft_model_untimed_total{endpoint}               streamed answers that ended with no first-token time
  *
  * Errors are online: each prediction is compared with its observation before the fit sees it.
  * Labels are bounded: `endpoint` is a member of the pool, `coefficient` one of five names.
@@ -62,6 +63,12 @@ export function registerTtftModelMetrics(registry: Registry, view: TtftModelStat
     'Median absolute percentage error of predicted vs observed TTFT over the recent window (0.1 = 10 %).',
     'gauge',
     (s) => s.medianAbsPctError,
+  );
+  perEngine(
+    'cacheroute_ttft_model_untimed_total',
+    'Streamed answers served by the engine that ended with no first-token time for the TTFT model (the access log has no first-body tag and the stream saw no first byte).',
+    'counter',
+    (s) => s.untimed,
   );
   perEngine(
     'cacheroute_ttft_model_ahead_tokens',

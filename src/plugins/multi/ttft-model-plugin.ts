@@ -118,6 +118,11 @@ export interface EngineTtftStats extends EngineModelState {
   /** Median absolute percentage error of the recent window (0.1 = 10 %); absent before any observation. */
   readonly medianAbsPctError?: number;
   readonly sumAbsPctError: number;
+  /**
+   * Streamed answers served there that ended with no first-token time to learn from (the
+   * access log carries no first-body tag and the stream saw no first byte).
+   */
+  readonly untimed: number;
 }
 
 /** For telemetry: the model plugin's per-engine statistics (first ttft-model instance). */
@@ -137,6 +142,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   /** Per endpoint: the prefill queue the router sent, draining at the model's rate, and the decode batch. */
   private readonly lanes: PrefillLanes;
   private readonly errors = new Map<string, ErrorWindow>();
+  private readonly untimed = new Map<string, number>();
   private readonly key: ScratchKey<CyclePredictions>;
   private meanUncached: number;
 
@@ -267,6 +273,9 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     // Envoy served it elsewhere (the features describe the chosen engine).
     const served = outcome.servedBy === undefined || outcome.servedBy === decision.endpoint.id;
     if (outcome.firstBodyMs !== undefined && !outcome.aborted && served) this.learn(p, outcome.firstBodyMs);
+    const ok = outcome.status === undefined || outcome.status < 400;
+    if (p.stream && !p.observed && !outcome.aborted && served && ok)
+      this.untimed.set(p.endpointId, (this.untimed.get(p.endpointId) ?? 0) + 1);
   }
 
   /** One observed TTFT of `p`: the online error (before the fit sees it), then the fit. At most once per request. */
@@ -289,6 +298,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     for (const [id, p] of this.pending) if (!keep.has(p.endpointId)) this.pending.delete(id);
     this.lanes.retain(keep);
     for (const id of [...this.errors.keys()]) if (!keep.has(id)) this.errors.delete(id);
+    for (const id of [...this.untimed.keys()]) if (!keep.has(id)) this.untimed.delete(id);
   }
 
   stats(): EngineTtftStats[] {
@@ -305,6 +315,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
         observations: w?.observations ?? 0,
         ...(med !== undefined ? { medianAbsPctError: Number(med.toPrecision(3)) } : {}),
         sumAbsPctError: w?.sumAbsPctError ?? 0,
+        untimed: this.untimed.get(id) ?? 0,
       };
     });
   }

@@ -21,6 +21,7 @@ function entry(over: {
   flags?: Record<string, boolean>;
   upstream?: string;
   type?: string;
+  tags?: Record<string, string>;
 }): HTTPAccessLogEntry__Output {
   const [address, port] = (over.upstream ?? '10.0.0.2:8000').split(':');
   return {
@@ -43,6 +44,7 @@ function entry(over: {
       duration: null,
       upstream_request_attempt_count: 1,
       access_log_type: over.type ?? 'DownstreamEnd',
+      ...(over.tags !== undefined ? { custom_tags: over.tags } : {}),
     },
     response: over.code === undefined ? null : { response_code: { value: over.code }, response_body_bytes: '0', response_code_details: '' },
   } as unknown as HTTPAccessLogEntry__Output;
@@ -129,6 +131,39 @@ describe('extproc: access-log completion (pending responses + receiver)', () => 
     receiver.onMessage({ identifier: null, log_entries: 'http_logs', http_logs: { log_entry: [entry({ key: keys[0], code: 500 })] } });
     expect(routing.finished).to.have.length(2);
     expect(routing.finishCalls).to.equal(2);
+  });
+
+  it('counts routed entries without the first-body tag as untimed, and warns once when a TTFT model wants the timing', () => {
+    const { edge, pending } = setup();
+    const warnings: string[] = [];
+    const logger = { ...silentLogger, warn: (msg: string) => void warnings.push(msg) };
+    const receiver = new AccessLogReceiver(pending, logger, undefined, true);
+    const keys: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = openScripted(edge);
+      keys.push(ticketOf(s.feed(requestHeaders(FDS_NONE), requestBody(chatBody(`t${i}`), true))[0]!).ticket!);
+    }
+    receiver.onMessage({
+      identifier: null,
+      log_entries: 'http_logs',
+      http_logs: {
+        log_entry: [
+          // Tagged (a value, or empty when the request had no body): timed or not, the logger has the tag.
+          entry({ key: keys[0], code: 200, tags: { 'cacheroute.first_body_us': '250000' } }),
+          entry({ key: keys[1], code: 200, tags: { 'cacheroute.first_body_us': '' } }),
+          entry({ key: keys[2], code: 200 }),
+          entry({ code: 404 }),
+        ],
+      },
+    });
+    expect(receiver.snapshot()).to.deep.include({ entries: 4, unrouted: 1, untimed: 1 });
+    expect(warnings.filter((w) => w.includes('cacheroute.first_body_us'))).to.have.length(1);
+    // Without a TTFT model the count stays, the warning does not come.
+    const quiet: string[] = [];
+    const other = new AccessLogReceiver(pending, { ...silentLogger, warn: (msg: string) => void quiet.push(msg) });
+    other.onMessage({ identifier: null, log_entries: 'http_logs', http_logs: { log_entry: [entry({ key: 'p.1.n', code: 200 })] } });
+    expect(other.snapshot().untimed).to.equal(1);
+    expect(quiet).to.deep.equal([]);
   });
 
   it('reads upstream resets, missing status and IPv6 hosts as such; ignores intermediate entries', () => {

@@ -24,6 +24,7 @@ describe('ttft-model metrics', () => {
     expect(page).to.include(`cacheroute_ttft_model_coefficient{endpoint="${ep}",coefficient="prefillMsPerToken"}`);
     expect(page).to.include(`cacheroute_ttft_model_observations_total{endpoint="${ep}"} 1`);
     expect(page).to.include(`cacheroute_ttft_model_ahead_tokens{endpoint="${ep}"} 500`);
+    expect(page).to.include(`cacheroute_ttft_model_untimed_total{endpoint="${ep}"} 0`);
     // Predicted 10 + 0.106×1000 + 12.4 + 0.112×1000×0.5 = 184.4 ms, observed 300: |184.4 − 300| / 300.
     expect(page).to.match(new RegExp(`cacheroute_ttft_prediction_ape_median\\{endpoint="${ep.replace(/\./g, '\\.')}"\\} 0\\.385`));
     expect(page).to.include(`cacheroute_ttft_prediction_ape_sum_total{endpoint="${ep}"} 0.385`);

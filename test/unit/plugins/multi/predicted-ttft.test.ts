@@ -126,6 +126,26 @@ describe('predicted-ttft preset', () => {
     cut.finish({ aborted: true, status: 200, servedBy: ids[0]!, firstBodyMs: 300 });
     expect(of(ids[0]!).observations).to.equal(1);
     expect(of(ids[1]!).observations).to.equal(60);
+    expect(of(ids[0]!).untimed + of(ids[1]!).untimed, 'every one of those had a time or did not count').to.equal(0);
+  });
+
+  it('counts a streamed answer that ended with no first-token time as untimed (an access log without the first-body tag)', () => {
+    const clock = new ManualClock();
+    const s = sched(1, 'predicted-ttft', clock);
+    const id = s.endpoints()[0]!.id;
+    const of = () => engineStats(s).find((e) => e.endpointId === id)!;
+    for (let i = 0; i < 3; i++) {
+      const t = s.route(req(100 + i, 2000));
+      clock.advance(400);
+      t.finish({ aborted: false, status: 200, servedBy: id });
+    }
+    // Not counted: an error, an aborted answer, a whole answer, and one the log timed.
+    s.route(req(200, 2000)).finish({ aborted: false, status: 503, servedBy: id });
+    s.route(req(201, 2000)).finish({ aborted: true, servedBy: id });
+    s.route(req(202, 2000, { stream: false })).finish({ aborted: false, status: 200, servedBy: id });
+    s.route(req(203, 2000)).finish({ aborted: false, status: 200, servedBy: id, firstBodyMs: 300 });
+    expect(of().untimed).to.equal(3);
+    expect(of().observations).to.equal(1);
   });
 
   it('does not learn from a whole (non-streamed) answer', () => {
