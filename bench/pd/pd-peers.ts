@@ -12,7 +12,10 @@
  *
  * Reported per contender (pooled over rounds): TTFT p50/p99, inter-token latency
  * ((end − first token) / (tokens − 1), p50/p99 over requests), output tokens per second,
- * failures; and the ratios disaggregated cacheroute ÷ vllm-router P/D and ÷ aggregated.
+ * failures; and the ratios disaggregated cacheroute ÷ vllm-router P/D and ÷ aggregated, pooled
+ * and as the range of the per-round ratios (the run-to-run interval: a difference inside it is
+ * noise). The decider's queue estimate drains at the engines' prefill rate: the gpu-like
+ * profile's 6,500 tokens/s at time-scale 0.5 is 13,000.
  * Bounded: rate × seconds requests per run, at most 64 in flight, 60 s per request.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -35,6 +38,8 @@ import { collectRunInfo } from '../report/run-info.js';
 const MODEL = 'sim-model';
 const ENGINE_FLAGS = { profile: 'gpu-like', 'time-scale': 0.5, 'kv-connector': 'nixl', 'max-model-len': 32768 } as const;
 const MAX_INFLIGHT = 64;
+/** The engines' prefill rate (gpu-like: 2,048 tokens per 315 ms step, at time-scale 0.5). */
+const PREFILL_TOKENS_PER_S = 13_000;
 
 interface Running {
   readonly url: string;
@@ -191,7 +196,7 @@ async function main(): Promise<void> {
     {
       label: 'disaggregated cacheroute (decider on)',
       start: async () => {
-        const pd = await startPdStack({ prefill, decode, connector: 'nixl' });
+        const pd = await startPdStack({ prefill, decode, connector: 'nixl', handler: { prefillTokensPerSecond: PREFILL_TOKENS_PER_S } });
         return { url: pd.envoy.url, stop: pd.stop };
       },
     },
@@ -249,12 +254,25 @@ async function main(): Promise<void> {
     itlP50: a.itlP50Ms / b.itlP50Ms,
     throughput: a.outputTokensPerS / b.outputTokensPerS,
   });
-  const ratios = {
-    'decider on ÷ vllm-router P/D': ratio(on!, vr!),
-    'decider off ÷ vllm-router P/D': ratio(off!, vr!),
-    'decider on ÷ aggregated': ratio(on!, agg!),
-    'decider off ÷ aggregated': ratio(off!, agg!),
-  };
+  const pairs: [string, Figures, Figures, string, string][] = [
+    ['decider on ÷ vllm-router P/D', on!, vr!, contenders[1]!.label, contenders[3]!.label],
+    ['decider off ÷ vllm-router P/D', off!, vr!, contenders[2]!.label, contenders[3]!.label],
+    ['decider on ÷ aggregated', on!, agg!, contenders[1]!.label, contenders[0]!.label],
+    ['decider off ÷ aggregated', off!, agg!, contenders[2]!.label, contenders[0]!.label],
+  ];
+  const ratios = Object.fromEntries(pairs.map(([k, a, b]) => [k, ratio(a, b)]));
+  // Per round: the same ratio on that round's runs alone; its min–max over rounds is the interval.
+  const perRound = Object.fromEntries(
+    pairs.map(([k, , , a, b]) => {
+      const rs: Record<string, number>[] = [];
+      for (let round = 1; round <= rounds; round++) {
+        const fa = figures(rows.filter((r) => r.round === round && r.contender === a));
+        const fb = figures(rows.filter((r) => r.round === round && r.contender === b));
+        rs.push(ratio(fa, fb));
+      }
+      return [k, rs];
+    }),
+  );
   const command = `node dist/bench/pd/pd-peers.js --rounds ${rounds} --seconds ${seconds} --rate ${rate}`;
   mkdirSync(out, { recursive: true });
   writeJson(
@@ -262,7 +280,7 @@ async function main(): Promise<void> {
     { kind: 'cacheroute-pd-peers', command, engines: { prefill: 2, decode: 2, flags: ENGINE_FLAGS }, rounds, seconds, rate, ...info },
     REPO_ROOT,
   );
-  writeJson(join(out, 'results.json'), { table, ratios }, REPO_ROOT);
+  writeJson(join(out, 'results.json'), { table, ratios, perRound }, REPO_ROOT);
   const ms = (v: number): string => `${Math.round(v)} ms`;
   const md = [
     '# P/D side by side on the same simulated engines (real time)',
@@ -279,12 +297,17 @@ async function main(): Promise<void> {
         `| ${t.contender} | ${t.requests} | ${t.failed} | ${ms(t.ttftP50Ms)} | ${ms(t.ttftP99Ms)} | ${t.itlP50Ms.toFixed(1)} ms | ${t.itlP99Ms.toFixed(1)} ms | ${t.outputTokensPerS.toFixed(0)} | ${t.prefillServed} | ${t.kvLoads} |`,
     ),
     '',
+    `Ratios pooled over rounds, in brackets the range of the ${rounds} per-round ratios (run-to-run interval).`,
+    '',
     '| ratio | TTFT p50 | TTFT p99 | ITL p50 | throughput |',
     '| --- | --- | --- | --- | --- |',
-    ...Object.entries(ratios).map(
-      ([k, v]) =>
-        `| ${k} | ${v['ttftP50']!.toFixed(2)}× | ${v['ttftP99']!.toFixed(2)}× | ${v['itlP50']!.toFixed(2)}× | ${v['throughput']!.toFixed(2)}× |`,
-    ),
+    ...Object.entries(ratios).map(([k, v]) => {
+      const cell = (f: string): string => {
+        const xs = perRound[k]!.map((r) => r[f]!);
+        return `${v[f]!.toFixed(2)}× [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]`;
+      };
+      return `| ${k} | ${cell('ttftP50')} | ${cell('ttftP99')} | ${cell('itlP50')} | ${cell('throughput')} |`;
+    }),
     '',
   ].join('\n');
   writeFileSync(join(out, 'results.md'), md);
