@@ -13,7 +13,7 @@
  * Engines run at time-scale 3 (steps ≥ 24 ms) so the cache-aware contenders reach
  * saturation inside the sweep; Envoy alone (saturated below 8 req/s) stops at 16.
  * cache-aware runs twice per rate: at the shipped defaults and with hot-prefix replication
- * (`load.hotspot.enabled`, off by default) switched on.
+ * (`strategy.plugins.hotspot-replication-filter`, off by default) switched on.
  * Each rate runs 20 s (requests = rate × 20) after an unmeasured warm-up of one request
  * per group at 16 req/s.
  */

@@ -61,10 +61,10 @@ export class BlockHasher {
   constructor(opts: BlockHasherOptions) {
     const { blockChars, maxBlocks } = opts;
     if (!Number.isInteger(blockChars) || blockChars < 1) {
-      throw new RouterError('BAD_CONFIG', `cacheAware.blockChars must be a positive integer, got ${blockChars}`);
+      throw new RouterError('BAD_CONFIG', `blockChars must be a positive integer, got ${blockChars}`);
     }
     if (!Number.isInteger(maxBlocks) || maxBlocks < 0) {
-      throw new RouterError('BAD_CONFIG', `cacheAware.maxPrefixBlocks must be a non-negative integer, got ${maxBlocks}`);
+      throw new RouterError('BAD_CONFIG', `maxPrefixBlocks must be a non-negative integer, got ${maxBlocks}`);
     }
     this.blockChars = blockChars;
     this.maxBlocks = maxBlocks;

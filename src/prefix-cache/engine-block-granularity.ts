@@ -1,7 +1,7 @@
 /**
  * The engine's KV block as the unit of a predicted prefix hit.
  *
- * Why: the router hashes prompts in small character blocks (`cacheAware.blockChars`), but an
+ * Why: the router hashes prompts in small character blocks (the prefix plugins' `blockChars`), but an
  * engine caches and reports (`usage.prompt_tokens_details.cached_tokens`) whole KV blocks
  * only: 16 tokens on vLLM GPUs, 128 on vLLM CPU. A shared prefix of 1,500 tokens is a hit
  * of 1,408 tokens on a 128-token engine. Counting the partial block as predicted would make

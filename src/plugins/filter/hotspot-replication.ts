@@ -11,7 +11,7 @@
  * the rest of the pool keeps its caches for other prefixes. (Partial replication is the
  * mitigation described for hotspots in the routing literature; Preble does the same.)
  *
- * Rules, per prefix group with set S (loads in the configured unit, load-units.ts):
+ * Rules, per prefix group with set S (loads in the configured unit, shared/params.ts):
  *  - A group with one engine (its "home") is not hot: candidates pass unrestricted, and
  *    the home follows whatever the rest of the pipeline picks (prefix + load scoring and
  *    the imbalance escape work exactly as without this filter).
@@ -363,7 +363,7 @@ export const DEFAULT_HOTSPOT_SHARE_HALF_LIFE_MS = 5_000;
 
 const MS = int({ min: 0, max: 86_400_000 });
 
-/** The hotspot knobs (also the `load.hotspot` shorthand section, which adds `enabled`). */
+/** The hotspot knobs (naming the plugin in `strategy.plugins` turns it on). */
 export const HOTSPOT_KNOBS = {
   keyChars: groupKeyParams.keyChars,
   highWater: num({ minExclusive: 0, max: 1_000_000 })

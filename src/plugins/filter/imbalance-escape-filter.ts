@@ -5,8 +5,8 @@
  * goes to the single least-loaded worker).
  *
  * Load is the effective queue (router in-flight, raised to the engine's running+waiting
- * when fresh), or with `unit: tokens` (default `load.unit`) the pending tokens in
- * request-equivalents (src/plugins/shared/load-units.ts). The pool is imbalanced when max − min > absThreshold AND max > min × relThreshold
+ * when fresh), or with `unit: tokens` (the `unit` parameter) the pending tokens in
+ * request-equivalents (src/plugins/shared/params.ts). The pool is imbalanced when max − min > absThreshold AND max > min × relThreshold
  * (both, as in SGLang's cache-aware policy). Then an endpoint is dropped exactly when it alone
  * meets that test against the minimum: load − min > absThreshold AND load > min × relThreshold.
  * The least-loaded endpoint always survives, so this filter never empties the set.
@@ -79,7 +79,7 @@ export const DEFAULT_IMBALANCE_ABS = 32;
 /** ...and at least 1.5× its load, so small absolute differences never break affinity. */
 export const DEFAULT_IMBALANCE_REL = 1.5;
 
-/** The thresholds (also the `cacheAware.imbalance` shorthand section). */
+/** The thresholds. */
 export const IMBALANCE_KNOBS = {
   absThreshold: num({ min: 0, max: 1_000_000 })
     .default(DEFAULT_IMBALANCE_ABS)

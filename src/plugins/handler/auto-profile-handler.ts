@@ -77,7 +77,7 @@ function resolve(names: Readonly<Record<AutoMode, string>>, profiles: ReadonlyMa
 const FRACTION = num({ min: 0, max: 1 });
 const PROFILE = str({ nonEmpty: true });
 
-/** The auto knobs (also the `load.auto` shorthand section, which adds loadMode and learningMinMatch). */
+/** The auto knobs. */
 export const AUTO_KNOBS = {
   lowReuse: FRACTION.default(0.2).describe('Below this share of requests with a shared prefix, balance load.'),
   highReuse: FRACTION.default(0.5).describe('At or above it, use an affinity profile.'),

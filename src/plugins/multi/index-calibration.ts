@@ -59,7 +59,7 @@ export interface IndexCalibrationOptions {
   readonly blockChars: number;
   /** Initial chars-per-token estimate (config requests.charsPerToken). */
   readonly charsPerToken: number;
-  /** Configured capacity (cacheAware.indexCapacityBlocks): the ceiling without engine data. */
+  /** Configured capacity (the prefix-cache plugin's indexCapacityBlocks): the ceiling without engine data. */
   readonly configuredCapacity: number;
   /** Capacity never shrinks below this (default 64 blocks). */
   readonly minCapacity: number;
@@ -294,7 +294,7 @@ export class IndexCalibration implements RoutedHook, CompletedHook, EndpointsCha
   }
 }
 
-/** The calibration knobs (also the `load.calibration` shorthand section). */
+/** The calibration knobs. */
 export const CALIBRATION_KNOBS = {
   enabled: bool().default(true).describe('Remove index blocks the engine did not confirm.'),
   sizeFromEngine: bool().default(true).describe("Size each endpoint's index from the engine's cache_config_info when scraped."),

@@ -152,7 +152,7 @@ export class PrefixCachePlugin implements Scorer, RoutedHook, EndpointsChangedHo
   }
 }
 
-/** The index size (also `cacheAware.indexCapacityBlocks` of the shorthand). */
+/** The index size (`indexCapacityBlocks`). */
 export const INDEX_CAPACITY_PARAM = int({ min: 1, max: 100_000_000 })
   .default(DEFAULT_INDEX_CAPACITY_BLOCKS)
   .describe('Per-endpoint LRU capacity of the approximate index, in blocks.');

@@ -82,7 +82,7 @@ export const BOUNDED_LOAD_HASH_PICKER = 'bounded-load-hash-picker';
 /** (1+ε)×mean cap; 0.25 as Ranvier and KubeAI CHWBL ship. */
 export const DEFAULT_BOUNDED_LOAD_EPSILON = 0.25;
 
-/** The bounded-load knob (also the `load.boundedLoad` shorthand section, with the group key). */
+/** The bounded-load knob. */
 export const BOUNDED_LOAD_KNOBS = {
   epsilon: num({ min: 0, max: 100 }).default(DEFAULT_BOUNDED_LOAD_EPSILON).describe('Allowed overshoot above the mean load.'),
 };

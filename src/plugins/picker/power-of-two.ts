@@ -6,7 +6,7 @@
  * closer to the mean than one random choice (Mitzenmacher); with stale or approximate
  * load numbers it herds far less than "always the least loaded", because two routers (or
  * two requests between scrapes) rarely sample the same pair. Both candidates are compared
- * in the same unit (requests or tokens, see load-units.ts), never one in each. Ties go to
+ * in the same unit (requests or tokens, see shared/params.ts), never one in each. Ties go to
  * the first sample, which is itself random, so equal loads never pile onto one engine.
  *
  * Fallbacks: the other sample, then the rest by ascending load.
