@@ -6,11 +6,12 @@
  * Every contender sees the same requests and engines per seed; the ratios to the default
  * (cache-aware on the shipped access-log path) are the comparison.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/ttft/ttft-study.js [--quick] [--seeds 1,2] [--scenario NAME]
+ *   npx tsc -p tsconfig.json && node dist/bench/ttft/ttft-study.js [--quick] [--seeds 1,2] [--scenario NAME[,NAME…]]
  *     [--contenders 0,1] [--picker-params JSON] [--model-params JSON] [--dump-records] [--out DIR]
  *
  * Contenders: cache-aware on the access log (the shipped default); predicted-ttft on the
- * access log (it learns from the entry's first-token time) and with responses through the
+ * access log (it learns from the entry's first-token time), the same without its future-reuse
+ * pricing and waiting floor (the greedy pick of c34bf72), and with responses through the
  * router (it also hears first tokens as they happen); sticky-until-saturated on the access
  * log; the simulator's oracle (exact engine caches and queues, least predicted TTFT, greedy).
  * Engines: the simulator's `gpu-like` profile, whose costs differ from the TTFT model's
@@ -210,9 +211,17 @@ function ttftGraph(
 function contenders(pickerParams: Record<string, unknown>, modelParams: Record<string, unknown>, scrape: ScrapeModel): Contender[] {
   const ttft = ttftGraph('predicted-ttft', 'predicted-ttft', pickerParams, modelParams);
   const sticky = ttftGraph('sticky-until-saturated', 'sticky-until-saturated-picker', {}, modelParams);
+  // The preset before future-reuse pricing (c34bf72): greedy on the prediction, no waiting floor.
+  const greedy = ttftGraph(
+    'predicted-ttft',
+    'predicted-ttft',
+    { reuseWeight: 0, evictionWeight: 0, ...pickerParams },
+    { stallKvUsage: 1, ...modelParams },
+  );
   return [
     routerContender('cache-aware (default, access log)', { document: { strategy: 'cache-aware' }, scrape }),
     routerContender('predicted-ttft (access log)', { document: ttft, scrape }),
+    routerContender('predicted-ttft greedy, no reuse pricing (access log)', { document: greedy, scrape }),
     routerContender('predicted-ttft (responses via router)', { document: ttft, responsePath: EXT_PROC, scrape }),
     routerContender('sticky-until-saturated (access log)', { document: sticky, scrape }),
     contender('oracle'),
@@ -259,6 +268,22 @@ function scenarios(quick: boolean): Scenario[] {
       requests: (s) => seedTableCell(0.5, 16, s),
     },
     { name: 'agentic-64', engines: 64, slowOne: false, load: '160 sessions/s', requests: (s) => agentic(s, n(4000), 160) },
+    { name: 'hot-prefix-64', engines: 64, slowOne: false, load: '160 req/s', requests: (s) => hotPrefix(s, n(12000), 160) },
+    {
+      name: 'agentic-64-one-2x-slow',
+      engines: 64,
+      slowOne: true,
+      load: '160 sessions/s',
+      requests: (s) => agentic(s, n(4000), 160),
+    },
+    {
+      name: 'sharing-50-64',
+      engines: 64,
+      slowOne: false,
+      kvBlocks: SEED_KV_BLOCKS,
+      load: 'the fleet seed table 50% cell: 1.5 req/s per engine',
+      requests: (s) => seedTableCell(0.5, 64, s),
+    },
   ];
 }
 
@@ -339,7 +364,8 @@ function main(): void {
   const debug = args.includes('--debug-states');
   const seedArg = arg(args, '--seeds');
   const seeds = seedArg !== undefined ? seedArg.split(',').map(Number) : quick ? [1] : [1, 2, 3];
-  const scen = scenarios(quick).filter((s) => only === undefined || s.name === only);
+  const names = only?.split(',');
+  const scen = scenarios(quick).filter((s) => names === undefined || names.includes(s.name));
   const pickerParams = JSON.parse(arg(args, '--picker-params') ?? '{}') as Record<string, unknown>;
   const onlyContenders = arg(args, '--contenders')?.split(',').map(Number);
   const modelParams = JSON.parse(arg(args, '--model-params') ?? '{}') as Record<string, unknown>;

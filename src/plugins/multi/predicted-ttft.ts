@@ -7,7 +7,8 @@
  * blend approximates, "where does this request get its first token soonest", and weighs
  * cache reuse against queued work in one currency.
  *
- * Picker without an objective: the smallest prediction wins. Predictions within
+ * Picker without an objective: the smallest cost wins (the prediction plus the future-reuse
+ * terms, `costs`). Predictions within
  * max(tieMs, tieFraction × best) of the best are near-ties, broken by the fewest recent
  * placements (decayed counts, `spreadHalfLifeMs`) and then by the seeded Rng, so cold
  * requests (equal predictions on idle engines) still spread over the pool.
@@ -28,6 +29,7 @@ import type { Candidate, CycleState, Picker, PickResult, Scorer } from '../../fr
 import { int, num, section, str } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
+import { staleAfter, staleAfterParam } from '../shared/params.js';
 import { FEATURE, TTFT_MODEL_PLUGIN, ttftModelPlugin, type TtftModelPlugin } from './ttft-model-plugin.js';
 import { sortRange } from '../../util/sort-range.js';
 
@@ -45,6 +47,11 @@ export function parseObjectiveMs(v: string | undefined): number | undefined {
 export interface PredictedTtftOptions {
   readonly sloHeader: string;
   readonly prefillPenalty: number;
+  readonly reuseWeight: number;
+  readonly evictionWeight: number;
+  readonly evictionPower: number;
+  /** Engine figures older than this are not used (the eviction term). */
+  readonly maxMetricsAgeMs: number;
   readonly tieMs: number;
   readonly tieFraction: number;
   readonly spreadHalfLifeMs: number;
@@ -107,21 +114,54 @@ export class PredictedTtftPlugin implements Scorer, Picker {
   }
 
   /**
-   * What a placement costs the fleet: the request's own predicted TTFT plus `prefillPenalty` ×
-   * its uncached prefill time there (the delay that work puts on every request queued behind
-   * it on that engine). Without the second term the pick is greedy for this request alone.
+   * What a placement costs, in ms: the request's own predicted TTFT, plus what it costs the
+   * requests that will reuse its prefix later (`reuseWeight`, `evictionWeight`), plus
+   * `prefillPenalty` × its uncached prefill time there (the delay that work puts on requests
+   * queued behind it). All terms are prefill time at the candidate's learned rate.
+   *
+   * Future reuse, two terms:
+   *  - lost reuse: the part of the prompt one engine alone holds (deeper than the
+   *    second-deepest match: a session's history, not a template many engines hold) is
+   *    recomputed anywhere else, the fleet pays that work again and keeps two copies of it;
+   *    charged `reuseWeight` × those tokens on every other candidate;
+   *  - eviction: the prompt stays cached for the group's next request only if the engine's
+   *    KV cache does not evict it first; charged `evictionWeight` × prompt tokens ×
+   *    kvUsage^`evictionPower` (fresh figures only), the chance it must be recomputed.
+   * Why: the greedy least-TTFT pick moved a quarter of agentic session turns to engines that
+   * were faster for that turn, cut the fleet's hit rate from 86% to 76% and saturated it
+   * (bench/results/ttft-reuse-16).
    */
   private costs(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Float64Array {
-    const w = this.opts.prefillPenalty;
-    if (w === 0) return pred;
+    const { prefillPenalty: w, reuseWeight: reuse, evictionWeight: ev, evictionPower: power } = this.opts;
+    if (w === 0 && reuse === 0 && ev === 0) return pred;
     const f = this.model.featureValues(state, candidates);
-    const out = new Float64Array(pred.length);
-    for (let i = 0; i < pred.length; i++) {
-      const uncached = f[i * FEATURE.stride + FEATURE.uncachedTokens]!;
-      out[i] = pred[i]! + (w * uncached) / this.model.model.prefillTokensPerMs(candidates[i]!.endpoint.id);
+    const n = pred.length;
+    const tokens = Math.max(0, state.request.promptTokens);
+    // The deepest and second-deepest match: the prefix beyond the second is held by one engine only.
+    let best = 0;
+    let second = 0;
+    for (let i = 0; i < n; i++) {
+      const c = f[i * FEATURE.stride + FEATURE.cachedTokens]!;
+      if (c > best) {
+        second = best;
+        best = c;
+      } else if (c > second) second = c;
+    }
+    if (this.costBuf.length < n) this.costBuf = new Float64Array(2 * n);
+    const out = this.costBuf.subarray(0, n);
+    for (let i = 0; i < n; i++) {
+      const o = i * FEATURE.stride;
+      const c = candidates[i]!;
+      const msPerToken = 1 / this.model.model.prefillTokensPerMs(c.endpoint.id);
+      const lost = best - Math.max(f[o + FEATURE.cachedTokens]!, second);
+      const u = c.load.kvUsage;
+      const kv = ev > 0 && u !== undefined && u > 0 && c.load.metricsAgeMs <= this.opts.maxMetricsAgeMs ? Math.min(1, u) ** power : 0;
+      out[i] = pred[i]! + msPerToken * (w * f[o + FEATURE.uncachedTokens]! + (lost > 0 ? reuse * lost : 0) + ev * kv * tokens);
     }
     return out;
   }
+
+  private costBuf = new Float64Array(64);
 
   /** Per-candidate tie keys, reused across decisions (grown as needed). */
   private count = new Float64Array(64);
@@ -171,6 +211,18 @@ export const predictedTtft = definePlugin({
       .describe(
         "Weight of the request's own uncached prefill time added to its predicted TTFT when picking (the delay it puts on requests queued behind it).",
       ),
+    reuseWeight: num({ min: 0, max: 1000 })
+      .default(2)
+      .describe(
+        'Future reuse: weight of the prefill time of the prompt part that one other engine alone holds (a session history), charged to every engine that would recompute it.',
+      ),
+    evictionWeight: num({ min: 0, max: 1000 })
+      .default(1)
+      .describe(
+        "Future reuse: weight of the prompt's prefill time × the chance the engine's KV cache evicts it before the group's next request (kvUsage^evictionPower).",
+      ),
+    evictionPower: num({ min: 0, max: 100 }).default(2).describe('Exponent of kvUsage in the eviction chance.'),
+    ...staleAfterParam,
     tieMs: num({ min: 0, max: 600_000 }).default(5).describe('Predictions within this many ms of the best are near-ties...'),
     tieFraction: num({ min: 0, max: 10 }).default(0.05).describe('...or within this fraction of the best, whichever is larger.'),
     spreadHalfLifeMs: int({ min: 1, max: 86_400_000 })
@@ -182,6 +234,10 @@ export const predictedTtft = definePlugin({
     new PredictedTtftPlugin(name, ttftModelPlugin(handle, p.model, `predicted-ttft "${name}"`), {
       sloHeader: p.sloHeader,
       prefillPenalty: p.prefillPenalty,
+      reuseWeight: p.reuseWeight,
+      evictionWeight: p.evictionWeight,
+      evictionPower: p.evictionPower,
+      maxMetricsAgeMs: staleAfter(p, handle),
       tieMs: p.tieMs,
       tieFraction: p.tieFraction,
       spreadHalfLifeMs: p.spreadHalfLifeMs,

@@ -133,6 +133,8 @@ export interface TtftModelPluginOptions {
   readonly maxMetricsAgeMs: number;
   /** Uncached tokens an unseen waiting request is assumed to bring, until learned. */
   readonly priorRequestTokens: number;
+  /** KV usage (0–1) from which an engine's reported waiting requests count as stalled (see PrefillLanes.waitingFloor). */
+  readonly stallKvUsage: number;
 }
 
 const MAX_TRACKED = 1_000_000;
@@ -196,7 +198,13 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs) {
         // Work the router did not send (other replicas, direct clients): the engine's own queue.
         const own = l.prefillingRequests ?? l.inflightRequests;
-        if (l.waiting !== undefined && l.waiting > own) ahead += (l.waiting - own) * this.meanUncached;
+        if (l.waiting !== undefined) {
+          // A full KV cache stalls admission: the requests it reports waiting are still ahead, however far the drain estimate got.
+          if (l.kvUsage !== undefined && l.kvUsage >= this.opts.stallKvUsage) {
+            ahead = Math.max(ahead, this.lanes.waitingFloor(id, Math.min(l.waiting, own)));
+          }
+          if (l.waiting > own) ahead += (l.waiting - own) * this.meanUncached;
+        }
         if (l.running !== undefined) batch = Math.max(batch, l.running - Math.min(own, l.running));
       }
       let aheadRequests = this.lanes.queued(id);
@@ -377,6 +385,11 @@ export const ttftModel = definePlugin({
     priorRequestTokens: num({ min: 0, max: 10_000_000 })
       .default(512)
       .describe('Uncached tokens assumed per engine-reported waiting request the router did not send, until learned.'),
+    stallKvUsage: num({ min: 0, max: 1 })
+      .default(0)
+      .describe(
+        "KV usage from which an engine's reported waiting requests are taken as stalled (a full cache admits nothing): the router's newest that many requests there count as still ahead.",
+      ),
     ...staleAfterParam,
   }),
   create: (name, p, handle: PluginHandle) => {
@@ -400,6 +413,7 @@ export const ttftModel = definePlugin({
       errorWindow: p.errorWindow,
       maxMetricsAgeMs: staleAfter(p, handle),
       priorRequestTokens: p.priorRequestTokens,
+      stallKvUsage: p.stallKvUsage,
     });
     handle.shared(TTFT_MODEL_STATS, () => plugin);
     return plugin;

@@ -13,6 +13,15 @@
  * request's first token (streamed first byte) or its end (access log) means every token up to
  * and including that request is done.
  *
+ * The drain is an estimate of an engine that prefills without pause. An engine whose KV
+ * cache is full admits nothing until blocks free up, so its queue stops draining while the
+ * estimate goes on: on the fleet simulator's agentic cell (16 engines, KV-bound) the lanes
+ * said ~300 tokens were ahead on engines that held 7,600 (median), TTFT there came out
+ * 2.9× the prediction, and the picker moved a quarter of the session turns onto those
+ * engines. So a fresh `waiting` gauge sets a floor (`waitingFloor`): the engine's waiting
+ * requests are the newest ones it was sent (FCFS), so at least the router's newest
+ * `waiting` entries not known to be past their first token are still ahead.
+ *
  * Per lane: cumulative `added` and `drained` token counters, the requests still prefilling in
  * arrival order (each with the `added` value at its end), and how many are past prefill and
  * not finished (the decode batch). All operations are O(1) amortised.
@@ -39,6 +48,10 @@ class Lane {
   head = 0;
   /** Past prefill, not finished. */
   decoding = 0;
+  /** `added` up to the last request known past its first token (a first byte or an end). */
+  confirmed = 0;
+  /** `end` of the last entry compacted out of `queue` (the `added` value before queue[0]). */
+  base = 0;
 
   constructor(nowMs: number) {
     this.lastMs = nowMs;
@@ -56,6 +69,19 @@ export class PrefillLanes {
     if (l === undefined) return 0;
     this.drain(endpointId, l, nowMs);
     return l.added - l.drained;
+  }
+
+  /**
+   * Uncached tokens of the router's newest `waiting` requests on the engine that are not
+   * known to be past their first token: what an engine reporting `waiting` queued requests
+   * still has ahead at least, however far the rate estimate drained.
+   */
+  waitingFloor(endpointId: string, waiting: number): number {
+    const l = this.lanes.get(endpointId);
+    if (l === undefined || !(waiting >= 1)) return 0;
+    const k = l.queue.length - Math.floor(waiting) - 1;
+    const before = k >= 0 ? l.queue[k]!.end : l.base;
+    return Math.max(0, l.added - Math.max(before, l.confirmed));
   }
 
   /** Requests still prefilling on the engine (call `ahead` first for the same instant). */
@@ -86,7 +112,9 @@ export class PrefillLanes {
   /** The request's first token came: it and everything before it are prefilled. */
   firstToken(endpointId: string, e: LaneEntry): void {
     const l = this.lanes.get(endpointId);
-    if (l === undefined || e.prefilled) return;
+    if (l === undefined) return;
+    if (e.end > l.confirmed) l.confirmed = e.end;
+    if (e.prefilled) return;
     if (e.end > l.drained) l.drained = e.end;
     this.advance(l);
   }
@@ -96,7 +124,7 @@ export class PrefillLanes {
     const l = this.lanes.get(endpointId);
     if (l === undefined || e.finished) return;
     this.drain(endpointId, l, nowMs);
-    if (!e.prefilled) this.firstToken(endpointId, e);
+    this.firstToken(endpointId, e);
     e.finished = true;
     l.decoding = Math.max(0, l.decoding - 1);
   }
@@ -130,6 +158,7 @@ export class PrefillLanes {
     }
     // Entries finished while still queued (aborts) are skipped when reached; compact now and then.
     if (l.head > 1024 && l.head * 2 > l.queue.length) {
+      l.base = l.queue[l.head - 1]!.end;
       l.queue.splice(0, l.head);
       l.head = 0;
     }
