@@ -10,12 +10,24 @@ import type { StrategyName } from '../../../../src/config/types.js';
 import { parseObjectiveMs } from '../../../../src/plugins/multi/predicted-ttft.js';
 import type { EngineTtftStats } from '../../../../src/plugins/multi/ttft-model-plugin.js';
 import type { Scheduler } from '../../../../src/scheduling/scheduler.js';
+import type { LoadSource } from '../../../../src/endpoints/registry.js';
 import { ManualClock } from '../../../../src/util/clock.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import { config, request, text } from '../../builders.js';
 
-function sched(n: number, strategy: StrategyName, clock = new ManualClock()): Scheduler {
-  return createScheduler(config(n, { strategy }), { clock, rng: seededRng(1) });
+function sched(
+  n: number,
+  strategy: StrategyName | Record<string, unknown>,
+  clock = new ManualClock(),
+  loadSources: LoadSource[] = [],
+): Scheduler {
+  const over = typeof strategy === 'string' ? { strategy } : strategy;
+  return createScheduler(config(n, over as Parameters<typeof config>[1]), { clock, rng: seededRng(1), loadSources });
+}
+
+/** predicted-ttft with its picker's parameters overridden. */
+function tuned(parameters: Record<string, unknown>): Record<string, unknown> {
+  return { strategy: { name: 'predicted-ttft', plugins: { 'predicted-ttft': parameters } } };
 }
 
 /** A streamed request whose prompt is `chars` characters of text `seed` (4 chars per token). */
@@ -65,6 +77,59 @@ describe('predicted-ttft preset', () => {
     expect(away.decision.endpoint.index).to.equal(1 - home, 'queued prefill outweighs the cache hit');
     expect(away.decision.reason).to.equal('load');
     for (const t of held) done(t);
+  });
+
+  it("prices future reuse: a session's turn stays with its history unless the queue there costs more than recomputing it elsewhere and keeping two copies", () => {
+    const route = (s: Scheduler) => {
+      const history = text(1, 8000); // ~2,000 tokens only the first engine will hold
+      const first = s.route(req(0, 0, { prefix: history }));
+      done(first);
+      const home = first.decision.endpoint.id;
+      // ~5,000 uncached tokens queued on the holder (~590 ms predicted there): recomputing the
+      // 2,000-token history on the idle engine (~470 ms with its context cost) is faster for this turn.
+      const held = s.route(req(50, 20_000, { subset: [home] }));
+      const turn = s.route(req(0, 0, { prefix: history + text(2, 200) }));
+      done(held);
+      done(turn);
+      return turn.decision.endpoint.id === home;
+    };
+    expect(route(sched(2, tuned({ reuseWeight: 0, evictionWeight: 0 }))), 'greedy: moves the turn').to.equal(false);
+    // Priced: 2 × 2,000 tokens × 0.106 ms ≈ 424 ms more on the other engine, more than the ~120 ms the queue costs.
+    expect(route(sched(2, 'predicted-ttft')), 'priced: stays').to.equal(true);
+  });
+
+  it('charges no lost reuse for a prefix two engines hold (a shared template may spread)', () => {
+    const s = sched(3, 'predicted-ttft');
+    const [a, b, c] = s.endpoints();
+    const system = text(3, 8000); // ~2,000 tokens on a and b
+    for (const e of [a!, b!]) done(s.route(req(0, 0, { prefix: system + text(4 + e.index, 200), subset: [e.id] })));
+    // ~5,000 uncached tokens queued on each holder: the idle third engine is faster even with the template to compute,
+    // and no lost-reuse charge (424 ms) holds it back, as it would for a prefix one engine alone held.
+    const held = [a!, b!].map((e, i) => s.route(req(60 + i, 20_000, { subset: [e.id] })));
+    const t = s.route(req(0, 0, { prefix: system + text(9, 200) }));
+    expect(t.decision.endpoint.id).to.equal(c!.id);
+    for (const h of held) done(h);
+    done(t);
+  });
+
+  it('prices the eviction risk of a full KV cache: idle engines alike but for KV usage, the emptier one is chosen', () => {
+    const kv = [0.95, 0.2];
+    const metrics: LoadSource = { name: 'fake-metrics', enrich: (e, base) => ({ ...base, kvUsage: kv[e.index]!, metricsAgeMs: 10 }) };
+    const s = sched(2, 'predicted-ttft', new ManualClock(), [metrics]);
+    for (let i = 0; i < 6; i++) {
+      const t = s.route(req(300 + i, 4000));
+      expect(t.decision.endpoint.index).to.equal(1);
+      done(t);
+    }
+    // Without the term the near-ties spread over both.
+    const greedy = sched(2, tuned({ evictionWeight: 0 }), new ManualClock(), [metrics]);
+    const used = new Set<number>();
+    for (let i = 0; i < 6; i++) {
+      const t = greedy.route(req(300 + i, 4000));
+      used.add(t.decision.endpoint.index);
+      done(t);
+    }
+    expect(used.size).to.equal(2);
   });
 
   it('learns a slow engine from first bytes: its coefficients rise and its online error falls', () => {

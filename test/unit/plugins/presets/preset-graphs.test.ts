@@ -8,7 +8,8 @@
  * reference counts as no reference (it adds nothing to the sum); the session scorer gains
  * the `header` parameter that replaced `requests.sessionHeader`. The same recording made at
  * 3026b14 differs only in ttft-model's parameters (expiryFactor gone, prefillPenalty added
- * by 3476a59), so every other preset is unchanged since then too.
+ * by 3476a59), so every other preset is unchanged since then too. The fixture's predicted-ttft
+ * and ttft-model parameters carry the future-reuse terms and the waiting floor added since.
  */
 import { expect } from 'chai';
 import { defaultConfig, type ConfigOverrides } from '../../../../src/config/default-config.js';

@@ -44,6 +44,22 @@ describe('prefill lanes (the router-side prefill queue per engine)', () => {
     expect(l.decoding('e')).to.equal(1);
   });
 
+  it("an engine's reported waiting requests are the router's newest ones not known to be past their first token", () => {
+    const l = lanes();
+    const a = l.add('e', 1000, 0);
+    l.add('e', 400, 0);
+    l.add('e', 200, 0);
+    expect(l.ahead('e', 10_000), 'the drain estimate says all is done').to.equal(0);
+    expect(l.waitingFloor('e', 0)).to.equal(0);
+    expect(l.waitingFloor('e', 1)).to.equal(200);
+    expect(l.waitingFloor('e', 2)).to.equal(600);
+    expect(l.waitingFloor('e', 9), 'never more than the router sent').to.equal(1600);
+    // The first one's end (access log): it and everything before it are past their first token.
+    l.finish('e', a, 10_000);
+    expect(l.waitingFloor('e', 9)).to.equal(600);
+    expect(l.waitingFloor('x', 3), 'an unknown engine').to.equal(0);
+  });
+
   it('forgets departed engines', () => {
     const l = lanes();
     l.add('a', 100, 0);
