@@ -208,7 +208,14 @@ describe('e2e: Helm chart deploy/helm/cacheroute', function () {
       cluster = await startKubeCluster({ name: 'helm' });
       await cluster.core.createNamespace({ body: { metadata: { name: NS } } });
       await cluster.installInferencePoolCrd();
-      nats = await startNatsServer({ name: 'nats-helm' });
+      // The chart's own NATS: nats-server runs the nats.conf the chart renders (JetStream limits,
+      // server name from the pod), on loopback ports and a local store instead of the pod's.
+      const conf = String(get(find(await template({}, 'nats'), 'ConfigMap', 'cacheroute-nats-config'), 'data', 'nats.conf'));
+      const configFile = join(runDir(), 'helm-nats.conf');
+      const storeDir = join(runDir(), 'helm-nats-store');
+      expect(conf, 'the pod keeps its store on the volume at /data').to.include('store_dir: /data');
+      writeFileSync(configFile, conf.replace('store_dir: /data', `store_dir: ${JSON.stringify(storeDir)}`));
+      nats = await startNatsServer({ name: 'nats-helm', configFile, storeDir, env: { POD_NAME: 'cacheroute-nats-0' } });
     });
 
     after(async () => {
@@ -290,6 +297,11 @@ describe('e2e: Helm chart deploy/helm/cacheroute', function () {
         if (connected !== 1) await sleep(100);
       }
       expect(connected, 'connected to NATS').to.equal(1);
+      // The NATS it joined runs the chart's config: JetStream on, with the values' limits.
+      const varz = (await httpRequest(`${nats!.monitorUrl}/varz`, { timeoutMs: 2000 })).json() as {
+        jetstream?: { config?: { max_memory?: number; max_storage?: number } };
+      };
+      expect(varz.jetstream?.config).to.deep.include({ max_memory: 64 * 1024 * 1024, max_storage: 2 * 1024 * 1024 * 1024 });
     });
 
     it('the chart’s RBAC lets the router read pods and InferencePools, and nothing else', async () => {

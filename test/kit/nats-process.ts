@@ -16,6 +16,8 @@ export interface NatsServer {
   /** nats://127.0.0.1:port (what the routers' NATS client connects to). */
   readonly url: string;
   readonly port: number;
+  /** http://127.0.0.1:port of its monitor (/healthz, /varz, /jsz). */
+  readonly monitorUrl: string;
   readonly storeDir: string;
   isRunning(): boolean;
   /** Stops the server (SIGTERM, SIGKILL after 3 s); the store stays. Idempotent while stopped. */
@@ -28,6 +30,14 @@ export interface StartNatsOptions {
   readonly name?: string;
   /** JetStream store directory; default a fresh one under the run directory. */
   readonly storeDir?: string;
+  /**
+   * A nats.conf to run (e.g. the one a chart renders): its settings apply, its jetstream block
+   * included (point its store_dir at `storeDir`), except address, ports and server name, which
+   * the flags here override (loopback).
+   */
+  readonly configFile?: string;
+  /** Environment for the server (variables the config file references). */
+  readonly env?: NodeJS.ProcessEnv;
   readonly signal?: AbortSignal;
 }
 
@@ -47,9 +57,22 @@ export async function startNatsServer(opts: StartNatsOptions = {}): Promise<Nats
     proc = await startProcess({
       name,
       command: NATS_SERVER_BIN,
-      args: ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir, '-n', name],
+      args: [
+        ...(opts.configFile !== undefined ? ['-c', opts.configFile] : []),
+        '-a',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-m',
+        String(monitorPort),
+        // A config file brings its own jetstream block (nats-server refuses a second store_dir).
+        ...(opts.configFile === undefined ? ['-js', '-sd', storeDir] : []),
+        '-n',
+        name,
+      ],
       readyProbe: () => isHttpOk(`http://127.0.0.1:${monitorPort}/healthz`, 500),
       readyTimeoutMs: 15_000,
+      ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
   };
@@ -68,6 +91,7 @@ export async function startNatsServer(opts: StartNatsOptions = {}): Promise<Nats
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    monitorUrl: `http://127.0.0.1:${monitorPort}`,
     storeDir,
     isRunning: () => proc?.isRunning() ?? false,
     stop: async () => {
