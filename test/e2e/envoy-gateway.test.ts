@@ -99,6 +99,26 @@ function standaloneBindings(docs: readonly Obj[], b: Bindings): Obj[] {
   return out;
 }
 
+/** Until the gateway routes a chat request (the listener is up before every xDS resource has arrived). */
+async function untilRouting(gw: EnvoyGateway, agent: Agent): Promise<void> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const body = chatRequest(systemPrompt('warm-up', 50), 'hello', { maxTokens: 4 });
+    const r = await postJson(`${gw.url}${CHAT}`, body, { timeoutMs: 10_000, agent }).catch(() => undefined);
+    if (r?.status === 200) return;
+    if (Date.now() > until) throw new Error(`the gateway never routed (last status ${r?.status}); log ${gw.logFile}\n${gw.tail(40)}`);
+    await sleep(250);
+  }
+}
+
+/** Teardown, gateway first (its Envoy holds connections to the router and engines). */
+async function stopAll(agent: Agent, gw?: EnvoyGateway, router?: RouterProcess, fleet?: SimEngineFleet): Promise<void> {
+  agent.destroy();
+  await gw?.stop();
+  await router?.stop();
+  await fleet?.stop();
+}
+
 interface Decision {
   readonly requestId: string;
   readonly endpoint: string;
@@ -166,22 +186,10 @@ describe('e2e: Envoy Gateway standalone in front of cacheroute', function () {
       services: { vllm: engines, cacheroute: [`127.0.0.1:${grpcPort}`] },
     });
     gw = await startEnvoyGateway({ resources, listenerPort, name: 'envoy-gateway' });
-    // The listener is up before every xDS resource (routes, ext_proc cluster) has arrived.
-    const until = Date.now() + 60_000;
-    for (;;) {
-      const r = await chat(systemPrompt('warm-up', 50), 'hello').catch(() => undefined);
-      if (r?.status === 200) break;
-      if (Date.now() > until) throw new Error(`the gateway never routed (last status ${r?.status}); log ${gw.logFile}\n${gw.tail(40)}`);
-      await sleep(250);
-    }
+    await untilRouting(gw, agent);
   });
 
-  after(async () => {
-    agent.destroy();
-    await gw?.stop();
-    await router?.stop();
-    await fleet?.stop();
-  });
+  after(() => stopAll(agent, gw, router, fleet));
 
   it('routes through cacheroute: the decision is on /debug/decisions and the access log names the serving engine', async () => {
     const before = new Set((await decisions()).map((d) => d.requestId));
@@ -352,5 +360,118 @@ describe('e2e: Envoy Gateway standalone in front of cacheroute', function () {
     }
     expect(ok?.status, 'routing resumes after the router restarts').to.equal(200);
     expect((await decisions()).length, 'decisions by the new router').to.be.greaterThan(0);
+  });
+});
+
+/**
+ * Completion accounting and first-token timing under Envoy Gateway for the TTFT model. Envoy
+ * Gateway's ALS sink has no custom tags, so the shipped policies alone complete every request
+ * from the access log but give it no first-token time: the router must see that (untimed
+ * counts, one warning) instead of silently learning nothing. The shipped EnvoyPatchPolicy
+ * (deploy/envoy-gateway/first-body-timing.yaml), added to the running gateway, puts the tag on
+ * the same logger, and from then on every streamed request is learned from its entry.
+ */
+describe('e2e: Envoy Gateway standalone: first-token timing for the TTFT model', function () {
+  this.timeout(240_000);
+  const TIMING = 'deploy/envoy-gateway/first-body-timing.yaml';
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  let fleet: SimEngineFleet | undefined;
+  let router: RouterProcess | undefined;
+  let gw: EnvoyGateway | undefined;
+  let resources: Obj[] = [];
+
+  const stream = async (tag: string, i: number): Promise<void> => {
+    const r = await streamRequest(
+      {
+        api: 'chat',
+        messages: [
+          { role: 'system', content: systemPrompt(`ttft-eg-${tag}-${i}`, 400 + (i % 4) * 300) },
+          { role: 'user', content: `question ${i}` },
+        ],
+        maxTokens: 4,
+      },
+      { baseUrl: gw!.url, model: 'sim-model', timeoutMs: 20_000, agent },
+    );
+    expect(r.outcome, r.error ?? '').to.equal('ok');
+  };
+  const metric = async (name: string): Promise<number> => sumSamples(await router!.metrics(), name);
+  /** Waits (bounded, 3 s) until the metric equals `want`; returns its last value. */
+  const settle = async (name: string, want: number): Promise<number> => {
+    let v = await metric(name);
+    for (let t = 0; t < 60 && v !== want; t++) {
+      await sleep(50);
+      v = await metric(name);
+    }
+    return v;
+  };
+
+  before(async function () {
+    requireComponents(this, envoyGatewayBinary(), envoyBinary(), routerBuild(), simEngineBuild());
+    // Prefill ~3x slower than the model's priors (0.106 ms/token), as in ttft-access-log.test.ts.
+    fleet = await startEngines({
+      count: 1,
+      flags: { profile: 'gpu-like', 'time-scale': 1, 'decode-ms-per-seq': 5, 'step-overhead-ms': 0, 'prefill-ms-per-token': 0.3 },
+    });
+    const engines = fleet.engines.map(engineAddress);
+    const [grpcPort, adminPort, listenerPort] = [await freePort(), await freePort(), await freePort()];
+    router = await startRouter({
+      name: 'router-envoy-gateway-ttft',
+      config: routerConfigDoc(engines, {
+        strategy: 'predicted-ttft',
+        server: {
+          grpcAddress: `127.0.0.1:${grpcPort}`,
+          adminAddress: `127.0.0.1:${adminPort}`,
+          responseCompletion: 'access-log',
+          responseIdleTimeoutMs: 600_000,
+        },
+      }),
+    });
+    resources = standaloneBindings(shippedDocs(), { listenerPort, services: { vllm: engines, cacheroute: [`127.0.0.1:${grpcPort}`] } });
+    gw = await startEnvoyGateway({ resources, listenerPort, name: 'envoy-gateway-ttft', enableEnvoyPatchPolicy: true });
+    await untilRouting(gw, agent);
+  });
+
+  after(() => stopAll(agent, gw, router, fleet));
+
+  it('without the patch: every request completes from the log, none is timed, and the router says so', async () => {
+    const n = 6;
+    for (let i = 0; i < n; i++) await stream('plain', i);
+    // The warm-up (not streamed) is an untimed entry too, but not an untimed streamed answer.
+    expect(await settle('cacheroute_ttft_model_untimed_total', n), 'streamed answers with no first-token time').to.equal(n);
+    expect(await metric('cacheroute_access_log_untimed_total'), 'routed entries without the tag').to.equal(n + 1);
+    expect(await metric('cacheroute_ttft_model_observations_total'), 'nothing learned').to.equal(0);
+    expect(await settle('cacheroute_pending_responses', 0)).to.equal(0);
+    expect(await metric('cacheroute_endpoint_inflight_requests'), 'in flight').to.equal(0);
+    const warnings = router!
+      .tail(200)
+      .split('\n')
+      .filter((l) => l.includes('cacheroute.first_body_us') && l.includes('"warn"'));
+    expect(warnings, 'one warning about the missing tag').to.have.length(1);
+  });
+
+  it('with the shipped EnvoyPatchPolicy added to the running gateway: every streamed request is learned from its entry', async () => {
+    const timing = parseAllDocuments(readFileSync(join(REPO_ROOT, TIMING), 'utf8')).map((d) => d.toJS() as Obj);
+    gw!.update([...resources, ...timing]);
+    // Envoy Gateway picks up the file change and pushes the patched listener: wait for a timed entry.
+    const untimed0 = await metric('cacheroute_ttft_model_untimed_total');
+    const until = Date.now() + 60_000;
+    let probes = 0;
+    while ((await metric('cacheroute_ttft_model_observations_total')) === 0) {
+      if (Date.now() > until) throw new Error(`no timed entry 60 s after adding ${TIMING}; log ${gw!.logFile}\n${gw!.tail(40)}`);
+      await stream('switch', probes++);
+      await sleep(300);
+    }
+    const observed0 = await metric('cacheroute_ttft_model_observations_total');
+    const untimed1 = await metric('cacheroute_ttft_model_untimed_total');
+    expect(untimed1 - untimed0, 'only the probes before the switch went untimed').to.be.below(probes);
+    const n = 12;
+    for (let i = 0; i < n; i++) await stream('timed', i);
+    expect(await settle('cacheroute_ttft_model_observations_total', observed0 + n), 'every streamed request learned').to.equal(
+      observed0 + n,
+    );
+    expect(await metric('cacheroute_ttft_model_untimed_total'), 'none untimed after the switch').to.equal(untimed1);
+    // Not asserted: the fitted prefill rate. On the first run (12 timed samples after 6 untimed) it
+    // came out 0.050 ms/token against the prior 0.106 and the engine's 0.3, where the plain-Envoy
+    // test (ttft-access-log.test.ts, 24 samples) rises above 0.18; not yet explained.
   });
 });

