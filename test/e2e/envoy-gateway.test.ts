@@ -380,7 +380,8 @@ describe('e2e: Envoy Gateway standalone: first-token timing for the TTFT model',
   let gw: EnvoyGateway | undefined;
   let resources: Obj[] = [];
 
-  const stream = async (tag: string, i: number): Promise<void> => {
+  /** One streamed chat; `via` a fresh agent after the listener changed (its old connections drain). */
+  const stream = async (tag: string, i: number, opts: { via?: Agent; tolerate?: boolean } = {}): Promise<void> => {
     const r = await streamRequest(
       {
         api: 'chat',
@@ -390,9 +391,9 @@ describe('e2e: Envoy Gateway standalone: first-token timing for the TTFT model',
         ],
         maxTokens: 4,
       },
-      { baseUrl: gw!.url, model: 'sim-model', timeoutMs: 20_000, agent },
+      { baseUrl: gw!.url, model: 'sim-model', timeoutMs: 20_000, agent: opts.via ?? agent },
     );
-    expect(r.outcome, r.error ?? '').to.equal('ok');
+    if (opts.tolerate !== true) expect(r.outcome, r.error ?? '').to.equal('ok');
   };
   const metric = async (name: string): Promise<number> => sumSamples(await router!.metrics(), name);
   /** Waits (bounded, 3 s) until the metric equals `want`; returns its last value. */
@@ -452,24 +453,27 @@ describe('e2e: Envoy Gateway standalone: first-token timing for the TTFT model',
   it('with the shipped EnvoyPatchPolicy added to the running gateway: every streamed request is learned from its entry', async () => {
     const timing = parseAllDocuments(readFileSync(join(REPO_ROOT, TIMING), 'utf8')).map((d) => d.toJS() as Obj);
     gw!.update([...resources, ...timing]);
+    const fresh = new Agent({ keepAlive: false });
     // Envoy Gateway picks up the file change and pushes the patched listener: wait for a timed entry.
     const untimed0 = await metric('cacheroute_ttft_model_untimed_total');
     const until = Date.now() + 60_000;
     let probes = 0;
     while ((await metric('cacheroute_ttft_model_observations_total')) === 0) {
       if (Date.now() > until) throw new Error(`no timed entry 60 s after adding ${TIMING}; log ${gw!.logFile}\n${gw!.tail(40)}`);
-      await stream('switch', probes++);
+      // Envoy Gateway replaces the listener: a probe may meet a connection being drained.
+      await stream('switch', probes++, { via: fresh, tolerate: true });
       await sleep(300);
     }
     const observed0 = await metric('cacheroute_ttft_model_observations_total');
     const untimed1 = await metric('cacheroute_ttft_model_untimed_total');
     expect(untimed1 - untimed0, 'only the probes before the switch went untimed').to.be.below(probes);
     const n = 12;
-    for (let i = 0; i < n; i++) await stream('timed', i);
+    for (let i = 0; i < n; i++) await stream('timed', i, { via: fresh });
     expect(await settle('cacheroute_ttft_model_observations_total', observed0 + n), 'every streamed request learned').to.equal(
       observed0 + n,
     );
     expect(await metric('cacheroute_ttft_model_untimed_total'), 'none untimed after the switch').to.equal(untimed1);
+    fresh.destroy();
     // Not asserted: the fitted prefill rate. On the first run (12 timed samples after 6 untimed) it
     // came out 0.050 ms/token against the prior 0.106 and the engine's 0.3, where the plain-Envoy
     // test (ttft-access-log.test.ts, 24 samples) rises above 0.18; not yet explained.
