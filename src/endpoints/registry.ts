@@ -312,14 +312,7 @@ export class EndpointRegistry {
    */
   loadInto(endpoint: Endpoint, nowMs: number, out: MutableLoadSnapshot): LoadSnapshot {
     this.ownLoadInto(endpoint.index, out);
-    for (const s of this.sources) {
-      if (s.enrichInPlace !== undefined) {
-        s.enrichInPlace(endpoint, out, nowMs);
-        continue;
-      }
-      const r = s.enrich(endpoint, out, nowMs);
-      if (r !== out) copyLoad(r, out);
-    }
+    for (const s of this.sources) enrichOne(s, endpoint, out, nowMs);
     return out;
   }
 
@@ -339,15 +332,7 @@ export class EndpointRegistry {
         s.enrichAllInPlace(slots, nowMs);
         continue;
       }
-      for (let k = 0; k < slots.length; k++) {
-        const { endpoint, load: out } = slots[k]!;
-        if (s.enrichInPlace !== undefined) {
-          s.enrichInPlace(endpoint, out, nowMs);
-          continue;
-        }
-        const r = s.enrich(endpoint, out, nowMs);
-        if (r !== out) copyLoad(r, out);
-      }
+      for (let k = 0; k < slots.length; k++) enrichOne(s, slots[k]!.endpoint, slots[k]!.load, nowMs);
     }
   }
 
@@ -365,6 +350,16 @@ export class EndpointRegistry {
     out.metricsAgeMs = Number.POSITIVE_INFINITY;
     out.healthy = true;
   }
+}
+
+/** One source's refinement of one endpoint's snapshot, in place where the source can. */
+function enrichOne(s: LoadSource, endpoint: Endpoint, out: MutableLoadSnapshot, nowMs: number): void {
+  if (s.enrichInPlace !== undefined) {
+    s.enrichInPlace(endpoint, out, nowMs);
+    return;
+  }
+  const r = s.enrich(endpoint, out, nowMs);
+  if (r !== out) copyLoad(r, out);
 }
 
 function checkUnique(endpoints: readonly EndpointSpec[]): void {

@@ -129,7 +129,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
    *    kvUsage^`evictionPower` (fresh figures only), the chance it must be recomputed.
    * Why: the greedy least-TTFT pick moved a quarter of agentic session turns to engines that
    * were faster for that turn, cut the fleet's hit rate from 86% to 76% and saturated it
-   * (bench/results/ttft-reuse-16).
+   * (bench/results/ttft-reuse, agentic-16).
    */
   private costs(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Float64Array {
     const { prefillPenalty: w, reuseWeight: reuse, evictionWeight: ev, evictionPower: power } = this.opts;
