@@ -5,8 +5,9 @@
  * `npm ci` unless its lock file is this checkout's, and it is built with tsc. A worktree
  * that is already built is reused.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export interface Build {
@@ -15,6 +16,12 @@ export interface Build {
   readonly commit: string;
   /** Uncommitted changes under src/ or proto/ in that checkout. */
   readonly dirty: boolean;
+  /**
+   * Its config knows `server.responseCompletion` (added at a9236a3, default `access-log`):
+   * it must be told `ext-proc` to read responses from its stream. A build without the key
+   * always does (and refuses the key).
+   */
+  readonly responseCompletion: boolean;
 }
 
 function git(cwd: string, args: string[]): string {
@@ -22,7 +29,35 @@ function git(cwd: string, args: string[]): string {
 }
 
 export function describeBuild(dir: string): Build {
-  return { dir, commit: git(dir, ['rev-parse', 'HEAD']), dirty: git(dir, ['status', '--porcelain', '--', 'src', 'proto']) !== '' };
+  return {
+    dir,
+    commit: git(dir, ['rev-parse', 'HEAD']),
+    dirty: git(dir, ['status', '--porcelain', '--', 'src', 'proto']) !== '',
+    responseCompletion: knowsResponseCompletion(dir),
+  };
+}
+
+/**
+ * Asks the build's own `cacheroute validate` whether its config takes `server.responseCompletion`.
+ * A minimal config without the key must pass (else the build is broken and this throws).
+ */
+export function knowsResponseCompletion(dir: string): boolean {
+  const tmp = mkdtempSync(join(tmpdir(), 'cacheroute-bars-validate-'));
+  const valid = (server: string): boolean => {
+    const file = join(tmp, 'router.yaml');
+    writeFileSync(file, `apiVersion: cacheroute/v1\n${server}endpoints:\n  - address: 127.0.0.1:8001\n`);
+    const r = spawnSync(process.execPath, [join(dir, 'dist', 'src', 'main.js'), 'validate', '--config', file], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    return r.status === 0;
+  };
+  try {
+    if (!valid('')) throw new Error(`${dir}: cacheroute validate refuses a minimal config`);
+    return valid('server:\n  responseCompletion: ext-proc\n');
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 function build(dir: string, log: (m: string) => void): void {

@@ -135,9 +135,10 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
       for (const close of ['half-close', 'reset'] as const) {
         for (const side of order(rep)) {
           const dir = join(tmp, `${side}-${close}-${rep}`);
-          // Like with like: this build also answers response headers on the stream (the
-          // baseline's only mode), instead of closing it after the request side.
-          const sameStream = side === 'current' ? ['--response-completion', 'ext-proc'] : [];
+          // Like with like: each build answers response headers on the stream (a build that
+          // predates server.responseCompletion always does) instead of closing it after the
+          // request side, so both answer three messages and see the same endings.
+          const sameStream = builds[side].responseCompletion ? ['--response-completion', 'ext-proc'] : [];
           const child = spawnSync(
             process.execPath,
             [
@@ -203,27 +204,34 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
 /** The peers shape at one rate, the two routers in ABBA order over `reps` pairs. */
 export function realisticPreset(builds: Record<Side, Build>, qps: number, reps: number): PresetSpec {
   const contenders: ContenderSpec[] = [];
-  // The bar compares like with like: both builds stream responses through the router (the
-  // baseline's only path). This build's default path (Envoy's access log ends each request,
-  // docs/decisions/0015) runs beside them for the record.
+  // The bar compares like with like: both builds stream responses through the router, each
+  // told so when its config has server.responseCompletion (a build without it has no other
+  // path). Not telling a build that has the key leaves it on its default access-log path with
+  // no access logger in Envoy's config: it would close every stream after the request side
+  // and never see a response. The default path (Envoy's access log ends each request,
+  // docs/decisions/0015) runs beside them for the record, for each build that has it.
+  const routerMain = (side: Side): string => join(builds[side].dir, 'dist', 'src', 'main.js');
   for (let rep = 1; rep <= reps; rep++) {
-    for (const side of order(rep)) {
+    const sides = order(rep);
+    for (const side of sides) {
       contenders.push({
         kind: 'cacheroute',
         label: `${side}-${rep}`,
         strategy: 'cache-aware',
-        routerMain: join(builds[side].dir, 'dist', 'src', 'main.js'),
+        routerMain: routerMain(side),
         responsePath: 'ext-proc',
-        ...(side === 'baseline' ? { routerPredatesResponseCompletion: true } : {}),
+        ...(builds[side].responseCompletion ? {} : { routerPredatesResponseCompletion: true }),
       });
     }
-    contenders.push({
-      kind: 'cacheroute',
-      label: `current-access-log-${rep}`,
-      strategy: 'cache-aware',
-      routerMain: join(builds.current.dir, 'dist', 'src', 'main.js'),
-      responsePath: 'access-log',
-    });
+    for (const side of sides.filter((x) => builds[x].responseCompletion)) {
+      contenders.push({
+        kind: 'cacheroute',
+        label: `${side}-access-log-${rep}`,
+        strategy: 'cache-aware',
+        routerMain: routerMain(side),
+        responsePath: 'access-log',
+      });
+    }
   }
   const base = PEERS.blocks[0]!;
   return {
@@ -251,9 +259,13 @@ async function runRealistic(
     log,
     command: ['bars', 'realistic'],
   });
-  const sideOf = (label: string): string =>
-    label.startsWith('current-access-log') ? 'current-access-log' : label.startsWith('current') ? 'current' : 'baseline';
-  return results.map((r) => realisticRunOf(r, sideOf(r.contender.label)));
+  return results.map((r) => realisticRunOf(r, realisticSideOf(r.contender.label)));
+}
+
+/** The side a realistic-path label stands for: `current`, `baseline`, or either with `-access-log`. */
+export function realisticSideOf(label: string): string {
+  const side = label.startsWith('current') ? 'current' : 'baseline';
+  return label.startsWith(`${side}-access-log-`) ? `${side}-access-log` : side;
 }
 
 /** One realistic-path result as the bars report it. */
@@ -288,7 +300,7 @@ interface Summary {
       ratio: number;
     }
   > & { met: boolean };
-  realistic?: { current: number; baseline: number; ratio: number; met: boolean; accessLog?: number };
+  realistic?: { current: number; baseline: number; ratio: number; met: boolean; accessLog?: number; baselineAccessLog?: number };
 }
 
 function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summary {
@@ -331,12 +343,14 @@ function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summar
     const current = side('current');
     const baseline = side('baseline');
     const accessLog = r.some((v) => v.side === 'current-access-log') ? side('current-access-log') : undefined;
+    const baselineAccessLog = r.some((v) => v.side === 'baseline-access-log') ? side('baseline-access-log') : undefined;
     s.realistic = {
       current,
       baseline,
       ratio: current / baseline,
       met: current / baseline <= BARS.realisticCpuRatio,
       ...(accessLog !== undefined ? { accessLog } : {}),
+      ...(baselineAccessLog !== undefined ? { baselineAccessLog } : {}),
     };
   }
   return s;
@@ -372,9 +386,14 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
     lines.push(
       `| router CPU per routed request, peers shape through Envoy at ${run.config.qps} req/s, responses through the router in both (ms, mean) | ${f(s.realistic.current, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.ratio, 2)}× | ≤ ${BARS.realisticCpuRatio}× | ${verdict(s.realistic.met)} |`,
     );
-    if (s.realistic.accessLog !== undefined) {
+    const { accessLog, baselineAccessLog } = s.realistic;
+    if (accessLog !== undefined && baselineAccessLog !== undefined) {
       lines.push(
-        `| same, this build on its default path (access log; informational) | ${f(s.realistic.accessLog, 3)} | ${f(s.realistic.baseline, 3)} | ${f(s.realistic.accessLog / s.realistic.baseline, 2)}× | — | — |`,
+        `| same, each build on its default path (Envoy's access log ends each request; informational) | ${f(accessLog, 3)} | ${f(baselineAccessLog, 3)} | ${f(accessLog / baselineAccessLog, 2)}× | — | — |`,
+      );
+    } else if (accessLog !== undefined) {
+      lines.push(
+        `| same, this build on its default path (access log; informational) | ${f(accessLog, 3)} | ${f(s.realistic.baseline, 3)} | ${f(accessLog / s.realistic.baseline, 2)}× | — | — |`,
       );
     }
   }
@@ -400,7 +419,7 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
       '',
       '## ext_proc load',
       '',
-      `bench/extproc-load/run.ts: the router CLI of each build pinned to CPU 1, the load client on CPU 0, 64 concurrent streams over 2 connections, each stream request headers (FDS) + one ~1.4 KB chat body + response headers (this build with \`server.responseCompletion: ext-proc\`, so both answer the same three messages); ${run.config.extprocDurationS} s measured after 3 s warm-up.`,
+      `bench/extproc-load/run.ts: the router CLI of each build pinned to CPU 1, the load client on CPU 0, 64 concurrent streams over 2 connections, each stream request headers (FDS) + one ~1.4 KB chat body + response headers (${completionNote(run.builds)}, so both answer the same three messages); ${run.config.extprocDurationS} s measured after 3 s warm-up.`,
       '',
     );
     lines.push(
@@ -417,7 +436,7 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
       '',
       '## Realistic path',
       '',
-      `The \`peers\` workload (4 sim engines, 48 groups × 5 prompts, 1,600 + 200 tokens, 32 output tokens) through the real Envoy (override-host) at ${run.config.qps} req/s: \`current\`/\`baseline\` with response bodies FULL_DUPLEX_STREAMED through the router, \`current-access-log\` on this build's default path (responses bypass the router; Envoy's gRPC access log ends each request); router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`,
+      `The \`peers\` workload (4 sim engines, 48 groups × 5 prompts, 1,600 + 200 tokens, 32 output tokens) through the real Envoy (override-host) at ${run.config.qps} req/s: \`current\`/\`baseline\` with response bodies FULL_DUPLEX_STREAMED through the router (${completionNote(run.builds)}), \`…-access-log\` on the build's default path (responses bypass the router; Envoy's gRPC access log ends each request); router CPU from \`cacheroute_process_cpu_seconds_total\` over the measured run, per request sent.`,
       '',
     );
     lines.push(
@@ -431,6 +450,14 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
   }
   lines.push('');
   return lines.join('\n');
+}
+
+/** How each build was told to read responses from its stream. */
+function completionNote(builds: Record<Side, Build>): string {
+  const told = (['current', 'baseline'] as const).filter((x) => builds[x].responseCompletion);
+  if (told.length === 2) return 'both builds with `server.responseCompletion: ext-proc`';
+  if (told.length === 0) return 'both builds predate `server.responseCompletion` and always do';
+  return `this build with \`server.responseCompletion: ext-proc\`, the baseline predates the key and always does`;
 }
 
 interface RunJson {
