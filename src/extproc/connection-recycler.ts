@@ -18,13 +18,23 @@
  * limit be raised, or once every supported Envoy closes ext_proc streams gracefully.
  *
  * How: every stream of a connection is tracked; one that closes with an RST code, or before
- * we sent trailers, counts as a reset received from the peer. When the connection's budget
- * falls to (streams still open on it + margin), the connection gets the two-step graceful
- * GOAWAY: first "no new streams, every stream may finish" (last-stream-id 2^31-1), then,
- * once a PING round trip shows the peer saw it, the final GOAWAY and close when the open
- * streams end. Envoy opens a fresh connection for new streams meanwhile. The bucket refills
- * in whole seconds like nghttp2's, counted from our own last update, which refills no faster
- * than nghttp2 does (conservative).
+ * we sent trailers, counts as a reset received from the peer. Once the peer has reset a stream
+ * after our trailers, so does every stream that closes cleanly: nghttp2 charges every
+ * RST_STREAM it receives, also one for a stream already closed, and a peer that half-closes
+ * and then resets (Envoy without the flag: closeStream() then resetStream()) sends one after a
+ * clean close whenever its END_STREAM was read, and answered with our trailers, before its
+ * RST_STREAM arrived (20–170 of ~1,000 streams a connection on a loaded two-core machine, more
+ * than the margin: nghttp2 failed the connection before it was retired). When the
+ * connection's budget falls to (streams still open on it + margin), the connection gets the
+ * two-step graceful GOAWAY: first "no new streams, every stream may finish" (last-stream-id
+ * 2^31-1), then, once a PING round trip shows the peer saw it, the final GOAWAY and close when
+ * the open streams end. Envoy opens a fresh connection for new streams meanwhile. What Node
+ * cannot do: nghttp2 ignores new streams once any GOAWAY was sent (only its
+ * shutdown-notice call, which Node does not expose, avoids that), so the streams the peer
+ * opened in the round trip before it saw the first GOAWAY are refused (REFUSED_STREAM) at the
+ * final one; they were never processed, and our Envoy configs' refused-stream retry re-sends
+ * them. The bucket refills in whole seconds like nghttp2's, counted from our own last update,
+ * which refills no faster than nghttp2 does (conservative).
  */
 import { constants as http2Constants } from 'node:http2';
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
@@ -80,6 +90,8 @@ interface SessionBudget {
   readonly budget: ResetBudget;
   open: number;
   retiring: boolean;
+  /** The peer reset a stream after our trailers: it resets every stream, also ones that close cleanly. */
+  resetsAfterTrailers: boolean;
 }
 
 export interface ConnectionRecyclerOptions {
@@ -115,14 +127,17 @@ export class ConnectionRecycler {
     if (session === undefined) return;
     let state = this.sessions.get(session);
     if (state === undefined) {
-      state = { budget: new ResetBudget(this.options.nowMs), open: 0, retiring: false };
+      state = { budget: new ResetBudget(this.options.nowMs), open: 0, retiring: false, resetsAfterTrailers: false };
       this.sessions.set(session, state);
     }
     const s = state;
     s.open++;
     stream.once('close', () => {
       s.open--;
-      if (stream.rstCode !== http2Constants.NGHTTP2_NO_ERROR || stream.sentTrailers === undefined) this.onPeerReset(session, s);
+      const reset = stream.rstCode !== http2Constants.NGHTTP2_NO_ERROR;
+      const ended = stream.sentTrailers !== undefined;
+      if (reset && ended) s.resetsAfterTrailers = true;
+      if (reset || !ended || s.resetsAfterTrailers) this.onPeerReset(session, s);
     });
   }
 
