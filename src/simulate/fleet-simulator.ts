@@ -178,9 +178,11 @@ function runLoop(
         },
       };
       try {
-        engines[target]!.engine.submit(
+        const engine = engines[target]!.engine;
+        engine.submit(
           {
             promptTokens: prepared.tokens,
+            blockHashes: prepared.blockHashes(engine.config.blockSize),
             outputTokens: Math.max(1, r.outputTokens),
             finishReason: 'length',
             ...(externalBlocks > 0 ? { externalBlocks } : {}),
@@ -198,11 +200,12 @@ function runLoop(
     }
     // The sidecar's prefill leg; on failure, aggregated on the decode engine.
     try {
+      const keys = prepared.blockHashes(prefill.engine.config.blockSize);
       prefill.engine.submit(
-        { promptTokens: prepared.tokens, outputTokens: 1, finishReason: 'length' },
+        { promptTokens: prepared.tokens, blockHashes: keys, outputTokens: 1, finishReason: 'length' },
         {
           onToken: noop,
-          onFinish: () => decodeLeg(prefill.engine.cachedPrefixBlocks(prepared.tokens), prefill.index),
+          onFinish: () => decodeLeg(prefill.engine.kvCache.matchPrefix(keys), prefill.index),
           onError: () => decodeLeg(0, undefined),
         },
       );

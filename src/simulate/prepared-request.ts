@@ -19,7 +19,8 @@ export const ENGINE_CHARS_PER_TOKEN = 4;
 
 export class PreparedRequest {
   readonly tokens: readonly number[];
-  private readonly hashes = new Map<number, readonly number[]>();
+  /** Block keys by block size, made on first use (most runs ask for one size). */
+  private hashes: Map<number, readonly number[]> | undefined;
   private readonly extracted: ReturnType<typeof extractPrompt>;
 
   constructor(
@@ -65,6 +66,7 @@ export class PreparedRequest {
 
   /** The engine's block keys at `blockSize` (what its prefix cache is keyed by), computed once. */
   blockHashes(blockSize: number): readonly number[] {
+    this.hashes ??= new Map();
     let h = this.hashes.get(blockSize);
     if (h === undefined) {
       h = blockHashes(this.tokens, blockSize);

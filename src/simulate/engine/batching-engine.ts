@@ -116,6 +116,12 @@ export interface SequenceSpec {
   readonly cacheSalt?: string;
   /** Leading prompt blocks another engine computed that this one may load (a KV transfer). */
   readonly externalBlocks?: number;
+  /**
+   * The prompt's block keys at this engine's block size and salt (`blockHashes(promptTokens,
+   * blockSize, cacheSalt)`), when the caller has them already: the fleet simulator computes a
+   * request's keys once for every engine and policy that looks at it.
+   */
+  readonly blockHashes?: readonly number[];
 }
 
 export interface SequenceResult {
@@ -199,7 +205,7 @@ interface Seq {
   readonly id: number;
   readonly spec: SequenceSpec;
   readonly listener: SequenceListener;
-  readonly hashes: number[];
+  readonly hashes: readonly number[];
   readonly arrivalMs: number;
   state: SeqState;
   admittedMs: number;
@@ -215,12 +221,8 @@ interface Seq {
   preemptions: number;
   /** Cancels a pending KV load. */
   loadCancel: CancelFn | undefined;
-}
-
-interface PlanEntry {
-  readonly seq: Seq;
-  /** Prefill tokens in this step; 0 = decode. */
-  readonly prefill: number;
+  /** Prefill tokens in the step it is planned in; 0 = decode (a request is in at most one plan at a time). */
+  stepPrefill: number;
 }
 
 export interface BatchingEngineDeps {
@@ -301,7 +303,7 @@ export class BatchingEngine {
       id: this.nextId++,
       spec,
       listener,
-      hashes: blockHashes(spec.promptTokens, bs, spec.cacheSalt),
+      hashes: spec.blockHashes ?? blockHashes(spec.promptTokens, bs, spec.cacheSalt),
       arrivalMs: this.deps.clock.nowMs(),
       state: 'waiting',
       admittedMs: Number.NaN,
@@ -315,6 +317,7 @@ export class BatchingEngine {
       transferMs: 0,
       preemptions: 0,
       loadCancel: undefined,
+      stepPrefill: 0,
     };
     this.waiting.push(seq);
     this.kick();
@@ -475,7 +478,8 @@ export class BatchingEngine {
     const cfg = this.cfg;
     const bs = cfg.blockSize;
     let budget = cfg.maxBatchedTokens;
-    const plan: PlanEntry[] = [];
+    // The step's requests; each carries its chunk in stepPrefill (no entry object per request and step).
+    const plan: Seq[] = [];
     let prefillTokens = 0;
     let decodeSeqs = 0;
     // Token-positions of attention work: a chunk of n tokens from position p attends over p + (n+1)/2 on average.
@@ -488,7 +492,8 @@ export class BatchingEngine {
       if (s.prefillDone < s.prefillTarget) {
         if (budget <= 0) continue;
         const n = Math.min(budget, s.prefillTarget - s.prefillDone);
-        plan.push({ seq: s, prefill: n });
+        s.stepPrefill = n;
+        plan.push(s);
         budget -= n;
         prefillTokens += n;
         prefillContext += chunkContext(s.prefillDone, n);
@@ -505,7 +510,8 @@ export class BatchingEngine {
         }
         if (s.state !== 'running') continue;
       }
-      plan.push({ seq: s, prefill: 0 });
+      s.stepPrefill = 0;
+      plan.push(s);
       decodeSeqs++;
       decodeContext += s.spec.promptTokens.length + s.generated;
     }
@@ -544,7 +550,8 @@ export class BatchingEngine {
         s.cachedTokens = s.prefillDone;
       }
       const n = Math.min(budget, s.prefillTarget - s.prefillDone);
-      plan.push({ seq: s, prefill: n });
+      s.stepPrefill = n;
+      plan.push(s);
       budget -= n;
       prefillTokens += n;
       prefillContext += chunkContext(s.prefillDone, n);
@@ -565,14 +572,15 @@ export class BatchingEngine {
     this.changed();
   }
 
-  private finishStep(plan: readonly PlanEntry[]): void {
+  private finishStep(plan: readonly Seq[]): void {
     this.stepping = false;
     this.stepCancel = undefined;
     this.steps++;
     const now = this.deps.clock.nowMs();
     const bs = this.cfg.blockSize;
-    for (const { seq: s, prefill } of plan) {
+    for (const s of plan) {
       if (s.state !== 'running') continue;
+      const prefill = s.stepPrefill;
       if (prefill > 0) {
         s.prefillDone += prefill;
         const computed = Math.floor(Math.min(s.prefillDone, s.spec.promptTokens.length) / bs);
@@ -594,7 +602,11 @@ export class BatchingEngine {
       this.promptTokensTotal += s.spec.promptTokens.length;
       this.ttft.observe((now - s.arrivalMs) / 1000);
     }
-    safeCall(() => s.listener.onToken(index, s.cachedTokens));
+    try {
+      s.listener.onToken(index, s.cachedTokens);
+    } catch {
+      // as safeCall (inline: this runs once per generated token)
+    }
     if (s.state === 'running' && s.generated >= s.spec.outputTokens) this.finish(s, now);
   }
 
@@ -617,7 +629,11 @@ export class BatchingEngine {
     };
     this.e2e.observe(result.e2eMs / 1000);
     this.queueTime.observe(result.queueMs / 1000);
-    safeCall(() => s.listener.onFinish(result));
+    try {
+      s.listener.onFinish(result);
+    } catch {
+      // as safeCall
+    }
   }
 
   /** Leading prompt blocks the request may load from outside: its own, or the shared store's. */

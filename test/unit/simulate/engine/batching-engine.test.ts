@@ -10,6 +10,7 @@ import {
   type SequenceResult,
 } from '../../../../src/simulate/engine/batching-engine.js';
 import { ManualStepScheduler } from '../../../../src/simulate/engine/step-scheduler.js';
+import { blockHashes } from '../../../../src/simulate/engine/block-hash.js';
 
 const CFG: EngineModelConfig = {
   ...GPU_LIKE_ENGINE_MODEL,
@@ -150,6 +151,22 @@ describe('sim-engine BatchingEngine', () => {
     const partial = h.submit([...toks(0, 40), ...toks(9000, 20)], 1); // shares 40 tokens = 2.5 blocks
     h.sched.runAll();
     expect(partial.result!.cachedTokens).to.equal(32);
+  });
+
+  it("keys a request's blocks by the caller's precomputed keys when it gives them", () => {
+    const h = harness();
+    const keys = blockHashes(toks(0, 48), 16);
+    const got: number[] = [];
+    const listener = { onToken: () => {}, onFinish: (r: SequenceResult) => void got.push(r.cachedTokens), onError: () => {} };
+    h.engine.submit({ promptTokens: toks(0, 48), blockHashes: keys, outputTokens: 1, finishReason: 'length' }, listener);
+    h.sched.runAll();
+    // Other tokens under the same keys hit (the cache matches keys, and these are the caller's) ...
+    h.engine.submit({ promptTokens: toks(500, 48), blockHashes: keys, outputTokens: 1, finishReason: 'length' }, listener);
+    h.sched.runAll();
+    // ... and without keys the engine hashes the tokens itself: a miss.
+    h.engine.submit({ promptTokens: toks(500, 48), outputTokens: 1, finishReason: 'length' }, listener);
+    h.sched.runAll();
+    expect(got).to.deep.equal([0, 32, 0]);
   });
 
   it('gives no hit to identical requests prefilled in the same step (blocks are not computed yet)', () => {
