@@ -220,6 +220,8 @@ function runLoop(
     const start = time.nowMs();
     let t0 = Number.POSITIVE_INFINITY;
     for (const r of phase) if (r.dependsOn === undefined) t0 = Math.min(t0, r.atMs);
+    const timed: SimRequest[] = [];
+    const times: number[] = [];
     for (const r of phase) {
       if (r.dependsOn !== undefined) {
         const list = dependents.get(r.dependsOn.afterId);
@@ -228,8 +230,10 @@ function runLoop(
         continue;
       }
       lastArrival = Math.max(lastArrival, start + r.atMs - t0);
-      time.at(start + r.atMs - t0, () => arrive(r));
+      timed.push(r);
+      times.push(start + r.atMs - t0);
     }
+    time.atEach(times, (i) => arrive(timed[i]!));
   };
   const warm = requests.filter((r) => r.warmup === true);
   const main = requests.filter((r) => r.warmup !== true);

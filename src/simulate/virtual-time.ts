@@ -10,6 +10,11 @@
  * the same instant run in the order they were scheduled, which keeps runs deterministic.
  * A cancelled callback stays in the heap and is skipped when it comes up (cheaper than
  * removing it).
+ *
+ * Why `atEach`: a workload's arrivals (100,000 in the speed study) are known up front; as
+ * 100,000 heap entries they make every other insert and removal sift through ~17 levels.
+ * atEach takes their sequence numbers at once, as that many at() calls would, but keeps
+ * only the next one in the heap, so the order of every callback is the same.
  */
 import type { Clock } from '../util/clock.js';
 import type { CancelFn, StepScheduler } from './engine/step-scheduler.js';
@@ -26,6 +31,8 @@ export class VirtualTime implements Clock, StepScheduler {
   private seq = 0;
   private ran = 0;
   private stopped = false;
+  /** atEach callbacks not in the heap yet. */
+  private streamed = 0;
 
   nowMs(): number {
     return this.nowValue;
@@ -42,7 +49,7 @@ export class VirtualTime implements Clock, StepScheduler {
 
   /** Callbacks waiting (cancelled ones included until they come up). */
   get pending(): number {
-    return this.heap.length;
+    return this.heap.length + this.streamed;
   }
 
   /** Runs `fn` `delayMs` from now (StepScheduler; 0 = after what is already due now). */
@@ -53,6 +60,19 @@ export class VirtualTime implements Clock, StepScheduler {
   /** Runs `fn` at virtual time `ms` (a time in the past means now). */
   at(ms: number, fn: () => void): CancelFn {
     const t: Timer = { dueMs: Math.max(ms, this.nowValue), seq: this.seq++, fn };
+    this.insert(t);
+    return () => {
+      t.fn = undefined;
+    };
+  }
+
+  /** Moves an atEach callback into the heap. */
+  private push(t: Timer): void {
+    this.streamed--;
+    this.insert(t);
+  }
+
+  private insert(t: Timer): void {
     const h = this.heap;
     h.push(t);
     let i = h.length - 1;
@@ -63,9 +83,31 @@ export class VirtualTime implements Clock, StepScheduler {
       i = p;
     }
     h[i] = t;
-    return () => {
-      t.fn = undefined;
+  }
+
+  /**
+   * Runs `fn(i)` at virtual time `times[i]` for every i: the same callbacks in the same order
+   * as `times.forEach((ms, i) => at(ms, () => fn(i)))`, holding one heap entry at a time.
+   */
+  atEach(times: readonly number[], fn: (i: number) => void): void {
+    const n = times.length;
+    if (n === 0) return;
+    const now = this.nowValue;
+    const due = times.map((ms) => Math.max(ms, now));
+    const order = Array.from({ length: n }, (_, i) => i);
+    let sorted = true;
+    for (let i = 1; i < n && sorted; i++) sorted = due[i - 1]! <= due[i]!;
+    if (!sorted) order.sort((a, b) => due[a]! - due[b]! || a - b);
+    const seq0 = this.seq;
+    this.seq += n;
+    this.streamed += n;
+    let k = 0;
+    const next = (): void => {
+      const i = order[k++]!;
+      if (k < n) this.push({ dueMs: due[order[k]!]!, seq: seq0 + order[k]!, fn: next });
+      fn(i);
     };
+    this.push({ dueMs: due[order[0]!]!, seq: seq0 + order[0]!, fn: next });
   }
 
   /** Makes run() return after the current callback (the simulation is over). */

@@ -48,4 +48,35 @@ describe('VirtualTime', () => {
       }),
     );
   });
+
+  it('runs atEach callbacks exactly where as many at() calls would, interleaved with other callbacks (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 60 }),
+        fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 60 }),
+        fc.integer({ min: 0, max: 20 }),
+        (each, other, start) => {
+          const trace = (useEach: boolean): { seen: string[]; pending: number[] } => {
+            const t = new VirtualTime();
+            const seen: string[] = [];
+            const pending: number[] = [];
+            t.at(start, () => {
+              for (const [j, d] of other.entries()) t.at(d, () => seen.push(`o${j}@${t.nowMs()}`));
+              if (useEach) t.atEach(each, (i) => seen.push(`e${i}@${t.nowMs()}`));
+              else for (const [i, d] of each.entries()) t.at(d, () => seen.push(`e${i}@${t.nowMs()}`));
+              // Scheduled after the block: at a tie it must still run after the block's callbacks.
+              t.at(start + 5, () => seen.push(`late@${t.nowMs()}`));
+              pending.push(t.pending);
+            });
+            t.run();
+            return { seen, pending };
+          };
+          const want = trace(false);
+          const got = trace(true);
+          expect(got.seen).to.deep.equal(want.seen);
+          expect(got.pending).to.deep.equal(want.pending);
+        },
+      ),
+    );
+  });
 });
