@@ -253,7 +253,9 @@ export class KvBlockCache {
 /**
  * Block key → block: linear probing over a power-of-two table with keys unboxed in a
  * Float64Array, deletion by backward shift (no tombstones, so probe runs stay short under
- * the cache's constant insert/delete churn). Load is kept at or below one half.
+ * the cache's constant insert/delete churn). Sized for twice the pool; it grows only past
+ * three quarters full (a pool briefly indexes one request more than its capacity before it
+ * evicts, which must not double the table).
  */
 class BlockTable {
   private keys = new Float64Array(16);
@@ -283,9 +285,9 @@ class BlockTable {
     }
   }
 
-  /** Inserts `key` (not present). */
+  /** Inserts or replaces `key`. */
   set(key: number, b: CacheBlock): void {
-    if (2 * (this.size + 1) > this.vals.length) this.rehash(2 * this.vals.length);
+    if (4 * (this.size + 1) > 3 * this.vals.length) this.rehash(2 * this.vals.length);
     const mask = this.mask;
     let i = this.slot(key);
     while (this.vals[i] !== undefined) {
