@@ -77,7 +77,10 @@ function runTool(name: string, args: readonly string[]): Promise<number> | numbe
   if (tool === undefined) return 2;
   setUp(tool.needs, REPO_ROOT);
   if (name === 'bars') return import('./bars/run-bars.js').then((m) => m.runBars([...args]));
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'bench', tool.script), ...args], { cwd: REPO_ROOT, stdio: 'inherit' });
+  const child = spawn(process.execPath, [...(tool.nodeFlags ?? []), join(REPO_ROOT, 'dist', 'bench', tool.script), ...args], {
+    cwd: REPO_ROOT,
+    stdio: 'inherit',
+  });
   const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);

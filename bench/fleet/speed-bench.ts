@@ -2,7 +2,9 @@
  * Simulator speed and memory: simulated requests per wall-clock minute at a fleet size, the
  * real router (cacheroute's default graph) deciding every request, on one core.
  *
- *   node dist/bench/fleet/speed-bench.js [--engines 256] [--requests 100000] [--strategy cache-aware]
+ *   node --max-semi-space-size=64 dist/bench/fleet/speed-bench.js [--engines 256] [--requests 100000] [--strategy cache-aware]
+ *
+ * (the young-generation flag `npm run bench -- fleet` runs with: FLEET_NODE_FLAGS in bench/tools.ts)
  */
 import { parseArgs } from 'node:util';
 import { GPU_LIKE_ENGINE_MODEL } from '../../src/simulate/engine/batching-engine.js';

@@ -8,7 +8,8 @@ import { REAL_VLLM_SIM } from '../../../bench/presets/real-vllm-sim.js';
 import { REPLICAS } from '../../../bench/presets/replicas.js';
 import { SEED_TABLE } from '../../../bench/presets/seed-table.js';
 import { TINY } from '../../../bench/presets/tiny.js';
-import { findTool, TOOLS } from '../../../bench/tools.js';
+import { spawnSync } from 'node:child_process';
+import { FLEET_NODE_FLAGS, findTool, TOOLS } from '../../../bench/tools.js';
 
 describe('bench/components: what a preset or tool sets up before it runs', () => {
   it('derives the heavy components from the blocks: real engines, the tiny tokenizer, NATS replicas, peer routers', () => {
@@ -29,5 +30,12 @@ describe('bench/components: what a preset or tool sets up before it runs', () =>
     expect(findTool('bars')?.script).to.equal('bars/run-bars.js');
     expect(findTool('engine-costs')?.needs).to.deep.equal(['vllm']);
     expect(findTool('--preset')).to.equal(undefined);
+  });
+
+  it('runs the fleet simulator with its young-generation flag, one this Node accepts', () => {
+    expect(findTool('fleet')?.nodeFlags).to.deep.equal(FLEET_NODE_FLAGS);
+    const r = spawnSync(process.execPath, [...FLEET_NODE_FLAGS, '-e', '0'], { encoding: 'utf8' });
+    expect(r.stderr).to.equal('');
+    expect(r.status).to.equal(0);
   });
 });
