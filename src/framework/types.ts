@@ -59,10 +59,25 @@ export interface Scorer extends Plugin {
 }
 
 export interface PickResult {
-  /** Candidate positions, best first; the first is the chosen endpoint. */
+  /**
+   * Candidate positions, best first; the first is the chosen endpoint. With `fullOrder` this
+   * may be only the head of the order: its first ORDER_HEAD positions (or all of them when
+   * there are fewer candidates), exactly as the full order starts.
+   */
   readonly order: readonly number[];
+  /**
+   * The whole order, built on demand, when `order` is only its head. Why: a decision reads
+   * the chosen endpoint and at most 16 fallbacks; only the per-candidate score report (read
+   * by tracing and /debug) reads further, and sorting a 1,024-endpoint fleet for it was most
+   * of a pick. Called at most once, after the cycle; it must not depend on state the cycle
+   * changes afterwards (it sees the same totals and tie keys the head was built from).
+   */
+  readonly fullOrder?: () => readonly number[];
   readonly reason: DecisionReason;
 }
+
+/** The chosen endpoint plus the most fallbacks a config allows (`fallbacks` ≤ 16): how much of an order a picker must return. */
+export const ORDER_HEAD = 17;
 
 export interface Picker extends Plugin {
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult;

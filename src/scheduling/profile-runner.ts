@@ -24,8 +24,13 @@ export interface PluginTiming {
 export interface ProfileRun {
   /** Candidates that survived the filters; `order`, `totals` and `scores` index into this. */
   readonly candidates: readonly Candidate[];
-  /** Distinct candidate positions, best first (never empty). */
+  /**
+   * Distinct candidate positions, best first (never empty): the whole order, or with
+   * `fullOrder` its head (ORDER_HEAD positions, see PickResult).
+   */
   readonly order: readonly number[];
+  /** The whole order on demand (distinct valid positions), when `order` is only its head. */
+  readonly fullOrder?: () => readonly number[];
   readonly reason: DecisionReason;
   /** Weighted sum per candidate. */
   readonly totals: readonly number[];
@@ -120,17 +125,25 @@ export function runProfileTimed(
       t = end;
     }
   }
+  const order = distinctPositions(picked.order, n);
+  if (order.length === 0) {
+    throw new RouterError('INTERNAL', `picker "${pickedBy}" chose no candidate out of ${n}`);
+  }
+  const full = picked.fullOrder;
+  const run: ProfileRun = { candidates, order, reason: picked.reason, totals, scores, timings, endMicros: t };
+  return full !== undefined ? { ...run, fullOrder: () => distinctPositions(full(), n) } : run;
+}
+
+/** The valid positions (integers in [0, n)) of `picked`, each once, in order. */
+function distinctPositions(picked: readonly number[], n: number): number[] {
   if (seen.length < n) seen = new Uint8Array(Math.max(n, seen.length * 2));
   const order: number[] = [];
-  for (const pos of picked.order) {
+  for (const pos of picked) {
     if (Number.isInteger(pos) && pos >= 0 && pos < n && seen[pos] === 0) {
       seen[pos] = 1;
       order.push(pos);
     }
   }
   for (const pos of order) seen[pos] = 0;
-  if (order.length === 0) {
-    throw new RouterError('INTERNAL', `picker "${pickedBy}" chose no candidate out of ${n}`);
-  }
-  return { candidates, order, reason: picked.reason, totals, scores, timings, endMicros: t };
+  return order;
 }

@@ -256,7 +256,10 @@ export class Scheduler implements RoutingService {
       throw error;
     }
 
-    const { candidates, order } = run;
+    const { candidates } = run;
+    // A head of the order covers the chosen endpoint and every fallback unless a picker
+    // returned fewer positions than it should (then the whole order is built).
+    const order = run.fullOrder === undefined || run.order.length > this.fallbacks ? run.order : run.fullOrder();
     const chosenCandidate = candidates[order[0]!]!;
     const chosen = chosenCandidate.endpoint;
     const fallbacks: Endpoint[] = [];
@@ -298,7 +301,14 @@ export class Scheduler implements RoutingService {
         decisionMicros,
         ...(disagg !== undefined ? { disagg } : {}),
       },
-      { candidates, order, scores: run.scores, totals: run.totals, scorerNames: this.scorerNames.get(profile)! },
+      {
+        candidates,
+        order,
+        ...(run.fullOrder !== undefined ? { fullOrder: run.fullOrder } : {}),
+        scores: run.scores,
+        totals: run.totals,
+        scorerNames: this.scorerNames.get(profile)!,
+      },
       state.notes.length > 0 ? [...state.notes] : undefined,
     );
 

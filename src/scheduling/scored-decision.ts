@@ -23,6 +23,8 @@ export interface ScoreSource {
   /** Only `endpoint` of each candidate is read (candidates' loads may be reused later). */
   readonly candidates: readonly Candidate[];
   readonly order: readonly number[];
+  /** The whole order when `order` is only its head (ProfileRun.fullOrder). */
+  readonly fullOrder?: () => readonly number[];
   readonly scores: readonly (readonly number[])[];
   readonly totals: readonly number[];
   readonly scorerNames: readonly string[];
@@ -92,7 +94,7 @@ export class ScoredDecision implements RouteDecision {
 
 function scoreReport(s: ScoreSource): CandidateScore[] {
   const names = s.scorerNames;
-  return s.order.map((pos) => {
+  return (s.fullOrder !== undefined ? s.fullOrder() : s.order).map((pos) => {
     const rec: Record<string, number> = {};
     for (let k = 0; k < names.length; k++) rec[names[k]!] = s.scores[k]![pos]!;
     return { endpointId: s.candidates[pos]!.endpoint.id, scores: rec, total: s.totals[pos]! };

@@ -11,7 +11,7 @@
  */
 import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
 import { definePlugin } from '../../framework/plugin-api.js';
-import type { Candidate, CycleState, Picker, PickResult } from '../../framework/types.js';
+import { ORDER_HEAD, type Candidate, type CycleState, type Picker, type PickResult } from '../../framework/types.js';
 import { oneOf, section } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 
@@ -24,8 +24,8 @@ export class MaxScorePicker implements Picker {
   ) {}
 
   pick(state: CycleState, candidates: readonly Candidate[], totals: ArrayLike<number>): PickResult {
-    const order = orderByDescending(state, totals);
-    return { order, reason: decisionReason(state, candidates, order[0]!, this.defaultReason) };
+    const r = rankByDescending(state, totals);
+    return { ...r, reason: decisionReason(state, candidates, r.order[0]!, this.defaultReason) };
   }
 }
 
@@ -43,22 +43,57 @@ export function decisionReason(
   return state.reasonHint === 'spill' ? 'spill' : (affinityReason(state, candidates, chosen) ?? state.reasonHint ?? fallback);
 }
 
-/** Above this many candidates the order is sorted (n log n) instead of built by insertion (n²). */
+/** Up to this many candidates the order is built by insertion (n²) instead of sorted or selected. */
 const INSERTION_MAX = 16;
 
+/** A ranking's head (its first ORDER_HEAD positions) and, when that is not all, the rest on demand. */
+export interface Ranking {
+  readonly order: number[];
+  readonly fullOrder?: () => readonly number[];
+}
+
 /**
- * Candidate indices by value, highest first; exact ties in seeded random order. One tie key
- * is drawn per candidate in index order whatever n is, so both ways give the same order.
- * Why two ways: insertion avoids the comparator calls of Array.prototype.sort for the few
- * endpoints of a small pool, but costs n²/4 moves on a fleet (≈16k at 256 endpoints,
- * 260k at 1,024, most of a decision).
+ * Candidate indices by value, highest first; exact ties in seeded random order (the whole
+ * order at once; `rankByDescending` is what pickers call).
  */
 export function orderByDescending(state: CycleState, totals: ArrayLike<number>): number[] {
+  const r = rankByDescending(state, totals);
+  return r.fullOrder !== undefined ? [...r.fullOrder()] : r.order;
+}
+
+/**
+ * Candidate indices by value, highest first; exact ties in seeded random order: the key is
+ * (total desc, tie key asc, index asc), a strict total order, with one tie key drawn per
+ * candidate in index order whatever n is (so every way of ranking gives the same order and
+ * leaves the Rng in the same state).
+ *
+ * Why three ways: up to INSERTION_MAX candidates the whole order is built by insertion (no
+ * comparator calls, nothing to defer; n²/4 moves would be most of a fleet's decision). Above that a decision needs only the head (the
+ * chosen endpoint and its fallbacks): it is selected in one pass (each candidate is compared
+ * with the head's last entry and inserted only when it ranks before it, O(n) plus a few
+ * insertions), and the whole order — which only the score report reads — is sorted on
+ * demand from the same keys. Sorting every candidate on every decision was most of the pick
+ * at 1,024 endpoints. NaN totals have no place in that order: with one the whole order is
+ * sorted at once, as before.
+ */
+export function rankByDescending(state: CycleState, totals: ArrayLike<number>): Ranking {
   const n = totals.length;
-  if (n > INSERTION_MAX) return mergeOrder(state, totals);
+  if (n <= INSERTION_MAX) return { order: insertionOrder(state, totals) };
+  const keys = new Array<number>(n);
+  let nan = false;
+  for (let i = 0; i < n; i++) {
+    keys[i] = state.rng.next();
+    if (Number.isNaN(totals[i]!)) nan = true;
+  }
+  if (nan || n <= ORDER_HEAD) return { order: mergeOrder(keys, totals) };
+  return { order: selectHead(keys, totals, ORDER_HEAD), fullOrder: () => mergeOrder(keys, totals) };
+}
+
+/** Insertion sort by (total desc, random key asc, index asc) of a small pool. */
+function insertionOrder(state: CycleState, totals: ArrayLike<number>): number[] {
+  const n = totals.length;
   const order = new Array<number>(n);
   const tie = new Array<number>(n);
-  // Insertion sort by (total desc, random key asc, index asc).
   for (let i = 0; i < n; i++) {
     const t = totals[i]!;
     const k = state.rng.next();
@@ -77,34 +112,66 @@ export function orderByDescending(state: CycleState, totals: ArrayLike<number>):
   return order;
 }
 
+/**
+ * The first `size` positions of the order (total desc, key asc, index asc), best first:
+ * a bounded insertion list. Candidates come in index order, so on equal total and key the
+ * earlier one already ranks first (`<=` keeps it ahead).
+ */
+function selectHead(keys: readonly number[], totals: ArrayLike<number>, size: number): number[] {
+  const head: number[] = [];
+  const n = totals.length;
+  for (let i = 0; i < n; i++) {
+    const t = totals[i]!;
+    const k = keys[i]!;
+    let j = head.length;
+    if (j === size) {
+      const last = head[j - 1]!;
+      const lt = totals[last]!;
+      if (lt > t || (lt === t && keys[last]! <= k)) continue;
+      j--;
+    } else {
+      head.push(i);
+    }
+    while (j > 0) {
+      const prev = head[j - 1]!;
+      const pt = totals[prev]!;
+      if (pt > t || (pt === t && keys[prev]! <= k)) break;
+      head[j] = prev;
+      j--;
+    }
+    head[j] = i;
+  }
+  return head;
+}
+
 /** Length of the insertion-sorted runs mergeOrder starts merging from. */
 const MERGE_RUN = 16;
 
-/** Reused sort buffers (grown on demand): a decision allocates only the order it returns. */
-let keyBuf = new Float64Array(0);
+/** Reused sort buffers (grown on demand): a full order allocates only the order it returns. */
 let totalBuf = new Float64Array(0);
+let keyBuf = new Float64Array(0);
 let idxA = new Int32Array(0);
 let idxB = new Int32Array(0);
 
 /**
- * The large-n order: a bottom-up merge sort over index buffers with the comparison inlined
+ * The whole order: a bottom-up merge sort over index buffers with the comparison inlined
  * (Array.prototype.sort with a comparator closure was most of a 256-endpoint decision's
- * pick), from insertion-sorted runs. The key (total desc, tie key asc, index asc) is a strict total order, so the result
- * is the one any correct sort gives.
+ * pick), from insertion-sorted runs. The key (total desc, tie key asc, index asc) is a
+ * strict total order, so the result is the one any correct sort gives.
  */
-function mergeOrder(state: CycleState, totals: ArrayLike<number>): number[] {
+function mergeOrder(tieKeys: readonly number[], totals: ArrayLike<number>): number[] {
   const n = totals.length;
-  if (keyBuf.length < n) {
-    const cap = Math.max(n, keyBuf.length * 2);
-    keyBuf = new Float64Array(cap);
+  if (totalBuf.length < n) {
+    const cap = Math.max(n, totalBuf.length * 2);
     totalBuf = new Float64Array(cap);
+    keyBuf = new Float64Array(cap);
     idxA = new Int32Array(cap);
     idxB = new Int32Array(cap);
   }
   const keys = keyBuf;
   const t = totalBuf;
   for (let i = 0; i < n; i++) {
-    keys[i] = state.rng.next();
+    keys[i] = tieKeys[i]!;
     t[i] = totals[i]!;
     idxA[i] = i;
   }

@@ -39,7 +39,7 @@ import { configError, bool, num, oneOf, section, str } from '../../util/schema.j
 import { AFFINITY_EVIDENCE, bestMatched, cycleSessionKey } from '../shared/cycle-keys.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
-import { decisionReason, orderByDescending } from '../picker/max-score-picker.js';
+import { decisionReason, rankByDescending } from '../picker/max-score-picker.js';
 
 export const COLD_REQUEST_PLACEMENT = 'cold-request-placement';
 
@@ -82,9 +82,10 @@ export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
       const recent = this.o.spread ? this.coldPicks.valueAt(candidates[i]!.endpoint.id, state.nowMs) : 0;
       q[i] = -prefillQueue(candidates[i]!.load, this.o.staleAfterMs) * 1024 - recent / (1 + recent);
     }
-    const order = orderByDescending(state, q);
-    if (this.o.spread) this.coldPicks.add(candidates[order[0]!]!.endpoint.id, state.nowMs);
-    return { order, reason: decisionReason(state, candidates, order[0]!, this.o.reason) };
+    const ranked = rankByDescending(state, q);
+    const first = ranked.order[0]!;
+    if (this.o.spread) this.coldPicks.add(candidates[first]!.endpoint.id, state.nowMs);
+    return { ...ranked, reason: decisionReason(state, candidates, first, this.o.reason) };
   }
 
   debugState(): unknown {

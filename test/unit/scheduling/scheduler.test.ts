@@ -49,6 +49,19 @@ describe('Scheduler', () => {
     for (let e = 0; e < 5; e++) expect(s.registry.inflight.promptTokens(e)).to.equal(0);
   });
 
+  it('on a fleet reports every candidate, best first, though the pick ordered only the head', () => {
+    const clock = new ManualClock(0);
+    const s = createScheduler(config(40, { strategy: 'cache-aware', fallbacks: 16 }), { clock, rng: seededRng(4) });
+    const open = Array.from({ length: 30 }, (_, k) => s.route(request({ prefix: text(k % 5, 640), promptTokens: 100 + k })));
+    const d = s.route(request({ prefix: text(2, 640) })).decision;
+    expect(d.fallbacks).to.have.length(16);
+    expect(d.candidates).to.have.length(40);
+    expect(new Set(d.candidates.map((c) => c.endpointId)).size).to.equal(40);
+    expect(d.candidates.map((c) => c.endpointId).slice(0, 17)).to.deep.equal([d.endpoint.id, ...d.fallbacks.map((f) => f.id)]);
+    for (let k = 1; k < d.candidates.length; k++) expect(d.candidates[k - 1]!.total).to.be.at.least(d.candidates[k]!.total);
+    for (const t of open) t.finish({ aborted: false });
+  });
+
   it('fills the decision: fallbacks (distinct, not the chosen), candidates, blocks, strategy', () => {
     const { s } = make(4);
     const prefix = text(2, 640);

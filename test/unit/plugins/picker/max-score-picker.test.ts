@@ -1,9 +1,23 @@
 import { expect } from 'chai';
-import { MaxScorePicker, orderByDescending } from '../../../../src/plugins/picker/max-score-picker.js';
+import { MaxScorePicker, orderByDescending, rankByDescending } from '../../../../src/plugins/picker/max-score-picker.js';
+import { ORDER_HEAD } from '../../../../src/framework/types.js';
 import { setScratch } from '../../../../src/framework/cycle-scratch.js';
 import { AFFINITY_EVIDENCE } from '../../../../src/plugins/shared/cycle-keys.js';
 import { seededRng } from '../../../../src/util/rng.js';
 import { candidates, cycle } from '../../builders.js';
+
+/**
+ * `n` totals with few distinct values (so exact ties are common) and the order the rule gives
+ * them (total desc, then the tie key the cycle's Rng seeded `keySeed` draws per candidate).
+ */
+function tiedTotals(n: number, seed: number, levels: number, keySeed: number) {
+  const gen = seededRng(seed);
+  const totals = Array.from({ length: n }, () => gen.int(levels) / (levels - 1));
+  const keysRng = seededRng(keySeed);
+  const keys = totals.map(() => keysRng.next());
+  const expected = totals.map((_, i) => i).sort((a, b) => totals[b]! - totals[a]! || keys[a]! - keys[b]!);
+  return { totals, expected, keysRng };
+}
 
 describe('MaxScorePicker', () => {
   const p = new MaxScorePicker('max', 'load');
@@ -30,15 +44,33 @@ describe('MaxScorePicker', () => {
   it('orders a fleet-sized pool (sorted, not inserted) exactly as the rule says: total desc, then the seeded tie key', () => {
     for (const n of [17, 64, 300, 1024]) {
       for (let trial = 0; trial < 20; trial++) {
-        const gen = seededRng(1000 * n + trial);
-        // Few distinct values, so exact ties are common.
-        const totals = Array.from({ length: n }, () => gen.int(5) / 4);
-        const keysRng = seededRng(trial);
-        const keys = totals.map(() => keysRng.next());
-        const expected = totals.map((_, i) => i).sort((a, b) => totals[b]! - totals[a]! || keys[a]! - keys[b]!);
+        const { totals, expected } = tiedTotals(n, 1000 * n + trial, 5, trial);
         expect(orderByDescending(cycle({}, seededRng(trial)), totals)).to.deep.equal(expected);
       }
     }
+  });
+
+  it('on a fleet returns the head of that order, the whole order on demand, and draws one tie key per candidate either way', () => {
+    for (const n of [16, 17, 18, 64, 1024]) {
+      for (let trial = 0; trial < 10; trial++) {
+        const { totals, expected, keysRng } = tiedTotals(n, 77 * n + trial, 4, trial);
+        const rng = seededRng(trial);
+        const r = rankByDescending(cycle({}, rng), totals);
+        // The Rng is left where n draws leave it.
+        expect(rng.next()).to.equal(keysRng.next());
+        expect(r.order).to.deep.equal(expected.slice(0, ORDER_HEAD));
+        if (n > ORDER_HEAD) expect(r.fullOrder?.()).to.deep.equal(expected);
+        else expect(r.fullOrder).to.equal(undefined);
+      }
+    }
+  });
+
+  it('sorts the whole order at once when a total is NaN (it has no place in the head)', () => {
+    const totals = Array.from({ length: 40 }, (_, i) => (i === 5 ? Number.NaN : i % 3));
+    const r = rankByDescending(cycle({}, seededRng(2)), totals);
+    expect(r.fullOrder).to.equal(undefined);
+    expect(r.order).to.have.length(40);
+    expect(r.order).to.deep.equal(orderByDescending(cycle({}, seededRng(2)), totals));
   });
 
   it('is reproducible from the seed', () => {
