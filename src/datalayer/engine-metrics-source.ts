@@ -90,17 +90,9 @@ export class EngineMetricsSource implements RoutedHook, CompletedHook, Endpoints
     apply(this.staleness.mergeInto(endpoint.id, snap.inflightRequests, this.scratch, nowMs), snap);
   }
 
-  /** enrichInPlace over every slot, with the staleness state kept per endpoint index (no lookup by id). */
+  /** enrichInPlace over every slot in one staleness loop, its state kept per endpoint index (no lookup by id). */
   enrichAllInPlace(slots: readonly LoadSlot[], nowMs: number): void {
-    const marks = this.marks;
-    const staleness = this.staleness;
-    const scratch = this.scratch;
-    for (let k = 0; k < slots.length; k++) {
-      const { endpoint, load } = slots[k]!;
-      let m = marks[endpoint.index];
-      if (m === undefined || !m.live || m.id !== endpoint.id) m = marks[endpoint.index] = staleness.marksOf(endpoint.id);
-      apply(staleness.mergeMarksInto(m, load.inflightRequests, scratch, nowMs), load);
-    }
+    this.staleness.mergeAllInto(slots, this.marks, nowMs);
   }
 }
 

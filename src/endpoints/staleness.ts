@@ -35,8 +35,10 @@
  *     (Completions move an engine's counters and gauges; identical numbers mean a stuck
  *     exporter, e.g. the sim engine's /admin/freeze-metrics.)
  */
+import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
 import type { EngineSample, EngineSignalStore, SampleEntry } from './engine-metrics-store.js';
+import { newLoadScratch, type MutableLoadSnapshot } from './load.js';
 
 export type FallbackReason = 'missing' | 'age' | 'frozen';
 export const FALLBACK_REASONS: readonly FallbackReason[] = ['missing', 'age', 'frozen'];
@@ -115,10 +117,20 @@ interface Marks extends StalenessMarks {
   /** Cumulative uncached prompt tokens routed here, and its value at the last scrape. */
   kvTokens: number;
   kvTokensAtScrape: number;
+  /** 2^((scrapedAt − ref)/H) for the sample scraped at `scrapeFactorAt`, reference `scrapeFactorRef`. */
+  scrapeFactor: number;
+  scrapeFactorAt: number;
+  scrapeFactorRef: number;
+  /** 2^((baseMs − ref)/H) for `baseFactorAt` = baseMs, reference `baseFactorRef`. */
+  baseFactor: number;
+  baseFactorAt: number;
+  baseFactorRef: number;
 }
 
 /** Rebase the since-sum before its exponents grow past this many half-lives. */
 const MAX_EXPONENT = 60;
+/** Move the decay factors' reference time before it is this many half-lives from now. */
+const REF_SPAN = 60;
 const MAX_SINCE = 10_000;
 
 export class StalenessTracker {
@@ -129,6 +141,10 @@ export class StalenessTracker {
   private readonly halfLife: number;
   /** EWMA of "this completion carried usage", starting at 0 (assume unobserved). */
   private observed = 0;
+  /** The reference time of the kept decay factors (see mergeOne); NaN until the first merge. */
+  private refMs = Number.NaN;
+  /** mergeMarksInto's snapshot (the rules write into a snapshot). */
+  private readonly single: MutableLoadSnapshot = newLoadScratch();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -215,53 +231,143 @@ export class StalenessTracker {
 
   /** `mergeInto` for the endpoint of `marks` (from `marksOf`, still live): no lookup by id. */
   mergeMarksInto(marks: StalenessMarks, ownInflight: number, out: MutableMergedLoad, nowMs: number): MutableMergedLoad {
-    const m = marks as Marks;
+    const load = this.single;
+    load.inflightRequests = ownInflight;
+    load.waiting = undefined;
+    load.running = undefined;
+    load.kvUsage = undefined;
+    load.metricsAgeMs = Number.POSITIVE_INFINITY;
+    out.fallback = this.mergeOne(marks as Marks, load, nowMs, this.nowFactor(nowMs));
+    out.waiting = load.waiting;
+    out.running = load.running;
+    out.kvUsage = load.kvUsage;
+    out.metricsAgeMs = load.metricsAgeMs;
+    return out;
+  }
+
+  /**
+   * `mergeMarksInto` for every slot, written straight into its snapshot (as
+   * EngineMetricsSource applies a merge: a fallback sets only the age), with the endpoint's
+   * state handle kept in `handles` by endpoint index (re-read when missing, no longer live or
+   * another endpoint's). Why one loop: a decision merges every endpoint of the fleet, and per
+   * endpoint a lookup, a scratch object and a second copy were a third of the merge.
+   */
+  mergeAllInto(
+    slots: readonly { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[],
+    handles: (StalenessMarks | undefined)[],
+    nowMs: number,
+  ): void {
+    const toNow = this.nowFactor(nowMs);
+    for (let k = 0; k < slots.length; k++) {
+      const { endpoint, load } = slots[k]!;
+      let m = handles[endpoint.index] as Marks | undefined;
+      if (m === undefined || !m.live || m.id !== endpoint.id) m = handles[endpoint.index] = this.mark(endpoint.id);
+      this.mergeOne(m, load, nowMs, toNow);
+    }
+  }
+
+  /**
+   * The staleness rules for one endpoint, written into `load` (its `inflightRequests` is the
+   * router's own count): on a fallback only `metricsAgeMs` is set and the reason returned.
+   *
+   * Decay 2^(−age/H) as 2^((scrapedAt − ref)/H) × 2^((ref − now)/H): the first factor is
+   * computed once per scrape (kept in the marks), the second once per decision (`toNow`), so
+   * a merge over the fleet multiplies instead of calling Math.pow twice per endpoint (the
+   * largest cost of a 1,024-endpoint decision). The since-sum's 2^((base − now)/H) the same
+   * way. A frozen page's age (from its last change) is rare and decays directly.
+   */
+  private mergeOne(m: Marks, load: MutableLoadSnapshot, now: number, toNow: number): FallbackReason | undefined {
     const endpointId = m.id;
-    out.waiting = undefined;
-    out.running = undefined;
-    out.kvUsage = undefined;
-    out.fallback = undefined;
+    const staleAfter = this.opts.staleAfterMs;
     let entry = m.entry;
     if (entry === undefined || !entry.live) entry = m.entry = this.store.entryOf(endpointId);
     const sample = entry?.sample;
-    if (sample === undefined) return this.fallback(endpointId, 'missing', Number.POSITIVE_INFINITY, out);
-    const now = nowMs;
-    let ageMs = Math.max(0, now - sample.scrapedAtMs);
+    if (sample === undefined) {
+      load.metricsAgeMs = this.countFallback(endpointId, 'missing', Number.POSITIVE_INFINITY);
+      return 'missing';
+    }
+    const scrapedAt = sample.scrapedAtMs;
+    let ageMs = Math.max(0, now - scrapedAt);
+    let frozenAge = false;
     const completedSinceChange = m.completed - m.completedAtChange;
-    if (sample.changedAtMs < sample.scrapedAtMs && completedSinceChange >= this.frozenAfter) {
-      ageMs = Math.max(ageMs, now - sample.changedAtMs);
+    if (sample.changedAtMs < scrapedAt && completedSinceChange >= this.frozenAfter) {
+      const sinceChange = now - sample.changedAtMs;
+      if (sinceChange > ageMs) {
+        ageMs = sinceChange;
+        frozenAge = true;
+      }
       this.frozen.add(endpointId);
-      if (ageMs > this.opts.staleAfterMs) return this.fallback(endpointId, 'frozen', ageMs, out);
+      if (ageMs > staleAfter) {
+        load.metricsAgeMs = this.countFallback(endpointId, 'frozen', ageMs);
+        return 'frozen';
+      }
     } else if (this.frozen.size > 0) {
       this.frozen.delete(endpointId);
     }
-    if (ageMs > this.opts.staleAfterMs) return this.fallback(endpointId, 'age', ageMs, out);
+    if (ageMs > staleAfter) {
+      load.metricsAgeMs = this.countFallback(endpointId, 'age', ageMs);
+      return 'age';
+    }
 
     const s = sample.signals;
-    out.metricsAgeMs = ageMs;
-    const trust = this.opts.staleAfterMs > 0 ? Math.max(0, 1 - ageMs / this.opts.staleAfterMs) : 1;
-    const decay = 2 ** (-ageMs / this.halfLife);
+    load.metricsAgeMs = ageMs;
+    const trust = staleAfter > 0 ? Math.max(0, 1 - ageMs / staleAfter) : 1;
+    let decay: number;
+    if (ageMs === 0) decay = 1;
+    else if (frozenAge) decay = 2 ** (-ageMs / this.halfLife);
+    else {
+      if (m.scrapeFactorAt !== scrapedAt || m.scrapeFactorRef !== this.refMs) {
+        m.scrapeFactor = this.fromRef(scrapedAt);
+        m.scrapeFactorAt = scrapedAt;
+        m.scrapeFactorRef = this.refMs;
+      }
+      decay = m.scrapeFactor * toNow;
+    }
     if (s.waiting !== undefined || s.running !== undefined) {
       const engineRunning = s.running ?? 0;
       const atScrape = (s.waiting ?? 0) + engineRunning;
+      const ownInflight = load.inflightRequests;
       let total: number;
       if (this.observed >= 0.5) {
         const moved = Math.max(0, atScrape + (m.routed - m.routedAtScrape) - (m.completed - m.completedAtScrape));
         total = ownInflight + Math.max(0, moved - ownInflight) * trust;
       } else {
-        const pending = m.since.size === 0 ? 0 : Math.max(0, m.sinceSum) * 2 ** ((m.baseMs - now) / this.halfLife);
+        let pending = 0;
+        if (m.since.size > 0) {
+          if (m.baseFactorAt !== m.baseMs || m.baseFactorRef !== this.refMs) {
+            m.baseFactor = this.fromRef(m.baseMs);
+            m.baseFactorAt = m.baseMs;
+            m.baseFactorRef = this.refMs;
+          }
+          pending = Math.max(0, m.sinceSum) * (m.baseFactor * toNow);
+        }
         total = Math.max(ownInflight, atScrape * decay + pending);
       }
       const running = Math.min(engineRunning, total);
-      out.running = running;
-      out.waiting = total - running;
+      load.running = running;
+      load.waiting = total - running;
     }
     if (s.kvUsage !== undefined) {
       const capacity = (s.numBlocks ?? 0) * (s.blockSizeTokens ?? 0);
       const added = capacity > 0 ? (m.kvTokens - m.kvTokensAtScrape) / capacity : 0;
-      out.kvUsage = Math.min(1, s.kvUsage * Math.min(trust, decay) + added);
+      load.kvUsage = Math.min(1, s.kvUsage * Math.min(trust, decay) + added);
     }
-    return out;
+    return undefined;
+  }
+
+  /**
+   * 2^((ref − now)/H) for a merge at `now`. The reference moves to `now` (and every kept
+   * factor is recomputed on its next use) before the exponents pass REF_SPAN half-lives, so
+   * neither factor overflows however long the router runs.
+   */
+  private nowFactor(now: number): number {
+    if (!(Math.abs(now - this.refMs) <= REF_SPAN * this.halfLife)) this.refMs = now;
+    return 2 ** ((this.refMs - now) / this.halfLife);
+  }
+
+  /** 2^((atMs − ref)/H). */
+  private fromRef(atMs: number): number {
+    return 2 ** ((atMs - this.refMs) / this.halfLife);
   }
 
   /** Forgets endpoints no longer in the registry. */
@@ -298,11 +404,16 @@ export class StalenessTracker {
   }
 
   private fallback(endpointId: string, reason: FallbackReason, ageMs: number, out: MutableMergedLoad): MutableMergedLoad {
-    this.fallbacks[reason]++;
-    this.opts.onFallback?.(endpointId, reason);
-    out.metricsAgeMs = ageMs;
+    out.metricsAgeMs = this.countFallback(endpointId, reason, ageMs);
     out.fallback = reason;
     return out;
+  }
+
+  /** Counts one fallback; returns `ageMs`. */
+  private countFallback(endpointId: string, reason: FallbackReason, ageMs: number): number {
+    this.fallbacks[reason]++;
+    this.opts.onFallback?.(endpointId, reason);
+    return ageMs;
   }
 
   private term(m: Marks, atMs: number): number {
@@ -333,6 +444,12 @@ export class StalenessTracker {
         baseMs: 0,
         kvTokens: 0,
         kvTokensAtScrape: 0,
+        scrapeFactor: 1,
+        scrapeFactorAt: Number.NaN,
+        scrapeFactorRef: Number.NaN,
+        baseFactor: 1,
+        baseFactorAt: Number.NaN,
+        baseFactorRef: Number.NaN,
       };
       this.marks.set(id, m);
     }

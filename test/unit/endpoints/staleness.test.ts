@@ -1,8 +1,11 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../../src/util/clock.js';
 import { EngineSignalStore } from '../../../src/endpoints/engine-metrics-store.js';
-import { StalenessTracker } from '../../../src/endpoints/staleness.js';
+import { newMergedLoad, StalenessTracker, type StalenessMarks } from '../../../src/endpoints/staleness.js';
 import type { FallbackReason } from '../../../src/endpoints/staleness.js';
+import type { Endpoint } from '../../../src/core/types.js';
+import { newLoadScratch } from '../../../src/endpoints/load.js';
+import { seededRng } from '../../../src/util/rng.js';
 
 function setup(staleAfterMs = 1000, frozenAfterCompletions = 3, observed = true) {
   const clock = new ManualClock(0);
@@ -198,5 +201,103 @@ describe('load/staleness', () => {
     expect(total(t.merge('b', 0))).to.equal(1);
     t.onRouted('b');
     expect(total(t.merge('b', 0))).to.equal(2);
+  });
+});
+
+describe('load/staleness: mergeAllInto', () => {
+  it('writes exactly what mergeInto gives into every snapshot, on a seeded mix of scrapes, routing and completions', () => {
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const build = (observedShare: number) => {
+      const clock = new ManualClock(0);
+      const store = new EngineSignalStore(clock);
+      const t = new StalenessTracker(store, clock, { staleAfterMs: 800, frozenAfterCompletions: 2, unobservedHalfLifeMs: 300 });
+      return { clock, store, t, observedShare };
+    };
+    for (const observedShare of [0, 0.9]) {
+      const a = build(observedShare);
+      const b = build(observedShare);
+      const endpoints = ids.map((id, index) => ({ id, index }) as unknown as Endpoint);
+      const slots = endpoints.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
+      const handles: (StalenessMarks | undefined)[] = [];
+      const rng = seededRng(11 + observedShare * 10);
+      let seq = 0;
+      let sawFrozen = 0;
+      for (let step = 0; step < 400; step++) {
+        const id = ids[rng.int(ids.length)]!;
+        const what = rng.int(6);
+        const dt = rng.int(120);
+        const signals =
+          rng.next() < 0.3
+            ? { engine: 'vllm' as const, waiting: 3, running: 2, kvUsage: 0.5 }
+            : {
+                engine: 'vllm' as const,
+                ...(rng.next() < 0.8 ? { waiting: rng.int(8) } : {}),
+                ...(rng.next() < 0.8 ? { running: rng.int(8) } : {}),
+                ...(rng.next() < 0.7 ? { kvUsage: rng.next() } : {}),
+                ...(rng.next() < 0.5 ? { numBlocks: 1000, blockSizeTokens: 16 } : {}),
+              };
+        const req = rng.next() < 0.8 ? `r${seq++}` : undefined;
+        const observed = rng.next() < observedShare;
+        const kv = rng.int(500);
+        for (const x of [a, b]) {
+          x.clock.advance(dt);
+          if (what === 0) x.store.recordSuccess(id, signals);
+          else if (what <= 2) x.t.onRouted(id, req, x.clock.nowMs(), kv);
+          else if (what <= 4) x.t.onCompleted(id, `r${Math.max(0, seq - 3)}`, observed);
+        }
+        const now = a.clock.nowMs();
+        for (const s of slots) {
+          Object.assign(s.load, newLoadScratch());
+          s.load.inflightRequests = s.endpoint.index % 3;
+        }
+        b.t.mergeAllInto(slots, handles, now);
+        for (const s of slots) {
+          const m = a.t.mergeInto(s.endpoint.id, s.endpoint.index % 3, newMergedLoad(), now);
+          const want = { ...newLoadScratch(), inflightRequests: s.endpoint.index % 3, metricsAgeMs: m.metricsAgeMs };
+          if (m.waiting !== undefined) want.waiting = m.waiting;
+          if (m.running !== undefined) want.running = m.running;
+          if (m.kvUsage !== undefined) want.kvUsage = m.kvUsage;
+          expect(s.load, `step ${step} ${s.endpoint.id}`).to.deep.equal(want);
+        }
+        expect(b.t.stats()).to.deep.equal(a.t.stats());
+        if (a.t.stats().frozenEndpoints.length > 0) sawFrozen++;
+      }
+      // Every rule ran: fallbacks by age, by missing sample and by a frozen exporter.
+      const f = a.t.stats().fallbacks;
+      expect(
+        [f.age, f.missing, f.frozen, sawFrozen].every((x) => x > 0),
+        JSON.stringify({ ...f, sawFrozen }),
+      ).to.equal(true);
+    }
+  });
+});
+
+describe('load/staleness: decay factors', () => {
+  it('decays by 2^(−age/H) to 1e-12 however long the router runs (factors kept per scrape, reference moved)', () => {
+    const clock = new ManualClock(0);
+    const store = new EngineSignalStore(clock);
+    const H = 250;
+    const t = new StalenessTracker(store, clock, { staleAfterMs: 2000, unobservedHalfLifeMs: H });
+    const rng = seededRng(8);
+    let checked = 0;
+    // ~3 hours of virtual time: the reference moves hundreds of times.
+    for (let scrape = 0; scrape < 4000; scrape++) {
+      clock.advance(1000 + rng.int(4000));
+      const kv = rng.next();
+      const queue = 1 + rng.int(20);
+      store.recordSuccess('a', { engine: 'vllm', waiting: queue, running: 0, kvUsage: kv });
+      for (let k = 0; k < 3; k++) {
+        clock.advance(rng.int(700));
+        const age = clock.nowMs() - store.entryOf('a')!.sample!.scrapedAtMs;
+        const m = t.merge('a', 0);
+        const decay = 2 ** (-age / H);
+        const trust = 1 - age / 2000;
+        expect(m.metricsAgeMs).to.equal(age);
+        expect(m.kvUsage!).to.be.closeTo(kv * Math.min(trust, decay), 1e-12);
+        expect(m.waiting! + m.running!).to.be.closeTo(queue * decay, 1e-12 * queue);
+        checked++;
+      }
+    }
+    expect(checked).to.equal(12_000);
   });
 });
