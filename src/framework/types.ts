@@ -54,7 +54,10 @@ export interface Filter extends Plugin {
 }
 
 export interface Scorer extends Plugin {
-  /** One score per candidate, aligned by position, each in [0,1]. Higher is better. */
+  /**
+   * One score per candidate, aligned by position, each in [0,1]. Higher is better. Return a
+   * fresh array on every call: the decision keeps it for its score report.
+   */
   score(state: CycleState, candidates: readonly Candidate[]): ArrayLike<number>;
 }
 

@@ -71,9 +71,16 @@ export class EngineBlockGranularity {
     return unit === this.blockChars ? configured : Math.max(configured, Math.ceil(unit / this.blockChars));
   }
 
-  /** Rounds every endpoint's count in `matched` (indexed by endpoint) into `out`. */
+  /**
+   * Rounds every endpoint's count in `matched` (indexed by endpoint) into `out`. A count of 0
+   * stays 0 without looking the endpoint's block size up: on a fleet most endpoints hold
+   * none of a prompt, and the lookup per endpoint was most of this loop.
+   */
   alignAll(matched: Uint32Array, out: Uint32Array): Uint32Array {
-    for (let i = 0; i < matched.length; i++) out[i] = this.align(i, matched[i]!);
+    for (let i = 0; i < matched.length; i++) {
+      const m = matched[i]!;
+      out[i] = m === 0 ? 0 : this.align(i, m);
+    }
     return out;
   }
 }

@@ -34,8 +34,11 @@ export interface ProfileRun {
   readonly reason: DecisionReason;
   /** Weighted sum per candidate. */
   readonly totals: readonly number[];
-  /** Clamped raw scores, one array per scorer of the profile (same order), per candidate. */
-  readonly scores: readonly (readonly number[])[];
+  /**
+   * Clamped raw scores, one array per scorer of the profile (same order), per candidate: the
+   * scorer's own array when every score was in range, else a clamped copy.
+   */
+  readonly scores: readonly ArrayLike<number>[];
   /** Time spent in each plugin call, in call order (empty without a timer). */
   readonly timings: readonly PluginTiming[];
   /** The timer's reading when the picker returned (0 without a timer). */
@@ -84,7 +87,7 @@ export function runProfileTimed(
 
   const n = candidates.length;
   const totals = new Array<number>(n).fill(0);
-  const scores: number[][] = [];
+  const scores: ArrayLike<number>[] = [];
   for (const { scorer, weight } of profile.scorers) {
     const raw = scorer.score(state, candidates);
     if (timer !== undefined) {
@@ -92,15 +95,17 @@ export function runProfileTimed(
       timings.push({ plugin: scorer.name, micros: end - t });
       t = end;
     }
-    const clamped = new Array<number>(n);
+    let inRange = raw.length === n;
     for (let i = 0; i < n; i++) {
       const v = raw[i]!;
       // Missing and NaN fail `v >= 0` (→ 0); above 1 → 1.
       const s = v >= 0 ? Math.min(v, 1) : 0;
-      clamped[i] = s;
+      if (s !== v) inRange = false;
       totals[i] = totals[i]! + s * weight;
     }
-    scores.push(clamped);
+    // The scorer's own array is kept when clamping changes nothing (the usual case: a copy of
+    // every score per scorer was three fleet-sized arrays per decision for the report alone).
+    scores.push(inRange ? raw : clampedCopy(raw, n));
   }
 
   let picked: PickResult | undefined;
@@ -132,6 +137,16 @@ export function runProfileTimed(
   const full = picked.fullOrder;
   const run: ProfileRun = { candidates, order, reason: picked.reason, totals, scores, timings, endMicros: t };
   return full !== undefined ? { ...run, fullOrder: () => distinctPositions(full(), n) } : run;
+}
+
+/** `raw` clamped to [0,1] (missing and NaN → 0), `n` long. */
+function clampedCopy(raw: ArrayLike<number>, n: number): number[] {
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const v = raw[i]!;
+    out[i] = v >= 0 ? Math.min(v, 1) : 0;
+  }
+  return out;
 }
 
 /** The valid positions (integers in [0, n)) of `picked`, each once, in order. */

@@ -363,9 +363,11 @@ export class Scheduler implements RoutingService {
   /**
    * The candidates of this cycle: one reused Candidate per endpoint whose load is refilled
    * in place, all in one registry call (valid for this cycle only; the decision keeps nothing
-   * but their endpoints), in a fresh array (filters and the score report may keep it).
+   * but their endpoints). The array itself is reused too: nothing changes it (filters return
+   * new arrays), and a membership change makes a new one, so a decision that keeps it for its
+   * score report still reads the endpoints it was decided over.
    */
-  private snapshotCandidates(nowMs: number): Candidate[] {
+  private snapshotCandidates(nowMs: number): readonly Candidate[] {
     const all = this.registry.all();
     let pool = this.pool;
     // The registry's member list is a new frozen array on every change: same array, same pool.
@@ -374,7 +376,7 @@ export class Scheduler implements RoutingService {
       this.poolOf = all;
     }
     this.registry.loadAllInto(pool, nowMs);
-    return pool.slice();
+    return pool;
   }
 }
 

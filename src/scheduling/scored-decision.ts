@@ -25,7 +25,7 @@ export interface ScoreSource {
   readonly order: readonly number[];
   /** The whole order when `order` is only its head (ProfileRun.fullOrder). */
   readonly fullOrder?: () => readonly number[];
-  readonly scores: readonly (readonly number[])[];
+  readonly scores: readonly ArrayLike<number>[];
   readonly totals: readonly number[];
   readonly scorerNames: readonly string[];
 }

@@ -63,6 +63,23 @@ describe('runProfile', () => {
     expect(run.order).to.deep.equal([1, 0, 3, 2]);
   });
 
+  it("keeps a scorer's own array when every score is in range, and a clamped copy otherwise", () => {
+    const inRange = [0, 0.5, 1, -0];
+    const outOfRange = [0, 0.5, 1.5, 0.25];
+    const p = profile({
+      scorers: [
+        { scorer: { name: 'in', score: () => inRange }, weight: 1 },
+        { scorer: { name: 'out', score: () => outOfRange }, weight: 1 },
+      ],
+    });
+    const run = runProfile(p, cycle(), candidates(4));
+    expect(run.scores[0]).to.equal(inRange);
+    expect(run.scores[1]).to.not.equal(outOfRange);
+    expect(run.scores[1]).to.deep.equal([0, 0.5, 1, 0.25]);
+    expect(outOfRange).to.deep.equal([0, 0.5, 1.5, 0.25]);
+    expect(run.totals).to.deep.equal([0, 1, 2, 0.25]);
+  });
+
   it('passes only the surviving candidates to scorers and picker', () => {
     const seen: number[][] = [];
     const spy: Scorer = { name: 'spy', score: (_s: CycleState, cs) => (seen.push(cs.map((c) => c.endpoint.index)), cs.map(() => 1)) };
