@@ -1,6 +1,7 @@
 /** DecayedCounts: halving per half-life, accumulation, forgetting keys. */
 import { expect } from 'chai';
 import { DecayedCounts } from '../../../../src/plugins/shared/decayed-counts.js';
+import { seededRng } from '../../../../src/util/rng.js';
 
 describe('plugins/shared: decayed counts', () => {
   it('halves a count every half-life and adds new events on top of the decayed value', () => {
@@ -24,5 +25,34 @@ describe('plugins/shared: decayed counts', () => {
     expect(c.valueAt('a', 0)).to.equal(0);
     expect(c.valueAt('b', 0)).to.equal(1);
     expect(() => new DecayedCounts(0)).to.throw(RangeError);
+  });
+
+  it('agrees with value × 2^(−dt/H) to 1e-12 over many half-lives of reads and updates (the reference moves)', () => {
+    const H = 100;
+    const c = new DecayedCounts(H);
+    const model = new Map<string, { value: number; atMs: number }>();
+    const direct = (k: string, now: number): number => {
+      const m = model.get(k);
+      if (m === undefined) return 0;
+      const dt = now - m.atMs;
+      return dt <= 0 ? m.value : m.value * 2 ** (-dt / H);
+    };
+    const rng = seededRng(6);
+    let now = 0;
+    for (let step = 0; step < 20_000; step++) {
+      now += rng.int(40);
+      const k = `k${rng.int(5)}`;
+      if (rng.next() < 0.3) {
+        const v = direct(k, now) + 1;
+        const m = model.get(k);
+        model.set(k, { value: v, atMs: Math.max(m?.atMs ?? now, now) });
+        c.add(k, now);
+      }
+      const at = now - rng.int(30);
+      for (const key of ['k0', 'k1', 'k2', 'k3', 'k4']) {
+        const want = direct(key, at);
+        expect(c.valueAt(key, at)).to.be.closeTo(want, 1e-12 * Math.max(1, want));
+      }
+    }
   });
 });
