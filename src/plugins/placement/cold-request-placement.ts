@@ -37,7 +37,7 @@ import {
 } from '../../framework/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE, bestMatched, cycleSessionKey } from '../shared/cycle-keys.js';
-import { DecayedCounts } from '../shared/decayed-counts.js';
+import { type CountHandle, DecayedCounts } from '../shared/decayed-counts.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import { decisionReason, rankByDescending } from '../picker/max-score-picker.js';
 
@@ -61,6 +61,8 @@ export interface ColdPlacementOptions {
 export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
   /** Recent cold placements per endpoint id (spread). */
   private readonly coldPicks = new DecayedCounts(COLD_SPREAD_HALF_LIFE_MS);
+  /** coldPicks' handle per endpoint index (re-read when missing, dead or another endpoint's). */
+  private readonly handles: (CountHandle | undefined)[] = [];
   private placed = 0;
 
   constructor(
@@ -76,11 +78,20 @@ export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
       return this.o.picker.pick(state, candidates, totals);
     }
     const q = new Array<number>(candidates.length);
+    const picks = this.coldPicks;
+    const handles = this.handles;
     for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
       // The spread term is in [0, 1) against the queue × 1024: it only breaks ties (engine
       // waiting counts can be fractional once faded by age, so not just whole requests).
-      const recent = this.o.spread ? this.coldPicks.valueAt(candidates[i]!.endpoint.id, state.nowMs) : 0;
-      q[i] = -prefillQueue(candidates[i]!.load, this.o.staleAfterMs) * 1024 - recent / (1 + recent);
+      let recent = 0;
+      if (this.o.spread) {
+        const e = c.endpoint;
+        let h = handles[e.index];
+        if (h === undefined || !h.live || h.key !== e.id) h = handles[e.index] = picks.handleOf(e.id);
+        recent = picks.valueOf(h, state.nowMs);
+      }
+      q[i] = -prefillQueue(c.load, this.o.staleAfterMs) * 1024 - recent / (1 + recent);
     }
     const ranked = rankByDescending(state, q);
     const first = ranked.order[0]!;

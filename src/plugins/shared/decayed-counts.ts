@@ -5,7 +5,14 @@
  * (a group's share of its engines' arrivals), cold-request placement and predicted-ttft
  * (recent placements per engine, read for every candidate of a decision).
  */
-interface Count {
+/** One key's count as a stable handle (`handleOf`): valid while `live` (retain clears it). */
+export interface CountHandle {
+  readonly key: string;
+  readonly live: boolean;
+}
+
+interface Count extends CountHandle {
+  live: boolean;
   value: number;
   atMs: number;
   /** value × 2^((atMs − ref)/H) for the reference `scaledRef` (see valueAt). */
@@ -36,7 +43,27 @@ export class DecayedCounts {
    */
   valueAt(key: string, nowMs: number): number {
     const c = this.counts.get(key);
-    if (c === undefined) return 0;
+    return c === undefined ? 0 : this.valueOf(c, nowMs);
+  }
+
+  /**
+   * The key's handle for `valueOf`, its count created at 0 when missing (reads and counts as
+   * if it were missing). Why: a placement reads every endpoint's count on a decision; a
+   * handle kept per endpoint index saves the lookup by id.
+   */
+  handleOf(key: string): CountHandle {
+    let c = this.counts.get(key);
+    if (c === undefined) {
+      c = { key, live: true, value: 0, atMs: Number.NEGATIVE_INFINITY, scaled: 0, scaledRef: Number.NaN };
+      this.counts.set(key, c);
+    }
+    return c;
+  }
+
+  /** `valueAt` for the key of a live handle. */
+  valueOf(handle: CountHandle, nowMs: number): number {
+    const c = handle as Count;
+    if (c.value === 0) return 0;
     const dt = nowMs - c.atMs;
     if (dt <= 0) return c.value;
     if (nowMs !== this.lastNow) {
@@ -55,7 +82,7 @@ export class DecayedCounts {
   add(key: string, nowMs: number): void {
     const c = this.counts.get(key);
     if (c === undefined) {
-      this.counts.set(key, { value: 1, atMs: nowMs, scaled: 0, scaledRef: Number.NaN });
+      this.counts.set(key, { key, live: true, value: 1, atMs: nowMs, scaled: 0, scaledRef: Number.NaN });
       return;
     }
     c.value = this.valueAt(key, nowMs) + 1;
@@ -65,6 +92,10 @@ export class DecayedCounts {
 
   /** Forgets every key not in `keep`. */
   retain(keep: ReadonlySet<string>): void {
-    for (const key of this.counts.keys()) if (!keep.has(key)) this.counts.delete(key);
+    for (const [key, c] of this.counts) {
+      if (keep.has(key)) continue;
+      c.live = false;
+      this.counts.delete(key);
+    }
   }
 }

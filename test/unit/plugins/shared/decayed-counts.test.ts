@@ -55,4 +55,20 @@ describe('plugins/shared: decayed counts', () => {
       }
     }
   });
+
+  it('handles read what valueAt reads, a created handle counts as missing, and retain kills handles', () => {
+    const c = new DecayedCounts(1000);
+    const h = c.handleOf('a');
+    expect(c.valueOf(h, 5)).to.equal(0);
+    c.add('a', 10);
+    expect(c.valueOf(h, 10)).to.equal(1);
+    expect(c.valueOf(h, 1010)).to.be.closeTo(0.5, 1e-12);
+    expect(c.valueOf(h, 1010)).to.equal(c.valueAt('a', 1010));
+    const fresh = new DecayedCounts(1000);
+    fresh.add('a', 10);
+    expect(c.valueAt('a', 3000)).to.be.closeTo(fresh.valueAt('a', 3000), 1e-15);
+    c.retain(new Set(['b']));
+    expect(h.live).to.equal(false);
+    expect(c.valueAt('a', 1010)).to.equal(0);
+  });
 });
