@@ -105,6 +105,10 @@ export interface RoutedWork {
 export class TokenLoadModel {
   private readonly byRequest = new Map<string, Tracked>();
   private readonly byEndpoint = new Map<string, Sums>();
+  /** Endpoints whose pending tokens may have changed since `consumeChanges` (see there). */
+  private changed = new Set<string>();
+  /** True when any endpoint may have changed (start, retain). */
+  private anyChanged = true;
 
   constructor(readonly learner: OutputLengthLearner = new OutputLengthLearner()) {}
 
@@ -162,6 +166,24 @@ export class TokenLoadModel {
     if (!aborted && completionTokens !== undefined) this.learner.observe(model, completionTokens);
   }
 
+  /**
+   * The endpoints whose `pendingTokens` may differ from when this was last called, or
+   * undefined when any may (first call, after `retain`); clears the record. For one reader
+   * that keeps every endpoint's value and refreshes only these (the token-load source: a
+   * decision reads every endpoint, a request changes one or two).
+   */
+  consumeChanges(): readonly string[] | undefined {
+    if (this.anyChanged) {
+      this.anyChanged = false;
+      this.changed.clear();
+      return undefined;
+    }
+    if (this.changed.size === 0) return NO_CHANGES;
+    const ids = [...this.changed];
+    this.changed.clear();
+    return ids;
+  }
+
   /** Estimated pending tokens (uncached prefill + expected decode) on the endpoint. */
   pendingTokens(endpointId: string): number {
     const s = this.byEndpoint.get(endpointId);
@@ -180,11 +202,14 @@ export class TokenLoadModel {
   /** Drops all accounting for endpoints no longer in the registry. */
   retain(endpointIds: Iterable<string>): void {
     const keep = new Set(endpointIds);
+    this.anyChanged = true;
     for (const [id, t] of this.byRequest) if (!keep.has(t.endpointId) || !keep.has(t.prefillEndpointId)) this.byRequest.delete(id);
     for (const id of [...this.byEndpoint.keys()]) if (!keep.has(id)) this.byEndpoint.delete(id);
   }
 
+  /** The sums of `id`, recorded as changed (every caller changes them). */
   private sums(id: string): Sums {
+    if (!this.anyChanged) this.changed.add(id);
     let s = this.byEndpoint.get(id);
     if (s === undefined) {
       s = { prefill: 0, decode: 0, count: 0 };
@@ -193,3 +218,5 @@ export class TokenLoadModel {
     return s;
   }
 }
+
+const NO_CHANGES: readonly string[] = [];
