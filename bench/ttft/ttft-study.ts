@@ -215,7 +215,7 @@ function contenders(pickerParams: Record<string, unknown>, modelParams: Record<s
   const greedy = ttftGraph(
     'predicted-ttft',
     'predicted-ttft',
-    { reuseWeight: 0, evictionWeight: 0, ...pickerParams },
+    { reuseWeight: 0, evictionWeight: 0, reuseQueueWeight: 0, ...pickerParams },
     { stallKvUsage: 1, ...modelParams },
   );
   return [

@@ -50,6 +50,8 @@ export interface PredictedTtftOptions {
   readonly reuseWeight: number;
   readonly evictionWeight: number;
   readonly evictionPower: number;
+  readonly reuseKvUsage: number;
+  readonly reuseQueueWeight: number;
   /** Engine figures older than this are not used (the eviction term). */
   readonly maxMetricsAgeMs: number;
   readonly tieMs: number;
@@ -123,17 +125,36 @@ export class PredictedTtftPlugin implements Scorer, Picker {
    *  - lost reuse: the part of the prompt one engine alone holds (deeper than the
    *    second-deepest match: a session's history, not a template many engines hold) is
    *    recomputed anywhere else, the fleet pays that work again and keeps two copies of it;
-   *    charged `reuseWeight` × those tokens on every other candidate;
+   *    charged on every other candidate (a) `reuseWeight` × those tokens × the fleet's KV
+   *    load (mean kvUsage ÷ `reuseKvUsage`, at most 1), and (b) `reuseQueueWeight` × those
+   *    tokens × the requests already queued on that candidate;
    *  - eviction: the prompt stays cached for the group's next request only if the engine's
    *    KV cache does not evict it first; charged `evictionWeight` × prompt tokens ×
    *    kvUsage^`evictionPower` (fresh figures only), the chance it must be recomputed.
    * Why: the greedy least-TTFT pick moved a quarter of agentic session turns to engines that
    * were faster for that turn, cut the fleet's hit rate from 86% to 76% and saturated it
    * (bench/results/ttft-reuse, agentic-16).
+   * Why the lost-reuse charge follows load (bench/results/ttft-reuse, issue 27's second round;
+   * dev runs, seeds 1 and 2): at start-up a flat charge kept a hot prefix's requests on the
+   * first engine to hold it while the fleet's KV was ~2% used, where a second copy displaces
+   * nothing (hot-prefix-16 seed 1: TTFT p99 1.31× cache-aware's flat, 0.99× scaled); at mean
+   * KV usage ≥ `reuseKvUsage` the charge is whole. A queue on the candidate is the overload
+   * signal: there the recomputed history delays the requests queued behind it, and charging
+   * per queued request held agentic sessions with their histories through the load bursts
+   * that tipped the flat charge into a ~77%-hit regime (one 2×-slow engine of 16, seed 2).
+   * Scaling by the candidate's own KV usage instead made the emptiest engines, where moves
+   * go, the cheapest to move to, and lost agentic and the slow-engine fleet.
    */
   private costs(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Float64Array {
-    const { prefillPenalty: w, reuseWeight: reuse, evictionWeight: ev, evictionPower: power } = this.opts;
-    if (w === 0 && reuse === 0 && ev === 0) return pred;
+    const {
+      prefillPenalty: w,
+      reuseWeight: reuse,
+      evictionWeight: ev,
+      evictionPower: power,
+      reuseKvUsage: kvRef,
+      reuseQueueWeight: rq,
+    } = this.opts;
+    if (w === 0 && reuse === 0 && ev === 0 && rq === 0) return pred;
     const f = this.model.featureValues(state, candidates);
     const n = pred.length;
     const tokens = Math.max(0, state.request.promptTokens);
@@ -147,6 +168,16 @@ export class PredictedTtftPlugin implements Scorer, Picker {
         best = c;
       } else if (c > second) second = c;
     }
+    // The fleet's KV load: mean kvUsage over the candidates, one without fresh figures counting as full.
+    let reuseScale = 1;
+    if (kvRef > 0 && reuse > 0) {
+      let kvSum = 0;
+      for (let i = 0; i < n; i++) {
+        const l = candidates[i]!.load;
+        kvSum += l.kvUsage !== undefined && l.metricsAgeMs <= this.opts.maxMetricsAgeMs ? Math.min(1, Math.max(0, l.kvUsage)) : 1;
+      }
+      reuseScale = Math.min(1, kvSum / n / kvRef);
+    }
     if (this.costBuf.length < n) this.costBuf = new Float64Array(2 * n);
     const out = this.costBuf.subarray(0, n);
     for (let i = 0; i < n; i++) {
@@ -155,8 +186,10 @@ export class PredictedTtftPlugin implements Scorer, Picker {
       const msPerToken = 1 / this.model.model.prefillTokensPerMs(c.endpoint.id);
       const lost = best - Math.max(f[o + FEATURE.cachedTokens]!, second);
       const u = c.load.kvUsage;
-      const kv = ev > 0 && u !== undefined && u > 0 && c.load.metricsAgeMs <= this.opts.maxMetricsAgeMs ? Math.min(1, u) ** power : 0;
-      out[i] = pred[i]! + msPerToken * (w * f[o + FEATURE.uncachedTokens]! + (lost > 0 ? reuse * lost : 0) + ev * kv * tokens);
+      const fresh = u !== undefined && c.load.metricsAgeMs <= this.opts.maxMetricsAgeMs;
+      const kv = ev > 0 && fresh && u > 0 ? Math.min(1, u) ** power : 0;
+      const lostCharge = lost > 0 ? lost * (reuse * reuseScale + rq * f[o + FEATURE.aheadRequests]!) : 0;
+      out[i] = pred[i]! + msPerToken * (w * f[o + FEATURE.uncachedTokens]! + lostCharge + ev * kv * tokens);
     }
     return out;
   }
@@ -222,6 +255,16 @@ export const predictedTtft = definePlugin({
         "Future reuse: weight of the prompt's prefill time × the chance the engine's KV cache evicts it before the group's next request (kvUsage^evictionPower).",
       ),
     evictionPower: num({ min: 0, max: 100 }).default(2).describe('Exponent of kvUsage in the eviction chance.'),
+    reuseKvUsage: num({ min: 0, max: 1 })
+      .default(0.25)
+      .describe(
+        "Future reuse: the reuseWeight charge is scaled by the fleet's mean KV usage ÷ this, up to 1 (a fleet with its KV mostly free loses little by a second copy); 0: never scaled.",
+      ),
+    reuseQueueWeight: num({ min: 0, max: 1000 })
+      .default(6)
+      .describe(
+        'Future reuse: weight of the lost-reuse prefill time per request already queued on the engine that would recompute it (a queue there means the fleet is short of prefill, and the recomputed history delays the requests behind it).',
+      ),
     ...staleAfterParam,
     tieMs: num({ min: 0, max: 600_000 }).default(5).describe('Predictions within this many ms of the best are near-ties...'),
     tieFraction: num({ min: 0, max: 10 }).default(0.05).describe('...or within this fraction of the best, whichever is larger.'),
@@ -237,6 +280,8 @@ export const predictedTtft = definePlugin({
       reuseWeight: p.reuseWeight,
       evictionWeight: p.evictionWeight,
       evictionPower: p.evictionPower,
+      reuseKvUsage: p.reuseKvUsage,
+      reuseQueueWeight: p.reuseQueueWeight,
       maxMetricsAgeMs: staleAfter(p, handle),
       tieMs: p.tieMs,
       tieFraction: p.tieFraction,

@@ -98,6 +98,48 @@ describe('predicted-ttft preset', () => {
     expect(route(sched(2, 'predicted-ttft')), 'priced: stays').to.equal(true);
   });
 
+  it("scales the lost-reuse charge by the fleet's KV load: with its KV mostly free the fleet lets the turn move", () => {
+    const route = (kvUsage: number, parameters: Record<string, unknown> = {}) => {
+      const metrics: LoadSource = { name: 'fake-metrics', enrich: (_e, base) => ({ ...base, kvUsage, metricsAgeMs: 10 }) };
+      const s = sched(2, tuned(parameters), new ManualClock(), [metrics]);
+      const history = text(1, 8000);
+      const first = s.route(req(0, 0, { prefix: history }));
+      done(first);
+      const home = first.decision.endpoint.id;
+      const held = s.route(req(50, 20_000, { subset: [home] }));
+      const turn = s.route(req(0, 0, { prefix: history + text(2, 200) }));
+      done(held);
+      done(turn);
+      return turn.decision.endpoint.id === home;
+    };
+    // Mean KV usage 0.3 ≥ reuseKvUsage 0.25: the whole charge (~424 ms) against the ~120 ms queue. No eviction term, to isolate it.
+    expect(route(0.3, { evictionWeight: 0 }), 'KV-loaded fleet: stays').to.equal(true);
+    // 0.02: the charge is 0.08 of it (~34 ms), less than the queue: the turn moves.
+    expect(route(0.02, { evictionWeight: 0 }), 'KV mostly free: moves').to.equal(false);
+    expect(route(0.02, { evictionWeight: 0, reuseKvUsage: 0 }), 'unscaled: stays').to.equal(true);
+  });
+
+  it('charges lost reuse per request queued on the engine that would recompute it', () => {
+    const route = (queuedOnOther: number, reuseQueueWeight: number) => {
+      const s = sched(2, tuned({ reuseWeight: 0, evictionWeight: 0, reuseQueueWeight }));
+      const [a, b] = s.endpoints();
+      const history = text(1, 8000); // ~2,000 tokens only a holds
+      done(s.route(req(0, 0, { prefix: history, subset: [a!.id] })));
+      // ~5,000 uncached tokens queued on a (~590 ms there); short requests (~125 tokens each) queued on b.
+      const held = [s.route(req(50, 20_000, { subset: [a!.id] }))];
+      for (let i = 0; i < queuedOnOther; i++) held.push(s.route(req(60 + i, 500, { subset: [b!.id] })));
+      const turn = s.route(req(0, 0, { prefix: history + text(2, 200) }));
+      for (const h of held) done(h);
+      done(turn);
+      return turn.decision.endpoint.id === a!.id;
+    };
+    // Recomputing the history on b (~490 ms with one short request ahead) beats a's queue without the charge.
+    expect(route(1, 0), 'no queue charge: moves').to.equal(false);
+    // 6 × 2,000 tokens × 0.106 ms ≈ 1.3 s per request queued on b: stays.
+    expect(route(1, 6), 'one request queued on b: stays').to.equal(true);
+    expect(route(0, 6), 'nothing queued on b: moves').to.equal(false);
+  });
+
   it('charges no lost reuse for a prefix two engines hold (a shared template may spread)', () => {
     const s = sched(3, 'predicted-ttft');
     const [a, b, c] = s.endpoints();
@@ -130,6 +172,27 @@ describe('predicted-ttft preset', () => {
       done(t);
     }
     expect(used.size).to.equal(2);
+  });
+
+  it("keeps an engine's reported waiting requests ahead only from stallKvUsage (0.5): below it the drain estimate stands", () => {
+    const route = (kvUsage: number) => {
+      const metrics: LoadSource = {
+        name: 'fake-metrics',
+        enrich: (e, base) => ({ ...base, kvUsage, waiting: e.index === 0 ? 1 : 0, metricsAgeMs: 10 }),
+      };
+      const clock = new ManualClock();
+      const s = sched(2, 'predicted-ttft', clock, [metrics]);
+      const [a, b] = s.endpoints();
+      // ~5,000 tokens sent to a and drained by the estimate 10 s later; ~1,000 tokens just sent to b.
+      const big = s.route(req(70, 20_000, { subset: [a!.id] }));
+      clock.advance(10_000);
+      const small = s.route(req(71, 4000, { subset: [b!.id] }));
+      const t = s.route(req(72, 2000));
+      for (const x of [big, small, t]) done(x);
+      return t.decision.endpoint.id === a!.id;
+    };
+    expect(route(0.3), 'KV at 0.3: a is drained, so it is chosen').to.equal(true);
+    expect(route(0.6), "KV at 0.6: a's waiting request counts as ahead (~5,000 tokens), b is chosen").to.equal(false);
   });
 
   it('learns a slow engine from first bytes: its coefficients rise and its online error falls', () => {

@@ -9,7 +9,8 @@
  * the `header` parameter that replaced `requests.sessionHeader`. The same recording made at
  * 3026b14 differs only in ttft-model's parameters (expiryFactor gone, prefillPenalty added
  * by 3476a59), so every other preset is unchanged since then too. The fixture's predicted-ttft
- * and ttft-model parameters carry the future-reuse terms and the waiting floor added since.
+ * and ttft-model parameters carry the future-reuse terms and the waiting floor added since
+ * (and their load scaling, issue 27).
  */
 import { expect } from 'chai';
 import { defaultConfig, type ConfigOverrides } from '../../../../src/config/default-config.js';
