@@ -137,10 +137,12 @@ export interface TtftModelPluginOptions {
    * KV usage (0–1) from which an engine's reported waiting requests count as stalled (see
    * PrefillLanes.waitingFloor). Why not 0 (always): an engine far from KV-full reports a
    * request or two waiting for the next step at many scrapes, the floor then counts the
-   * router's newest requests there as still ahead whatever the drain says, and predicted-ttft sent a
-   * hot prefix to two engines instead of four (hot-prefix-16 TTFT p50 1.22× cache-aware's
-   * with the floor always on, 0.94× from 0.5; bench/results/ttft-reuse). KV-bound engines
-   * (agentic, where the floor was needed) report 0.5 and more.
+   * router's newest requests there as still ahead whatever the drain says, and predicted-ttft
+   * sent a hot prefix to two engines instead of four (hot-prefix-16 TTFT p50 1.22× cache-aware's
+   * with the floor always on, 0.94× from 0.5 or 0.8; bench/results/ttft-reuse). Why 0.8 and not
+   * 0.5: on the agentic cells, where the floor is needed (a full cache admits nothing), 0.8 gave
+   * the 16-engine fleet with one 2×-slow engine a TTFT p99 below the default's on both seeds
+   * (0.89× / 0.83×, dev runs), 0.5 on one (1.01× / 0.93×).
    */
   readonly stallKvUsage: number;
 }
@@ -394,7 +396,7 @@ export const ttftModel = definePlugin({
       .default(512)
       .describe('Uncached tokens assumed per engine-reported waiting request the router did not send, until learned.'),
     stallKvUsage: num({ min: 0, max: 1 })
-      .default(0.5)
+      .default(0.8)
       .describe(
         "KV usage from which an engine's reported waiting requests are taken as stalled (a full cache admits nothing): the router's newest that many requests there count as still ahead.",
       ),

@@ -174,7 +174,7 @@ describe('predicted-ttft preset', () => {
     expect(used.size).to.equal(2);
   });
 
-  it("keeps an engine's reported waiting requests ahead only from stallKvUsage (0.5): below it the drain estimate stands", () => {
+  it("keeps an engine's reported waiting requests ahead only from stallKvUsage (0.8): below it the drain estimate stands", () => {
     const route = (kvUsage: number) => {
       const metrics: LoadSource = {
         name: 'fake-metrics',
@@ -191,8 +191,8 @@ describe('predicted-ttft preset', () => {
       for (const x of [big, small, t]) done(x);
       return t.decision.endpoint.id === a!.id;
     };
-    expect(route(0.3), 'KV at 0.3: a is drained, so it is chosen').to.equal(true);
-    expect(route(0.6), "KV at 0.6: a's waiting request counts as ahead (~5,000 tokens), b is chosen").to.equal(false);
+    expect(route(0.6), 'KV at 0.6: a is drained, so it is chosen').to.equal(true);
+    expect(route(0.9), "KV at 0.9: a's waiting request counts as ahead (~5,000 tokens), b is chosen").to.equal(false);
   });
 
   it('learns a slow engine from first bytes: its coefficients rise and its online error falls', () => {
