@@ -45,6 +45,23 @@ function done(t: RouteTicket): void {
   t.finish({ aborted: false, status: 200 });
 }
 
+/**
+ * A session's first turn lands on one engine, ~5,000 uncached tokens are queued there (~590 ms
+ * predicted), then its next turn comes: recomputing the 2,000-token history on the idle engine
+ * (~470 ms with its context cost) is faster for that turn. True if the turn stayed with its history.
+ */
+function turnStays(s: Scheduler): boolean {
+  const history = text(1, 8000);
+  const first = s.route(req(0, 0, { prefix: history }));
+  done(first);
+  const home = first.decision.endpoint.id;
+  const held = s.route(req(50, 20_000, { subset: [home] }));
+  const turn = s.route(req(0, 0, { prefix: history + text(2, 200) }));
+  done(held);
+  done(turn);
+  return turn.decision.endpoint.id === home;
+}
+
 describe('predicted-ttft preset', () => {
   it('spreads cold requests over idle engines (near-ties go to the fewest recent placements)', () => {
     const s = sched(4, 'predicted-ttft');
@@ -80,37 +97,15 @@ describe('predicted-ttft preset', () => {
   });
 
   it("prices future reuse: a session's turn stays with its history unless the queue there costs more than recomputing it elsewhere and keeping two copies", () => {
-    const route = (s: Scheduler) => {
-      const history = text(1, 8000); // ~2,000 tokens only the first engine will hold
-      const first = s.route(req(0, 0, { prefix: history }));
-      done(first);
-      const home = first.decision.endpoint.id;
-      // ~5,000 uncached tokens queued on the holder (~590 ms predicted there): recomputing the
-      // 2,000-token history on the idle engine (~470 ms with its context cost) is faster for this turn.
-      const held = s.route(req(50, 20_000, { subset: [home] }));
-      const turn = s.route(req(0, 0, { prefix: history + text(2, 200) }));
-      done(held);
-      done(turn);
-      return turn.decision.endpoint.id === home;
-    };
-    expect(route(sched(2, tuned({ reuseWeight: 0, evictionWeight: 0 }))), 'greedy: moves the turn').to.equal(false);
+    expect(turnStays(sched(2, tuned({ reuseWeight: 0, evictionWeight: 0 }))), 'greedy: moves the turn').to.equal(false);
     // Priced: 2 × 2,000 tokens × 0.106 ms ≈ 424 ms more on the other engine, more than the ~120 ms the queue costs.
-    expect(route(sched(2, 'predicted-ttft')), 'priced: stays').to.equal(true);
+    expect(turnStays(sched(2, 'predicted-ttft')), 'priced: stays').to.equal(true);
   });
 
   it("scales the lost-reuse charge by the fleet's KV load: with its KV mostly free the fleet lets the turn move", () => {
     const route = (kvUsage: number, parameters: Record<string, unknown> = {}) => {
       const metrics: LoadSource = { name: 'fake-metrics', enrich: (_e, base) => ({ ...base, kvUsage, metricsAgeMs: 10 }) };
-      const s = sched(2, tuned(parameters), new ManualClock(), [metrics]);
-      const history = text(1, 8000);
-      const first = s.route(req(0, 0, { prefix: history }));
-      done(first);
-      const home = first.decision.endpoint.id;
-      const held = s.route(req(50, 20_000, { subset: [home] }));
-      const turn = s.route(req(0, 0, { prefix: history + text(2, 200) }));
-      done(held);
-      done(turn);
-      return turn.decision.endpoint.id === home;
+      return turnStays(sched(2, tuned(parameters), new ManualClock(), [metrics]));
     };
     // Mean KV usage 0.3 ≥ reuseKvUsage 0.25: the whole charge (~424 ms) against the ~120 ms queue. No eviction term, to isolate it.
     expect(route(0.3, { evictionWeight: 0 }), 'KV-loaded fleet: stays').to.equal(true);
