@@ -171,7 +171,7 @@ export function rewriteResults(study: FleetStudy, outDir: string, commit: string
     `Tables and bars rewritten from results.json at ${commit} (\`npm run bench -- fleet report ${study.name}\`); the figures are the run's (run.json).`,
   );
   writeFileSync(join(outDir, 'results.md'), md);
-  return [...new Set(rows.map((r) => `${r.group}\u0000${r.cell}`))].flatMap((k) => {
+  const routing = [...new Set(rows.map((r) => `${r.group}\u0000${r.cell}`))].flatMap((k) => {
     const [g, c] = k.split('\u0000') as [string, string];
     return barMisses(
       g,
@@ -179,6 +179,7 @@ export function rewriteResults(study: FleetStudy, outDir: string, commit: string
       rows.filter((r) => r.group === g && r.cell === c),
     );
   });
+  return [...routing, ...(study.report?.(rows).misses ?? [])];
 }
 
 function writeOutputs(
