@@ -60,6 +60,8 @@ interface ExtprocRun {
   readonly close: 'half-close' | 'reset';
   readonly streams: number;
   readonly errors: number;
+  /** Of the errors: refused before any answer (a connection retirement; Envoy retries them). */
+  readonly refused: number;
   readonly streamsPerSecond: number;
   readonly serverCpuCores: number;
   readonly cpuMicrosPerStream: number;
@@ -164,6 +166,7 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
             result: {
               streams: number;
               errors: number;
+              refused?: number;
               streamsPerSecond: number;
               serverCpuCores: number;
               serverCpuMicrosPerStream: number;
@@ -180,6 +183,7 @@ function runExtproc(builds: Record<Side, Build>, reps: number, durationS: number
             close,
             streams: x.streams,
             errors: x.errors,
+            refused: x.refused ?? 0,
             streamsPerSecond: x.streamsPerSecond,
             serverCpuCores: x.serverCpuCores,
             cpuMicrosPerStream: x.serverCpuMicrosPerStream,
@@ -295,8 +299,8 @@ interface Summary {
   extproc?: Record<
     'half-close' | 'reset',
     {
-      current: { streamsPerCpuSecond: number; errors: number; streams: number };
-      baseline: { streamsPerCpuSecond: number; errors: number; streams: number };
+      current: { streamsPerCpuSecond: number; errors: number; refused: number; streams: number };
+      baseline: { streamsPerCpuSecond: number; errors: number; refused: number; streams: number };
       ratio: number;
     }
   > & { met: boolean };
@@ -323,6 +327,7 @@ function summarize(d: DecisionRun[], e: ExtprocRun[], r: RealisticRun[]): Summar
       return {
         streamsPerCpuSecond: median(runs.map((v) => v.streamsPerCpuSecond)),
         errors: runs.reduce((a, v) => a + v.errors, 0),
+        refused: runs.reduce((a, v) => a + v.refused, 0),
         streams: runs.reduce((a, v) => a + v.streams, 0),
       };
     };
@@ -379,7 +384,7 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
     );
     const x = s.extproc.reset;
     lines.push(
-      `| same, reset endings (Envoy's default; informational) | ${f(x.current.streamsPerCpuSecond, 0)} (${x.current.errors} errors of ${x.current.streams}) | ${f(x.baseline.streamsPerCpuSecond, 0)} (${x.baseline.errors} errors of ${x.baseline.streams}) | ${f(x.ratio, 2)}× | — | — |`,
+      `| same, reset endings (Envoy's default; informational; refused = before any answer, at a connection retirement, which Envoy's refused-stream retry re-sends) | ${f(x.current.streamsPerCpuSecond, 0)} (${x.current.errors} errors, ${x.current.refused} refused, of ${x.current.streams}) | ${f(x.baseline.streamsPerCpuSecond, 0)} (${x.baseline.errors} errors, ${x.baseline.refused} refused, of ${x.baseline.streams}) | ${f(x.ratio, 2)}× | — | — |`,
     );
   }
   if (s.realistic) {
@@ -428,7 +433,7 @@ function markdown(run: RunJson, s: Summary, d: DecisionRun[], e: ExtprocRun[], r
     );
     for (const v of e)
       lines.push(
-        `| ${v.rep} | ${v.close} | ${v.side} | ${f(v.streamsPerSecond, 0)} | ${f(v.serverCpuCores, 2)} | ${f(v.cpuMicrosPerStream, 0)} | ${f(v.streamsPerCpuSecond, 0)} | ${f(v.p50Ms)} / ${f(v.p99Ms)} | ${v.errors}${v.errorSamples.length > 0 ? ` (${v.errorSamples[0]})` : ''} | ${v.connectionsOpened} |`,
+        `| ${v.rep} | ${v.close} | ${v.side} | ${f(v.streamsPerSecond, 0)} | ${f(v.serverCpuCores, 2)} | ${f(v.cpuMicrosPerStream, 0)} | ${f(v.streamsPerCpuSecond, 0)} | ${f(v.p50Ms)} / ${f(v.p99Ms)} | ${v.errors}${v.refused > 0 ? `, ${v.refused} refused` : ''}${v.errorSamples.length > 0 ? ` (${v.errorSamples[0]})` : ''} | ${v.connectionsOpened} |`,
       );
   }
   if (r.length > 0) {

@@ -42,6 +42,12 @@ export interface LoadOptions {
 export interface LoadResult {
   readonly streams: number;
   readonly errors: number;
+  /**
+   * Of the errors: streams refused (REFUSED_STREAM) before any answer, as at a connection
+   * retirement (connection-recycler.ts). They were never processed; Envoy's refused-stream
+   * retry (our configs' ext_proc grpc_service.retry_policy) re-sends them, this client does not.
+   */
+  readonly refused: number;
   readonly seconds: number;
   readonly streamsPerSecond: number;
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number; readonly mean: number };
@@ -147,6 +153,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   let sampleCount = 0;
   let streams = 0;
   let errors = 0;
+  let refused = 0;
   const errorSamples: string[] = [];
   let seq = 0;
   const measureStart = performance.now() + opts.warmupMs;
@@ -167,7 +174,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
         finish(`timed out after ${answers} answers${halfClosed ? ', half-closed' : ''}`);
         req.close(http2.constants.NGHTTP2_CANCEL);
       }, opts.streamTimeoutMs ?? 10_000);
-      const finish = (why?: string): void => {
+      const finish = (why?: string, wasRefused = false): void => {
         if (done) return;
         done = true;
         clearTimeout(watchdog);
@@ -178,6 +185,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
             if (sampleCount < maxSamples) samples[sampleCount++] = now - start;
           } else {
             errors++;
+            if (wasRefused) refused++;
             if (why !== undefined && errorSamples.length < 5) errorSamples.push(why);
           }
         }
@@ -244,7 +252,11 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
         }
       });
       req.on('close', () => {
-        if (!ok) finish(`stream closed (rst ${req.rstCode}) after ${answers} answers`);
+        if (!ok)
+          finish(
+            `stream closed (rst ${req.rstCode}) after ${answers} answers`,
+            req.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM && answers === 0,
+          );
         else finish();
       });
       req.on('error', () => {});
@@ -266,6 +278,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   return {
     streams,
     errors,
+    refused,
     seconds,
     streamsPerSecond: streams / seconds,
     latencyMs: {

@@ -244,7 +244,7 @@ Machine: ${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}, 1-min 
 
 | result | value |
 |---|---|
-| streams | ${res.streams} (${res.errors} errors) |
+| streams | ${res.streams} (${res.errors} errors${res.refused > 0 ? `, ${res.refused} of them refused before any answer` : ''}) |
 | **streams/s** | **${f(res.streamsPerSecond, 0)}** |
 | router CPU | ${f(res.serverCpuCores, 2)} cores; ${f(res.serverCpuMicrosPerStream, 0)} µs CPU per stream → ${f(res.streamsPerServerCpuSecond, 0)} streams per router CPU-second |
 | client CPU | ${f(res.clientCpuCores, 2)} cores |
