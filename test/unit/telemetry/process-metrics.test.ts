@@ -31,15 +31,17 @@ describe('telemetry: process metrics', () => {
     pm.start();
     await sleep(60);
     await values(registry, 'cacheroute_event_loop_delay_seconds'); // closes the idle window
-    block(120);
+    // Blocked far longer than a busy shared machine pre-empts a process (tens of ms), so the
+    // thresholds below tell the blocked window from the next one under load too.
+    block(300);
     await sleep(40); // the late timer records its sample
     const busy = await values(registry, 'cacheroute_event_loop_delay_seconds');
-    expect(busy.get('1'), 'max').to.be.within(0.08, 1);
-    expect(busy.get('0.99'), 'p99').to.be.at.least(0.08);
+    expect(busy.get('1'), 'max').to.be.within(0.25, 2);
+    expect(busy.get('0.99'), 'p99').to.be.at.least(0.25);
     expect(busy.get('0.5')!, 'p50').to.be.at.most(busy.get('1')!);
     await sleep(60);
     const idle = await values(registry, 'cacheroute_event_loop_delay_seconds');
-    expect(idle.get('1'), 'the blocked sample belongs to the previous window').to.be.below(0.08);
+    expect(idle.get('1'), 'the blocked sample belongs to the previous window').to.be.below(0.25);
   });
 
   it('reports a window only a few ms long (two scrapers right after each other)', async () => {
@@ -51,7 +53,7 @@ describe('telemetry: process metrics', () => {
     await sleep(5);
     const short = await values(registry, 'cacheroute_event_loop_delay_seconds');
     expect(short.size, 'the guard sampled the gap the native histogram skips').to.equal(3);
-    expect(short.get('1')!).to.be.below(0.05);
+    expect(short.get('1')!, 'no stall seen in a window without one (pre-emption aside)').to.be.below(0.25);
   });
 
   it('exports no delay while stopped, and stop/start are idempotent', async () => {
