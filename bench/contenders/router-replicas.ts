@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { startEnvoy, type EnvoyProcess } from '../../test/kit/envoy-process.js';
 import { freePort, runDir, startProcess, type ManagedProcess } from '../../test/kit/managed-process.js';
 import { startNatsServer, type NatsServer } from '../../test/kit/nats-process.js';
-import { ROUTER_MAIN } from '../../test/kit/repo-paths.js';
+import { REPO_ROOT, ROUTER_MAIN } from '../../test/kit/repo-paths.js';
+import { prepareBaseline } from '../bars/baseline-build.js';
 import { deepMerge } from '../../src/util/deep-merge.js';
 import { renderRouterConfig } from './router-config.js';
 import type { ContenderContext, ContenderSpec, ReplicaSet, RouterOverrides, RunningContender } from './types.js';
@@ -43,7 +44,12 @@ export async function startRouterReplicas(
 ): Promise<RunningContender> {
   const count = spec.replicas ?? 1;
   if (!Number.isInteger(count) || count < 1 || count > 8) throw new Error(`${spec.label}: replicas must be 1..8, got ${count}`);
-  const main = spec.checkout !== undefined ? join(spec.checkout, 'dist', 'src', 'main.js') : (spec.routerMain ?? ROUTER_MAIN);
+  // A checkout given as a commit is built under .run/ the first time (bench/bars/baseline-build.ts).
+  const checkout =
+    spec.checkout !== undefined
+      ? prepareBaseline(spec.checkout, REPO_ROOT, (m) => process.stderr.write(`${spec.label}: ${m}\n`)).dir
+      : undefined;
+  const main = checkout !== undefined ? join(checkout, 'dist', 'src', 'main.js') : (spec.routerMain ?? ROUTER_MAIN);
   let nats: NatsServer | undefined;
   const replicas: Replica[] = [];
   let envoy: EnvoyProcess | undefined;
@@ -111,7 +117,7 @@ export async function startRouterReplicas(
       // Fail closed unless asked: a router failure must show up as failed requests, not as
       // silent fallback to Envoy's own balancing.
       failureModeAllow: spec.failOpen === true,
-      ...(spec.checkout !== undefined ? { sourceFile: join(spec.checkout, 'envoy', `${variant}.yaml`) } : {}),
+      ...(checkout !== undefined ? { sourceFile: join(checkout, 'envoy', `${variant}.yaml`) } : {}),
       ...(spec.responsePath ? { responsePath: spec.responsePath } : {}),
       ...(spec.requestBodyMode ? { requestBodyMode: spec.requestBodyMode } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),

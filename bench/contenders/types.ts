@@ -39,8 +39,9 @@ export type ContenderSpec =
        */
       readonly routerPredatesResponseCompletion?: boolean;
       /**
-       * Another built checkout whose router (`dist/src/main.js`) and Envoy config
-       * (`envoy/<variant>.yaml`) both replace this one's: that commit's whole request path.
+       * Another checkout whose router (`dist/src/main.js`) and Envoy config
+       * (`envoy/<variant>.yaml`) both replace this one's: that commit's whole request path. A
+       * built checkout's directory, or a commit of this repository (built under .run/ when first used).
        */
       readonly checkout?: string;
       /** Router processes behind the one Envoy (its ext_proc cluster lists them all); default 1. */

@@ -8,9 +8,11 @@
  * 3. fail-open  1 replica, ext_proc fail-open; SIGKILLed at 10 s (long answers are then
  *               streaming), started again at 20 s.
  * 4. nats       3 replicas; nats-server stopped at 10 s, started again at 30 s.
- * 5. cpu        router CPU per routed request, main's request path (router and Envoy config
- *               of a built checkout of main, `CACHEROUTE_BASELINE_CHECKOUT`, default
- *               /work/wt/mainbuild) vs this build, one replica each, ABAB; each run first
+ * 5. cpu        router CPU per routed request, a baseline's request path (router and Envoy
+ *               config of another commit, `CACHEROUTE_BASELINE_CHECKOUT`: a built checkout's
+ *               directory or a commit, default 061ba1c — the commit issue #25's bars compare
+ *               against — built under .run/ by bench/bars/baseline-build.ts when first used;
+ *               labelled `main-*`) vs this build, one replica each, ABAB; each run first
  *               measures the router's CPU with no traffic for 10 s.
  * 6. low-load   TTFT at 2 req/s: this build vs sglang-router 0.3.2 and vllm-router 0.1.17
  *               (cache_aware) and main's build.
@@ -42,8 +44,8 @@ const KV = kvBlocksFor({ hotSetTokens: HOT_SET, engines: ENGINES, factor: 1.25, 
 /** When faults start, how long a replica stays down, how long NATS stays down (ms into the run). */
 export const REPLICA_FAULTS = { killAtMs: 10_000, downMs: 10_000, natsStopAtMs: 10_000, natsDownMs: 20_000 } as const;
 
-/** Where the built checkout of main is (its router and its Envoy config). */
-export const BASELINE_CHECKOUT = process.env['CACHEROUTE_BASELINE_CHECKOUT'] ?? '/work/wt/mainbuild';
+/** The baseline's request path: a built checkout's directory or a commit of this repository. */
+export const BASELINE_CHECKOUT = process.env['CACHEROUTE_BASELINE_CHECKOUT'] ?? '061ba1c';
 
 type AgenticSpec = Extract<ScenarioSpec, { kind: 'agentic' }>;
 
@@ -162,7 +164,7 @@ export function replicaBlocks(scale: number): MatrixBlock[] {
 export const REPLICAS: PresetSpec = {
   name: 'replicas',
   description:
-    "Router replicas behind one Envoy, sharing state over NATS (JetStream), on 4 simulated engines under KV pressure (agentic sessions, Zipf tenants, one-offs): 1 vs 3 replicas; SIGKILL of 1 of 3 with restart 10 s later; SIGKILL of a single fail-open replica mid-stream; NATS down for 20 s; router CPU per request vs main's request path; TTFT at low load vs sglang-router and vllm-router.",
+    'Router replicas behind one Envoy, sharing state over NATS (JetStream), on 4 simulated engines under KV pressure (agentic sessions, Zipf tenants, one-offs): 1 vs 3 replicas; SIGKILL of 1 of 3 with restart 10 s later; SIGKILL of a single fail-open replica mid-stream; NATS down for 20 s; router CPU per request vs the request path of 061ba1c (or CACHEROUTE_BASELINE_CHECKOUT); TTFT at low load vs sglang-router and vllm-router.',
   seed: 1,
   model: BENCH_MODEL,
   estimatedMinutes: 12,
