@@ -37,6 +37,7 @@
  */
 import type { Endpoint } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
+import { HalfLifeFrame } from '../util/half-life-frame.js';
 import type { EngineSample, EngineSignalStore, SampleEntry } from './engine-metrics-store.js';
 import { newLoadScratch, type MutableLoadSnapshot } from './load.js';
 
@@ -91,8 +92,8 @@ export interface StalenessStats {
 }
 
 /**
- * One endpoint's staleness state. Callers on the decision path may keep it per endpoint
- * (`marksOf`, `mergeMarksInto`) while `live`; it turns false when `retain` forgets the endpoint.
+ * One endpoint's staleness state. `mergeAllInto`'s caller keeps it per endpoint index while
+ * `live`; it turns false when `retain` forgets the endpoint.
  */
 export interface StalenessMarks {
   readonly id: string;
@@ -129,8 +130,6 @@ interface Marks extends StalenessMarks {
 
 /** Rebase the since-sum before its exponents grow past this many half-lives. */
 const MAX_EXPONENT = 60;
-/** Move the decay factors' reference time before it is this many half-lives from now. */
-const REF_SPAN = 60;
 const MAX_SINCE = 10_000;
 
 export class StalenessTracker {
@@ -141,9 +140,9 @@ export class StalenessTracker {
   private readonly halfLife: number;
   /** EWMA of "this completion carried usage", starting at 0 (assume unobserved). */
   private observed = 0;
-  /** The reference time of the kept decay factors (see mergeOne); NaN until the first merge. */
-  private refMs = Number.NaN;
-  /** mergeMarksInto's snapshot (the rules write into a snapshot). */
+  /** The reference time of the kept decay factors (see mergeOne). */
+  private readonly frame: HalfLifeFrame;
+  /** mergeInto's snapshot (the rules write into a snapshot). */
   private readonly single: MutableLoadSnapshot = newLoadScratch();
   private readonly unsubscribe: () => void;
 
@@ -154,6 +153,7 @@ export class StalenessTracker {
   ) {
     this.frozenAfter = Math.max(1, opts.frozenAfterCompletions ?? 3);
     this.halfLife = Math.max(1, opts.unobservedHalfLifeMs ?? 1000);
+    this.frame = new HalfLifeFrame(this.halfLife);
     this.unsubscribe = store.subscribe((id, sample) => this.onSample(id, sample));
   }
 
@@ -221,23 +221,13 @@ export class StalenessTracker {
    * @param nowMs the decision's clock reading (one read per decision, not one per endpoint).
    */
   mergeInto(endpointId: string, ownInflight: number, out: MutableMergedLoad, nowMs: number = this.clock.nowMs()): MutableMergedLoad {
-    return this.mergeMarksInto(this.mark(endpointId), ownInflight, out, nowMs);
-  }
-
-  /** The endpoint's state handle for `mergeMarksInto` (valid while `live`). */
-  marksOf(endpointId: string): StalenessMarks {
-    return this.mark(endpointId);
-  }
-
-  /** `mergeInto` for the endpoint of `marks` (from `marksOf`, still live): no lookup by id. */
-  mergeMarksInto(marks: StalenessMarks, ownInflight: number, out: MutableMergedLoad, nowMs: number): MutableMergedLoad {
     const load = this.single;
     load.inflightRequests = ownInflight;
     load.waiting = undefined;
     load.running = undefined;
     load.kvUsage = undefined;
     load.metricsAgeMs = Number.POSITIVE_INFINITY;
-    out.fallback = this.mergeOne(marks as Marks, load, nowMs, this.nowFactor(nowMs));
+    out.fallback = this.mergeOne(this.mark(endpointId), load, nowMs, this.frame.nowFactor(nowMs));
     out.waiting = load.waiting;
     out.running = load.running;
     out.kvUsage = load.kvUsage;
@@ -246,7 +236,7 @@ export class StalenessTracker {
   }
 
   /**
-   * `mergeMarksInto` for every slot, written straight into its snapshot (as
+   * `mergeInto` for every slot, written straight into its snapshot (as
    * EngineMetricsSource applies a merge: a fallback sets only the age), with the endpoint's
    * state handle kept in `handles` by endpoint index (re-read when missing, no longer live or
    * another endpoint's). Why one loop: a decision merges every endpoint of the fleet, and per
@@ -257,7 +247,7 @@ export class StalenessTracker {
     handles: (StalenessMarks | undefined)[],
     nowMs: number,
   ): void {
-    const toNow = this.nowFactor(nowMs);
+    const toNow = this.frame.nowFactor(nowMs);
     for (let k = 0; k < slots.length; k++) {
       const { endpoint, load } = slots[k]!;
       let m = handles[endpoint.index] as Marks | undefined;
@@ -316,10 +306,10 @@ export class StalenessTracker {
     if (ageMs === 0) decay = 1;
     else if (frozenAge) decay = 2 ** (-ageMs / this.halfLife);
     else {
-      if (m.scrapeFactorAt !== scrapedAt || m.scrapeFactorRef !== this.refMs) {
-        m.scrapeFactor = this.fromRef(scrapedAt);
+      if (m.scrapeFactorAt !== scrapedAt || m.scrapeFactorRef !== this.frame.ref) {
+        m.scrapeFactor = this.frame.fromRef(scrapedAt);
         m.scrapeFactorAt = scrapedAt;
-        m.scrapeFactorRef = this.refMs;
+        m.scrapeFactorRef = this.frame.ref;
       }
       decay = m.scrapeFactor * toNow;
     }
@@ -334,10 +324,10 @@ export class StalenessTracker {
       } else {
         let pending = 0;
         if (m.since.size > 0) {
-          if (m.baseFactorAt !== m.baseMs || m.baseFactorRef !== this.refMs) {
-            m.baseFactor = this.fromRef(m.baseMs);
+          if (m.baseFactorAt !== m.baseMs || m.baseFactorRef !== this.frame.ref) {
+            m.baseFactor = this.frame.fromRef(m.baseMs);
             m.baseFactorAt = m.baseMs;
-            m.baseFactorRef = this.refMs;
+            m.baseFactorRef = this.frame.ref;
           }
           pending = Math.max(0, m.sinceSum) * (m.baseFactor * toNow);
         }
@@ -353,21 +343,6 @@ export class StalenessTracker {
       load.kvUsage = Math.min(1, s.kvUsage * Math.min(trust, decay) + added);
     }
     return undefined;
-  }
-
-  /**
-   * 2^((ref − now)/H) for a merge at `now`. The reference moves to `now` (and every kept
-   * factor is recomputed on its next use) before the exponents pass REF_SPAN half-lives, so
-   * neither factor overflows however long the router runs.
-   */
-  private nowFactor(now: number): number {
-    if (!(Math.abs(now - this.refMs) <= REF_SPAN * this.halfLife)) this.refMs = now;
-    return 2 ** ((this.refMs - now) / this.halfLife);
-  }
-
-  /** 2^((atMs − ref)/H). */
-  private fromRef(atMs: number): number {
-    return 2 ** ((atMs - this.refMs) / this.halfLife);
   }
 
   /** Forgets endpoints no longer in the registry. */
@@ -401,12 +376,6 @@ export class StalenessTracker {
       m.lastChangedAtMs = sample.changedAtMs;
       m.completedAtChange = m.completed;
     }
-  }
-
-  private fallback(endpointId: string, reason: FallbackReason, ageMs: number, out: MutableMergedLoad): MutableMergedLoad {
-    out.metricsAgeMs = this.countFallback(endpointId, reason, ageMs);
-    out.fallback = reason;
-    return out;
   }
 
   /** Counts one fallback; returns `ageMs`. */

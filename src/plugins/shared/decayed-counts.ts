@@ -5,6 +5,8 @@
  * (a group's share of its engines' arrivals), cold-request placement and predicted-ttft
  * (recent placements per engine, read for every candidate of a decision).
  */
+import { HalfLifeFrame } from '../../util/half-life-frame.js';
+
 /** One key's count as a stable handle (`handleOf`): valid while `live` (retain clears it). */
 export interface CountHandle {
   readonly key: string;
@@ -20,19 +22,14 @@ interface Count extends CountHandle {
   scaledRef: number;
 }
 
-/** Move the reference time before it is this many half-lives from a read. */
-const REF_SPAN = 60;
-
 export class DecayedCounts {
   private readonly counts = new Map<string, Count>();
-  /** Reference time of the scaled values; NaN until the first read. */
-  private refMs = Number.NaN;
-  /** 2^((ref − lastNow)/H) for the last read time. */
-  private lastNow = Number.NaN;
-  private toNow = 1;
+  /** Reference time of the scaled values and the per-read factor. */
+  private readonly frame: HalfLifeFrame;
 
-  constructor(private readonly halfLifeMs: number) {
+  constructor(halfLifeMs: number) {
     if (!(halfLifeMs > 0)) throw new RangeError('decayed counts need a half-life > 0');
+    this.frame = new HalfLifeFrame(halfLifeMs);
   }
 
   /**
@@ -66,16 +63,13 @@ export class DecayedCounts {
     if (c.value === 0) return 0;
     const dt = nowMs - c.atMs;
     if (dt <= 0) return c.value;
-    if (nowMs !== this.lastNow) {
-      if (!(Math.abs(nowMs - this.refMs) <= REF_SPAN * this.halfLifeMs)) this.refMs = nowMs;
-      this.lastNow = nowMs;
-      this.toNow = 2 ** ((this.refMs - nowMs) / this.halfLifeMs);
+    const toNow = this.frame.nowFactor(nowMs);
+    const ref = this.frame.ref;
+    if (c.scaledRef !== ref) {
+      c.scaled = c.value * this.frame.fromRef(c.atMs);
+      c.scaledRef = ref;
     }
-    if (c.scaledRef !== this.refMs) {
-      c.scaled = c.value * 2 ** ((c.atMs - this.refMs) / this.halfLifeMs);
-      c.scaledRef = this.refMs;
-    }
-    return c.scaled * this.toNow;
+    return c.scaled * toNow;
   }
 
   /** Counts one event for the key at `nowMs`. */
