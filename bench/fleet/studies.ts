@@ -17,7 +17,7 @@ const KV = kvBlocksFor({ hotSetTokens: GROUPS_PER_ENGINE * PROMPT, engines: 1, f
 /** The studies' fleet: `engines` gpu-like engines with the seed table's KV size. */
 export const fleet = (engines: number): FleetSpec => ({ engines, profile: 'gpu-like', model: { kvCacheBlocks: KV } });
 
-const sharing = (ratio: number, engines: number, perEngine = 30): ScenarioSpec => ({
+export const sharing = (ratio: number, engines: number, perEngine = 30): ScenarioSpec => ({
   kind: 'sharing-ratio',
   label: `sharing-${Math.round(ratio * 100)}`,
   ratio,
@@ -73,7 +73,7 @@ export const FLEET_SEED_TABLE: FleetStudy = {
 };
 
 /** One system prompt takes 60% of the traffic (1,024-token prefix + 512-token question), the rest 8 groups per engine. */
-const hotPrefix = (engines: number, perEngine = 30): ScenarioSpec => ({
+export const hotPrefix = (engines: number, perEngine = 30): ScenarioSpec => ({
   kind: 'hot-prefix',
   label: 'hot-60',
   groups: GROUPS_PER_ENGINE * engines,

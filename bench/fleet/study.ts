@@ -121,6 +121,8 @@ export async function runStudy(opts: RunStudyOptions): Promise<StudyRow[]> {
     const fleet = fleetOf(cell.fleet);
     const tok = cell.engineTokenizer === 'tiny-model' ? await tinyModelTokenizer() : undefined;
     const contenderOptions: ContenderOptions = {
+      // A ttft-model is told the engines' slots, as an operator would configure it.
+      engineSlots: fleet[0]!.model.maxNumSeqs,
       ...cell.contenderOptions,
       ...(tok !== undefined ? { kvEvents: { tokenizerDir: tok.dir, blockSize: fleet[0]!.model.blockSize } } : {}),
     };

@@ -51,10 +51,14 @@ function knownName(name: string): boolean {
   return (STRATEGIES as readonly string[]).includes(name) || (!name.startsWith('cacheroute:') && contenderNames().includes(name));
 }
 
-/** A preset by its name (the real router), else the fleet simulator's contender of that name. */
-function contenderFor(name: string): Contender {
+/**
+ * A preset by its name (the real router), else the fleet simulator's contender of that name.
+ * A preset with a TTFT model is told the engines' sequence slots (`engineSlots`), as its
+ * operator would set `ttft-model.maxNumSeqs` to the engines' --max-num-seqs.
+ */
+function contenderFor(name: string, engineSlots: number): Contender {
   if (!(STRATEGIES as readonly string[]).includes(name)) return contender(name);
-  return { ...contender(`cacheroute:${name}`), label: name };
+  return { ...contender(`cacheroute:${name}`, { engineSlots }), label: name };
 }
 
 export interface SimulateArgs {
@@ -154,7 +158,8 @@ function readTrace(path: string): TraceEntry[] {
 
 /** The contenders: each preset, then the user's config. */
 function contenders(args: SimulateArgs): Contender[] {
-  const out = args.strategies.map(contenderFor);
+  const slots = ENGINE_MODEL_PROFILES[args.engineProfile]!.maxNumSeqs;
+  const out = args.strategies.map((name) => contenderFor(name, slots));
   if (args.config !== undefined) {
     const config = loadConfigFile(args.config, {}); // full validation, with the file's name in errors
     const doc = readConfigDocument(args.config) as Record<string, unknown>;

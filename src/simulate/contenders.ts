@@ -4,7 +4,8 @@
  * express them exactly, small policies otherwise: peer-policies.ts) and the two bounds
  * (oracle.ts). Each names the source its rule follows.
  */
-import { STRATEGIES } from '../plugins/presets/presets.js';
+import { PRESETS, STRATEGIES, type StrategyName } from '../plugins/presets/presets.js';
+import { TTFT_MODEL_PLUGIN } from '../plugins/multi/ttft-model-plugin.js';
 import { clairvoyantContender, oracleContender } from './oracle.js';
 import { dynamoKvCost, llmdSticky, lmetric, sglangCacheAware } from './peer-policies.js';
 import type { Contender } from './policy.js';
@@ -22,6 +23,19 @@ export interface ContenderOptions {
    * engines run with (SimOptions.engineTokenizer, same directory) and their block size.
    */
   readonly kvEvents?: { readonly tokenizerDir: string; readonly blockSize: number; readonly model?: string };
+  /**
+   * The engines' sequence slots (vLLM --max-num-seqs), set as `maxNumSeqs` on the ttft-model
+   * of a preset that has one (predicted-ttft, sticky-until-saturated), as an operator
+   * configures the router for their engines; other presets ignore it.
+   */
+  readonly engineSlots?: number;
+}
+
+/** The preset's own instance named `ttft-model`, told the engines' slots (a strategy override), or nothing. */
+function engineSlotsOverride(preset: StrategyName, slots: number | undefined): RouterDocument | undefined {
+  if (slots === undefined) return undefined;
+  const has = PRESETS[preset].plugins.some((p) => (p.name ?? p.type) === TTFT_MODEL_PLUGIN);
+  return has ? { strategy: { name: preset, plugins: { [TTFT_MODEL_PLUGIN]: { maxNumSeqs: slots } } } } : undefined;
 }
 
 /** Variants that read the engines' KV events: the precise-prefix-cache plugin in this index mode. */
@@ -143,7 +157,7 @@ export function contender(name: string, opts: ContenderOptions = {}): Contender 
     const [s = '', ...variants] = name.slice('cacheroute:'.length).split('+');
     if (!(STRATEGIES as readonly string[]).includes(s))
       throw new Error(`unknown cacheroute preset '${s}' (known: ${STRATEGIES.join(', ')})`);
-    let doc: RouterDocument = { strategy: s };
+    let doc: RouterDocument = engineSlotsOverride(s as StrategyName, opts.engineSlots) ?? { strategy: s };
     for (const v of variants) {
       const kvMode = KV_VARIANTS[v];
       const over = kvMode !== undefined ? kvVariant(kvMode, s, opts) : v === 'hotspot' ? hotspotVariant(s) : ROUTER_VARIANTS[v];

@@ -64,4 +64,20 @@ describe('simulator contenders', () => {
     for (const n of ['cacheroute:cache-aware+trust-stale', 'llm-d-weighted', 'sglang-cache-aware', 'oracle', 'cacheroute:nope'])
       expect(presetOf(n), n).to.equal(undefined);
   });
+
+  it("tells a TTFT preset's model the engines' sequence slots (engineSlots), and no other preset", () => {
+    // Engines with 2 slots each: past them a request waits for a running one to finish.
+    const slotFleet = Array.from({ length: 4 }, () => ({ model: { ...GPU_LIKE_ENGINE_MODEL, kvCacheBlocks: 400, maxNumSeqs: 2 } }));
+    const long = reqs.map((r) => ({ ...r, outputTokens: 64 }));
+    const ttft = (opts: { engineSlots?: number }) =>
+      simulate(long, slotFleet, contender('cacheroute:predicted-ttft', opts), { seed: 1 }).summary;
+    const told = ttft({ engineSlots: 2 });
+    const untold = ttft({});
+    // The model that knows a full engine admits nothing waits less for slots.
+    expect(told.ttftP99Ms).to.be.lessThan(untold.ttftP99Ms);
+    expect(told.ok).to.equal(300);
+    const aware = (opts: { engineSlots?: number }) =>
+      simulate(long, slotFleet, contender('cacheroute:cache-aware', opts), { seed: 1 }).summary;
+    expect(aware({ engineSlots: 2 })).to.deep.include({ ttftP99Ms: aware({}).ttftP99Ms, hitRate: aware({}).hitRate });
+  });
 });
