@@ -8,7 +8,9 @@
  * model's predicted rate and moved forward by every first token or end (shared/prefill-lanes.ts:
  * the work ahead of a new request), and the requests past it and not finished (the decode batch). A request's uncached tokens on an engine are its prompt tokens minus what
  * the prefix plugin's index says that engine holds. Work the router did not send shows in
- * the engine's fresh `waiting` gauge and is added as that many average requests.
+ * the engine's fresh `waiting` gauge and is added as that many average requests. Matched
+ * blocks that an earlier request is still prefilling on that engine are not counted as cached
+ * beyond the last chunk of them (shared/pending-prefixes.ts): the engine recomputes them.
  *
  * Where the truth comes from, per streamed request, whichever comes first: the edge's
  * first-byte report (`RouteTicket.firstByte`, the first SSE chunk; `server.responseCompletion:
@@ -28,7 +30,8 @@ import type { Candidate, CompletedHook, CycleState, EndpointsChangedHook, Plugin
 import type { Clock } from '../../util/clock.js';
 import { RouterError } from '../../core/errors.js';
 import { int, num, optionalSection, section, str } from '../../util/schema.js';
-import { AFFINITY_EVIDENCE } from '../shared/cycle-keys.js';
+import { AFFINITY_EVIDENCE, cycleBlockHashes } from '../shared/cycle-keys.js';
+import { PendingPrefixes } from '../shared/pending-prefixes.js';
 import { PrefillLanes, type LaneEntry } from '../shared/prefill-lanes.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import {
@@ -153,6 +156,8 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   private readonly pending = new Map<string, Pending>();
   /** Per endpoint: the prefill queue the router sent, draining at the model's rate, and the decode batch. */
   private readonly lanes: PrefillLanes;
+  /** Blocks routed to each engine whose prefill is still under way there (not yet cache hits). */
+  private readonly pendingPrefixes = new PendingPrefixes();
   private readonly errors = new Map<string, ErrorWindow>();
   private readonly untimed = new Map<string, number>();
   private readonly key: ScratchKey<CyclePredictions>;
@@ -197,12 +202,22 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const n = candidates.length;
     const predictedMs = new Float64Array(n);
     const values = new Float64Array(n * FEATURES);
+    const hashes = cycleBlockHashes(state);
+    const chunkTokens = this.model.opts.chunkTokens;
     for (let i = 0; i < n; i++) {
       const c = candidates[i]!;
       const id = c.endpoint.id;
       const matchedBlocks = ev?.matchedByEndpoint[c.endpoint.index] ?? 0;
-      const cachedTokens = Math.min(tokens, matchedBlocks * blockChars * charsToTokens);
+      let cachedTokens = Math.min(tokens, matchedBlocks * blockChars * charsToTokens);
       let ahead = this.lanes.ahead(id, state.nowMs);
+      if (hashes !== undefined && matchedBlocks > 0) {
+        // Matched blocks another request is still prefilling there are not hits yet: this
+        // request is admitted while they are in flight and computes again what is not done
+        // by then, at most the last chunk of them (shared/pending-prefixes.ts).
+        const from = this.pendingPrefixes.pendingFrom(id, hashes, matchedBlocks);
+        if (from >= 0)
+          cachedTokens = Math.max(0, cachedTokens - Math.min(chunkTokens, (matchedBlocks - from) * blockChars * charsToTokens));
+      }
       let batch = this.lanes.decoding(id);
       const l = c.load;
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs) {
@@ -260,16 +275,23 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       predictedMs = this.model.predict(id, f);
     }
     const now = this.clock.nowMs();
+    const lane = this.lanes.add(id, f.uncachedTokens, now);
     this.pending.set(r.requestId, {
       endpointId: id,
       features: f,
       predictedMs,
       routedAtMs: now,
       stream: r.stream,
-      lane: this.lanes.add(id, f.uncachedTokens, now),
+      lane,
       firstByte: false,
       observed: false,
     });
+    // The blocks this request brings to the engine are in flight there until its prefill is done.
+    const hashes = cycleBlockHashes(state);
+    const ev = getScratch(state, AFFINITY_EVIDENCE);
+    if (hashes !== undefined && ev !== undefined) {
+      this.pendingPrefixes.add(id, hashes, ev.matchedByEndpoint[decision.endpoint.index] ?? 0, hashes.count, lane);
+    }
     this.meanUncached += 0.05 * (f.uncachedTokens - this.meanUncached);
   }
 
@@ -315,6 +337,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     this.model.retain(keep);
     for (const [id, p] of this.pending) if (!keep.has(p.endpointId)) this.pending.delete(id);
     this.lanes.retain(keep);
+    this.pendingPrefixes.retain(keep);
     for (const id of [...this.errors.keys()]) if (!keep.has(id)) this.errors.delete(id);
     for (const id of [...this.untimed.keys()]) if (!keep.has(id)) this.untimed.delete(id);
   }

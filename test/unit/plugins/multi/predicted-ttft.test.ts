@@ -74,6 +74,23 @@ describe('predicted-ttft preset', () => {
     expect(used.size).to.equal(4);
   });
 
+  it("does not count blocks still being prefilled as hits: a burst of one cold prompt's siblings spreads", () => {
+    const s = sched(8, 'predicted-ttft');
+    const prompt = text(7, 2048);
+    const ts = Array.from({ length: 24 }, () => s.route(req(0, 0, { prefix: prompt }))); // none past its prefill
+    const per = new Map<number, number>();
+    for (const t of ts) per.set(t.decision.endpoint.index, (per.get(t.decision.endpoint.index) ?? 0) + 1);
+    expect(per.size, [...per.values()].join(',')).to.be.at.least(4);
+    expect(Math.max(...per.values())).to.be.at.most(6);
+    for (const t of ts) done(t);
+    // Once the first prefill is over its blocks are hits: the next sibling joins an engine that holds them.
+    const holders = new Set(per.keys());
+    const next = s.route(req(0, 0, { prefix: prompt }));
+    expect(holders.has(next.decision.endpoint.index)).to.equal(true);
+    expect(next.decision.reason).to.equal('affinity');
+    done(next);
+  });
+
   it('follows the cache while the holder is idle, and leaves it when the prefill queued there costs more than the hit saves', () => {
     const s = sched(2, 'predicted-ttft');
     const system = text(1, 8000); // ~2,000 tokens shared
