@@ -72,6 +72,7 @@ function report(rows: readonly StudyRow[]): { sections: string[]; misses: string
   const misses: string[] = [];
   let meets = 0;
   let defaultMeets = 0;
+  let autoMeets = 0;
   for (const k of keys) {
     const [group, cell] = k.split('\u0000') as [string, string];
     const of = (name: string): StudyRow | undefined => rows.find((r) => r.group === group && r.cell === cell && r.contender === name);
@@ -89,6 +90,8 @@ function report(rows: readonly StudyRow[]): { sections: string[]; misses: string
     );
     const within = (r: StudyRow): boolean => r.summary.ttftP50Ms <= 1.15 * o.ttftP50Ms && r.summary.ttftP99Ms <= 1.15 * o.ttftP99Ms;
     if (within(ttft)) meets++;
+    const auto = of('cacheroute:auto');
+    if (auto !== undefined && within(auto)) autoMeets++;
     if (within(def)) defaultMeets++;
     else if (!within(ttft)) misses.push(`${group} / ${cell}: predicted-ttft ${dist(ttft)} the oracle's p50 / p99 (bar 1.15×)`);
     lines.push(
@@ -97,7 +100,7 @@ function report(rows: readonly StudyRow[]): { sections: string[]; misses: string
   }
   lines.push(
     '',
-    `Within 1.15× of the oracle at p50 and p99: predicted-ttft in ${meets} of ${keys.length} cells, the default in ${defaultMeets}.`,
+    `Within 1.15× of the oracle at p50 and p99: predicted-ttft in ${meets} of ${keys.length} cells, auto in ${autoMeets}, the default in ${defaultMeets}.`,
   );
   return { sections: [lines.join('\n')], misses };
 }

@@ -98,20 +98,27 @@ function cacheAware(name: string, description: string, affinity: PresetPlugin, c
 
 /**
  * auto: four profiles and the auto handler choosing between them from the traffic
- * statistics. The prefix index, the imbalance escape and the scorers are one instance each,
- * shared by the profiles that reference them. Weights per profile: `weights: {<profile>: {…}}`.
+ * statistics. The prefix index and the TTFT model are one instance each, shared by the
+ * profiles that reference them. Weights per profile: `weights: {<profile>: {…}}`.
+ *
+ * Where reuse is high (affinity, cache-aware) or not yet measured (learning) the pick is
+ * predicted-ttft's: on the fleet simulator the weighted blend these profiles ran before
+ * queued sessions on their home engines (agentic at 64 engines, 2/s: TTFT p99 573 vs 366 ms)
+ * and piled a hot prefix onto few engines in the learning phase (hot prefix, 16 engines: p99
+ * 944 vs 308 ms; docs/decisions/0350). The learning profile still hands cold requests (no
+ * engine holds a quarter of the prompt) to round robin: a burst of new sessions spreads
+ * instead of following the short shared header (Mooncake-format trace at 8 starts/s/engine:
+ * p99 203 ms with it, 285 without).
  */
 const AUTO: Preset = {
   description:
-    'Chooses per request between a load profile (little prefix reuse), affinity or cache-aware (much reuse) and a learning profile until the traffic statistics are in (auto-profile-handler).',
+    'Chooses per request between a load profile (little prefix reuse) and predicted-ttft (much reuse, or while the traffic statistics are still coming in; cold requests balanced) (auto-profile-handler).',
   plugins: [
     ...ELIGIBILITY,
     { type: 'hotspot-replication-filter', name: 'hotspot', optional: true },
-    { type: 'imbalance-escape-filter', name: 'imbalance' },
     { type: 'prefix-cache' },
-    { type: 'queue-scorer', name: 'queue' },
-    { type: 'kv-usage-scorer', name: 'kv-usage' },
-    { type: 'max-score-picker', name: 'max-score' },
+    { type: 'ttft-model' },
+    { type: 'predicted-ttft', name: 'ttft' },
     // The load profile balances round-robin: with no cache to win, the even spread is what counts.
     { type: 'round-robin-picker', name: 'round-robin' },
     {
@@ -126,37 +133,13 @@ const AUTO: Preset = {
   schedulingProfiles: [
     {
       name: 'learning',
-      plugins: [
-        ...ELIGIBLE,
-        { pluginRef: 'imbalance' },
-        { pluginRef: 'prefix-cache', weight: 3 },
-        { pluginRef: 'queue', weight: 1 },
-        { pluginRef: 'learning-cold' },
-        { pluginRef: 'max-score' },
-      ],
+      plugins: [...ELIGIBLE, { pluginRef: 'prefix-cache', weight: 1 }, { pluginRef: 'learning-cold' }, { pluginRef: 'ttft' }],
     },
     { name: 'load', plugins: [...ELIGIBLE, { pluginRef: 'round-robin' }] },
-    {
-      name: 'affinity',
-      plugins: [
-        ...ELIGIBLE,
-        { pluginRef: 'imbalance' },
-        { pluginRef: 'prefix-cache', weight: 3 },
-        { pluginRef: 'queue', weight: 1 },
-        { pluginRef: 'max-score' },
-      ],
-    },
+    { name: 'affinity', plugins: [...ELIGIBLE, { pluginRef: 'prefix-cache', weight: 1 }, { pluginRef: 'ttft' }] },
     {
       name: 'cache-aware',
-      plugins: [
-        ...ELIGIBLE,
-        { pluginRef: 'hotspot' },
-        { pluginRef: 'imbalance' },
-        { pluginRef: 'prefix-cache', weight: 3 },
-        { pluginRef: 'queue', weight: 2 },
-        { pluginRef: 'kv-usage', weight: 2 },
-        { pluginRef: 'max-score' },
-      ],
+      plugins: [...ELIGIBLE, { pluginRef: 'hotspot' }, { pluginRef: 'prefix-cache', weight: 1 }, { pluginRef: 'ttft' }],
     },
   ],
 };

@@ -272,7 +272,7 @@ describe('router-telemetry with the auto profile handler', () => {
         dataLayer: { traffic: { requests: number } };
       };
       expect(dbg.plugins.find((p) => p.type === 'auto-profile-handler')?.state?.mode).to.equal('learning');
-      expect(dbg.plugins.map((p) => p.name)).to.include.members(['prefix-cache', 'learning-cold', 'imbalance']);
+      expect(dbg.plugins.map((p) => p.name)).to.include.members(['prefix-cache', 'learning-cold', 'ttft-model', 'ttft']);
       expect(dbg.dataLayer.traffic.requests).to.equal(1);
     } finally {
       await inst.stop?.();

@@ -10,7 +10,9 @@
  * 3026b14 differs only in ttft-model's parameters (expiryFactor gone, prefillPenalty added
  * by 3476a59), so every other preset is unchanged since then too. The fixture's predicted-ttft
  * and ttft-model parameters carry the future-reuse terms and the waiting floor added since
- * (and their load scaling, issue 27).
+ * (and their load scaling, issue 27). auto's three cases (auto, auto-8, auto-weights-zero) carry
+ * the graph of docs/decisions/0350 (its reuse and learning profiles pick by predicted TTFT),
+ * recorded when that decision landed; their pinned decisions (test/fixtures/decisions) too.
  */
 import { expect } from 'chai';
 import { defaultConfig, type ConfigOverrides } from '../../../../src/config/default-config.js';
@@ -32,7 +34,7 @@ const EXTRA: Readonly<Record<string, ConfigOverrides>> = {
     },
   },
   'cache-aware-weights': { strategy: { name: 'cache-aware', weights: { 'prefix-cache': 5, 'queue-scorer': 1, 'kv-usage-scorer': 0.5 } } },
-  'auto-weights-zero': { strategy: { name: 'auto', weights: { 'cache-aware': { 'kv-usage': 0 } } } },
+  'auto-weights-zero': { strategy: { name: 'auto', weights: { affinity: { 'prefix-cache': 0 } } } },
 };
 
 /** Header parameters the new form adds (they replace requests.sessionHeader). */

@@ -35,10 +35,12 @@ describe('strategy: a preset, adjusted', () => {
   });
 
   it('in auto a weight applies to every profile with the scorer, or to one profile by name', () => {
-    const all = parseConfig({ ...MINIMAL, strategy: { name: 'auto', weights: { queue: 4 } } });
-    expect(all.schedulingProfiles.map((p) => p.plugins.find((r) => r.pluginRef === 'queue')?.weight)).to.deep.equal([4, undefined, 4, 4]);
-    const one = parseConfig({ ...MINIMAL, strategy: { name: 'auto', weights: { 'cache-aware': { queue: 4 } } } });
-    expect(one.schedulingProfiles.map((p) => p.plugins.find((r) => r.pluginRef === 'queue')?.weight)).to.deep.equal([1, undefined, 1, 4]);
+    const weightOf = (c: ReturnType<typeof parseConfig>) =>
+      c.schedulingProfiles.map((p) => p.plugins.find((r) => r.pluginRef === 'prefix-cache')?.weight);
+    const all = parseConfig({ ...MINIMAL, strategy: { name: 'auto', weights: { 'prefix-cache': 4 } } });
+    expect(weightOf(all)).to.deep.equal([4, undefined, 4, 4]);
+    const one = parseConfig({ ...MINIMAL, strategy: { name: 'auto', weights: { 'cache-aware': { 'prefix-cache': 4 } } } });
+    expect(weightOf(one)).to.deep.equal([1, undefined, 1, 4]);
   });
 
   it("plugins: parameters merged over the preset's, an optional plugin named = on, false = left out", () => {
