@@ -33,8 +33,8 @@ export const sharing = (ratio: number, engines: number, perEngine = 30): Scenari
 const PEERS = ['sglang-cache-aware', 'llm-d-weighted', 'llm-d-sticky', 'dynamo-kv', 'lmetric', 'least-request', 'power-of-two'];
 const SEED_CORE = ['round-robin', 'prefix-hash', 'cacheroute:cache-aware', 'oracle'];
 /** Every contender (fleets up to 64 engines), and the few that keep 256 engines in minutes. */
-const FULL = [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'];
-const BIG = [...SEED_CORE, 'cacheroute:auto', 'sglang-cache-aware', 'dynamo-kv'];
+const FULL = [...SEED_CORE, 'cacheroute:predicted-ttft', 'cacheroute:auto', ...PEERS, 'clairvoyant'];
+const BIG = [...SEED_CORE, 'cacheroute:predicted-ttft', 'cacheroute:auto', 'sglang-cache-aware', 'dynamo-kv'];
 
 function seedCells(): FleetCell[] {
   const cells: FleetCell[] = [];
@@ -46,7 +46,7 @@ function seedCells(): FleetCell[] {
         label: `${engines} engines`,
         fleet: fleet(engines),
         scenario: sharing(ratio, engines, engines >= 1024 ? 10 : engines >= 256 ? 15 : 60),
-        contenders: small ? [...SEED_CORE, 'cacheroute:auto', ...PEERS, 'clairvoyant'] : [...SEED_CORE, 'sglang-cache-aware', 'dynamo-kv'],
+        contenders: small ? FULL : [...SEED_CORE, 'cacheroute:predicted-ttft', 'sglang-cache-aware', 'dynamo-kv'],
       });
     }
   }
