@@ -157,6 +157,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     } = this.opts;
     if (w === 0 && reuse === 0 && ev === 0 && rq === 0) return pred;
     const f = this.model.featureValues(state, candidates);
+    const rates = this.model.prefillRates(state, candidates);
     const n = pred.length;
     const tokens = Math.max(0, state.request.promptTokens);
     // The deepest and second-deepest match: the prefix beyond the second is held by one engine only.
@@ -184,7 +185,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     for (let i = 0; i < n; i++) {
       const o = i * FEATURE.stride;
       const c = candidates[i]!;
-      const msPerToken = 1 / this.model.model.prefillTokensPerMs(c.endpoint.id);
+      const msPerToken = 1 / rates[i]!;
       const lost = best - Math.max(f[o + FEATURE.cachedTokens]!, second);
       const u = c.load.kvUsage;
       const fresh = u !== undefined && c.load.metricsAgeMs <= this.opts.maxMetricsAgeMs;

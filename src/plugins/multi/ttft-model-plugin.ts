@@ -39,6 +39,7 @@ import {
   DEFAULT_TTFT_PRIORS,
   TTFT_COEFFICIENTS,
   TtftCostModel,
+  prefillTokensPerMsWith,
   type EngineModelState,
   type TtftFeatures,
 } from '../shared/ttft-cost-model.js';
@@ -78,6 +79,8 @@ interface CyclePredictions {
   candidates: readonly Candidate[];
   predictedMs: Float64Array;
   values: Float64Array;
+  /** Each candidate's prefill throughput (uncached tokens per ms) by the coefficients it was predicted with. */
+  prefillTokensPerMs: Float64Array;
 }
 
 /** Layout of `featureValues`: candidate i's feature f is at `i * FEATURE.stride + FEATURE[f]`. */
@@ -87,6 +90,12 @@ const FEATURES = FEATURE.stride;
 function featuresAt(v: Float64Array, i: number): TtftFeatures {
   const o = i * FEATURES;
   return { aheadTokens: v[o]!, uncachedTokens: v[o + 1]!, cachedTokens: v[o + 2]!, batch: v[o + 3]!, aheadRequests: v[o + 4]! };
+}
+
+/** Position of endpoint `id` among `candidates`, -1 if absent (a loop: no closure per routed request). */
+function positionOf(candidates: readonly Candidate[], id: string): number {
+  for (let i = 0; i < candidates.length; i++) if (candidates[i]!.endpoint.id === id) return i;
+  return -1;
 }
 
 /** Online accuracy of one engine's predictions (absolute percentage errors, most recent window). */
@@ -167,7 +176,12 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   private readonly untimed = new Map<string, number>();
   private readonly key: ScratchKey<CyclePredictions>;
   /** The last cycle's predictions, reused (see CyclePredictions); resized when the candidate count changes. */
-  private readonly last: CyclePredictions = { candidates: [], predictedMs: new Float64Array(0), values: new Float64Array(0) };
+  private readonly last: CyclePredictions = {
+    candidates: [],
+    predictedMs: new Float64Array(0),
+    values: new Float64Array(0),
+    prefillTokensPerMs: new Float64Array(0),
+  };
   private meanUncached: number;
 
   constructor(
@@ -195,6 +209,14 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     return this.cycle(state, candidates).values;
   }
 
+  /**
+   * Each candidate's prefill throughput this cycle (uncached tokens per ms, what
+   * `model.prefillTokensPerMs` answers for it), aligned by position; reused like `predictions`.
+   */
+  prefillRates(state: CycleState, candidates: readonly Candidate[]): Float64Array {
+    return this.cycle(state, candidates).prefillTokensPerMs;
+  }
+
   /** Uncached prefill tokens in flight on the endpoint (not yet past their first token). */
   aheadTokens(endpointId: string): number {
     return this.lanes.ahead(endpointId, this.clock.nowMs());
@@ -214,9 +236,10 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     if (out.predictedMs.length !== n) {
       out.predictedMs = new Float64Array(n);
       out.values = new Float64Array(n * FEATURES);
+      out.prefillTokensPerMs = new Float64Array(n);
     }
     out.candidates = candidates;
-    const { predictedMs, values } = out;
+    const { predictedMs, values, prefillTokensPerMs } = out;
     const hashes = cycleBlockHashes(state);
     const chunkTokens = this.model.opts.chunkTokens;
     for (let i = 0; i < n; i++) {
@@ -224,7 +247,9 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       const id = c.endpoint.id;
       const matchedBlocks = ev?.matchedByEndpoint[c.endpoint.index] ?? 0;
       let cachedTokens = Math.min(tokens, matchedBlocks * blockChars * charsToTokens);
-      let ahead = this.lanes.ahead(id, state.nowMs);
+      // The engine's lane and coefficients are looked up once here, then read.
+      const lane = this.lanes.lane(id);
+      let ahead = this.lanes.aheadOf(lane, state.nowMs);
       if (hashes !== undefined && matchedBlocks > 0) {
         // Matched blocks another request is still prefilling there are not hits yet: this
         // request is admitted while they are in flight and computes again what is not done
@@ -233,7 +258,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
         if (from >= 0)
           cachedTokens = Math.max(0, cachedTokens - Math.min(chunkTokens, (matchedBlocks - from) * blockChars * charsToTokens));
       }
-      let batch = this.lanes.decoding(id);
+      let batch = this.lanes.decodingOf(lane);
       const l = c.load;
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs) {
         // Work the router did not send (other replicas, direct clients): the engine's own queue.
@@ -241,13 +266,13 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
         if (l.waiting !== undefined) {
           // A full KV cache stalls admission: the requests it reports waiting are still ahead, however far the drain estimate got.
           if (l.kvUsage !== undefined && l.kvUsage >= this.opts.stallKvUsage) {
-            ahead = Math.max(ahead, this.lanes.waitingFloor(id, Math.min(l.waiting, own)));
+            ahead = Math.max(ahead, this.lanes.waitingFloorOf(lane, Math.min(l.waiting, own)));
           }
           if (l.waiting > own) ahead += (l.waiting - own) * this.meanUncached;
         }
         if (l.running !== undefined) batch = Math.max(batch, l.running - Math.min(own, l.running));
       }
-      let aheadRequests = this.lanes.queued(id);
+      let aheadRequests = this.lanes.queuedOf(lane);
       if (l.metricsAgeMs <= this.opts.maxMetricsAgeMs && l.waiting !== undefined) aheadRequests = Math.max(aheadRequests, l.waiting);
       const o = i * FEATURES;
       values[o] = ahead;
@@ -255,7 +280,9 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       values[o + 2] = cachedTokens;
       values[o + 3] = batch;
       values[o + 4] = aheadRequests;
-      predictedMs[i] = this.model.predictValues(id, ahead, tokens - cachedTokens, cachedTokens, batch, aheadRequests);
+      const theta = this.model.activeCoefficients(id);
+      predictedMs[i] = this.model.predictWith(theta, ahead, tokens - cachedTokens, cachedTokens, batch, aheadRequests);
+      prefillTokensPerMs[i] = prefillTokensPerMsWith(theta);
     }
     setScratch(state, this.key, out);
     return out;
@@ -269,7 +296,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     let f: TtftFeatures | undefined;
     let predictedMs: number | undefined;
     if (cached !== undefined) {
-      const pos = cached.candidates.findIndex((c) => c.endpoint.id === id);
+      const pos = positionOf(cached.candidates, id);
       if (pos >= 0) {
         f = featuresAt(cached.values, pos);
         predictedMs = cached.predictedMs[pos]!;

@@ -209,7 +209,20 @@ export class TtftCostModel {
 
   /** `predict` from the feature numbers (TtftFeatures' fields, in order). */
   predictValues(id: string, ahead: number, uncached: number, cached: number, batch: number, aheadRequests: number): number {
-    const theta = this.active(id).theta;
+    return this.predictWith(this.active(id).theta, ahead, uncached, cached, batch, aheadRequests);
+  }
+
+  /**
+   * The coefficients engine `id` is predicted with now (TTFT_COEFFICIENTS order), for
+   * `predictWith` and `prefillTokensPerMsWith`: a decision resolves them once per candidate
+   * (one lookup) instead of once per figure. Read-only; valid until the next `observe`.
+   */
+  activeCoefficients(id: string): ArrayLike<number> {
+    return this.active(id).theta;
+  }
+
+  /** `predictValues` with coefficients from `activeCoefficients`. */
+  predictWith(theta: ArrayLike<number>, ahead: number, uncached: number, cached: number, batch: number, aheadRequests: number): number {
     const x = featureValues(ahead, uncached, cached, batch, aheadRequests, this.opts.chunkTokens, this.opts.maxNumSeqs, this.x);
     let y = 0;
     for (let i = 0; i < D; i++) y += theta[i]! * x[i]!;
@@ -218,7 +231,7 @@ export class TtftCostModel {
 
   /** Prefill throughput of engine `id` in uncached tokens per ms. */
   prefillTokensPerMs(id: string): number {
-    return 1 / this.active(id).theta[1]!;
+    return prefillTokensPerMsWith(this.active(id).theta);
   }
 
   /**
@@ -302,7 +315,7 @@ export class TtftCostModel {
       clipped: fit.clipped,
       pooled: used !== fit,
       coefficients: coefficientsOf(used.theta),
-      prefillTokensPerMs: 1 / used.theta[1]!,
+      prefillTokensPerMs: prefillTokensPerMsWith(used.theta),
     };
   }
 
@@ -314,7 +327,7 @@ export class TtftCostModel {
       clipped: p.clipped,
       pooled: true,
       coefficients: coefficientsOf(p.theta),
-      prefillTokensPerMs: 1 / p.theta[1]!,
+      prefillTokensPerMs: prefillTokensPerMsWith(p.theta),
     };
   }
 
@@ -372,6 +385,11 @@ export class TtftCostModel {
     }
     return f;
   }
+}
+
+/** Prefill throughput in uncached tokens per ms of coefficients `theta` (1 / prefillMsPerToken). */
+export function prefillTokensPerMsWith(theta: ArrayLike<number>): number {
+  return 1 / theta[1]!;
 }
 
 function coefficientsOf(theta: Float64Array): TtftCoefficients {

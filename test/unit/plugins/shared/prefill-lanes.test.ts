@@ -60,6 +60,28 @@ describe('prefill lanes (the router-side prefill queue per engine)', () => {
     expect(l.waitingFloor('x', 3), 'an unknown engine').to.equal(0);
   });
 
+  it('reads a lane resolved once the same as by endpoint id (no lane reads as empty)', () => {
+    const byId = lanes();
+    const byLane = lanes();
+    for (const l of [byId, byLane]) {
+      l.add('e', 1000, 0);
+      l.add('e', 500, 0);
+      l.add('e', 200, 0);
+    }
+    const lane = byLane.lane('e');
+    for (const t of [0, 40, 120, 200]) {
+      expect(byLane.aheadOf(lane, t)).to.equal(byId.ahead('e', t));
+      expect(byLane.decodingOf(lane)).to.equal(byId.decoding('e'));
+      expect(byLane.queuedOf(lane)).to.equal(byId.queued('e'));
+      expect(byLane.waitingFloorOf(lane, 2)).to.equal(byId.waitingFloor('e', 2));
+    }
+    const none = byLane.lane('x');
+    expect(none).to.equal(undefined);
+    expect([byLane.aheadOf(none, 0), byLane.decodingOf(none), byLane.queuedOf(none), byLane.waitingFloorOf(none, 3)]).to.deep.equal([
+      0, 0, 0, 0,
+    ]);
+  });
+
   it('forgets departed engines', () => {
     const l = lanes();
     l.add('a', 100, 0);

@@ -3,6 +3,7 @@ import {
   DEFAULT_TTFT_MODEL,
   DEFAULT_TTFT_PRIORS,
   featureVector,
+  prefillTokensPerMsWith,
   TtftCostModel,
   type TtftCoefficients,
   type TtftFeatures,
@@ -191,6 +192,32 @@ describe('ttft-cost-model', () => {
     }
     expect(m.state('new').pooled).to.equal(false);
     expect(m.state('new').coefficients.prefillMsPerToken).to.be.below(m.state('old').coefficients.prefillMsPerToken);
+  });
+
+  it('predicts from coefficients resolved once exactly as by engine id (own, median and pooled fits)', () => {
+    const m = new TtftCostModel();
+    const rng = seededRng(11);
+    const agree = (id: string): void => {
+      const theta = m.activeCoefficients(id);
+      for (let i = 0; i < 20; i++) {
+        const f = randomFeatures(rng);
+        const a = f.aheadRequests ?? 0;
+        expect(m.predictWith(theta, f.aheadTokens, f.uncachedTokens, f.cachedTokens, f.batch, a)).to.equal(m.predict(id, f));
+      }
+      expect(prefillTokensPerMsWith(theta)).to.equal(m.prefillTokensPerMs(id));
+    };
+    for (let i = 0; i < 5; i++) {
+      const f = randomFeatures(rng);
+      m.observe('few', f, truth(DEFAULT_TTFT_PRIORS, f));
+    }
+    agree('few'); // the pooled fit: no engine trained yet
+    for (let i = 0; i < 200; i++) {
+      const f = randomFeatures(rng);
+      m.observe('trained', f, truth(SLOW, f));
+    }
+    agree('trained'); // its own fit
+    agree('few'); // the fleet median
+    agree('unseen');
   });
 
   it('ignores observations that are not positive finite times, and forgets departed engines', () => {
