@@ -32,7 +32,7 @@ import { RouterError } from '../../core/errors.js';
 import { int, num, optionalSection, section, str } from '../../util/schema.js';
 import { AFFINITY_EVIDENCE, cycleBlockHashes } from '../shared/cycle-keys.js';
 import { PendingPrefixes } from '../shared/pending-prefixes.js';
-import { PrefillLanes, type LaneEntry } from '../shared/prefill-lanes.js';
+import { PrefillLanes, type Lane, type LaneEntry } from '../shared/prefill-lanes.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import {
   DEFAULT_TTFT_MODEL,
@@ -41,6 +41,7 @@ import {
   TtftCostModel,
   prefillTokensPerMsWith,
   type EngineModelState,
+  type FitHandle,
   type TtftFeatures,
 } from '../shared/ttft-cost-model.js';
 
@@ -81,6 +82,13 @@ interface CyclePredictions {
   values: Float64Array;
   /** Each candidate's prefill throughput (uncached tokens per ms) by the coefficients it was predicted with. */
   prefillTokensPerMs: Float64Array;
+}
+
+/** One endpoint's lane and fit, resolved by id once they exist (see TtftModelPlugin.slotOf). */
+interface EngineSlot {
+  readonly id: string;
+  lane: Lane | undefined;
+  fit: FitHandle | undefined;
 }
 
 /** Layout of `featureValues`: candidate i's feature f is at `i * FEATURE.stride + FEATURE[f]`. */
@@ -172,6 +180,8 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
   private readonly lanes: PrefillLanes;
   /** Blocks routed to each engine whose prefill is still under way there (not yet cache hits). */
   private readonly pendingPrefixes = new PendingPrefixes();
+  /** Per endpoint index: its lane and fit (see slotOf). */
+  private readonly slots: (EngineSlot | undefined)[] = [];
   private readonly errors = new Map<string, ErrorWindow>();
   private readonly untimed = new Map<string, number>();
   private readonly key: ScratchKey<CyclePredictions>;
@@ -244,17 +254,16 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     const chunkTokens = this.model.opts.chunkTokens;
     for (let i = 0; i < n; i++) {
       const c = candidates[i]!;
-      const id = c.endpoint.id;
       const matchedBlocks = ev?.matchedByEndpoint[c.endpoint.index] ?? 0;
       let cachedTokens = Math.min(tokens, matchedBlocks * blockChars * charsToTokens);
-      // The engine's lane and coefficients are looked up once here, then read.
-      const lane = this.lanes.lane(id);
+      const slot = this.slotOf(c.endpoint);
+      const lane = slot.lane;
       let ahead = this.lanes.aheadOf(lane, state.nowMs);
       if (hashes !== undefined && matchedBlocks > 0) {
         // Matched blocks another request is still prefilling there are not hits yet: this
         // request is admitted while they are in flight and computes again what is not done
         // by then, at most the last chunk of them (shared/pending-prefixes.ts).
-        const from = this.pendingPrefixes.pendingFrom(id, hashes, matchedBlocks);
+        const from = this.pendingPrefixes.pendingFrom(c.endpoint.id, hashes, matchedBlocks);
         if (from >= 0)
           cachedTokens = Math.max(0, cachedTokens - Math.min(chunkTokens, (matchedBlocks - from) * blockChars * charsToTokens));
       }
@@ -280,12 +289,29 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       values[o + 2] = cachedTokens;
       values[o + 3] = batch;
       values[o + 4] = aheadRequests;
-      const theta = this.model.activeCoefficients(id);
+      const theta = this.model.activeCoefficientsOf(slot.fit);
       predictedMs[i] = this.model.predictWith(theta, ahead, tokens - cachedTokens, cachedTokens, batch, aheadRequests);
       prefillTokensPerMs[i] = prefillTokensPerMsWith(theta);
     }
     setScratch(state, this.key, out);
     return out;
+  }
+
+  /**
+   * The endpoint's lane and fit, kept by endpoint index. Why: the decision reads both for
+   * every candidate, and an array read saves two Map lookups by id per candidate. Both live
+   * until `retain` drops their engine (which clears the slots), so a slot with the endpoint's
+   * id holds its lane and fit once they exist; until then each read looks them up again.
+   */
+  private slotOf(e: Endpoint): EngineSlot {
+    let slot = this.slots[e.index];
+    if (slot === undefined || slot.id !== e.id) {
+      slot = { id: e.id, lane: undefined, fit: undefined };
+      this.slots[e.index] = slot;
+    }
+    slot.lane ??= this.lanes.lane(e.id);
+    slot.fit ??= this.model.fitOf(e.id);
+    return slot;
   }
 
   onRouted(state: CycleState, decision: RouteDecision): void {
@@ -379,6 +405,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     for (const [id, p] of this.pending) if (!keep.has(p.endpointId)) this.pending.delete(id);
     this.lanes.retain(keep);
     this.pendingPrefixes.retain(keep);
+    this.slots.length = 0;
     for (const id of [...this.errors.keys()]) if (!keep.has(id)) this.errors.delete(id);
     for (const id of [...this.untimed.keys()]) if (!keep.has(id)) this.untimed.delete(id);
   }

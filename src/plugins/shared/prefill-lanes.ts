@@ -25,8 +25,8 @@
  * Per lane: cumulative `added` and `drained` token counters, the requests still prefilling in
  * arrival order (each with the `added` value at its end), and how many are past prefill and
  * not finished (the decode batch). All operations are O(1) amortised. The decision path
- * resolves an engine's lane once (`lane`) and reads it with the `…Of` methods: one Map lookup
- * per candidate instead of one per figure.
+ * resolves an engine's lane once (`lane`: a handle valid until `retain` drops the engine) and
+ * reads it with the `…Of` methods: at most one Map lookup per candidate instead of one per figure.
  */
 
 /** One routed request as its lane keeps it. */

@@ -152,8 +152,13 @@ function featureValues(
   return out;
 }
 
+/** An engine's own fit as `fitOf` hands it out, for `activeCoefficientsOf`. */
+export interface FitHandle {
+  readonly samples: number;
+}
+
 /** One engine's fit: mean θ, covariance P, and accuracy bookkeeping. */
-class EngineFit {
+class EngineFit implements FitHandle {
   readonly theta = new Float64Array(D);
   readonly p = new Float64Array(D * D);
   samples = 0;
@@ -213,15 +218,25 @@ export class TtftCostModel {
   }
 
   /**
-   * The coefficients engine `id` is predicted with now (TTFT_COEFFICIENTS order), for
-   * `predictWith` and `prefillTokensPerMsWith`: a decision resolves them once per candidate
-   * (one lookup) instead of once per figure. Read-only; valid until the next `observe`.
+   * Engine `id`'s own fit as a handle, undefined while it has none (before its first observation):
+   * valid until `retain` drops the engine. For a caller that keeps it per endpoint index and
+   * reads `activeCoefficientsOf` without the lookup by id.
    */
-  activeCoefficients(id: string): ArrayLike<number> {
-    return this.active(id).theta;
+  fitOf(id: string): FitHandle | undefined {
+    return this.fits.get(id);
   }
 
-  /** `predictValues` with coefficients from `activeCoefficients`. */
+  /**
+   * The coefficients the engine whose `fitOf` handle this is (undefined: no fit of its own
+   * yet) is predicted with now (TTFT_COEFFICIENTS order), for `predictWith` and
+   * `prefillTokensPerMsWith`: a decision resolves them once per candidate instead of once per
+   * figure. Read-only; valid until the next `observe`.
+   */
+  activeCoefficientsOf(fit: FitHandle | undefined): ArrayLike<number> {
+    return this.activeFit(fit as EngineFit | undefined).theta;
+  }
+
+  /** `predictValues` with coefficients from `activeCoefficientsOf`. */
   predictWith(theta: ArrayLike<number>, ahead: number, uncached: number, cached: number, batch: number, aheadRequests: number): number {
     const x = featureValues(ahead, uncached, cached, batch, aheadRequests, this.opts.chunkTokens, this.opts.maxNumSeqs, this.x);
     let y = 0;
@@ -347,7 +362,11 @@ export class TtftCostModel {
    * the others are not in); else, before any engine is trained, the pooled fit.
    */
   private active(id: string): EngineFit {
-    const f = this.fits.get(id);
+    return this.activeFit(this.fits.get(id));
+  }
+
+  /** `active` of the engine whose own fit is `f`. */
+  private activeFit(f: EngineFit | undefined): EngineFit {
     if (f !== undefined && f.samples >= this.opts.minSamples) return f;
     return this.fleetMedian() ?? this.pooled;
   }

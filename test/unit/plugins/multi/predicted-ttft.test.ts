@@ -327,6 +327,23 @@ describe('predicted-ttft preset', () => {
       expect(parseObjectiveMs(v), String(v)).to.equal(undefined);
   });
 
+  it('predicts an engine that left and came back from a new, empty lane (the per-index cache follows membership)', () => {
+    const s = sched(2, 'predicted-ttft');
+    const [a, b] = s.endpoints();
+    const held = s.route(req(1, 40_000, { subset: [b!.id] })); // ~10,000 tokens queued on b
+    const probe = s.route(req(2, 4000));
+    expect(probe.decision.endpoint.id, 'b is busy').to.equal(a!.id);
+    done(probe);
+    const { index: _, ...spec } = b!;
+    s.registry.remove(b!.id);
+    done(held); // releases b's lease: its index is free again
+    expect(s.registry.add(spec).added[0]!.index).to.equal(b!.index);
+    // Both idle now: equal predictions, so equal scores (b's old lane would put 10,000 tokens ahead).
+    const t = s.route(req(3, 4000));
+    expect(t.decision.candidates.map((c) => c.scores['predicted-ttft'])).to.deep.equal([1, 1]);
+    done(t);
+  });
+
   it('shows its model, coefficients and ledger on the plugin states', () => {
     const s = sched(2, 'predicted-ttft');
     const t = s.route(req(9, 2000));

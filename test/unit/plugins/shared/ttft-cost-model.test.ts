@@ -198,7 +198,7 @@ describe('ttft-cost-model', () => {
     const m = new TtftCostModel();
     const rng = seededRng(11);
     const agree = (id: string): void => {
-      const theta = m.activeCoefficients(id);
+      const theta = m.activeCoefficientsOf(m.fitOf(id));
       for (let i = 0; i < 20; i++) {
         const f = randomFeatures(rng);
         const a = f.aheadRequests ?? 0;
