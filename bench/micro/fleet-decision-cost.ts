@@ -83,7 +83,7 @@ function main(): void {
     '',
     `The real scheduler built from the document \`cacheroute serve\` reads (only the endpoints named; engine metrics on, every other default as shipped; strategy ${strategies.map((x) => `\`${x}\``).join(', ')}), a prefix index warmed to ~100k blocks with chat conversations, every endpoint given a fresh scraped sample (waiting, running, KV usage, cache size) re-scraped once per 50 decisions, 64 requests kept in flight. ${DECISIONS} measured decisions per run after 3,000 warm ones, one fresh process per run, sizes rotated each round.`,
     '',
-    `Reproduce (under the heavy lock, quiet machine): \`npx tsc -p tsconfig.json && flock /tmp/cacheroute-heavy.lock node dist/bench/micro/fleet-decision-cost.js --rounds ${rounds}${strategies.length > 1 || strategies[0] !== 'cache-aware' ? ` --strategies ${strategies.join(',')}` : ''}\`.`,
+    `Reproduce (under the heavy lock, quiet machine): \`npx tsc -p tsconfig.json && flock /tmp/cacheroute-heavy.lock node dist/bench/micro/fleet-decision-cost.js${sizes.join(',') !== '16,256,1024' ? ` --sizes ${sizes.join(',')}` : ''} --rounds ${rounds}${strategies.length > 1 || strategies[0] !== 'cache-aware' ? ` --strategies ${strategies.join(',')}` : ''}\`.`,
     '',
     `- decision: the scheduler's own decisionMicros (hash, prefix match, filters, scorers, pick); route: the whole Scheduler.route call including the routed hooks (index insert); route CPU: process CPU time around the harness's route step (the call, plus the re-scrape slice and the finish of a ticket leaving the in-flight window).`,
     `- load average at start ${info.loadAvgAtStart.map((x) => x.toFixed(2)).join(' / ')}; ${info.cpus} × ${info.cpuModel}; Node ${info.node}.`,
@@ -120,6 +120,7 @@ function main(): void {
       command: [
         'node',
         'dist/bench/micro/fleet-decision-cost.js',
+        ...(sizes.join(',') !== '16,256,1024' ? ['--sizes', sizes.join(',')] : []),
         '--rounds',
         String(rounds),
         ...(strategies.length > 1 || strategies[0] !== 'cache-aware' ? ['--strategies', strategies.join(',')] : []),

@@ -134,8 +134,8 @@ export class PredictedTtftPlugin implements Scorer, Picker {
    *    kvUsage^`evictionPower` (fresh figures only), the chance it must be recomputed.
    * Why: the greedy least-TTFT pick moved a quarter of agentic session turns to engines that
    * were faster for that turn, cut the fleet's hit rate from 86% to 76% and saturated it
-   * (bench/results/ttft-reuse, agentic-16).
-   * Why the lost-reuse charge follows load (bench/results/ttft-reuse, issue 27's second round;
+   * (bench/results/ttft-reuse at 0bde3a4, agentic-16; in the tree at 80268b2).
+   * Why the lost-reuse charge follows load (the same folder, issue 27's second round;
    * dev runs, seeds 1 and 2): at start-up a flat charge kept a hot prefix's requests on the
    * first engine to hold it while the fleet's KV was ~2% used, where a second copy displaces
    * nothing (hot-prefix-16 seed 1: TTFT p99 1.31× cache-aware's flat, 0.99× scaled); at mean

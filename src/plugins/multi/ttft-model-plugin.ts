@@ -164,7 +164,7 @@ export interface TtftModelPluginOptions {
    * request or two waiting for the next step at many scrapes, the floor then counts the
    * router's newest requests there as still ahead whatever the drain says, and predicted-ttft
    * sent a hot prefix to two engines instead of four (hot-prefix-16 TTFT p50 1.22× cache-aware's
-   * with the floor always on, 0.94× from 0.5 or 0.8; bench/results/ttft-reuse). Why 0.8 and not
+   * with the floor always on, 0.94× from 0.5 or 0.8; bench/results/ttft-reuse, in the tree at 80268b2). Why 0.8 and not
    * 0.5: on the agentic cells, where the floor is needed (a full cache admits nothing), 0.8 gave
    * the 16-engine fleet with one 2×-slow engine a TTFT p99 below the default's on both seeds
    * (0.89× / 0.83×, dev runs), 0.5 on one (1.01× / 0.93×).
