@@ -25,7 +25,7 @@
  */
 import { RouterError } from '../../core/errors.js';
 import { definePlugin } from '../../framework/plugin-api.js';
-import type { Candidate, CycleState, Picker, PickResult, Scorer } from '../../framework/types.js';
+import { ORDER_HEAD, type Candidate, type CycleState, type Picker, type PickResult, type Scorer } from '../../framework/types.js';
 import { int, num, section, str } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 import { DecayedCounts } from '../shared/decayed-counts.js';
@@ -88,8 +88,9 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     const n = candidates.length;
     const objective = parseObjectiveMs(state.request.headers?.get(this.header));
     let order: number[];
+    let fullOrder: (() => readonly number[]) | undefined;
     if (objective === undefined) {
-      order = this.nearTieOrder(state, candidates, this.costs(state, candidates, pred));
+      ({ order, fullOrder } = this.nearTieOrder(state, candidates, this.costs(state, candidates, pred)));
     } else {
       const meets: number[] = [];
       const misses: number[] = [];
@@ -103,7 +104,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
             retryAfterMs: Math.max(this.opts.minRetryAfterMs, Math.ceil(excess)),
           });
         }
-        order = this.nearTieOrder(state, candidates, this.costs(state, candidates, pred));
+        ({ order, fullOrder } = this.nearTieOrder(state, candidates, this.costs(state, candidates, pred)));
       } else {
         // Least headroom first (largest prediction that still meets it).
         meets.sort((a, b) => pred[b]! - pred[a]!);
@@ -113,7 +114,7 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     }
     const chosen = order[0]!;
     this.recent.add(candidates[chosen]!.endpoint.id, state.nowMs);
-    return { order, reason: affinityReason(state, candidates, chosen) ?? 'load' };
+    return { order, ...(fullOrder !== undefined ? { fullOrder } : {}), reason: affinityReason(state, candidates, chosen) ?? 'load' };
   }
 
   /**
@@ -204,9 +205,43 @@ export class PredictedTtftPlugin implements Scorer, Picker {
 
   /**
    * Ascending by prediction; the near-ties of the best by fewest recent placements, then
-   * seeded random. Insertion sorts over the reused key buffers: no allocation but the order.
+   * seeded random. Up to HEAD_ONLY_ABOVE candidates the whole order, by insertion sorts over
+   * the reused key buffers. Above it only the head (ORDER_HEAD positions: the chosen endpoint
+   * and its fallbacks) is built; the rest is sorted when the score report asks (`fullOrder`).
+   * Why: sorting every candidate by prediction, and the near-ties by insertion, was the
+   * largest part of a pick at 1,024 endpoints (an idle fleet's cold request ties them all).
+   * Both ways give the same order and draw the same tie keys in the same order (the near-ties
+   * by prediction, then index), so the choice and the Rng do not depend on the fleet's size.
    */
-  private nearTieOrder(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): number[] {
+  private nearTieOrder(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Ranking {
+    const n = candidates.length;
+    let best = Number.POSITIVE_INFINITY;
+    let nan = false;
+    for (let i = 0; i < n; i++) {
+      const v = pred[i]!;
+      if (Number.isNaN(v)) nan = true;
+      else if (v < best) best = v;
+    }
+    if (n <= HEAD_ONLY_ABOVE || nan) return { order: this.wholeOrder(state, candidates, pred) };
+    const limit = best + Math.max(this.opts.tieMs, this.opts.tieFraction * best);
+    const ties: number[] = [];
+    const rest: number[] = [];
+    for (let i = 0; i < n; i++) (pred[i]! <= limit ? ties : rest).push(i);
+    if (ties.length > 1) {
+      // The near-ties as the whole order's stable sort by prediction lists them.
+      ties.sort((a, b) => pred[a]! - pred[b]! || a - b);
+      this.breakTies(state, candidates, ties, ties.length);
+    }
+    // The costs buffer is reused by the next decision; the deferred sort reads a copy.
+    const restPred = pred.slice(0, n);
+    const byPred = (a: number, b: number): number => restPred[a]! - restPred[b]! || a - b;
+    const fullOrder = (): readonly number[] => [...ties, ...rest.sort(byPred)];
+    if (ties.length >= ORDER_HEAD) return { order: ties.slice(0, ORDER_HEAD), fullOrder };
+    return { order: [...ties, ...smallest(rest, ORDER_HEAD - ties.length, byPred)], fullOrder };
+  }
+
+  /** The whole order: by prediction (stable), then the near-ties of the best re-ordered. */
+  private wholeOrder(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): number[] {
     const n = candidates.length;
     const order = new Array<number>(n);
     for (let i = 0; i < n; i++) order[i] = i;
@@ -217,7 +252,13 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     const limit = best + Math.max(this.opts.tieMs, this.opts.tieFraction * best);
     let ties = 1;
     while (ties < n && pred[order[ties]!]! <= limit) ties++;
-    if (ties === 1) return order;
+    if (ties > 1) this.breakTies(state, candidates, order, ties);
+    return order;
+  }
+
+  /** Orders `order[0, ties)` by fewest recent placements, then a seeded random key drawn per entry in its current order. */
+  private breakTies(state: CycleState, candidates: readonly Candidate[], order: number[], ties: number): void {
+    const n = candidates.length;
     if (this.count.length < n) {
       this.count = new Float64Array(2 * n);
       this.key = new Float64Array(2 * n);
@@ -229,9 +270,40 @@ export class PredictedTtftPlugin implements Scorer, Picker {
       count[i] = this.recent.valueAt(candidates[i]!.endpoint.id, state.nowMs);
       key[i] = state.rng.next();
     }
-    sortRange(order, 0, ties, (a, b) => count[a]! - count[b]! || key[a]! - key[b]!);
-    return order;
+    const cmp = (a: number, b: number): number => count[a]! - count[b]! || key[a]! - key[b]!;
+    if (ties > 32 && ties === order.length) order.sort(cmp);
+    else sortRange(order, 0, ties, cmp);
   }
+}
+
+/** Above this many candidates the pick builds only the order's head (nearTieOrder). */
+const HEAD_ONLY_ABOVE = 32;
+
+/** A pick's order: its head, and the whole order on demand when the head is not all of it. */
+interface Ranking {
+  readonly order: number[];
+  readonly fullOrder?: () => readonly number[];
+}
+
+/** The `m` first of `xs` by `cmp` (a strict order), in order: one pass with a bounded insertion list. */
+function smallest(xs: readonly number[], m: number, cmp: (a: number, b: number) => number): number[] {
+  const head: number[] = [];
+  if (m <= 0) return head;
+  for (const x of xs) {
+    let j = head.length;
+    if (j === m) {
+      if (cmp(head[j - 1]!, x) <= 0) continue;
+      j--;
+    } else {
+      head.push(x);
+    }
+    while (j > 0 && cmp(head[j - 1]!, x) > 0) {
+      head[j] = head[j - 1]!;
+      j--;
+    }
+    head[j] = x;
+  }
+  return head;
 }
 
 export const predictedTtft = definePlugin({
