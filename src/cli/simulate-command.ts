@@ -13,7 +13,7 @@ import { STRATEGIES } from '../config/types.js';
 import { ENGINE_MODEL_PROFILES } from '../simulate/engine/profiles.js';
 import { simulate } from '../simulate/fleet-simulator.js';
 import { routerContender, type RouterDocument } from '../simulate/router-policy.js';
-import { contender, contenderNames } from '../simulate/contenders.js';
+import { contender, contenderNames, usesEngineSlots } from '../simulate/contenders.js';
 import type { Contender } from '../simulate/policy.js';
 import type { SimSummary } from '../simulate/summary.js';
 import { parseTrace, type TraceEntry } from '../traffic-trace/trace-format.js';
@@ -197,8 +197,18 @@ export function runSimulate(args: SimulateArgs, progress: (line: string) => void
     seed: args.seed,
     timeScale: args.timeScale,
     rows: [...ranked, ...bounds],
-    recommendation: recommendation(ranked) + distanceToBound(ranked[0], bounds[0]),
+    recommendation: recommendation(ranked) + distanceToBound(ranked[0], bounds[0]) + slotsHint(ranked[0]?.label, args.engineProfile),
   };
+}
+
+/**
+ * For a recommended preset with a TTFT model: the setting it was simulated with, which the
+ * user's engines need too (the model's default is vLLM's 256 sequence slots).
+ */
+function slotsHint(label: string | undefined, engineProfile: string): string {
+  if (label === undefined || !usesEngineSlots(label)) return '';
+  const slots = ENGINE_MODEL_PROFILES[engineProfile]!.maxNumSeqs;
+  return `; simulated with ttft-model.maxNumSeqs ${slots} (the ${engineProfile} engines' slots): set it to your engines' --max-num-seqs (strategy: {name: ${label}, plugins: {ttft-model: {maxNumSeqs: N}}})`;
 }
 
 /** ` (1.07x / 1.12x the oracle's TTFT p50 / p99)` for the recommended row, when a bound ran. */

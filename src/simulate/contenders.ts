@@ -4,7 +4,7 @@
  * express them exactly, small policies otherwise: peer-policies.ts) and the two bounds
  * (oracle.ts). Each names the source its rule follows.
  */
-import { PRESETS, STRATEGIES, type StrategyName } from '../plugins/presets/presets.js';
+import { PRESET_NAMES, PRESETS, STRATEGIES, type StrategyName } from '../plugins/presets/presets.js';
 import { TTFT_MODEL_PLUGIN } from '../plugins/multi/ttft-model-plugin.js';
 import { clairvoyantContender, oracleContender } from './oracle.js';
 import { dynamoKvCost, llmdSticky, lmetric, sglangCacheAware } from './peer-policies.js';
@@ -31,11 +31,18 @@ export interface ContenderOptions {
   readonly engineSlots?: number;
 }
 
+/** True for a preset with a TTFT model (an instance named `ttft-model`), which `engineSlots` configures. */
+export function usesEngineSlots(preset: string): boolean {
+  return (
+    (PRESET_NAMES as readonly string[]).includes(preset) &&
+    PRESETS[preset as StrategyName].plugins.some((p) => (p.name ?? p.type) === TTFT_MODEL_PLUGIN)
+  );
+}
+
 /** The preset's own instance named `ttft-model`, told the engines' slots (a strategy override), or nothing. */
 function engineSlotsOverride(preset: StrategyName, slots: number | undefined): RouterDocument | undefined {
-  if (slots === undefined) return undefined;
-  const has = PRESETS[preset].plugins.some((p) => (p.name ?? p.type) === TTFT_MODEL_PLUGIN);
-  return has ? { strategy: { name: preset, plugins: { [TTFT_MODEL_PLUGIN]: { maxNumSeqs: slots } } } } : undefined;
+  if (slots === undefined || !usesEngineSlots(preset)) return undefined;
+  return { strategy: { name: preset, plugins: { [TTFT_MODEL_PLUGIN]: { maxNumSeqs: slots } } } };
 }
 
 /** Variants that read the engines' KV events: the precise-prefix-cache plugin in this index mode. */

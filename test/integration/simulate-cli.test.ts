@@ -72,7 +72,16 @@ describe('cacheroute simulate (CLI)', function () {
     expect(best!.hitRate).to.be.above(other!.hitRate + 0.2);
     expect(best!.ttftP50Ms).to.be.below(other!.ttftP50Ms);
     expect(r.recommendation).to.match(/^use cache-aware/);
+    expect(r.recommendation, 'no TTFT model, no slots hint').to.not.contain('maxNumSeqs');
     expect(a.stderr).to.contain('cache-aware: 240 requests');
+  });
+
+  it("recommending a TTFT preset, says the engines' slots it was simulated with and how to set them", async () => {
+    const r = await cli(['--trace', trace, '--engines', '4', '--strategies', 'round-robin,predicted-ttft', '--json']);
+    expect(r.code, r.stderr).to.equal(0);
+    const res = JSON.parse(r.stdout) as SimulateResult;
+    expect(res.rows[0]!.label).to.equal('predicted-ttft');
+    expect(res.recommendation).to.contain('ttft-model.maxNumSeqs 64 (the gpu-like engines');
   });
 
   it('prints the table with a recommendation, and replays a router config beside the presets', async () => {
