@@ -112,7 +112,14 @@ export const FLEET_HOT_PREFIX: FleetStudy = {
 };
 
 const STALE_SCRAPES = [50, 100, 250, 500, 1000, 2000, 5000];
-const STALE_CONTENDERS = ['round-robin', 'cacheroute:cache-aware', 'cacheroute:cache-aware+trust-stale', 'llm-d-weighted', 'oracle'];
+const STALE_CONTENDERS = [
+  'round-robin',
+  'cacheroute:cache-aware',
+  'cacheroute:cache-aware+trust-stale',
+  'cacheroute:predicted-ttft',
+  'llm-d-weighted',
+  'oracle',
+];
 const KV_CONTENDERS = [
   'round-robin',
   'cacheroute:cache-aware',
@@ -228,7 +235,7 @@ function belowRoundRobin(rows: readonly StudyRow[]): { sections: string[]; misse
 export const FLEET_STALENESS: FleetStudy = {
   name: 'staleness',
   description:
-    "How stale engine state hurts KV-aware routing: 90% sharing (and a 60% hot prefix, where load decides) at 16 and 256 engines with the router's scrapes from every 50 ms to every 5 s, scraped numbers 2 ms to 2 s old, and KV events 0 to 2 s late (and 0.1% / 1% lost). `cache-aware` is the default (numbers older than staleAfterMs 1 s, or frozen while requests complete, give way to the router's own accounting); `+trust-stale` trusts any age; `llm-d-weighted` is llm-d's default profile (queue and KV-usage scorers on the scraped numbers); `+kv-events` routes on the engines' KV events (precise index), `+kv-hybrid` on events plus its own routings.",
+    "How stale engine state hurts KV-aware routing: 90% sharing (and a 60% hot prefix, where load decides) at 16 and 256 engines with the router's scrapes from every 50 ms to every 5 s, scraped numbers 2 ms to 2 s old, and KV events 0 to 2 s late (and 0.1% / 1% lost). `cache-aware` is the default (numbers older than staleAfterMs 1 s, or frozen while requests complete, give way to the router's own accounting); `+trust-stale` trusts any age; `predicted-ttft` routes on predicted TTFT (its waiting floor and engine queue read the scrapes under the same staleness rules); `llm-d-weighted` is llm-d's default profile (queue and KV-usage scorers on the scraped numbers); `+kv-events` routes on the engines' KV events (precise index), `+kv-hybrid` on events plus its own routings.",
   seed: 1,
   estimatedMinutes: 25,
   notes: [
