@@ -299,6 +299,20 @@ interface RunRow {
   readonly decisionP99Micros: number;
   /** Engine 0's share of the uncached prefill tokens (the slow one in the heterogeneous fleet). */
   readonly engine0PrefillShare: number;
+  /**
+   * The TTFT model's online prediction error: the median over engines of each engine's median
+   * absolute percentage error (issue #27's accuracy bar, per engine on real vLLM); null for a
+   * contender without a ttft-model.
+   */
+  readonly medianApe: number | null;
+}
+
+/** Median over engines of the first replica's ttft-model per-engine median APE, or null. */
+function modelMedianApe(policy: unknown): number | null {
+  const states = (policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }).schedulers?.[0]?.pluginStates();
+  const model = states?.find((p) => p.name === 'ttft-model')?.state as { engines?: { medianAbsPctError?: number }[] } | undefined;
+  const apes = (model?.engines ?? []).map((e) => e.medianAbsPctError).filter((v): v is number => v !== undefined);
+  return apes.length === 0 ? null : median(apes);
 }
 
 function prefillShare(records: readonly RequestRecord[]): number {
@@ -320,6 +334,12 @@ function median(xs: readonly number[]): number {
 
 const ms = (v: number): string => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
 
+/** The median over seeds of the rows' prediction error, or – without a TTFT model. */
+function apeCell(rows: readonly RunRow[]): string {
+  const v = rows.map((r) => r.medianApe).filter((x): x is number => x !== null && x !== undefined);
+  return v.length === 0 ? '–' : `${(100 * median(v)).toFixed(1)}%`;
+}
+
 function render(
   rows: readonly RunRow[],
   meta: Record<string, unknown>,
@@ -340,15 +360,15 @@ function render(
     if (sub.length === 0) continue;
     lines.push(`## ${sc.name} (${sc.engines} engines${sc.slowOne ? ', engine 0 twice as slow' : ''}, ${sc.load})`, '');
     lines.push(
-      '| contender | TTFT p50 | TTFT p99 | p50 ÷ default | p99 ÷ default | hit rate | decision p99 µs | engine 0 prefill share | failed |',
+      '| contender | TTFT p50 | TTFT p99 | p50 ÷ default | p99 ÷ default | hit rate | decision p99 µs | engine 0 prefill share | prediction error (median APE) | failed |',
     );
-    lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+    lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
     for (const c of CONTENDERS) {
       const mine = sub.filter((r) => r.contender === c.label);
       const ratio = (f: (r: RunRow) => number): number =>
         median(mine.map((r) => f(r) / f(sub.find((b) => b.seed === r.seed && b.contender === CONTENDERS[0]!.label)!)));
       lines.push(
-        `| ${c.label} | ${ms(median(mine.map((r) => r.ttftP50Ms)))} | ${ms(median(mine.map((r) => r.ttftP99Ms)))} | ${ratio((r) => r.ttftP50Ms).toFixed(2)}× | ${ratio((r) => r.ttftP99Ms).toFixed(2)}× | ${(100 * median(mine.map((r) => r.hitRate))).toFixed(1)}% | ${median(mine.map((r) => r.decisionP99Micros)).toFixed(0)} | ${(100 * median(mine.map((r) => r.engine0PrefillShare))).toFixed(1)}% | ${mine.reduce((a, r) => a + r.failed, 0)} |`,
+        `| ${c.label} | ${ms(median(mine.map((r) => r.ttftP50Ms)))} | ${ms(median(mine.map((r) => r.ttftP99Ms)))} | ${ratio((r) => r.ttftP50Ms).toFixed(2)}× | ${ratio((r) => r.ttftP99Ms).toFixed(2)}× | ${(100 * median(mine.map((r) => r.hitRate))).toFixed(1)}% | ${median(mine.map((r) => r.decisionP99Micros)).toFixed(0)} | ${(100 * median(mine.map((r) => r.engine0PrefillShare))).toFixed(1)}% | ${apeCell(mine)} | ${mine.reduce((a, r) => a + r.failed, 0)} |`,
       );
     }
     lines.push('');
@@ -425,6 +445,7 @@ function main(): void {
           ttftP99Ms: r.summary.ttftP99Ms,
           decisionP99Micros: r.summary.decisionP99Micros,
           engine0PrefillShare: prefillShare(r.records),
+          medianApe: modelMedianApe(policy),
         };
         rows.push(row);
         process.stderr.write(
