@@ -11,7 +11,6 @@ import { SEED_TABLE } from './seed-table.js';
 import { TINY } from './tiny.js';
 import { FLEET_AGENTIC, FLEET_HOT_PREFIX, FLEET_SEED_TABLE, FLEET_SPEED, FLEET_STALENESS } from '../fleet/studies.js';
 import { FLEET_REPLICAS } from '../fleet/replicas-study.js';
-import { FLEET_PREDICTED_TTFT } from '../fleet/predicted-ttft-study.js';
 import type { FleetStudy } from '../fleet/study.js';
 import type { PresetSpec } from './types.js';
 
@@ -43,5 +42,4 @@ export const FLEET_STUDIES: readonly FleetStudy[] = [
   FLEET_AGENTIC,
   FLEET_SPEED,
   FLEET_REPLICAS,
-  FLEET_PREDICTED_TTFT,
 ];

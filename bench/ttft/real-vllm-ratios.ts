@@ -31,7 +31,7 @@ const x = (v: number): string => `${v.toFixed(2)}×`;
 function main(): void {
   const args = process.argv.slice(2);
   const dir = arg(args, '--in') ?? join('bench', 'results', 'real-vllm-ttft');
-  const out = arg(args, '--out') ?? join('bench', 'results', 'ttft', 'real-vllm.md');
+  const out = arg(args, '--out') ?? join('bench', 'results', 'real-vllm-ttft', 'ratios.md');
   const doc = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { runs: Run[] };
   const byRound = new Map<number, Map<string, Run>>();
   for (const r of doc.runs) {

@@ -379,7 +379,7 @@ function render(
 function main(): void {
   const args = process.argv.slice(2);
   const quick = args.includes('--quick');
-  const out = arg(args, '--out') ?? join('bench', 'results', 'ttft');
+  const out = arg(args, '--out') ?? join('bench', 'results', 'ttft-fleet');
   const only = arg(args, '--scenario');
   const debug = args.includes('--debug-states');
   const seedArg = arg(args, '--seeds');
