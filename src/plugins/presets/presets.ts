@@ -103,12 +103,12 @@ function cacheAware(name: string, description: string, affinity: PresetPlugin, c
  *
  * Where reuse is high (affinity, cache-aware) or not yet measured (learning) the pick is
  * predicted-ttft's: on the fleet simulator the weighted blend these profiles ran before
- * queued sessions on their home engines (agentic at 64 engines, 2/s: TTFT p99 573 vs 366 ms)
+ * queued sessions on their home engines (agentic at 64 engines, 2/s: TTFT p99 573 vs 331 ms)
  * and piled a hot prefix onto few engines in the learning phase (hot prefix, 16 engines: p99
- * 944 vs 308 ms; docs/decisions/0350). The learning profile still hands cold requests (no
+ * 944 vs 351 ms; docs/decisions/0350). The learning profile still hands cold requests (no
  * engine holds a quarter of the prompt) to round robin: a burst of new sessions spreads
- * instead of following the short shared header (Mooncake-format trace at 8 starts/s/engine:
- * p99 203 ms with it, 285 without).
+ * instead of following the short shared header (Mooncake-format trace at 2 starts/s/engine:
+ * p99 162 ms with it, 188 without; better in 8 of 13 cells, worse in 3).
  */
 const AUTO: Preset = {
   description:
