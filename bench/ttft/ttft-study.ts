@@ -307,11 +307,15 @@ interface RunRow {
   readonly medianApe: number | null;
 }
 
+/** The first replica's ttft-model debug state (its per-engine statistics), if the policy has one. */
+function ttftModelState(policy: unknown): { engines?: { medianAbsPctError?: number }[] } | undefined {
+  const states = (policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }).schedulers?.[0]?.pluginStates();
+  return states?.find((p) => p.name === 'ttft-model')?.state as { engines?: { medianAbsPctError?: number }[] } | undefined;
+}
+
 /** Median over engines of the first replica's ttft-model per-engine median APE, or null. */
 function modelMedianApe(policy: unknown): number | null {
-  const states = (policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }).schedulers?.[0]?.pluginStates();
-  const model = states?.find((p) => p.name === 'ttft-model')?.state as { engines?: { medianAbsPctError?: number }[] } | undefined;
-  const apes = (model?.engines ?? []).map((e) => e.medianAbsPctError).filter((v): v is number => v !== undefined);
+  const apes = (ttftModelState(policy)?.engines ?? []).map((e) => e.medianAbsPctError).filter((v): v is number => v !== undefined);
   return apes.length === 0 ? null : median(apes);
 }
 
@@ -424,11 +428,8 @@ function main(): void {
         const c: Contender = { ...c0, create: (ctx, replicas) => (policy = c0.create(ctx, replicas)) as ReturnType<Contender['create']> };
         const r = simulate(requests, fleet(sc.engines, sc.slowOne, sc.kvBlocks), c, { seed });
         if (debug) {
-          const states = (
-            policy as { schedulers?: { pluginStates(): { name: string; state: unknown }[] }[] }
-          ).schedulers?.[0]?.pluginStates();
-          const m = states?.find((p) => p.name === 'ttft-model');
-          if (m !== undefined) process.stderr.write(`${JSON.stringify((m.state as { engines: unknown[] }).engines.slice(0, 3))}\n`);
+          const m = ttftModelState(policy);
+          if (m !== undefined) process.stderr.write(`${JSON.stringify((m.engines ?? []).slice(0, 3))}\n`);
         }
         if (args.includes('--dump-records')) {
           const slug = c.label.replace(/[^a-z0-9]+/gi, '-');
