@@ -146,6 +146,14 @@ export class PredictedTtftPlugin implements Scorer, Picker {
    * that tipped the flat charge into a ~77%-hit regime (one 2×-slow engine of 16, seed 2).
    * Scaling by the candidate's own KV usage instead made the emptiest engines, where moves
    * go, the cheapest to move to, and lost agentic and the slow-engine fleet.
+   * Why `reuseKvUsage` 0.5 and not 0.25 (the fleet studies and 10 seeds of ttft-study's 16-engine
+   * agentic cells, issue 27's fourth round): at the seed table's 50% cell the fleet's KV is
+   * ~5% used and the charge at 0.25 still held a group's request behind a whole prompt queued
+   * on its home engine (p99 258-267 ms, 1.08-1.12× the oracle's; 244-246 ms at 0.5); the hot
+   * prefix at 4 and 16 engines 276 → 249 and 352 → 308 ms; the agentic fleets at 40 sessions/s
+   * per 16 engines within 0.8× cache-aware's p99 in 8 of 10 seeds (7 at 0.25) and 6 of 10 with
+   * one 2×-slow engine (4). 1 (the charge × the mean KV usage) was as good on the fleet studies
+   * and worse with the slow engine (4 of 10).
    */
   private costs(state: CycleState, candidates: readonly Candidate[], pred: Float64Array): Float64Array {
     const {
@@ -330,7 +338,7 @@ export const predictedTtft = definePlugin({
       ),
     evictionPower: num({ min: 0, max: 100 }).default(2).describe('Exponent of kvUsage in the eviction chance.'),
     reuseKvUsage: num({ min: 0, max: 1 })
-      .default(0.25)
+      .default(0.5)
       .describe(
         "Future reuse: the reuseWeight charge is scaled by the fleet's mean KV usage ÷ this, up to 1 (a fleet with its KV mostly free loses little by a second copy); 0: never scaled.",
       ),

@@ -124,9 +124,9 @@ describe('predicted-ttft preset', () => {
       const metrics: LoadSource = { name: 'fake-metrics', enrich: (_e, base) => ({ ...base, kvUsage, metricsAgeMs: 10 }) };
       return turnStays(sched(2, tuned(parameters), new ManualClock(), [metrics]));
     };
-    // Mean KV usage 0.3 ≥ reuseKvUsage 0.25: the whole charge (~424 ms) against the ~120 ms queue. No eviction term, to isolate it.
-    expect(route(0.3, { evictionWeight: 0 }), 'KV-loaded fleet: stays').to.equal(true);
-    // 0.02: the charge is 0.08 of it (~34 ms), less than the queue: the turn moves.
+    // Mean KV usage 0.6 ≥ reuseKvUsage 0.5: the whole charge (~424 ms) against the ~120 ms queue. No eviction term, to isolate it.
+    expect(route(0.6, { evictionWeight: 0 }), 'KV-loaded fleet: stays').to.equal(true);
+    // 0.02: the charge is 0.04 of it (~17 ms), less than the queue: the turn moves.
     expect(route(0.02, { evictionWeight: 0 }), 'KV mostly free: moves').to.equal(false);
     expect(route(0.02, { evictionWeight: 0, reuseKvUsage: 0 }), 'unscaled: stays').to.equal(true);
   });
