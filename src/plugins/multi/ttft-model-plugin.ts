@@ -202,7 +202,7 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     private readonly opts: TtftModelPluginOptions,
   ) {
     this.meanUncached = opts.priorRequestTokens;
-    this.lanes = new PrefillLanes((id, batch) => this.model.drainTokensPerMs(id, batch));
+    this.lanes = new PrefillLanes((id, batch) => this.model.drainTokensPerMs(id, batch, this.contextK()));
     this.key = scratchKey<CyclePredictions>(`ttft-model/${name}`);
   }
 
@@ -360,6 +360,22 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
       this.pendingPrefixes.add(id, hashes, ev.matchedByEndpoint[decision.endpoint.index] ?? 0, hashes.count, lane);
     }
     this.meanUncached += 0.05 * (f.uncachedTokens - this.meanUncached);
+    const u = Math.max(0, f.uncachedTokens);
+    this.contextNum += 0.05 * ((u * (Math.max(0, f.cachedTokens) + u / 2)) / 1000 - this.contextNum);
+    this.contextDen += 0.05 * (u - this.contextDen);
+  }
+
+  /** Moving averages of uncached tokens × their attention context (k tokens), and of uncached tokens, per routed request. */
+  private contextNum = 0;
+  private contextDen = 0;
+
+  /**
+   * The attention context (k tokens) an uncached token of a recently routed request sits
+   * behind, on average: what the lanes drain with (see drainTokensPerMs), so that they drain
+   * at the rate the model predicts a request's own prefill at.
+   */
+  private contextK(): number {
+    return this.contextDen > 0 ? this.contextNum / this.contextDen : 0;
   }
 
   onFirstByte(request: RouteRequest): void {

@@ -69,13 +69,24 @@ describe('simulator contenders', () => {
     // Engines with 2 slots each: past them a request waits for a running one to finish.
     const slotFleet = Array.from({ length: 4 }, () => ({ model: { ...GPU_LIKE_ENGINE_MODEL, kvCacheBlocks: 400, maxNumSeqs: 2 } }));
     const long = reqs.map((r) => ({ ...r, outputTokens: 64 }));
-    const ttft = (opts: { engineSlots?: number }) =>
-      simulate(long, slotFleet, contender('cacheroute:predicted-ttft', opts), { seed: 1 }).summary;
-    const told = ttft({ engineSlots: 2 });
-    const untold = ttft({});
-    // The model that knows a full engine admits nothing waits less for slots.
-    expect(told.ttftP99Ms).to.be.lessThan(untold.ttftP99Ms);
-    expect(told.ok).to.equal(300);
+    /** The slots the first router replica's ttft-model was built with, after a run. */
+    const slotsOf = (opts: { engineSlots?: number }): number => {
+      const c = contender('cacheroute:predicted-ttft', opts);
+      let policy: unknown;
+      const s = simulate(
+        long.slice(0, 40),
+        slotFleet,
+        { ...c, create: (ctx, n) => (policy = c.create(ctx, n)) as ReturnType<typeof c.create> },
+        {
+          seed: 1,
+        },
+      ).summary;
+      expect(s.ok).to.equal(40);
+      const sched = (policy as { schedulers: { plugin(name: string): unknown }[] }).schedulers[0]!;
+      return (sched.plugin('ttft-model') as { model: { opts: { maxNumSeqs: number } } }).model.opts.maxNumSeqs;
+    };
+    expect(slotsOf({ engineSlots: 2 })).to.equal(2);
+    expect(slotsOf({}), "untold: the plugin's default").to.equal(256);
     const aware = (opts: { engineSlots?: number }) =>
       simulate(long, slotFleet, contender('cacheroute:cache-aware', opts), { seed: 1 }).summary;
     expect(aware({ engineSlots: 2 })).to.deep.include({ ttftP99Ms: aware({}).ttftP99Ms, hitRate: aware({}).hitRate });

@@ -344,6 +344,21 @@ describe('predicted-ttft preset', () => {
     done(t);
   });
 
+  it("drains its ledger at the rate it predicts a request's own prefill at, the context cost included", () => {
+    const clock = new ManualClock();
+    const s = sched(2, 'predicted-ttft', clock);
+    const t = s.route(req(9, 8000)); // 2,000 cold tokens: 1,000 tokens of context on average
+    const ahead = () => engineStats(s).find((e) => e.endpointId === t.decision.endpoint.id)!.aheadTokens;
+    expect(ahead()).to.equal(2000);
+    // Priors: 0.106 prefill + 0.112 × 1.0 context + 12.4 / 2,048 step ms per token ≈ 0.224 ms: 300 ms drain ~1,339 tokens
+    // (without the context term ~2,676, the whole request, while the model predicts its prefill at ~450 ms).
+    clock.advance(300);
+    expect(ahead()).to.be.within(655, 667);
+    clock.advance(200);
+    expect(ahead()).to.equal(0);
+    done(t);
+  });
+
   it('shows its model, coefficients and ledger on the plugin states', () => {
     const s = sched(2, 'predicted-ttft');
     const t = s.route(req(9, 2000));

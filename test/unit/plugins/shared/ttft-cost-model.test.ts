@@ -57,6 +57,18 @@ const SLOW: TtftCoefficients = {
 };
 
 describe('ttft-cost-model', () => {
+  it('drains prefill at the step, batch and context cost per token', () => {
+    const m = new TtftCostModel();
+    const p = DEFAULT_TTFT_PRIORS;
+    const perToken = (batch: number, contextK: number) =>
+      p.prefillMsPerToken +
+      p.contextMsPerKToken * contextK +
+      (p.stepMs + p.decodeMsPerSeq * batch) / (DEFAULT_TTFT_MODEL.chunkTokens - batch);
+    expect(m.drainTokensPerMs('a', 0)).to.be.closeTo(1 / perToken(0, 0), 1e-9);
+    expect(m.drainTokensPerMs('a', 8, 2)).to.be.closeTo(1 / perToken(8, 2), 1e-9);
+    expect(m.drainTokensPerMs('a', 0, 2)).to.be.below(m.drainTokensPerMs('a', 0, 0) / 1.9);
+  });
+
   it('starts every engine at the priors', () => {
     const m = new TtftCostModel();
     const f: TtftFeatures = { aheadTokens: 0, uncachedTokens: 3000, cachedTokens: 0, batch: 0 };
