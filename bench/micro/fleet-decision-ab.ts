@@ -10,6 +10,10 @@
  * base commit is exported (`git archive`) to a temporary directory and compiled there.
  *
  *   npx tsc -p tsconfig.json && node dist/bench/micro/fleet-decision-ab.js --base <commit> [--endpoints 1024] [--batches 30] [--batch 125]
+ *     [--strategy cache-aware]
+ *
+ * `--strategy` names the preset both builds run (default: the serve default, cache-aware); the
+ * base commit must know it.
  *
  * Prints one JSON object (this build = B). Bounded: 2 × (warm-up + batches × batch) decisions.
  */
@@ -21,6 +25,7 @@ import { pathToFileURL } from 'node:url';
 import type { RouteTicket } from '../../src/core/routing-service.js';
 import { REPO_ROOT } from '../../test/kit/repo-paths.js';
 import { arg } from './cli-arg.js';
+import { PRESET_NAMES } from '../../src/plugins/presets/presets.js';
 
 interface Build {
   /** Routes `n` more requests; their decision and route micros. */
@@ -28,7 +33,7 @@ interface Build {
 }
 
 /** The decision benchmark's router and workload from the build under `root` (its dist/). */
-async function setup(root: string, endpoints: number): Promise<Build> {
+async function setup(root: string, endpoints: number, strategy: string | undefined): Promise<Build> {
   const mod = async (p: string): Promise<Record<string, unknown>> =>
     (await import(pathToFileURL(join(root, 'dist', p)).href)) as Record<string, unknown>;
   // biome-ignore lint/suspicious/noExplicitAny: another build's modules, typed by this build's shapes below
@@ -40,7 +45,7 @@ async function setup(root: string, endpoints: number): Promise<Build> {
   const { systemClock } = any(await mod('src/util/clock.js'));
   const { seededRng } = any(await mod('src/util/rng.js'));
   const { PREFIX_INDEX } = any(await mod('src/plugins/multi/prefix-cache-plugin.js'));
-  const o = { ...db.DEFAULT_DECISION_BENCH, endpoints, serveDefaults: true };
+  const o = { ...db.DEFAULT_DECISION_BENCH, endpoints, serveDefaults: true, ...(strategy !== undefined ? { strategy } : {}) };
   const config = db.decisionBenchConfig(o);
   const s = createScheduler(config, { clock: systemClock, rng: seededRng(o.seed) });
   const index = s.service(PREFIX_INDEX);
@@ -107,6 +112,9 @@ async function main(): Promise<void> {
   const batches = Math.max(2, Math.min(200, Number(arg(args, '--batches') ?? 30)));
   const batch = Math.max(10, Math.min(1000, Number(arg(args, '--batch') ?? 125)));
   if (!Number.isInteger(endpoints) || endpoints < 1 || endpoints > 4096) throw new Error('--endpoints: an integer 1..4096');
+  const strategy = arg(args, '--strategy');
+  if (strategy !== undefined && !(PRESET_NAMES as readonly string[]).includes(strategy))
+    throw new Error(`--strategy: unknown preset ${strategy}`);
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-ab-'));
   try {
     const tar = execFileSync('git', ['archive', '--format=tar', base], { cwd: REPO_ROOT, maxBuffer: 1 << 30 });
@@ -117,8 +125,8 @@ async function main(): Promise<void> {
       stdio: 'inherit',
     });
     const loadAtStart = loadavg();
-    const a = await setup(dir, endpoints);
-    const b = await setup(REPO_ROOT, endpoints);
+    const a = await setup(dir, endpoints, strategy);
+    const b = await setup(REPO_ROOT, endpoints, strategy);
     const all = {
       A: { decision: [] as number[], route: [] as number[], cold: [] as number[] },
       B: { decision: [] as number[], route: [] as number[], cold: [] as number[] },
@@ -160,6 +168,7 @@ async function main(): Promise<void> {
     const out = {
       base,
       head: headLabel(),
+      strategy: strategy ?? 'cache-aware',
       endpoints,
       batches,
       batch,
