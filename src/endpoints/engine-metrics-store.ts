@@ -60,8 +60,14 @@ interface Entry {
 export class EngineSignalStore {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<SampleListener>();
+  private forgotten = 0;
 
   constructor(private readonly clock: Clock) {}
+
+  /** Changes whenever `retain` forgets an entry (a kept entry handle may then be dead). */
+  get generation(): number {
+    return this.forgotten;
+  }
 
   /** Records a successful scrape and notifies listeners (synchronously). */
   recordSuccess(endpointId: string, signals: EngineSignals, durationMs?: number): EngineSample {
@@ -125,6 +131,7 @@ export class EngineSignalStore {
       if (keep.has(id)) continue;
       e.live = false;
       this.entries.delete(id);
+      this.forgotten++;
     }
   }
 

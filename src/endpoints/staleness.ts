@@ -126,7 +126,36 @@ interface Marks extends StalenessMarks {
   baseFactor: number;
   baseFactorAt: number;
   baseFactorRef: number;
+  /** Changed since mergeAllInto last read it (queued in the tracker's `dirty` list). */
+  dirty: boolean;
+  /** The slot position of mergeAllInto's row built from these marks, or −1. */
+  rowSlot: number;
 }
+
+/**
+ * mergeAllInto's per-slot row: what a merge reads from the marks and the sample, kept in one
+ * Float64Array (ROW fields per slot) and rebuilt only when they change (see mergeAllInto).
+ */
+const ROW = {
+  scrapedAt: 0,
+  scrapeFactor: 1,
+  hasQueue: 2,
+  engineRunning: 3,
+  atScrape: 4,
+  moved: 5,
+  hasPending: 6,
+  pendingSum: 7,
+  baseFactor: 8,
+  hasKv: 9,
+  kvUsage: 10,
+  kvAdded: 11,
+  stride: 12,
+} as const;
+
+/** A row merged by the whole rules (`mergeOne`): no sample, or a page that may be frozen. */
+const ROW_WHOLE = 0;
+/** A row merged from its kept fields. */
+const ROW_KEPT = 1;
 
 /** Rebase the since-sum before its exponents grow past this many half-lives. */
 const MAX_EXPONENT = 60;
@@ -145,6 +174,19 @@ export class StalenessTracker {
   /** mergeInto's snapshot (the rules write into a snapshot). */
   private readonly single: MutableLoadSnapshot = newLoadScratch();
   private readonly unsubscribe: () => void;
+  /** Marks changed since mergeAllInto last ran (each once, see Marks.dirty). */
+  private dirty: Marks[] = [];
+  /** Bumped when `retain` forgets marks (every row is rebuilt). */
+  private epoch = 0;
+  /** mergeAllInto's rows, valid for `rowsFor` (the slots), `rowsEpoch`, `rowsStoreGen` and `rowsRef`. */
+  private rows = new Float64Array(0);
+  private rowKind = new Uint8Array(0);
+  private rowMarks: Marks[] = [];
+  private rowEndpoint: Endpoint[] = [];
+  private rowsFor: readonly unknown[] | undefined;
+  private rowsEpoch = -1;
+  private rowsStoreGen = -1;
+  private rowsRef = Number.NaN;
 
   constructor(
     private readonly store: EngineSignalStore,
@@ -163,6 +205,7 @@ export class StalenessTracker {
    */
   onRouted(endpointId: string, requestId?: string, atMs: number = this.clock.nowMs(), kvTokens = 0): void {
     const m = this.mark(endpointId);
+    this.touch(m);
     m.routed++;
     if (Number.isFinite(kvTokens) && kvTokens > 0) m.kvTokens += kvTokens;
     if (requestId === undefined) return;
@@ -190,6 +233,7 @@ export class StalenessTracker {
    */
   onCompleted(endpointId: string, requestId?: string, observed = false): void {
     const m = this.mark(endpointId);
+    this.touch(m);
     m.completed++;
     this.observed += 0.05 * ((observed ? 1 : 0) - this.observed);
     if (observed && requestId !== undefined) {
@@ -241,6 +285,18 @@ export class StalenessTracker {
    * state handle kept in `handles` by endpoint index (re-read when missing, no longer live or
    * another endpoint's). Why one loop: a decision merges every endpoint of the fleet, and per
    * endpoint a lookup, a scratch object and a second copy were a third of the merge.
+   *
+   * Why rows: what the rules read per endpoint (the sample's numbers, the marks' counts since
+   * the scrape, the decay factors of the scrape and of the since-sum) changes only when that
+   * endpoint is scraped, routed to or completes, not with the clock. It is kept per slot in
+   * one Float64Array and rebuilt for the marks changed since the last call (a decision
+   * changes one or two), so a merge of 1,024 endpoints reads one contiguous array instead of
+   * some eight objects per endpoint. Every row is rebuilt when the slots array, an endpoint in
+   * it, the kept decay factors' reference time, or the marks or samples forgotten (`retain`)
+   * change. The arithmetic is mergeOne's, in the same order: the same numbers to the bit
+   * (test/unit/endpoints/staleness.test.ts compares them). Rows with no sample or a page that
+   * may be frozen, a sample past staleAfterMs, or a decision while some page counts as
+   * frozen take mergeOne itself (fallbacks are counted per merge).
    */
   mergeAllInto(
     slots: readonly { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[],
@@ -248,12 +304,154 @@ export class StalenessTracker {
     nowMs: number,
   ): void {
     const toNow = this.frame.nowFactor(nowMs);
-    for (let k = 0; k < slots.length; k++) {
-      const { endpoint, load } = slots[k]!;
-      let m = handles[endpoint.index] as Marks | undefined;
-      if (m === undefined || !m.live || m.id !== endpoint.id) m = handles[endpoint.index] = this.mark(endpoint.id);
-      this.mergeOne(m, load, nowMs, toNow);
+    const n = slots.length;
+    if (
+      slots !== this.rowsFor ||
+      this.rowMarks.length !== n ||
+      this.rowsEpoch !== this.epoch ||
+      this.rowsStoreGen !== this.store.generation ||
+      this.rowsRef !== this.frame.ref
+    ) {
+      this.buildRows(slots, handles);
+    } else {
+      const dirty = this.dirty;
+      for (let d = 0; d < dirty.length; d++) {
+        const m = dirty[d]!;
+        m.dirty = false;
+        const k = m.rowSlot;
+        if (k >= 0 && k < n && this.rowMarks[k] === m) this.buildRow(k, m);
+      }
+      dirty.length = 0;
     }
+    const rows = this.rows;
+    const kind = this.rowKind;
+    const rowEndpoint = this.rowEndpoint;
+    const staleAfter = this.opts.staleAfterMs;
+    const observed = this.observed >= 0.5;
+    // A page counted as frozen is forgotten by the next merge that does not find it frozen: mergeOne's.
+    const whole = this.frozen.size > 0;
+    for (let k = 0; k < n; k++) {
+      const slot = slots[k]!;
+      const load = slot.load;
+      if (slot.endpoint !== rowEndpoint[k]) {
+        // The caller changed the array in place: look the endpoint's marks up again.
+        this.rowsFor = undefined;
+        this.mergeOne(this.handle(handles, slot.endpoint), load, nowMs, toNow);
+        continue;
+      }
+      const o = k * ROW.stride;
+      const scrapedAt = rows[o + ROW.scrapedAt]!;
+      const ageMs = Math.max(0, nowMs - scrapedAt);
+      if (whole || kind[k] === ROW_WHOLE || ageMs > staleAfter) {
+        this.mergeOne(this.rowMarks[k]!, load, nowMs, toNow);
+        continue;
+      }
+      load.metricsAgeMs = ageMs;
+      const trust = staleAfter > 0 ? Math.max(0, 1 - ageMs / staleAfter) : 1;
+      const decay = ageMs === 0 ? 1 : rows[o + ROW.scrapeFactor]! * toNow;
+      if (rows[o + ROW.hasQueue] === 1) {
+        const engineRunning = rows[o + ROW.engineRunning]!;
+        const ownInflight = load.inflightRequests;
+        let total: number;
+        if (observed) {
+          total = ownInflight + Math.max(0, rows[o + ROW.moved]! - ownInflight) * trust;
+        } else {
+          const pending = rows[o + ROW.hasPending] === 1 ? rows[o + ROW.pendingSum]! * (rows[o + ROW.baseFactor]! * toNow) : 0;
+          total = Math.max(ownInflight, rows[o + ROW.atScrape]! * decay + pending);
+        }
+        const running = Math.min(engineRunning, total);
+        load.running = running;
+        load.waiting = total - running;
+      }
+      if (rows[o + ROW.hasKv] === 1) load.kvUsage = Math.min(1, rows[o + ROW.kvUsage]! * Math.min(trust, decay) + rows[o + ROW.kvAdded]!);
+    }
+  }
+
+  /** Every row of `slots` (see mergeAllInto), the marks found through `handles`. */
+  private buildRows(
+    slots: readonly { readonly endpoint: Endpoint; readonly load: MutableLoadSnapshot }[],
+    handles: (StalenessMarks | undefined)[],
+  ): void {
+    const n = slots.length;
+    if (this.rowKind.length !== n) {
+      this.rows = new Float64Array(n * ROW.stride);
+      this.rowKind = new Uint8Array(n);
+    }
+    for (const m of this.rowMarks) m.rowSlot = -1;
+    const marks: Marks[] = new Array<Marks>(n);
+    const endpoints: Endpoint[] = new Array<Endpoint>(n);
+    for (let k = 0; k < n; k++) {
+      const { endpoint } = slots[k]!;
+      marks[k] = this.handle(handles, endpoint);
+      endpoints[k] = endpoint;
+    }
+    this.rowMarks = marks;
+    this.rowEndpoint = endpoints;
+    for (const m of this.dirty) m.dirty = false;
+    this.dirty.length = 0;
+    for (let k = 0; k < n; k++) this.buildRow(k, marks[k]!);
+    this.rowsFor = slots;
+    this.rowsEpoch = this.epoch;
+    this.rowsStoreGen = this.store.generation;
+    this.rowsRef = this.frame.ref;
+  }
+
+  /** Row `k` from the marks `m` and their sample, as mergeOne reads them. */
+  private buildRow(k: number, m: Marks): void {
+    m.rowSlot = k;
+    const rows = this.rows;
+    const o = k * ROW.stride;
+    let entry = m.entry;
+    if (entry === undefined || !entry.live) entry = m.entry = this.store.entryOf(m.id);
+    const sample = entry?.sample;
+    if (sample === undefined || (sample.changedAtMs < sample.scrapedAtMs && m.completed - m.completedAtChange >= this.frozenAfter)) {
+      this.rowKind[k] = ROW_WHOLE;
+      rows[o + ROW.scrapedAt] = Number.NaN;
+      return;
+    }
+    this.rowKind[k] = ROW_KEPT;
+    const scrapedAt = sample.scrapedAtMs;
+    const s = sample.signals;
+    rows[o + ROW.scrapedAt] = scrapedAt;
+    rows[o + ROW.scrapeFactor] = this.frame.fromRef(scrapedAt);
+    const hasQueue = s.waiting !== undefined || s.running !== undefined;
+    rows[o + ROW.hasQueue] = hasQueue ? 1 : 0;
+    if (hasQueue) {
+      const engineRunning = s.running ?? 0;
+      const atScrape = (s.waiting ?? 0) + engineRunning;
+      rows[o + ROW.engineRunning] = engineRunning;
+      rows[o + ROW.atScrape] = atScrape;
+      rows[o + ROW.moved] = Math.max(0, atScrape + (m.routed - m.routedAtScrape) - (m.completed - m.completedAtScrape));
+      const hasPending = m.since.size > 0;
+      rows[o + ROW.hasPending] = hasPending ? 1 : 0;
+      if (hasPending) {
+        rows[o + ROW.pendingSum] = Math.max(0, m.sinceSum);
+        rows[o + ROW.baseFactor] = this.frame.fromRef(m.baseMs);
+      }
+    }
+    const hasKv = s.kvUsage !== undefined;
+    rows[o + ROW.hasKv] = hasKv ? 1 : 0;
+    if (hasKv) {
+      const capacity = (s.numBlocks ?? 0) * (s.blockSizeTokens ?? 0);
+      rows[o + ROW.kvUsage] = s.kvUsage;
+      rows[o + ROW.kvAdded] = capacity > 0 ? (m.kvTokens - m.kvTokensAtScrape) / capacity : 0;
+    }
+  }
+
+  /** The marks of `endpoint` kept in `handles` by endpoint index (looked up again when missing, no longer live or another endpoint's). */
+  private handle(handles: (StalenessMarks | undefined)[], endpoint: Endpoint): Marks {
+    const m = handles[endpoint.index] as Marks | undefined;
+    if (m?.live && m.id === endpoint.id) return m;
+    const fresh = this.mark(endpoint.id);
+    handles[endpoint.index] = fresh;
+    return fresh;
+  }
+
+  /** Queues `m` for mergeAllInto's rows (about to change). */
+  private touch(m: Marks): void {
+    if (m.dirty) return;
+    m.dirty = true;
+    this.dirty.push(m);
   }
 
   /**
@@ -352,6 +550,7 @@ export class StalenessTracker {
       if (keep.has(id)) continue;
       m.live = false;
       this.marks.delete(id);
+      this.epoch++;
     }
     for (const id of [...this.frozen]) if (!keep.has(id)) this.frozen.delete(id);
   }
@@ -367,6 +566,7 @@ export class StalenessTracker {
 
   private onSample(endpointId: string, sample: EngineSample): void {
     const m = this.mark(endpointId);
+    this.touch(m);
     m.routedAtScrape = m.routed;
     m.completedAtScrape = m.completed;
     m.kvTokensAtScrape = m.kvTokens;
@@ -419,6 +619,8 @@ export class StalenessTracker {
         baseFactor: 1,
         baseFactorAt: Number.NaN,
         baseFactorRef: Number.NaN,
+        dirty: false,
+        rowSlot: -1,
       };
       this.marks.set(id, m);
     }

@@ -205,7 +205,7 @@ describe('load/staleness', () => {
 });
 
 describe('load/staleness: mergeAllInto', () => {
-  it('writes exactly what mergeInto gives into every snapshot, on a seeded mix of scrapes, routing and completions', () => {
+  it('writes exactly what mergeInto gives into every snapshot, on a seeded mix of scrapes, routing, completions, a retain and a new slot layout', () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     const build = (observedShare: number) => {
       const clock = new ManualClock(0);
@@ -217,7 +217,7 @@ describe('load/staleness: mergeAllInto', () => {
       const a = build(observedShare);
       const b = build(observedShare);
       const endpoints = ids.map((id, index) => ({ id, index }) as unknown as Endpoint);
-      const slots = endpoints.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
+      let slots = endpoints.map((endpoint) => ({ endpoint, load: newLoadScratch() }));
       const handles: (StalenessMarks | undefined)[] = [];
       const rng = seededRng(11 + observedShare * 10);
       let seq = 0;
@@ -245,6 +245,14 @@ describe('load/staleness: mergeAllInto', () => {
           else if (what <= 2) x.t.onRouted(id, req, x.clock.nowMs(), kv);
           else if (what <= 4) x.t.onCompleted(id, `r${Math.max(0, seq - 3)}`, observed);
         }
+        if (step === 150) {
+          // An endpoint forgotten and back: its kept rows must not outlive its marks or its sample.
+          for (const x of [a, b]) {
+            x.store.retain(ids.filter((i) => i !== 'c'));
+            x.t.retain(ids.filter((i) => i !== 'c'));
+          }
+        }
+        if (step === 250) slots = [...slots].reverse();
         const now = a.clock.nowMs();
         for (const s of slots) {
           Object.assign(s.load, newLoadScratch());
