@@ -7,6 +7,12 @@ export interface Rng {
   next(): number;
   /** Uniform integer in [0, n). */
   int(n: number): number;
+  /**
+   * A generator that draws the numbers this one draws next, with its own copy of the state
+   * (neither moves the other), when the generator can copy its state. Lets a caller that draws
+   * many numbers keep none of them and draw them again on demand (max-score-picker.ts).
+   */
+  snapshot?(): Rng;
 }
 
 export function seededRng(seed: number): Rng {
@@ -29,5 +35,5 @@ function mulberry32(state: number): Rng {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (n: number) => Math.floor(next() * n) };
+  return { next, int: (n: number) => Math.floor(next() * n), snapshot: () => mulberry32(a) };
 }

@@ -12,6 +12,7 @@
 import { DECISION_REASONS, type DecisionReason } from '../../core/types.js';
 import { definePlugin } from '../../framework/plugin-api.js';
 import { ORDER_HEAD, type Candidate, type CycleState, type Picker, type PickResult } from '../../framework/types.js';
+import type { Rng } from '../../util/rng.js';
 import { oneOf, section } from '../../util/schema.js';
 import { affinityReason } from '../shared/affinity-reason.js';
 
@@ -79,15 +80,33 @@ export function orderByDescending(state: CycleState, totals: ArrayLike<number>):
 export function rankByDescending(state: CycleState, totals: ArrayLike<number>): Ranking {
   const n = totals.length;
   if (n <= INSERTION_MAX) return { order: insertionOrder(state, totals) };
-  const keys = new Array<number>(n);
+  // A generator that can replay its draws lets the whole order draw the keys again on demand,
+  // so a decision keeps none (a fleet-sized array of them per decision, kept for the score
+  // report alone, was most of what the pick allocated).
+  const replay = state.rng.snapshot?.();
+  if (headKeys.length < n) headKeys = new Float64Array(Math.max(n, headKeys.length * 2));
+  const keys: number[] | Float64Array = replay !== undefined ? headKeys : new Array<number>(n);
   let nan = false;
   for (let i = 0; i < n; i++) {
     keys[i] = state.rng.next();
     if (Number.isNaN(totals[i]!)) nan = true;
   }
   if (nan || n <= ORDER_HEAD) return { order: mergeOrder(keys, totals) };
-  return { order: selectHead(keys, totals, ORDER_HEAD), fullOrder: () => mergeOrder(keys, totals) };
+  const order = selectHead(keys, totals, ORDER_HEAD);
+  if (replay === undefined) return { order, fullOrder: () => mergeOrder(keys, totals) };
+  return { order, fullOrder: () => mergeOrder(drawKeys(replay, n), totals) };
 }
+
+/** The keys of a ranking drawn again: `n` draws from a copy of `replay`. */
+function drawKeys(replay: Rng, n: number): number[] {
+  const rng = replay.snapshot?.() ?? replay;
+  const keys = new Array<number>(n);
+  for (let i = 0; i < n; i++) keys[i] = rng.next();
+  return keys;
+}
+
+/** The tie keys of the current ranking (reused: only its head is selected from them). */
+let headKeys = new Float64Array(0);
 
 /** Insertion sort by (total desc, random key asc, index asc) of a small pool. */
 function insertionOrder(state: CycleState, totals: ArrayLike<number>): number[] {
@@ -117,7 +136,7 @@ function insertionOrder(state: CycleState, totals: ArrayLike<number>): number[] 
  * a bounded insertion list. Candidates come in index order, so on equal total and key the
  * earlier one already ranks first (`<=` keeps it ahead).
  */
-function selectHead(keys: readonly number[], totals: ArrayLike<number>, size: number): number[] {
+function selectHead(keys: ArrayLike<number>, totals: ArrayLike<number>, size: number): number[] {
   const head: number[] = [];
   const n = totals.length;
   for (let i = 0; i < n; i++) {
@@ -159,7 +178,7 @@ let idxB = new Int32Array(0);
  * pick), from insertion-sorted runs. The key (total desc, tie key asc, index asc) is a
  * strict total order, so the result is the one any correct sort gives.
  */
-function mergeOrder(tieKeys: readonly number[], totals: ArrayLike<number>): number[] {
+function mergeOrder(tieKeys: ArrayLike<number>, totals: ArrayLike<number>): number[] {
   const n = totals.length;
   if (totalBuf.length < n) {
     const cap = Math.max(n, totalBuf.length * 2);

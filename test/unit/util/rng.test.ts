@@ -22,4 +22,14 @@ describe('util/rng', () => {
       expect(rng.int(1000)).to.equal(Math.floor(ref() * 1000));
     }
   });
+
+  it('snapshot draws what the generator draws next, without moving it or being moved', () => {
+    const rng = seededRng(5);
+    for (let k = 0; k < 37; k++) rng.next();
+    const copy = rng.snapshot!();
+    const ahead = Array.from({ length: 100 }, () => copy.next());
+    const again = rng.snapshot!();
+    expect(Array.from({ length: 100 }, () => rng.next())).to.deep.equal(ahead);
+    expect(Array.from({ length: 100 }, () => again.next())).to.deep.equal(ahead);
+  });
 });

@@ -59,8 +59,15 @@ describe('MaxScorePicker', () => {
         // The Rng is left where n draws leave it.
         expect(rng.next()).to.equal(keysRng.next());
         expect(r.order).to.deep.equal(expected.slice(0, ORDER_HEAD));
-        if (n > ORDER_HEAD) expect(r.fullOrder?.()).to.deep.equal(expected);
-        else expect(r.fullOrder).to.equal(undefined);
+        // Another ranking in between (the keys are drawn again on demand, not kept): same whole order, twice.
+        rankByDescending(
+          cycle({}, rng),
+          totals.map((t) => 1 - t),
+        );
+        if (n > ORDER_HEAD) {
+          expect(r.fullOrder?.()).to.deep.equal(expected);
+          expect(r.fullOrder?.()).to.deep.equal(expected);
+        } else expect(r.fullOrder).to.equal(undefined);
       }
     }
   });
