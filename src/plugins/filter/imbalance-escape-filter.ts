@@ -36,6 +36,8 @@ export interface ImbalanceThresholds {
 
 export class ImbalanceEscapeFilter implements Filter {
   private readonly measure: LoadMeasure;
+  /** Survivors of the current call (emptied after it: keeps no candidate alive). */
+  private readonly scratch: Candidate[] = [];
 
   constructor(
     readonly name: string,
@@ -61,18 +63,27 @@ export class ImbalanceEscapeFilter implements Filter {
       if (l > max) max = l;
     }
     if (!this.overloaded(max, min)) return candidates;
-    const kept: Candidate[] = [];
+    // The survivors gathered in a reused array and copied once at their size (an array grown
+    // by push to a fleet's size allocates about three times that on the way).
+    const scratch = this.scratch;
+    let k = 0;
     const dropped: Endpoint[] = [];
-    for (const c of candidates) {
+    for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
       if (this.overloaded(loadIn(m, c.load), min)) dropped.push(c.endpoint);
-      else kept.push(c);
+      else scratch[k++] = c;
     }
-    if (kept.length === 0) return candidates;
+    if (k === 0) return candidates;
+    const kept = scratch.slice(0, k);
+    scratch.fill(SPENT, 0, k);
     setScratch(state, IMBALANCE_DROPPED, dropped);
     state.notes.push(`imbalance escape: dropped ${dropped.length} of ${candidates.length} endpoints (load min ${min}, max ${max})`);
     return kept;
   }
 }
+
+/** What the scratch holds between calls. */
+const SPENT = undefined as unknown as Candidate;
 
 /** Escape only when an engine has 32+ more in flight than the least loaded (see docs/decisions/0100-plugin-graph.md)... */
 export const DEFAULT_IMBALANCE_ABS = 32;
