@@ -89,6 +89,9 @@ interface EngineSlot {
   readonly id: string;
   lane: Lane | undefined;
   fit: FitHandle | undefined;
+  /** `lanes.created` and `model.fitsCreated` when a missing lane or fit was last looked up. */
+  lanesSeen: number;
+  fitsSeen: number;
 }
 
 /** Layout of `featureValues`: candidate i's feature f is at `i * FEATURE.stride + FEATURE[f]`. */
@@ -301,16 +304,23 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
    * The endpoint's lane and fit, kept by endpoint index. Why: the decision reads both for
    * every candidate, and an array read saves two Map lookups by id per candidate. Both live
    * until `retain` drops their engine (which clears the slots), so a slot with the endpoint's
-   * id holds its lane and fit once they exist; until then each read looks them up again.
+   * id holds its lane and fit once they exist; until then a read looks them up again when
+   * a lane or fit was created since its last look (an engine no request went to has neither).
    */
   private slotOf(e: Endpoint): EngineSlot {
     let slot = this.slots[e.index];
     if (slot === undefined || slot.id !== e.id) {
-      slot = { id: e.id, lane: undefined, fit: undefined };
+      slot = { id: e.id, lane: undefined, fit: undefined, lanesSeen: -1, fitsSeen: -1 };
       this.slots[e.index] = slot;
     }
-    slot.lane ??= this.lanes.lane(e.id);
-    slot.fit ??= this.model.fitOf(e.id);
+    if (slot.lane === undefined && slot.lanesSeen !== this.lanes.created) {
+      slot.lanesSeen = this.lanes.created;
+      slot.lane = this.lanes.lane(e.id);
+    }
+    if (slot.fit === undefined && slot.fitsSeen !== this.model.fitsCreated) {
+      slot.fitsSeen = this.model.fitsCreated;
+      slot.fit = this.model.fitOf(e.id);
+    }
     return slot;
   }
 

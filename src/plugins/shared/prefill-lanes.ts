@@ -66,6 +66,8 @@ export class Lane {
 
 export class PrefillLanes {
   private readonly lanes = new Map<string, Lane>();
+  /** Lanes created so far: a caller that found no lane need not look again until this moves. */
+  created = 0;
 
   constructor(private readonly rate: DrainRate) {}
 
@@ -129,6 +131,7 @@ export class PrefillLanes {
     if (l === undefined) {
       l = new Lane(endpointId, nowMs);
       this.lanes.set(endpointId, l);
+      this.created++;
     }
     this.drain(l, nowMs);
     l.added += Math.max(0, tokens);

@@ -186,6 +186,8 @@ export interface EngineModelState {
 /** Per-engine TTFT coefficients, learned online. Keys are endpoint ids. */
 export class TtftCostModel {
   private readonly fits = new Map<string, EngineFit>();
+  /** Fits created so far: a caller whose `fitOf` found none need not look again until this moves. */
+  fitsCreated = 0;
   /** Learns from every engine: predicts engines with too few observations of their own. */
   private readonly pooled: EngineFit;
   private readonly prior: Float64Array;
@@ -412,6 +414,7 @@ export class TtftCostModel {
     if (f === undefined) {
       f = new EngineFit(this.prior, this.p0);
       this.fits.set(id, f);
+      this.fitsCreated++;
     }
     return f;
   }
