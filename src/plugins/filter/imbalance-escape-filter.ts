@@ -38,6 +38,8 @@ export class ImbalanceEscapeFilter implements Filter {
   private readonly measure: LoadMeasure;
   /** Survivors of the current call (emptied after it: keeps no candidate alive). */
   private readonly scratch: Candidate[] = [];
+  /** Each candidate's load in the current call. */
+  private loads = new Float64Array(64);
 
   constructor(
     readonly name: string,
@@ -54,11 +56,16 @@ export class ImbalanceEscapeFilter implements Filter {
   filter(state: CycleState, candidates: readonly Candidate[]): readonly Candidate[] {
     if (candidates.length < 2) return candidates;
     const m = this.measure;
-    // Min and max first, without per-call arrays: most decisions keep every candidate.
+    const n = candidates.length;
+    if (this.loads.length < n) this.loads = new Float64Array(Math.max(n, 2 * this.loads.length));
+    const loads = this.loads;
+    // Min and max first, without per-call arrays: most decisions keep every candidate. Each
+    // load is kept for the second pass (reading it again from the snapshot cost as much).
     let min = Infinity;
     let max = -Infinity;
-    for (let i = 0; i < candidates.length; i++) {
+    for (let i = 0; i < n; i++) {
       const l = loadIn(m, candidates[i]!.load);
+      loads[i] = l;
       if (l < min) min = l;
       if (l > max) max = l;
     }
@@ -68,9 +75,9 @@ export class ImbalanceEscapeFilter implements Filter {
     const scratch = this.scratch;
     let k = 0;
     const dropped: Endpoint[] = [];
-    for (let i = 0; i < candidates.length; i++) {
+    for (let i = 0; i < n; i++) {
       const c = candidates[i]!;
-      if (this.overloaded(loadIn(m, c.load), min)) dropped.push(c.endpoint);
+      if (this.overloaded(loads[i]!, min)) dropped.push(c.endpoint);
       else scratch[k++] = c;
     }
     if (k === 0) return candidates;

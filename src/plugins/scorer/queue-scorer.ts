@@ -48,20 +48,26 @@ export class QueueScorer implements Scorer {
 
   score(_state: CycleState, candidates: readonly Candidate[]): number[] {
     const n = candidates.length;
+    if (this.queues.length < n) this.queues = new Float64Array(Math.max(n, 2 * this.queues.length));
+    const queues = this.queues;
     let min = Infinity;
     let max = -Infinity;
     for (let i = 0; i < n; i++) {
       const v = this.queueOf(candidates[i]!);
+      queues[i] = v;
       if (v < min) min = v;
       if (v > max) max = v;
     }
     const out = new Array<number>(n);
     const span = max - min;
     const denom = Math.max(span, this.softQueue);
-    // queueOf is a few field reads: reading it again is cheaper than a per-call array.
-    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (this.queueOf(candidates[i]!) - min) / denom : 1;
+    // Each queue kept from the first pass in a reused buffer (reading it again from the snapshot cost more).
+    for (let i = 0; i < n; i++) out[i] = span > 0 ? 1 - (queues[i]! - min) / denom : 1;
     return out;
   }
+
+  /** Each candidate's queue in the current call. */
+  private queues = new Float64Array(64);
 }
 
 export const queueScorer = definePlugin({
