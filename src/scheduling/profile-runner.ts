@@ -12,6 +12,7 @@
  * and the loop creates no closures: this runs on every request.
  */
 import { RouterError } from '../core/errors.js';
+import { zeros } from '../util/double-array.js';
 import type { DecisionReason } from '../core/types.js';
 import type { Clock } from '../util/clock.js';
 import type { Candidate, CycleState, PickResult, Profile } from '../framework/types.js';
@@ -86,7 +87,8 @@ export function runProfileTimed(
   }
 
   const n = candidates.length;
-  const totals = new Array<number>(n).fill(0);
+  // Of the double kind whatever the scores (util/double-array.ts): the pickers read it element by element.
+  const totals = zeros(n);
   const scores: ArrayLike<number>[] = [];
   for (const { scorer, weight } of profile.scorers) {
     const raw = scorer.score(state, candidates);

@@ -36,6 +36,7 @@ import {
   type Placement,
 } from '../../framework/types.js';
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
+import { zeros } from '../../util/double-array.js';
 import { AFFINITY_EVIDENCE, bestMatched, cycleSessionKey } from '../shared/cycle-keys.js';
 import { type CountHandle, DecayedCounts } from '../shared/decayed-counts.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
@@ -77,7 +78,8 @@ export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
       if (this.o.note !== undefined) state.notes.push(this.o.note);
       return this.o.picker.pick(state, candidates, totals);
     }
-    const q = new Array<number>(candidates.length);
+    // Of the double kind, as the scorers' totals: the ranking reads both (util/double-array.ts).
+    const q = zeros(candidates.length);
     const picks = this.coldPicks;
     const handles = this.handles;
     for (let i = 0; i < candidates.length; i++) {
