@@ -233,19 +233,21 @@ export class PredictedTtftPlugin implements Scorer, Picker {
     if (n <= HEAD_ONLY_ABOVE || nan) return { order: this.wholeOrder(state, candidates, pred) };
     const limit = best + Math.max(this.opts.tieMs, this.opts.tieFraction * best);
     const ties: number[] = [];
-    const rest: number[] = [];
-    for (let i = 0; i < n; i++) (pred[i]! <= limit ? ties : rest).push(i);
+    for (let i = 0; i < n; i++) if (pred[i]! <= limit) ties.push(i);
     if (ties.length > 1) {
       // The near-ties as the whole order's stable sort by prediction lists them.
       ties.sort((a, b) => pred[a]! - pred[b]! || a - b);
       this.breakTies(state, candidates, ties, ties.length);
     }
-    // The costs buffer is reused by the next decision; the deferred sort reads a copy.
+    // The costs buffer is reused by the next decision; the deferred sort reads a copy. The
+    // rest (every position above the limit, in index order) is not kept: the head reads the
+    // positions in place and the whole order lists them again on demand (a fleet-sized array
+    // grown by push on every decision was most of what the pick allocated).
     const restPred = pred.slice(0, n);
     const byPred = (a: number, b: number): number => restPred[a]! - restPred[b]! || a - b;
-    const fullOrder = (): readonly number[] => [...ties, ...rest.sort(byPred)];
+    const fullOrder = (): readonly number[] => [...ties, ...above(restPred, limit).sort(byPred)];
     if (ties.length >= ORDER_HEAD) return { order: ties.slice(0, ORDER_HEAD), fullOrder };
-    return { order: [...ties, ...smallest(rest, ORDER_HEAD - ties.length, byPred)], fullOrder };
+    return { order: [...ties, ...smallestAbove(restPred, limit, ORDER_HEAD - ties.length, byPred)], fullOrder };
   }
 
   /** The whole order: by prediction (stable), then the near-ties of the best re-ordered. */
@@ -293,11 +295,22 @@ interface Ranking {
   readonly fullOrder?: () => readonly number[];
 }
 
-/** The `m` first of `xs` by `cmp` (a strict order), in order: one pass with a bounded insertion list. */
-function smallest(xs: readonly number[], m: number, cmp: (a: number, b: number) => number): number[] {
+/** The positions whose value is above `limit` (not ≤ it), in index order. */
+function above(values: Float64Array, limit: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < values.length; i++) if (!(values[i]! <= limit)) out.push(i);
+  return out;
+}
+
+/**
+ * The `m` first by `cmp` (a strict order) of the positions whose value is above `limit`
+ * (`above`'s, read in place), in order: one pass with a bounded insertion list.
+ */
+function smallestAbove(values: Float64Array, limit: number, m: number, cmp: (a: number, b: number) => number): number[] {
   const head: number[] = [];
   if (m <= 0) return head;
-  for (const x of xs) {
+  for (let x = 0; x < values.length; x++) {
+    if (values[x]! <= limit) continue;
     let j = head.length;
     if (j === m) {
       if (cmp(head[j - 1]!, x) <= 0) continue;
