@@ -38,7 +38,7 @@ import {
 import { configError, bool, num, oneOf, section, str } from '../../util/schema.js';
 import { zeros } from '../../util/double-array.js';
 import { AFFINITY_EVIDENCE, bestMatched, cycleSessionKey } from '../shared/cycle-keys.js';
-import { type CountHandle, DecayedCounts } from '../shared/decayed-counts.js';
+import { DecayedCounts } from '../shared/decayed-counts.js';
 import { staleAfter, staleAfterParam } from '../shared/params.js';
 import { decisionReason, rankByDescending } from '../picker/max-score-picker.js';
 
@@ -62,8 +62,18 @@ export interface ColdPlacementOptions {
 export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
   /** Recent cold placements per endpoint id (spread). */
   private readonly coldPicks = new DecayedCounts(COLD_SPREAD_HALF_LIFE_MS);
-  /** coldPicks' handle per endpoint index (re-read when missing, dead or another endpoint's). */
-  private readonly handles: (CountHandle | undefined)[] = [];
+  /**
+   * coldPicks' slot per endpoint index, for the endpoint in `slotOf` at that index (looked
+   * up again for another endpoint object, and all of them when coldPicks forgot keys:
+   * `slotsEpoch`). Why the object and not its id: comparing the ids cost a string comparison
+   * per endpoint, most of a cold decision's placement at 1,024 endpoints.
+   */
+  private slot = new Int32Array(0);
+  private readonly slotOf: (Endpoint | undefined)[] = [];
+  private slotsEpoch = -1;
+  /** Per candidate of the current call: its slot, and its recent cold placements. */
+  private slots = new Int32Array(0);
+  private recent = new Float64Array(0);
   private placed = 0;
 
   constructor(
@@ -81,24 +91,46 @@ export class ColdRequestPlacement implements Placement, EndpointsChangedHook {
     // Of the double kind, as the scorers' totals: the ranking reads both (util/double-array.ts).
     const q = zeros(candidates.length);
     const picks = this.coldPicks;
-    const handles = this.handles;
-    for (let i = 0; i < candidates.length; i++) {
-      const c = candidates[i]!;
+    if (picks.epoch !== this.slotsEpoch) {
+      this.slotOf.length = 0;
+      this.slotsEpoch = picks.epoch;
+    }
+    const n = candidates.length;
+    if (this.recent.length < n) {
+      this.recent = new Float64Array(Math.max(n, 2 * this.recent.length));
+      this.slots = new Int32Array(this.recent.length);
+    }
+    const recent = this.recent;
+    if (this.o.spread) {
+      const slotOf = this.slotOf;
+      for (let i = 0; i < n; i++) {
+        const e = candidates[i]!.endpoint;
+        if (slotOf[e.index] !== e) this.keepSlot(e);
+        this.slots[i] = this.slot[e.index]!;
+      }
+      picks.valuesAtSlots(this.slots, n, state.nowMs, recent);
+    } else recent.fill(0, 0, n);
+    for (let i = 0; i < n; i++) {
       // The spread term is in [0, 1) against the queue × 1024: it only breaks ties (engine
       // waiting counts can be fractional once faded by age, so not just whole requests).
-      let recent = 0;
-      if (this.o.spread) {
-        const e = c.endpoint;
-        let h = handles[e.index];
-        if (h === undefined || !h.live || h.key !== e.id) h = handles[e.index] = picks.handleOf(e.id);
-        recent = picks.valueOf(h, state.nowMs);
-      }
-      q[i] = -prefillQueue(c.load, this.o.staleAfterMs) * 1024 - recent / (1 + recent);
+      const r = recent[i]!;
+      q[i] = -prefillQueue(candidates[i]!.load, this.o.staleAfterMs) * 1024 - r / (1 + r);
     }
     const ranked = rankByDescending(state, q);
     const first = ranked.order[0]!;
     if (this.o.spread) this.coldPicks.add(candidates[first]!.endpoint.id, state.nowMs);
     return { ...ranked, reason: decisionReason(state, candidates, first, this.o.reason) };
+  }
+
+  /** Looks up and keeps coldPicks' slot of `e` at its index. */
+  private keepSlot(e: Endpoint): void {
+    if (this.slot.length <= e.index) {
+      const grown = new Int32Array(Math.max(e.index + 1, 2 * this.slot.length));
+      grown.set(this.slot);
+      this.slot = grown;
+    }
+    this.slot[e.index] = this.coldPicks.slotOf(this.coldPicks.handleOf(e.id));
+    this.slotOf[e.index] = e;
   }
 
   debugState(): unknown {

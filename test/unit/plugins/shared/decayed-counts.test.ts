@@ -1,6 +1,7 @@
 /** DecayedCounts: halving per half-life, accumulation, forgetting keys. */
 import { expect } from 'chai';
-import { DecayedCounts } from '../../../../src/plugins/shared/decayed-counts.js';
+import { type CountHandle, DecayedCounts } from '../../../../src/plugins/shared/decayed-counts.js';
+import { HalfLifeFrame } from '../../../../src/util/half-life-frame.js';
 import { seededRng } from '../../../../src/util/rng.js';
 
 describe('plugins/shared: decayed counts', () => {
@@ -70,5 +71,72 @@ describe('plugins/shared: decayed counts', () => {
     c.retain(new Set(['b']));
     expect(h.live).to.equal(false);
     expect(c.valueAt('a', 1010)).to.equal(0);
+  });
+
+  it('reads to the bit what the object-per-key version read, over seeded adds, reads, handles and retains', () => {
+    // The object-per-key version this class replaced (its numbers moved to arrays by slot).
+    class Reference {
+      private readonly counts = new Map<string, { value: number; atMs: number; scaled: number; scaledRef: number }>();
+      private readonly frame: HalfLifeFrame;
+      constructor(h: number) {
+        this.frame = new HalfLifeFrame(h);
+      }
+      valueAt(key: string, nowMs: number): number {
+        const c = this.counts.get(key);
+        if (c === undefined || c.value === 0) return 0;
+        const dt = nowMs - c.atMs;
+        if (dt <= 0) return c.value;
+        const toNow = this.frame.nowFactor(nowMs);
+        if (c.scaledRef !== this.frame.ref) {
+          c.scaled = c.value * this.frame.fromRef(c.atMs);
+          c.scaledRef = this.frame.ref;
+        }
+        return c.scaled * toNow;
+      }
+      add(key: string, nowMs: number): void {
+        const c = this.counts.get(key);
+        if (c === undefined) {
+          this.counts.set(key, { value: 1, atMs: nowMs, scaled: 0, scaledRef: Number.NaN });
+          return;
+        }
+        c.value = this.valueAt(key, nowMs) + 1;
+        c.atMs = Math.max(c.atMs, nowMs);
+        c.scaledRef = Number.NaN;
+      }
+      retain(keep: ReadonlySet<string>): void {
+        for (const key of [...this.counts.keys()]) if (!keep.has(key)) this.counts.delete(key);
+      }
+    }
+    const H = 250;
+    const c = new DecayedCounts(H);
+    const ref = new Reference(H);
+    const keys = Array.from({ length: 40 }, (_, i) => `e${i}`);
+    const handles = new Map<string, CountHandle>();
+    const slotsAt = { epoch: -1, slots: new Map<string, number>() };
+    const rng = seededRng(17);
+    let now = 0;
+    for (let step = 0; step < 30_000; step++) {
+      now += rng.int(25);
+      const k = keys[rng.int(keys.length)]!;
+      const op = rng.int(10);
+      if (op < 3) {
+        c.add(k, now);
+        ref.add(k, now);
+      } else if (op === 3 && rng.next() < 0.05) {
+        const keep = new Set(keys.filter(() => rng.next() < 0.7));
+        c.retain(keep);
+        ref.retain(keep);
+      } else if (op < 7) {
+        let h = handles.get(k);
+        if (h === undefined || !h.live) handles.set(k, (h = c.handleOf(k)));
+        expect(c.valueOf(h, now), `step ${step} handle ${k}`).to.equal(ref.valueAt(k, now));
+        // A slot kept while the epoch holds reads the same.
+        const slots = slotsAt.epoch === c.epoch ? slotsAt.slots : new Map<string, number>();
+        slotsAt.epoch = c.epoch;
+        slotsAt.slots = slots;
+        if (!slots.has(k)) slots.set(k, c.slotOf(h));
+        expect(c.valueAtSlot(slots.get(k)!, now), `step ${step} slot ${k}`).to.equal(ref.valueAt(k, now));
+      } else expect(c.valueAt(k, now), `step ${step} ${k}`).to.equal(ref.valueAt(k, now));
+    }
   });
 });
