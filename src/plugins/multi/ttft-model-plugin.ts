@@ -87,6 +87,8 @@ interface CyclePredictions {
 /** One endpoint's lane and fit, resolved by id once they exist (see TtftModelPlugin.slotOf). */
 interface EngineSlot {
   readonly id: string;
+  /** The endpoint object last resolved to this slot (compared before the id: no string comparison per candidate). */
+  endpoint: Endpoint;
   lane: Lane | undefined;
   fit: FitHandle | undefined;
   /** `lanes.created` and `model.fitsCreated` when a missing lane or fit was last looked up. */
@@ -309,9 +311,11 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
    */
   private slotOf(e: Endpoint): EngineSlot {
     let slot = this.slots[e.index];
-    if (slot === undefined || slot.id !== e.id) {
-      slot = { id: e.id, lane: undefined, fit: undefined, lanesSeen: -1, fitsSeen: -1 };
-      this.slots[e.index] = slot;
+    if (slot?.endpoint !== e) {
+      if (slot === undefined || slot.id !== e.id) {
+        slot = { id: e.id, endpoint: e, lane: undefined, fit: undefined, lanesSeen: -1, fitsSeen: -1 };
+        this.slots[e.index] = slot;
+      } else slot.endpoint = e;
     }
     if (slot.lane === undefined && slot.lanesSeen !== this.lanes.created) {
       slot.lanesSeen = this.lanes.created;
