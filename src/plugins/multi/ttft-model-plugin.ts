@@ -198,6 +198,9 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     prefillTokensPerMs: new Float64Array(0),
   };
   private meanUncached: number;
+  /** Moving averages of uncached tokens × their attention context (k tokens), and of uncached tokens, per routed request. */
+  private contextNum = 0;
+  private contextDen = 0;
 
   constructor(
     readonly name: string,
@@ -378,10 +381,6 @@ export class TtftModelPlugin implements RoutedHook, CompletedHook, EndpointsChan
     this.contextNum += 0.05 * ((u * (Math.max(0, f.cachedTokens) + u / 2)) / 1000 - this.contextNum);
     this.contextDen += 0.05 * (u - this.contextDen);
   }
-
-  /** Moving averages of uncached tokens × their attention context (k tokens), and of uncached tokens, per routed request. */
-  private contextNum = 0;
-  private contextDen = 0;
 
   /**
    * The attention context (k tokens) an uncached token of a recently routed request sits

@@ -255,7 +255,7 @@ export class TtftCostModel {
    * Uncached tokens per ms engine `id` prefills while `batch` sequences decode: each step of
    * the engine carries the step cost and the batch, and up to chunkTokens − batch prefill tokens;
    * each token also costs the context term at `contextK` thousand tokens of attention context
-   * (the mean of the queued requests'). Why the context term: a request's own prefill is
+   * (the caller's: ttft-model uses the mean over recently routed requests). Why the context term: a request's own prefill is
    * predicted with it, and a queue drained without it ran ahead of the engine wherever the fit
    * put part of the prefill cost there. On the fleet simulator, before the first completions
    * had taught the fit the GPU-like engines' costs (the priors are the CPU engine's, which
